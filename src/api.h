@@ -1,0 +1,410 @@
+#ifndef TCOMPILE_H
+#define TCOMPILE_H
+
+#define TC_VERSION_MAJOR 0
+#define TC_VERSION_MINOR 1
+#define TC_VERSION_PATCH 0
+#define TC_VERSION_STRING "0.1.0"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef TCOMPILE_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define TCDEF static __attribute__((unused))
+#else
+#define TCDEF static
+#endif
+#else
+#define TCDEF extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Results, dtypes, limits                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tc_result {
+    TC_OK = 0,
+    TC_ERR_INVALID_ARG,   /* a bad value: negative size, bad option, ...     */
+    TC_ERR_NULL,          /* a NULL tensor or pointer where one is required  */
+    TC_ERR_SHAPE,         /* shapes that do not fit together                 */
+    TC_ERR_DTYPE,         /* a dtype the op does not accept                  */
+    TC_ERR_AXIS,          /* an axis / dim out of range or repeated          */
+    TC_ERR_INDEX,         /* an index value out of range                     */
+    TC_ERR_OVERFLOW,      /* sizes whose product or byte count overflows     */
+    TC_ERR_OOM,           /* an allocation failed                            */
+    TC_ERR_UNSUPPORTED,   /* valid but not implemented                       */
+    TC_ERR_STATE,         /* API misuse: unbalanced scopes, ...              */
+    TC_ERR_IO,            /* file or system error                            */
+    TC_RESULT_COUNT_
+} tc_result;
+
+TCDEF const char *tc_result_string(tc_result r);
+
+/* 0 is the default dtype (f32).  Sizes: 4, 2, 2, 4, 1 bytes. */
+typedef enum tc_dtype {
+    TC_F32 = 0,
+    TC_F16,
+    TC_BF16,
+    TC_I32,
+    TC_BOOL,
+    TC_DTYPE_COUNT_
+} tc_dtype;
+
+TCDEF const char *tc_dtype_name(tc_dtype dt);
+TCDEF size_t tc_dtype_size(tc_dtype dt);   /* 0 for an invalid dtype */
+
+#define TC_MAX_DIMS 8
+
+typedef struct tc_ctx tc_ctx;
+typedef struct tc_tensor tc_tensor;
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tc_log_level {
+    TC_LOG_DEFAULT = 0,   /* = TC_LOG_WARN */
+    TC_LOG_ERROR,
+    TC_LOG_WARN,
+    TC_LOG_INFO,
+    TC_LOG_DEBUG
+} tc_log_level;
+
+typedef void (*tc_log_fn)(void *user, tc_log_level level, const char *msg);
+
+/* Zero-initialise, then set what you need. */
+typedef struct tc_ctx_options {
+    int num_threads;        /* 0 = one per online CPU; 1 = no worker threads */
+    tc_log_fn log;          /* NULL = write to stderr                        */
+    void *log_user;
+    tc_log_level log_level; /* messages above this level are dropped         */
+    int log_op_errors;      /* nonzero: log every op error when it happens   */
+} tc_ctx_options;
+
+TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts); /* NULL on OOM */
+TCDEF void tc_ctx_destroy(tc_ctx *ctx);                  /* frees all     */
+TCDEF int tc_ctx_num_threads(const tc_ctx *ctx);
+TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
+/* The first error any op on this context produced since the last clear. */
+TCDEF tc_result tc_ctx_status(const tc_ctx *ctx);
+TCDEF const char *tc_ctx_error(const tc_ctx *ctx);       /* "" when none  */
+TCDEF void tc_ctx_clear_error(tc_ctx *ctx);
+/* Live tensor objects and storage bytes owned by the context. */
+TCDEF int64_t tc_ctx_live_tensors(const tc_ctx *ctx);
+TCDEF int64_t tc_ctx_live_bytes(const tc_ctx *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Scopes (see MEMORY MODEL above)                                           */
+/* ------------------------------------------------------------------------ */
+
+TCDEF void tc_scope_begin(tc_ctx *ctx);
+/* Frees every tensor the innermost scope owns.  TC_ERR_STATE when no scope
+ * is open (nothing is freed then). */
+TCDEF tc_result tc_scope_end(tc_ctx *ctx);
+TCDEF int tc_scope_depth(const tc_ctx *ctx);     /* 0 = root */
+TCDEF tc_tensor *tc_keep(tc_tensor *t);          /* one scope out; returns t */
+TCDEF tc_tensor *tc_persist(tc_tensor *t);       /* to the root; returns t   */
+TCDEF void tc_free(tc_tensor *t);                /* NULL and sentinels: no-op */
+
+/* ------------------------------------------------------------------------ */
+/* Tensor properties and host access                                         */
+/* ------------------------------------------------------------------------ */
+
+TCDEF tc_result tc_status(const tc_tensor *t);   /* NULL -> TC_ERR_NULL */
+TCDEF const char *tc_error(const tc_tensor *t);  /* "" when OK */
+TCDEF tc_ctx *tc_context(const tc_tensor *t);
+TCDEF tc_dtype tc_type(const tc_tensor *t);
+TCDEF int tc_ndim(const tc_tensor *t);
+/* dim may be negative (from the end); 0 when out of range */
+TCDEF int64_t tc_dim(const tc_tensor *t, int dim);
+TCDEF const int64_t *tc_shape(const tc_tensor *t);     /* ndim entries */
+TCDEF const int64_t *tc_strides(const tc_tensor *t);   /* in elements  */
+TCDEF int64_t tc_offset(const tc_tensor *t);           /* in elements  */
+TCDEF int64_t tc_numel(const tc_tensor *t);
+TCDEF int tc_is_contiguous(const tc_tensor *t);
+/* Pointer to element [0,0,...] (storage + offset); index with tc_strides.
+ * NULL for errored tensors.  Writing through it changes every view. */
+TCDEF void *tc_data(const tc_tensor *t);
+/* Copy the tensor (any strides) into a contiguous row-major buffer, converting
+ * to `dtype`; dst_bytes must be at least numel * tc_dtype_size(dtype). */
+TCDEF tc_result tc_read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes);
+/* Copy a contiguous row-major buffer of `dtype` into t (any strides). */
+TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes);
+/* Value of a one-element tensor as double; NaN when errored or numel != 1. */
+TCDEF double tc_item(const tc_tensor *t);
+/* Element access by index (ndim entries, negatives not allowed). */
+TCDEF double tc_get(const tc_tensor *t, const int64_t *index);
+TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value);
+/* Shape as text, e.g. "f32[2,3]"; writes at most cap bytes, returns buf. */
+TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Ops.  Every op is a macro over a function with an `_at` suffix that takes  */
+/* the caller's file and line last.  Shapes: (ndim, const int64_t *shape).   */
+/* ------------------------------------------------------------------------ */
+
+#define TC_AT_ const char *file, int line
+#define TC_HERE_ __FILE__, __LINE__
+
+/* Creation.  All are new storage except tc_wrap. */
+TCDEF tc_tensor *tc_empty_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, TC_AT_);
+TCDEF tc_tensor *tc_zeros_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, TC_AT_);
+TCDEF tc_tensor *tc_ones_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, TC_AT_);
+TCDEF tc_tensor *tc_full_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, TC_AT_);
+/* 0-d tensor holding value (f32). */
+TCDEF tc_tensor *tc_scalar_at(tc_ctx *ctx, double value, TC_AT_);
+/* [start, end) by step, like torch.arange; dtype TC_I32 or a float type. */
+TCDEF tc_tensor *tc_arange_at(tc_ctx *ctx, tc_dtype dt, double start, double end, double step, TC_AT_);
+/* Deterministic: element i depends only on (seed, i), whatever the threads. */
+TCDEF tc_tensor *tc_rand_uniform_at(tc_ctx *ctx, int ndim, const int64_t *shape, double lo, double hi, uint64_t seed, TC_AT_);
+TCDEF tc_tensor *tc_rand_normal_at(tc_ctx *ctx, int ndim, const int64_t *shape, double mean, double std, uint64_t seed, TC_AT_);
+/* Copy from contiguous row-major user memory. */
+TCDEF tc_tensor *tc_from_data_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const void *data, TC_AT_);
+/* View user memory without copying.  strides in elements, NULL = row-major.
+ * The memory must stay valid while any tensor views it; never freed here. */
+TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const int64_t *strides, void *data, TC_AT_);
+
+#define tc_empty(ctx, dt, ndim, shape) tc_empty_at(ctx, dt, ndim, shape, TC_HERE_)
+#define tc_zeros(ctx, dt, ndim, shape) tc_zeros_at(ctx, dt, ndim, shape, TC_HERE_)
+#define tc_ones(ctx, dt, ndim, shape) tc_ones_at(ctx, dt, ndim, shape, TC_HERE_)
+#define tc_full(ctx, dt, ndim, shape, v) tc_full_at(ctx, dt, ndim, shape, v, TC_HERE_)
+#define tc_scalar(ctx, v) tc_scalar_at(ctx, v, TC_HERE_)
+#define tc_arange(ctx, dt, start, end, step) tc_arange_at(ctx, dt, start, end, step, TC_HERE_)
+#define tc_rand_uniform(ctx, ndim, shape, lo, hi, seed) tc_rand_uniform_at(ctx, ndim, shape, lo, hi, seed, TC_HERE_)
+#define tc_rand_normal(ctx, ndim, shape, mean, std, seed) tc_rand_normal_at(ctx, ndim, shape, mean, std, seed, TC_HERE_)
+#define tc_from_data(ctx, dt, ndim, shape, data) tc_from_data_at(ctx, dt, ndim, shape, data, TC_HERE_)
+#define tc_wrap(ctx, dt, ndim, shape, strides, data) tc_wrap_at(ctx, dt, ndim, shape, strides, data, TC_HERE_)
+
+/* Views: no copy, share storage.  tc_reshape copies only when the strides
+ * cannot express the new shape (like torch.reshape); one entry may be -1. */
+TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, TC_AT_);
+TCDEF tc_tensor *tc_permute_at(tc_ctx *ctx, tc_tensor *x, const int *perm, TC_AT_); /* tc_ndim(x) entries */
+TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, TC_AT_);
+/* x[start:end:step] along dim, Python rules (negatives count from the end,
+ * out-of-range bounds clamp); step >= 1. */
+TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step, TC_AT_);
+/* x[..., index, ...]: removes dim. */
+TCDEF tc_tensor *tc_select_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t index, TC_AT_);
+/* Broadcast to shape (-1 keeps a size); new dims on the left. */
+TCDEF tc_tensor *tc_expand_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, TC_AT_);
+TCDEF tc_tensor *tc_squeeze_at(tc_ctx *ctx, tc_tensor *x, int dim, TC_AT_);   /* no-op if size != 1 */
+TCDEF tc_tensor *tc_squeeze_all_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
+TCDEF tc_tensor *tc_unsqueeze_at(tc_ctx *ctx, tc_tensor *x, int dim, TC_AT_);
+TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end_dim, TC_AT_);
+/* Returns x itself (same object) when already contiguous, else a copy. */
+TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
+TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);              /* always a copy */
+/* dst[...] = src (broadcast to dst, converted to dst's dtype); returns dst. */
+TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_);
+
+#define tc_reshape(ctx, x, ndim, shape) tc_reshape_at(ctx, x, ndim, shape, TC_HERE_)
+#define tc_permute(ctx, x, perm) tc_permute_at(ctx, x, perm, TC_HERE_)
+#define tc_transpose(ctx, x, d0, d1) tc_transpose_at(ctx, x, d0, d1, TC_HERE_)
+#define tc_slice(ctx, x, dim, start, end, step) tc_slice_at(ctx, x, dim, start, end, step, TC_HERE_)
+#define tc_select(ctx, x, dim, index) tc_select_at(ctx, x, dim, index, TC_HERE_)
+#define tc_expand(ctx, x, ndim, shape) tc_expand_at(ctx, x, ndim, shape, TC_HERE_)
+#define tc_squeeze(ctx, x, dim) tc_squeeze_at(ctx, x, dim, TC_HERE_)
+#define tc_squeeze_all(ctx, x) tc_squeeze_all_at(ctx, x, TC_HERE_)
+#define tc_unsqueeze(ctx, x, dim) tc_unsqueeze_at(ctx, x, dim, TC_HERE_)
+#define tc_flatten(ctx, x, s, e) tc_flatten_at(ctx, x, s, e, TC_HERE_)
+#define tc_contiguous(ctx, x) tc_contiguous_at(ctx, x, TC_HERE_)
+#define tc_clone(ctx, x) tc_clone_at(ctx, x, TC_HERE_)
+#define tc_copy(ctx, dst, src) tc_copy_at(ctx, dst, src, TC_HERE_)
+
+/* Pointwise unary.  Float results for float ops (i32/bool inputs give f32);
+ * neg/abs/square/relu/floor/ceil keep i32.  gelu is the erf form,
+ * gelu_tanh PyTorch's approximate='tanh'. */
+#define TC_UNARY_API_(X) \
+    X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
+    X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
+    X(floor) X(ceil)
+#define TC_DECL_UNARY_(name) \
+    TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
+TC_UNARY_API_(TC_DECL_UNARY_)
+#undef TC_DECL_UNARY_
+#define tc_neg(ctx, x) tc_neg_at(ctx, x, TC_HERE_)
+#define tc_abs(ctx, x) tc_abs_at(ctx, x, TC_HERE_)
+#define tc_exp(ctx, x) tc_exp_at(ctx, x, TC_HERE_)
+#define tc_log(ctx, x) tc_log_at(ctx, x, TC_HERE_)
+#define tc_sqrt(ctx, x) tc_sqrt_at(ctx, x, TC_HERE_)
+#define tc_rsqrt(ctx, x) tc_rsqrt_at(ctx, x, TC_HERE_)
+#define tc_reciprocal(ctx, x) tc_reciprocal_at(ctx, x, TC_HERE_)
+#define tc_square(ctx, x) tc_square_at(ctx, x, TC_HERE_)
+#define tc_sin(ctx, x) tc_sin_at(ctx, x, TC_HERE_)
+#define tc_cos(ctx, x) tc_cos_at(ctx, x, TC_HERE_)
+#define tc_tanh(ctx, x) tc_tanh_at(ctx, x, TC_HERE_)
+#define tc_sigmoid(ctx, x) tc_sigmoid_at(ctx, x, TC_HERE_)
+#define tc_relu(ctx, x) tc_relu_at(ctx, x, TC_HERE_)
+#define tc_gelu(ctx, x) tc_gelu_at(ctx, x, TC_HERE_)
+#define tc_gelu_tanh(ctx, x) tc_gelu_tanh_at(ctx, x, TC_HERE_)
+#define tc_silu(ctx, x) tc_silu_at(ctx, x, TC_HERE_)
+#define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
+#define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
+
+/* softplus(x) = log1p(exp(beta*x))/beta, linear where beta*x > threshold
+ * (PyTorch defaults: beta 1, threshold 20). */
+TCDEF tc_tensor *tc_softplus_at(tc_ctx *ctx, tc_tensor *x, double beta, double threshold, TC_AT_);
+/* min(max(x, lo), hi); pass -INFINITY / INFINITY for no bound. */
+TCDEF tc_tensor *tc_clamp_at(tc_ctx *ctx, tc_tensor *x, double lo, double hi, TC_AT_);
+/* Float -> i32 truncates toward zero (NaN -> 0, out of range saturates);
+ * anything -> bool is x != 0. */
+TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, TC_AT_);
+#define tc_softplus(ctx, x, beta, thr) tc_softplus_at(ctx, x, beta, thr, TC_HERE_)
+#define tc_clamp(ctx, x, lo, hi) tc_clamp_at(ctx, x, lo, hi, TC_HERE_)
+#define tc_cast(ctx, x, dt) tc_cast_at(ctx, x, dt, TC_HERE_)
+
+/* Binary, broadcasting like PyTorch.  div is true division (float result).
+ * Comparisons give bool.  The _scalar forms take b as a double. */
+#define TC_BINARY_API_(X) \
+    X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) \
+    X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+#define TC_DECL_BINARY_(name) \
+    TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, TC_AT_); \
+    TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, TC_AT_);
+TC_BINARY_API_(TC_DECL_BINARY_)
+#undef TC_DECL_BINARY_
+#define tc_add(ctx, a, b) tc_add_at(ctx, a, b, TC_HERE_)
+#define tc_sub(ctx, a, b) tc_sub_at(ctx, a, b, TC_HERE_)
+#define tc_mul(ctx, a, b) tc_mul_at(ctx, a, b, TC_HERE_)
+#define tc_div(ctx, a, b) tc_div_at(ctx, a, b, TC_HERE_)
+#define tc_pow(ctx, a, b) tc_pow_at(ctx, a, b, TC_HERE_)
+#define tc_maximum(ctx, a, b) tc_maximum_at(ctx, a, b, TC_HERE_)
+#define tc_minimum(ctx, a, b) tc_minimum_at(ctx, a, b, TC_HERE_)
+#define tc_eq(ctx, a, b) tc_eq_at(ctx, a, b, TC_HERE_)
+#define tc_ne(ctx, a, b) tc_ne_at(ctx, a, b, TC_HERE_)
+#define tc_lt(ctx, a, b) tc_lt_at(ctx, a, b, TC_HERE_)
+#define tc_le(ctx, a, b) tc_le_at(ctx, a, b, TC_HERE_)
+#define tc_gt(ctx, a, b) tc_gt_at(ctx, a, b, TC_HERE_)
+#define tc_ge(ctx, a, b) tc_ge_at(ctx, a, b, TC_HERE_)
+#define tc_add_scalar(ctx, a, s) tc_add_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_sub_scalar(ctx, a, s) tc_sub_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_mul_scalar(ctx, a, s) tc_mul_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_div_scalar(ctx, a, s) tc_div_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_pow_scalar(ctx, a, s) tc_pow_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_maximum_scalar(ctx, a, s) tc_maximum_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_minimum_scalar(ctx, a, s) tc_minimum_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_eq_scalar(ctx, a, s) tc_eq_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_ne_scalar(ctx, a, s) tc_ne_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_lt_scalar(ctx, a, s) tc_lt_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_le_scalar(ctx, a, s) tc_le_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_gt_scalar(ctx, a, s) tc_gt_scalar_at(ctx, a, s, TC_HERE_)
+#define tc_ge_scalar(ctx, a, s) tc_ge_scalar_at(ctx, a, s, TC_HERE_)
+
+/* cond ? a : b, all three broadcast; cond must be bool. */
+TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tensor *b, TC_AT_);
+#define tc_where(ctx, c, a, b) tc_where_at(ctx, c, a, b, TC_HERE_)
+
+/* Reductions over a set of axes (naxes = 0 or axes = NULL: all axes).
+ * sum of i32/bool gives i32; mean/var give float; max/min keep the dtype and
+ * reject empty reductions; argmax gives i32 (see DTYPES AND SEMANTICS). */
+TCDEF tc_tensor *tc_sum_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int keepdim, TC_AT_);
+TCDEF tc_tensor *tc_mean_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int keepdim, TC_AT_);
+TCDEF tc_tensor *tc_max_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int keepdim, TC_AT_);
+TCDEF tc_tensor *tc_min_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int keepdim, TC_AT_);
+TCDEF tc_tensor *tc_argmax_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int keepdim, TC_AT_);
+/* correction: 1 = unbiased (PyTorch's default), 0 = population. */
+TCDEF tc_tensor *tc_var_at(tc_ctx *ctx, tc_tensor *x, int naxes, const int *axes, int correction, int keepdim, TC_AT_);
+#define tc_sum(ctx, x, n, axes, keep) tc_sum_at(ctx, x, n, axes, keep, TC_HERE_)
+#define tc_mean(ctx, x, n, axes, keep) tc_mean_at(ctx, x, n, axes, keep, TC_HERE_)
+#define tc_max(ctx, x, n, axes, keep) tc_max_at(ctx, x, n, axes, keep, TC_HERE_)
+#define tc_min(ctx, x, n, axes, keep) tc_min_at(ctx, x, n, axes, keep, TC_HERE_)
+#define tc_argmax(ctx, x, n, axes, keep) tc_argmax_at(ctx, x, n, axes, keep, TC_HERE_)
+#define tc_var(ctx, x, n, axes, corr, keep) tc_var_at(ctx, x, n, axes, corr, keep, TC_HERE_)
+
+/* Row ops along one dim / the last `nnorm` dims.  weight/bias may be NULL;
+ * their shape is the normalised shape.  PyTorch's eps: layer_norm 1e-5;
+ * rms_norm defaults to FLT_EPSILON (pass it). */
+TCDEF tc_tensor *tc_softmax_at(tc_ctx *ctx, tc_tensor *x, int dim, TC_AT_);
+TCDEF tc_tensor *tc_log_softmax_at(tc_ctx *ctx, tc_tensor *x, int dim, TC_AT_);
+TCDEF tc_tensor *tc_layer_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor *weight, tc_tensor *bias, double eps, TC_AT_);
+TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor *weight, double eps, TC_AT_);
+#define tc_softmax(ctx, x, dim) tc_softmax_at(ctx, x, dim, TC_HERE_)
+#define tc_log_softmax(ctx, x, dim) tc_log_softmax_at(ctx, x, dim, TC_HERE_)
+#define tc_layer_norm(ctx, x, nnorm, w, b, eps) tc_layer_norm_at(ctx, x, nnorm, w, b, eps, TC_HERE_)
+#define tc_rms_norm(ctx, x, nnorm, w, eps) tc_rms_norm_at(ctx, x, nnorm, w, eps, TC_HERE_)
+
+/* Contractions.  matmul follows torch.matmul (1-D operands, broadcast batch
+ * dims).  linear: y = x @ weight^T + bias, weight [out, in], bias [out] or
+ * NULL.  Float dtypes only. */
+TCDEF tc_tensor *tc_matmul_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, TC_AT_);
+TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_tensor *bias, TC_AT_);
+#define tc_matmul(ctx, a, b) tc_matmul_at(ctx, a, b, TC_HERE_)
+#define tc_linear(ctx, x, w, b) tc_linear_at(ctx, x, w, b, TC_HERE_)
+
+/* Convolution and pooling, NCHW (a 3-D CHW input is treated as N=1 and
+ * gives a 3-D result).  Zero-initialised options = PyTorch's defaults:
+ * stride 1 (pooling: the kernel size), padding 0, dilation 1, groups 1. */
+typedef struct tc_conv2d_opts {
+    int stride[2], padding[2], dilation[2];
+    int groups;
+} tc_conv2d_opts;
+typedef struct tc_pool2d_opts {
+    int kernel[2];            /* required */
+    int stride[2], padding[2], dilation[2];  /* dilation: max_pool2d only */
+    int ceil_mode;
+    int exclude_pad;          /* avg_pool2d: 1 = count_include_pad=False */
+} tc_pool2d_opts;
+/* weight [Cout, Cin/groups, kH, kW]; bias [Cout] or NULL; opts NULL = defaults */
+TCDEF tc_tensor *tc_conv2d_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_tensor *bias, const tc_conv2d_opts *opts, TC_AT_);
+TCDEF tc_tensor *tc_max_pool2d_at(tc_ctx *ctx, tc_tensor *x, const tc_pool2d_opts *opts, TC_AT_);
+TCDEF tc_tensor *tc_avg_pool2d_at(tc_ctx *ctx, tc_tensor *x, const tc_pool2d_opts *opts, TC_AT_);
+TCDEF tc_tensor *tc_adaptive_avg_pool2d_at(tc_ctx *ctx, tc_tensor *x, int64_t out_h, int64_t out_w, TC_AT_);
+/* Inference batch norm over dim 1 of an [N, C, ...] input; all four
+ * per-channel tensors [C]; weight/bias may be NULL. */
+TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc_tensor *var, tc_tensor *weight, tc_tensor *bias, double eps, TC_AT_);
+#define tc_conv2d(ctx, x, w, b, opts) tc_conv2d_at(ctx, x, w, b, opts, TC_HERE_)
+#define tc_max_pool2d(ctx, x, opts) tc_max_pool2d_at(ctx, x, opts, TC_HERE_)
+#define tc_avg_pool2d(ctx, x, opts) tc_avg_pool2d_at(ctx, x, opts, TC_HERE_)
+#define tc_adaptive_avg_pool2d(ctx, x, oh, ow) tc_adaptive_avg_pool2d_at(ctx, x, oh, ow, TC_HERE_)
+#define tc_global_avg_pool2d(ctx, x) tc_adaptive_avg_pool2d_at(ctx, x, 1, 1, TC_HERE_)
+#define tc_batch_norm(ctx, x, m, v, w, b, eps) tc_batch_norm_at(ctx, x, m, v, w, b, eps, TC_HERE_)
+
+/* Shape ops.  concat needs n >= 1 tensors of equal rank and dtype, equal
+ * sizes except along dim.  split/chunk write views into out[] (at most
+ * max_out) and return how many pieces the op produces (-1 on error, then
+ * out[0] holds an errored tensor when max_out >= 1).  chunk follows
+ * torch.chunk (pieces of ceil(n/chunks), possibly fewer pieces).
+ * pad follows torch.nn.functional.pad mode='constant': pad holds npad/2
+ * (before, after) pairs starting from the last dim; negatives crop. */
+TCDEF tc_tensor *tc_concat_at(tc_ctx *ctx, int n, tc_tensor *const *xs, int dim, TC_AT_);
+TCDEF int tc_split_at(tc_ctx *ctx, tc_tensor *x, int64_t split_size, int dim, tc_tensor **out, int max_out, TC_AT_);
+TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *sizes, int dim, tc_tensor **out, TC_AT_);
+TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor **out, int max_out, TC_AT_);
+TCDEF tc_tensor *tc_pad_at(tc_ctx *ctx, tc_tensor *x, int npad, const int64_t *pad, double value, TC_AT_);
+#define tc_concat(ctx, n, xs, dim) tc_concat_at(ctx, n, xs, dim, TC_HERE_)
+#define tc_split(ctx, x, size, dim, out, max_out) tc_split_at(ctx, x, size, dim, out, max_out, TC_HERE_)
+#define tc_split_sizes(ctx, x, n, sizes, dim, out) tc_split_sizes_at(ctx, x, n, sizes, dim, out, TC_HERE_)
+#define tc_chunk(ctx, x, chunks, dim, out, max_out) tc_chunk_at(ctx, x, chunks, dim, out, max_out, TC_HERE_)
+#define tc_pad(ctx, x, npad, pad, value) tc_pad_at(ctx, x, npad, pad, value, TC_HERE_)
+
+/* Indexing; index tensors are i32 and range-checked: an index outside
+ * [0, size) is a TC_ERR_INDEX error naming it (PyTorch raises too).
+ * embedding: weight [V, D], idx any shape -> [*idx.shape, D].
+ * gather: torch.gather (index same rank as x, out shape = index shape). */
+TCDEF tc_tensor *tc_embedding_at(tc_ctx *ctx, tc_tensor *weight, tc_tensor *idx, TC_AT_);
+TCDEF tc_tensor *tc_index_select_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, TC_AT_);
+TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, TC_AT_);
+#define tc_embedding(ctx, w, idx) tc_embedding_at(ctx, w, idx, TC_HERE_)
+#define tc_index_select(ctx, x, dim, idx) tc_index_select_at(ctx, x, dim, idx, TC_HERE_)
+#define tc_gather(ctx, x, dim, idx) tc_gather_at(ctx, x, dim, idx, TC_HERE_)
+
+/* torch.nn.functional.scaled_dot_product_attention without dropout:
+ * q [..., L, E], k [..., S, E], v [..., S, Ev] (batch dims broadcast);
+ * mask NULL, bool (true = attend) or float (added to the scores), broadcast
+ * to [..., L, S]; is_causal keeps the top-left-aligned lower triangle;
+ * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
+ * PyTorch. */
+TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);
+#define tc_scaled_dot_product_attention(ctx, q, k, v, mask, causal, scale) \
+    tc_scaled_dot_product_attention_at(ctx, q, k, v, mask, causal, scale, TC_HERE_)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCOMPILE_H */

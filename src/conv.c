@@ -1,0 +1,533 @@
+/* Convolution (im2col + blocked GEMM per image and group; direct loops for
+ * depthwise), pooling, adaptive average pooling and inference batch norm.
+ * All NCHW; a 3-D input is one image. */
+
+/* Geometry shared by conv and pools: a.i holds
+ * [0..1] kernel, [2..3] stride, [4..5] padding, [6..7] dilation,
+ * [8] groups, [9] ceil_mode, [10] exclude_pad, [11] input was 3-D. */
+enum { TC__G_K = 0, TC__G_S = 2, TC__G_P = 4, TC__G_D = 6, TC__G_GROUPS = 8, TC__G_CEIL = 9, TC__G_EXCL = 10, TC__G_3D = 11 };
+
+typedef struct tc__geom {
+    int64_t N, C, H, W, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+} tc__geom;
+
+TC__FN void tc__geom_of(const tc__call *c, const tc_tensor *x, tc__geom *g) {
+    int three = x->ndim == 3;
+    g->N = three ? 1 : x->shape[0];
+    g->C = x->shape[x->ndim - 3];
+    g->H = x->shape[x->ndim - 2];
+    g->W = x->shape[x->ndim - 1];
+    g->kh = c->a.i[TC__G_K];
+    g->kw = c->a.i[TC__G_K + 1];
+    g->sh = c->a.i[TC__G_S];
+    g->sw = c->a.i[TC__G_S + 1];
+    g->ph = c->a.i[TC__G_P];
+    g->pw = c->a.i[TC__G_P + 1];
+    g->dh = c->a.i[TC__G_D];
+    g->dw = c->a.i[TC__G_D + 1];
+    g->OH = c->ondim ? c->oshape[c->ondim - 2] : 0;
+    g->OW = c->ondim ? c->oshape[c->ondim - 1] : 0;
+}
+
+/* torch's pooling_output_shape (ceil_mode 0 for convolution) */
+TC__FN int64_t tc__out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode) {
+    int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), out;
+    if (num < 0) return -1;
+    out = num / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) out--;
+    return out;
+}
+
+TC__FN tc_result tc__check_image(tc__call *c, const tc_tensor *x) {
+    if (x->ndim != 3 && x->ndim != 4)
+        return tc__msg(c, TC_ERR_SHAPE, "input must be 3-D (C,H,W) or 4-D (N,C,H,W), got %s", tc__shp(x).s);
+    if (!tc__is_float(x->dtype)) return tc__msg(c, TC_ERR_DTYPE, "input must be a float type, got %s", tc__dtype_names[x->dtype]);
+    return TC_OK;
+}
+
+/* Sets the output dims [N,] C, OH, OW (N omitted for 3-D input). */
+TC__FN tc_result tc__image_out(tc__call *c, const tc_tensor *x, int64_t cout, int ceil_mode) {
+    tc__geom g;
+    tc__geom_of(c, x, &g);
+    g.OH = tc__out_size(g.H, g.kh, g.sh, g.ph, g.dh, ceil_mode);
+    g.OW = tc__out_size(g.W, g.kw, g.sw, g.pw, g.dw, ceil_mode);
+    if (g.OH < 0 || g.OW < 0 || (g.OH == 0 && g.H > 0) || (g.OW == 0 && g.W > 0))
+        return tc__msg(c, TC_ERR_SHAPE, "output size %lldx%lld is too small for input %s with kernel %lldx%lld",
+                       (long long)g.OH, (long long)g.OW, tc__shp(x).s, (long long)g.kh, (long long)g.kw);
+    c->ondim = x->ndim;
+    if (x->ndim == 4) c->oshape[0] = g.N;
+    c->oshape[x->ndim - 3] = cout;
+    c->oshape[x->ndim - 2] = g.OH;
+    c->oshape[x->ndim - 1] = g.OW;
+    c->odt = x->dtype;
+    return TC_OK;
+}
+
+/* Copies the (kernel, stride, padding, dilation) options with defaults;
+ * stride 0 means `dflt_stride_is_kernel ? kernel : 1`. */
+TC__FN tc_result tc__geom_attrs(tc__call *c, const int *k, const int *s, const int *p, const int *d, int stride_is_kernel) {
+    int i;
+    for (i = 0; i < 2; i++) {
+        c->a.i[TC__G_K + i] = k[i];
+        c->a.i[TC__G_S + i] = s[i] ? s[i] : (stride_is_kernel ? k[i] : 1);
+        c->a.i[TC__G_P + i] = p[i];
+        c->a.i[TC__G_D + i] = d[i] ? d[i] : 1;
+        if (k[i] < 1) return tc__msg(c, TC_ERR_INVALID_ARG, "kernel size must be >= 1 (got %d)", k[i]);
+        if (c->a.i[TC__G_S + i] < 1) return tc__msg(c, TC_ERR_INVALID_ARG, "stride must be >= 1 (got %d)", s[i]);
+        if (p[i] < 0) return tc__msg(c, TC_ERR_INVALID_ARG, "padding must be >= 0 (got %d)", p[i]);
+        if (c->a.i[TC__G_D + i] < 1) return tc__msg(c, TC_ERR_INVALID_ARG, "dilation must be >= 1 (got %d)", d[i]);
+    }
+    return TC_OK;
+}
+
+/* ---- conv2d ------------------------------------------------------------------------ */
+
+TC__FN tc_result tc__shape_conv2d(tc__call *c) {
+    const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
+    int64_t groups = c->a.i[TC__G_GROUPS], cin;
+    tc_result r = tc__check_image(c, x);
+    if (r != TC_OK) return r;
+    if ((r = tc__float_inputs(c, 3)) != TC_OK) return r;
+    if (w->ndim != 4) return tc__msg(c, TC_ERR_SHAPE, "weight must be 4-D [Cout, Cin/groups, kH, kW], got %s", tc__shp(w).s);
+    cin = x->shape[x->ndim - 3];
+    if (groups < 1) return tc__msg(c, TC_ERR_INVALID_ARG, "groups must be >= 1 (got %lld)", (long long)groups);
+    if (cin % groups || w->shape[0] % groups)
+        return tc__msg(c, TC_ERR_SHAPE, "groups %lld must divide input channels %lld and output channels %lld",
+                       (long long)groups, (long long)cin, (long long)w->shape[0]);
+    if (w->shape[1] * groups != cin)
+        return tc__msg(c, TC_ERR_SHAPE, "weight %s expects %lld input channels, input %s has %lld", tc__shp(w).s,
+                       (long long)(w->shape[1] * groups), tc__shp(x).s, (long long)cin);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+        return tc__msg(c, TC_ERR_SHAPE, "bias %s must be [%lld]", tc__shp(b).s, (long long)w->shape[0]);
+    if (w->shape[2] < 1 || w->shape[3] < 1) return tc__msg(c, TC_ERR_SHAPE, "empty kernel %s", tc__shp(w).s);
+    c->a.i[TC__G_K] = w->shape[2];
+    c->a.i[TC__G_K + 1] = w->shape[3];
+    r = tc__image_out(c, x, w->shape[0], 0);
+    c->odt = tc__promote(c->ins, b ? 3 : 2);
+    return r;
+}
+
+typedef struct tc__im2col_job {
+    const float *x;          /* one image, channels of one group [Cg, H, W] */
+    float *col;              /* [Cg*kh*kw, OH*OW] */
+    tc__geom g;
+} tc__im2col_job;
+
+TC__FN void tc__im2col_rows(void *arg, int64_t rb, int64_t re) {
+    const tc__im2col_job *j = (const tc__im2col_job *)arg;
+    const tc__geom *g = &j->g;
+    int64_t r, oh, ow, P = g->OH * g->OW;
+    for (r = rb; r < re; r++) {
+        int64_t ch = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;
+        const float *xc = j->x + ch * g->H * g->W;
+        float *dst = j->col + r * P;
+        for (oh = 0; oh < g->OH; oh++) {
+            int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+            float *d = dst + oh * g->OW;
+            if (ih < 0 || ih >= g->H) {
+                for (ow = 0; ow < g->OW; ow++) d[ow] = 0.0f;
+                continue;
+            }
+            for (ow = 0; ow < g->OW; ow++) {
+                int64_t iw = ow * g->sw - g->pw + kj * g->dw;
+                d[ow] = iw >= 0 && iw < g->W ? xc[ih * g->W + iw] : 0.0f;
+            }
+        }
+    }
+}
+
+typedef struct tc__dw_job {
+    const float *x, *w, *bias;
+    float *y;
+    tc__geom g;
+    int64_t mult;            /* output channels per input channel */
+    int64_t cout;
+} tc__dw_job;
+
+/* Depthwise (one input channel per group): direct loops per output plane. */
+TC__FN void tc__dw_planes(void *arg, int64_t pb, int64_t pe) {
+    const tc__dw_job *j = (const tc__dw_job *)arg;
+    const tc__geom *g = &j->g;
+    int64_t p, oh, ow, ki, kj;
+    for (p = pb; p < pe; p++) {
+        int64_t n = p / j->cout, co = p % j->cout, ci = co / j->mult;
+        const float *xc = j->x + (n * g->C + ci) * g->H * g->W, *wk = j->w + co * g->kh * g->kw;
+        float *yp = j->y + p * g->OH * g->OW, b = j->bias ? j->bias[co] : 0.0f;
+        for (oh = 0; oh < g->OH; oh++)
+            for (ow = 0; ow < g->OW; ow++) {
+                float acc = 0.0f;
+                for (ki = 0; ki < g->kh; ki++) {
+                    int64_t ih = oh * g->sh - g->ph + ki * g->dh;
+                    if (ih < 0 || ih >= g->H) continue;
+                    for (kj = 0; kj < g->kw; kj++) {
+                        int64_t iw = ow * g->sw - g->pw + kj * g->dw;
+                        if (iw >= 0 && iw < g->W) acc += xc[ih * g->W + iw] * wk[ki * g->kw + kj];
+                    }
+                }
+                yp[oh * g->OW + ow] = acc + b;
+            }
+    }
+}
+
+TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
+    const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
+    tc__geom g;
+    int64_t groups = c->a.i[TC__G_GROUPS], cout = w->shape[0], cg, og, K, P, n, gi;
+    void *xo = NULL, *wo = NULL, *bo = NULL, *oo = NULL;
+    const float *xp = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
+    const float *wp = (const float *)tc__contig_as(c->ctx, w, TC_F32, &wo);
+    const float *bp = b ? (const float *)tc__contig_as(c->ctx, b, TC_F32, &bo) : NULL;
+    float *op = tc__out_f32(out, &oo), *col = NULL;
+    tc_result r = TC_OK;
+    tc__geom_of(c, x, &g);
+    cg = g.C / groups;
+    og = cout / groups;
+    K = cg * g.kh * g.kw;
+    P = g.OH * g.OW;
+    if (!xp || !wp || (b && !bp) || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else if (cg == 1 && og >= 1 && groups == g.C && og <= 4) {
+        tc__dw_job j;
+        j.x = xp;
+        j.w = wp;
+        j.bias = bp;
+        j.y = op;
+        j.g = g;
+        j.mult = og;
+        j.cout = cout;
+        tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
+    } else {
+        int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+        if (!direct && !(col = (float *)tc__scratch(sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
+            r = tc__msg(c, TC_ERR_OOM, "out of memory");
+        for (n = 0; r == TC_OK && n < g.N; n++)
+            for (gi = 0; r == TC_OK && gi < groups; gi++) {
+                tc__gemm gm;
+                const float *xg = xp + (n * g.C + gi * cg) * g.H * g.W;
+                if (!direct) {
+                    tc__im2col_job j;
+                    j.x = xg;
+                    j.col = col;
+                    j.g = g;
+                    tc__parallel_for(c->ctx, K, K * P, tc__im2col_rows, &j);
+                }
+                memset(&gm, 0, sizeof gm);
+                gm.M = og;
+                gm.N = P;
+                gm.K = K;
+                gm.A = wp + gi * og * K;
+                gm.rsa = K;
+                gm.csa = 1;
+                gm.B = direct ? xg : col;
+                gm.rsb = P;
+                gm.csb = 1;
+                gm.C = op + (n * cout + gi * og) * P;
+                gm.ldc = P;
+                gm.alpha = 1.0f;
+                if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+                else if (bp) {
+                    int64_t o, q;
+                    for (o = 0; o < og; o++)
+                        for (q = 0; q < P; q++) gm.C[o * P + q] += bp[gi * og + o];
+                }
+            }
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(col);
+    TC_FREE(xo);
+    TC_FREE(wo);
+    TC_FREE(bo);
+    return r;
+}
+
+static const int tc__zero2[2] = {0, 0};
+
+TCDEF tc_tensor *tc_conv2d_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_tensor *bias, const tc_conv2d_opts *opts,
+                              const char *file, int line) {
+    tc__call c;
+    tc_conv2d_opts o;
+    int one[2] = {1, 1};
+    tc_result r;
+    tc__call_init(&c, ctx, TC__OP_CONV2D, file, line);
+    if (!ctx) return &tc__sentinel_null_ctx;
+    c.nin = 3;
+    c.in[0] = x;
+    c.in[1] = weight;
+    c.in[2] = bias;
+    c.optional = 4;
+    if (opts) o = *opts;
+    else memset(&o, 0, sizeof o);
+    r = tc__geom_attrs(&c, one, o.stride, o.padding, o.dilation, 0);
+    if (r != TC_OK) return tc__fail(&c, r);
+    c.a.i[TC__G_GROUPS] = o.groups ? o.groups : 1;
+    return tc__run(&c);
+}
+
+/* ---- pooling ----------------------------------------------------------------------- */
+
+TC__FN tc_result tc__shape_pool2d(tc__call *c) {
+    const tc_tensor *x = c->ins[0];
+    tc_result r = tc__check_image(c, x);
+    int i;
+    if (r != TC_OK) return r;
+    for (i = 0; i < 2; i++)
+        if (c->a.i[TC__G_P + i] * 2 > c->a.i[TC__G_K + i])
+            return tc__msg(c, TC_ERR_INVALID_ARG, "padding %lld must be at most half the kernel size %lld",
+                           (long long)c->a.i[TC__G_P + i], (long long)c->a.i[TC__G_K + i]);
+    if (c->op == TC__OP_AVG_POOL2D && (c->a.i[TC__G_D] != 1 || c->a.i[TC__G_D + 1] != 1))
+        return tc__msg(c, TC_ERR_INVALID_ARG, "avg_pool2d has no dilation");
+    return tc__image_out(c, x, x->shape[x->ndim - 3], (int)c->a.i[TC__G_CEIL]);
+}
+
+typedef struct tc__pool_job {
+    const float *x;
+    float *y;
+    tc__geom g;
+    int is_max, exclude_pad;
+} tc__pool_job;
+
+TC__FN void tc__pool_planes(void *arg, int64_t pb, int64_t pe) {
+    const tc__pool_job *j = (const tc__pool_job *)arg;
+    const tc__geom *g = &j->g;
+    int64_t p, oh, ow, ih, iw;
+    for (p = pb; p < pe; p++) {
+        const float *xp = j->x + p * g->H * g->W;
+        float *yp = j->y + p * g->OH * g->OW;
+        for (oh = 0; oh < g->OH; oh++)
+            for (ow = 0; ow < g->OW; ow++) {
+                int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
+                if (j->is_max) {
+                    float m = -INFINITY;
+                    int64_t ki, kj;
+                    for (ki = 0; ki < g->kh; ki++) {
+                        ih = h0 + ki * g->dh;
+                        if (ih < 0 || ih >= g->H) continue;
+                        for (kj = 0; kj < g->kw; kj++) {
+                            float v;
+                            iw = w0 + kj * g->dw;
+                            if (iw < 0 || iw >= g->W) continue;
+                            v = xp[ih * g->W + iw];
+                            if (v > m || v != v) m = v;
+                            if (m != m) break;
+                        }
+                    }
+                    yp[oh * g->OW + ow] = m;
+                } else {
+                    /* torch's avg_pool2d window and divisor */
+                    int64_t h1 = h0 + g->kh < g->H + g->ph ? h0 + g->kh : g->H + g->ph;
+                    int64_t w1 = w0 + g->kw < g->W + g->pw ? w0 + g->kw : g->W + g->pw;
+                    int64_t size = (h1 - h0) * (w1 - w0);
+                    double s = 0.0;
+                    if (h0 < 0) h0 = 0;
+                    if (w0 < 0) w0 = 0;
+                    if (h1 > g->H) h1 = g->H;
+                    if (w1 > g->W) w1 = g->W;
+                    if (j->exclude_pad) size = (h1 - h0) * (w1 - w0);
+                    for (ih = h0; ih < h1; ih++)
+                        for (iw = w0; iw < w1; iw++) s += xp[ih * g->W + iw];
+                    yp[oh * g->OW + ow] = size > 0 ? (float)(s / (double)size) : NAN;
+                }
+            }
+    }
+}
+
+TC__FN tc_result tc__run_pool2d(tc__call *c, tc_tensor *out) {
+    const tc_tensor *x = c->ins[0];
+    tc__pool_job j;
+    void *xo = NULL, *oo = NULL;
+    tc_result r = TC_OK;
+    j.x = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
+    j.y = tc__out_f32(out, &oo);
+    tc__geom_of(c, x, &j.g);
+    j.is_max = c->op == TC__OP_MAX_POOL2D;
+    j.exclude_pad = (int)c->a.i[TC__G_EXCL];
+    if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else tc__parallel_for(c->ctx, j.g.N * j.g.C, tc__numel(out) * j.g.kh * j.g.kw, tc__pool_planes, &j);
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(xo);
+    return r;
+}
+
+TC__FN tc_tensor *tc__pool2d(tc_ctx *ctx, tc__op op, tc_tensor *x, const tc_pool2d_opts *opts, const char *file, int line) {
+    tc__call c;
+    tc_result r;
+    tc__unary_call(ctx, op, x, file, line, &c);
+    if (!ctx) return &tc__sentinel_null_ctx;
+    if (!opts) {
+        tc__msg(&c, TC_ERR_NULL, "options are required (kernel size)");
+        return tc__fail(&c, TC_ERR_NULL);
+    }
+    r = tc__geom_attrs(&c, opts->kernel, opts->stride, opts->padding, op == TC__OP_MAX_POOL2D ? opts->dilation : tc__zero2, 1);
+    if (r == TC_OK && op == TC__OP_AVG_POOL2D && (opts->dilation[0] > 1 || opts->dilation[1] > 1))
+        r = tc__msg(&c, TC_ERR_INVALID_ARG, "avg_pool2d has no dilation");
+    if (r != TC_OK) return tc__fail(&c, r);
+    c.a.i[TC__G_CEIL] = opts->ceil_mode != 0;
+    c.a.i[TC__G_EXCL] = opts->exclude_pad != 0;
+    return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_max_pool2d_at(tc_ctx *ctx, tc_tensor *x, const tc_pool2d_opts *opts, const char *file, int line) {
+    return tc__pool2d(ctx, TC__OP_MAX_POOL2D, x, opts, file, line);
+}
+TCDEF tc_tensor *tc_avg_pool2d_at(tc_ctx *ctx, tc_tensor *x, const tc_pool2d_opts *opts, const char *file, int line) {
+    return tc__pool2d(ctx, TC__OP_AVG_POOL2D, x, opts, file, line);
+}
+
+/* ---- adaptive average pooling ------------------------------------------------------ */
+
+TC__FN tc_result tc__shape_adaptive(tc__call *c) {
+    const tc_tensor *x = c->ins[0];
+    tc_result r = tc__check_image(c, x);
+    if (r != TC_OK) return r;
+    if (c->a.i[0] < 1 || c->a.i[1] < 1)
+        return tc__msg(c, TC_ERR_INVALID_ARG, "output size %lldx%lld must be positive", (long long)c->a.i[0], (long long)c->a.i[1]);
+    if (x->shape[x->ndim - 2] < 1 || x->shape[x->ndim - 1] < 1)
+        return tc__msg(c, TC_ERR_SHAPE, "input %s has an empty spatial dim", tc__shp(x).s);
+    tc__shape_same(c);
+    c->oshape[x->ndim - 2] = c->a.i[0];
+    c->oshape[x->ndim - 1] = c->a.i[1];
+    return TC_OK;
+}
+
+typedef struct tc__adapt_job {
+    const float *x;
+    float *y;
+    int64_t H, W, OH, OW;
+} tc__adapt_job;
+
+TC__FN void tc__adapt_planes(void *arg, int64_t pb, int64_t pe) {
+    const tc__adapt_job *j = (const tc__adapt_job *)arg;
+    int64_t p, oh, ow, ih, iw;
+    for (p = pb; p < pe; p++) {
+        const float *xp = j->x + p * j->H * j->W;
+        float *yp = j->y + p * j->OH * j->OW;
+        for (oh = 0; oh < j->OH; oh++) {
+            int64_t h0 = oh * j->H / j->OH, h1 = ((oh + 1) * j->H + j->OH - 1) / j->OH;
+            for (ow = 0; ow < j->OW; ow++) {
+                int64_t w0 = ow * j->W / j->OW, w1 = ((ow + 1) * j->W + j->OW - 1) / j->OW;
+                double s = 0.0;
+                for (ih = h0; ih < h1; ih++)
+                    for (iw = w0; iw < w1; iw++) s += xp[ih * j->W + iw];
+                yp[oh * j->OW + ow] = (float)(s / (double)((h1 - h0) * (w1 - w0)));
+            }
+        }
+    }
+}
+
+TC__FN tc_result tc__run_adaptive(tc__call *c, tc_tensor *out) {
+    const tc_tensor *x = c->ins[0];
+    tc__adapt_job j;
+    void *xo = NULL, *oo = NULL;
+    int64_t planes = tc__numel(x) / (x->shape[x->ndim - 2] * x->shape[x->ndim - 1]);
+    tc_result r = TC_OK;
+    j.x = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
+    j.y = tc__out_f32(out, &oo);
+    j.H = x->shape[x->ndim - 2];
+    j.W = x->shape[x->ndim - 1];
+    j.OH = c->a.i[0];
+    j.OW = c->a.i[1];
+    if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else tc__parallel_for(c->ctx, planes, tc__numel(x), tc__adapt_planes, &j);
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(xo);
+    return r;
+}
+
+TCDEF tc_tensor *tc_adaptive_avg_pool2d_at(tc_ctx *ctx, tc_tensor *x, int64_t out_h, int64_t out_w, const char *file,
+                                           int line) {
+    tc__call c;
+    tc__unary_call(ctx, TC__OP_ADAPTIVE_AVG_POOL2D, x, file, line, &c);
+    c.a.i[0] = out_h;
+    c.a.i[1] = out_w;
+    return tc__run(&c);
+}
+
+/* ---- batch norm (inference) --------------------------------------------------------- */
+
+TC__FN tc_result tc__shape_batch_norm(tc__call *c) {
+    const tc_tensor *x = c->ins[0];
+    int i;
+    tc_result r = tc__float_inputs(c, 5);
+    if (r != TC_OK) return r;
+    if (x->ndim < 2) return tc__msg(c, TC_ERR_SHAPE, "input must be [N, C, ...], got %s", tc__shp(x).s);
+    for (i = 1; i < 5; i++) {
+        const tc_tensor *p = c->ins[i];
+        static const char *const names[5] = {"", "running_mean", "running_var", "weight", "bias"};
+        if (p && (p->ndim != 1 || p->shape[0] != x->shape[1]))
+            return tc__msg(c, TC_ERR_SHAPE, "%s %s must be [%lld] (channels of %s)", names[i], tc__shp(p).s,
+                           (long long)x->shape[1], tc__shp(x).s);
+    }
+    if (!(c->a.f[0] >= 0.0)) return tc__msg(c, TC_ERR_INVALID_ARG, "eps must be >= 0 (got %g)", c->a.f[0]);
+    tc__shape_same(c);
+    return TC_OK;
+}
+
+typedef struct tc__bn_job {
+    const float *x, *scale, *shift;
+    float *y;
+    int64_t C, inner;
+} tc__bn_job;
+
+TC__FN void tc__bn_planes(void *arg, int64_t pb, int64_t pe) {
+    const tc__bn_job *j = (const tc__bn_job *)arg;
+    int64_t p, i;
+    for (p = pb; p < pe; p++) {
+        float s = j->scale[p % j->C], t = j->shift[p % j->C];
+        const float *xp = j->x + p * j->inner;
+        float *yp = j->y + p * j->inner;
+        for (i = 0; i < j->inner; i++) yp[i] = xp[i] * s + t;
+    }
+}
+
+TC__FN tc_result tc__run_batch_norm(tc__call *c, tc_tensor *out) {
+    const tc_tensor *x = c->ins[0];
+    int64_t C = x->shape[1], ch;
+    tc__bn_job j;
+    void *xo = NULL, *oo = NULL, *po[4] = {NULL, NULL, NULL, NULL};
+    const float *p[4];
+    float *ss = (float *)tc__scratch(sizeof(float) * 2 * (size_t)(C > 0 ? C : 1));
+    tc_result r = TC_OK;
+    int i;
+    for (i = 0; i < 4; i++) p[i] = c->ins[i + 1] ? (const float *)tc__contig_as(c->ctx, c->ins[i + 1], TC_F32, &po[i]) : NULL;
+    j.x = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
+    j.y = tc__out_f32(out, &oo);
+    if (!ss || !j.x || !j.y || !p[0] || !p[1] || (c->ins[3] && !p[2]) || (c->ins[4] && !p[3]))
+        r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else {
+        /* fold (mean, var, weight, bias) into one scale and shift per channel */
+        for (ch = 0; ch < C; ch++) {
+            double sc = 1.0 / sqrt((double)p[1][ch] + c->a.f[0]) * (p[2] ? p[2][ch] : 1.0f);
+            ss[ch] = (float)sc;
+            ss[C + ch] = (float)((p[3] ? p[3][ch] : 0.0f) - p[0][ch] * sc);
+        }
+        j.scale = ss;
+        j.shift = ss + C;
+        j.C = C;
+        j.inner = C > 0 ? tc__numel(x) / (x->shape[0] * C) : 0;
+        tc__parallel_for(c->ctx, x->shape[0] * C, tc__numel(x), tc__bn_planes, &j);
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(xo);
+    TC_FREE(ss);
+    for (i = 0; i < 4; i++) TC_FREE(po[i]);
+    return r;
+}
+
+TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc_tensor *var, tc_tensor *weight,
+                                  tc_tensor *bias, double eps, const char *file, int line) {
+    tc__call c;
+    tc__call_init(&c, ctx, TC__OP_BATCH_NORM, file, line);
+    c.nin = 5;
+    c.in[0] = x;
+    c.in[1] = mean;
+    c.in[2] = var;
+    c.in[3] = weight;
+    c.in[4] = bias;
+    c.optional = 8 | 16;
+    c.a.f[0] = eps;
+    return tc__run(&c);
+}

@@ -1,0 +1,204 @@
+/* Blocked GEMM for the eager kernels: C = alpha * A @ B (+ bias per column).
+ * BLIS structure: B panels of KC x NC packed into NR-wide slivers, A blocks
+ * of MC x KC packed into MR-tall slivers, an MR x NR register-tile kernel in
+ * plain C with constant trip counts (the compiler vectorises it for the ISA
+ * it targets).  Any strides: transposed operands are absorbed by packing.
+ * Edge tiles are zero-padded in the packs, so there is no scalar tail path.
+ * The per-ISA microkernels and run-time dispatch come with the contraction
+ * templates; this is the honest baseline. */
+
+#define TC__MR 4
+#define TC__NR 16
+#define TC__MC 64
+#define TC__KC 256
+#define TC__NC 1024
+
+typedef struct tc__gemm {
+    int64_t M, N, K;
+    const float *A;
+    int64_t rsa, csa;        /* A(i,k) = A[i*rsa + k*csa] */
+    const float *B;
+    int64_t rsb, csb;        /* B(k,j) = B[k*rsb + j*csb] */
+    float *C;
+    int64_t ldc;             /* C(i,j) = C[i*ldc + j]     */
+    float alpha;
+    const float *bias;       /* bias[j] added to column j, or NULL */
+} tc__gemm;
+
+TC__FN void tc__pack_b(const tc__gemm *g, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float *bp) {
+    int64_t js, k, j;
+    for (js = 0; js < nc; js += TC__NR) {
+        int64_t nr = nc - js < TC__NR ? nc - js : TC__NR;
+        float *dst = bp + js * kc;
+        for (k = 0; k < kc; k++) {
+            const float *src = g->B + (pc + k) * g->rsb + (jc + js) * g->csb;
+            float *d = dst + k * TC__NR;
+            if (g->csb == 1 && nr == TC__NR)
+                for (j = 0; j < TC__NR; j++) d[j] = src[j];
+            else {
+                for (j = 0; j < nr; j++) d[j] = src[j * g->csb];
+                for (; j < TC__NR; j++) d[j] = 0.0f;
+            }
+        }
+    }
+}
+
+TC__FN void tc__pack_a(const tc__gemm *g, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap) {
+    int64_t is, k, i;
+    for (is = 0; is < mc; is += TC__MR) {
+        int64_t mr = mc - is < TC__MR ? mc - is : TC__MR;
+        float *dst = ap + is * kc;
+        for (k = 0; k < kc; k++) {
+            const float *src = g->A + (ic + is) * g->rsa + (pc + k) * g->csa;
+            for (i = 0; i < mr; i++) dst[k * TC__MR + i] = src[i * g->rsa];
+            for (; i < TC__MR; i++) dst[k * TC__MR + i] = 0.0f;
+        }
+    }
+}
+
+/* acc = Ap(MR x kc) @ Bp(kc x NR) */
+TC__FN void tc__micro(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float acc[TC__MR][TC__NR]) {
+    int64_t k;
+    int i, j;
+    for (i = 0; i < TC__MR; i++)
+        for (j = 0; j < TC__NR; j++) acc[i][j] = 0.0f;
+    for (k = 0; k < kc; k++) {
+        const float *b = bp + k * TC__NR;
+        for (i = 0; i < TC__MR; i++) {
+            float a = ap[k * TC__MR + i];
+            for (j = 0; j < TC__NR; j++) acc[i][j] += a * b[j];
+        }
+    }
+}
+
+typedef struct tc__gemm_job {
+    const tc__gemm *g;
+    const float *bp;
+    int64_t jc, nc, pc, kc;
+    int64_t mblocks, nchunks, chunk_cols;
+    int first, last;         /* first / last K block: overwrite / finish */
+} tc__gemm_job;
+
+TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
+    const tc__gemm_job *j = (const tc__gemm_job *)arg;
+    const tc__gemm *g = j->g;
+    float ap[TC__MC * TC__KC];
+    float acc[TC__MR][TC__NR];
+    int64_t t, packed_ic = -1;
+    for (t = tb; t < te; t++) {
+        int64_t ic = (t / j->nchunks) * TC__MC, mc = g->M - ic < TC__MC ? g->M - ic : TC__MC;
+        int64_t j0 = (t % j->nchunks) * j->chunk_cols, j1 = j0 + j->chunk_cols < j->nc ? j0 + j->chunk_cols : j->nc;
+        int64_t is, js;
+        if (packed_ic != ic) {
+            tc__pack_a(g, ic, mc, j->pc, j->kc, ap);
+            packed_ic = ic;
+        }
+        for (js = j0; js < j1; js += TC__NR) {
+            int64_t nr = j1 - js < TC__NR ? j1 - js : TC__NR;
+            for (is = 0; is < mc; is += TC__MR) {
+                int64_t mr = mc - is < TC__MR ? mc - is : TC__MR, i, c;
+                float *crow = g->C + (ic + is) * g->ldc + j->jc + js;
+                tc__micro(j->kc, ap + is * j->kc, j->bp + js * j->kc, acc);
+                for (i = 0; i < mr; i++) {
+                    float *cr = crow + i * g->ldc;
+                    if (j->first)
+                        for (c = 0; c < nr; c++) cr[c] = acc[i][c];
+                    else
+                        for (c = 0; c < nr; c++) cr[c] += acc[i][c];
+                    if (j->last) {
+                        for (c = 0; c < nr; c++) cr[c] *= g->alpha;
+                        if (g->bias)
+                            for (c = 0; c < nr; c++) cr[c] += g->bias[j->jc + js + c];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
+TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
+    int64_t jc, pc, i, jj;
+    float *bp;
+    if (g->M <= 0 || g->N <= 0) return 0;
+    if (g->K == 0) {
+        for (i = 0; i < g->M; i++)
+            for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
+        return 0;
+    }
+    bp = (float *)tc__scratch(sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
+    if (!bp) return -1;
+    for (jc = 0; jc < g->N; jc += TC__NC) {
+        int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;
+        for (pc = 0; pc < g->K; pc += TC__KC) {
+            tc__gemm_job j;
+            int64_t kc = g->K - pc < TC__KC ? g->K - pc : TC__KC, slivers = (nc + TC__NR - 1) / TC__NR;
+            int nth = serial ? 1 : ctx->num_threads;
+            tc__pack_b(g, pc, kc, jc, nc, bp);
+            j.g = g;
+            j.bp = bp;
+            j.jc = jc;
+            j.nc = nc;
+            j.pc = pc;
+            j.kc = kc;
+            j.first = pc == 0;
+            j.last = pc + kc >= g->K;
+            j.mblocks = (g->M + TC__MC - 1) / TC__MC;
+            /* enough tasks for every thread: split columns when M is short */
+            j.nchunks = j.mblocks >= 2 * nth ? 1 : (2 * nth + j.mblocks - 1) / j.mblocks;
+            if (j.nchunks > slivers) j.nchunks = slivers;
+            j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * TC__NR;
+            j.nchunks = (nc + j.chunk_cols - 1) / j.chunk_cols;
+            if (serial) tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
+            else tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
+        }
+    }
+    TC_FREE(bp);
+    return 0;
+}
+
+/* Batched GEMM: the i-th problem uses offsets aoff[i], boff[i], coff[i] (in
+ * floats) from the base pointers of g.  Small problems run one per thread;
+ * large ones one after another, each parallel inside. */
+typedef struct tc__bgemm_job {
+    tc_ctx *ctx;
+    const tc__gemm *g;
+    const int64_t *aoff, *boff, *coff;
+    int failed;
+} tc__bgemm_job;
+
+TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
+    tc__bgemm_job *j = (tc__bgemm_job *)arg;
+    int64_t i;
+    for (i = b; i < e; i++) {
+        tc__gemm gi = *j->g;
+        gi.A += j->aoff[i];
+        gi.B += j->boff[i];
+        gi.C += j->coff[i];
+        if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
+    }
+}
+
+TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, const int64_t *aoff, const int64_t *boff,
+                            const int64_t *coff) {
+    int64_t work = g->M * g->N * (g->K > 0 ? g->K : 1), i;
+    if (nbatch > 1 && work < ((int64_t)1 << 22)) {
+        tc__bgemm_job j;
+        j.ctx = ctx;
+        j.g = g;
+        j.aoff = aoff;
+        j.boff = boff;
+        j.coff = coff;
+        j.failed = 0;
+        tc__parallel_for(ctx, nbatch, work * nbatch, tc__bgemm_range, &j);
+        return j.failed ? -1 : 0;
+    }
+    for (i = 0; i < nbatch; i++) {
+        tc__gemm gi = *g;
+        gi.A += aoff[i];
+        gi.B += boff[i];
+        gi.C += coff[i];
+        if (tc__gemm_run(ctx, &gi, 0)) return -1;
+    }
+    return 0;
+}

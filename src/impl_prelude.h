@@ -1,0 +1,88 @@
+/* Implementation prelude: system headers, allocation hooks, internal types
+ * shared by every stage. */
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(TC_MALLOC) && defined(TC_REALLOC) && defined(TC_FREE)
+/* all three hooks given */
+#elif !defined(TC_MALLOC) && !defined(TC_REALLOC) && !defined(TC_FREE)
+#define TC_MALLOC(sz) malloc(sz)
+#define TC_REALLOC(p, sz) realloc(p, sz)
+#define TC_FREE(p) free(p)
+#else
+#error "tcompile: define all of TC_MALLOC, TC_REALLOC and TC_FREE, or none"
+#endif
+
+#ifndef TC_PARALLEL_MIN_WORK
+#define TC_PARALLEL_MIN_WORK 32768
+#endif
+
+#ifdef __cplusplus
+#define TC__RESTRICT __restrict__
+#else
+#define TC__RESTRICT restrict
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TC__UNUSED __attribute__((unused))
+#define TC__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TC__UNUSED
+#define TC__PRINTF(a, b)
+#endif
+
+/* Every internal function is static: one translation unit holds them all. */
+#define TC__FN static
+
+#define TC__ALIGN 64
+#define TC__MSG_CAP 384
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tc__storage {
+    void *data;          /* aligned element memory                        */
+    void *raw;           /* what TC_MALLOC returned (NULL when wrapped)   */
+    size_t bytes;
+    int64_t refs;        /* tensors viewing it                            */
+} tc__storage;
+
+struct tc_tensor {
+    tc_ctx *ctx;
+    tc_dtype dtype;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    int64_t strides[TC_MAX_DIMS];   /* elements */
+    int64_t offset;                 /* elements */
+    tc__storage *st;
+    tc_result status;
+    const char *err;                /* owned message when status != OK    */
+    int scope;                      /* depth of the owning scope          */
+    int is_sentinel;                /* static errored tensor: never freed */
+    tc_tensor *prev, *next;         /* links in the owning scope's list   */
+};
+
+typedef struct tc__pool tc__pool;
+
+struct tc_ctx {
+    tc_ctx_options opts;
+    int num_threads;
+    tc__pool *pool;
+    tc_tensor **scope_head;         /* one list per depth, [0] = root      */
+    int depth, scope_cap;
+    int phantom_scopes;             /* begins that could not open (OOM)    */
+    tc_result first_status;
+    char first_err[TC__MSG_CAP];
+    int64_t live_tensors, live_bytes;
+};
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,430 @@
+/* Contractions on top of the blocked GEMM: matmul (torch.matmul rules),
+ * linear, and scaled-dot-product attention (scores, mask, softmax, @ V). */
+
+/* Element offsets of every batch entry of t (its leading t->ndim - 2 dims
+ * broadcast against bshape[0..nb)), in row-major batch order. */
+TC__FN void tc__batch_offsets(const tc_tensor *t, int tnb, int nb, const int64_t *bshape, int64_t nbatch, int64_t *off) {
+    int64_t idx[TC_MAX_DIMS] = {0}, b;
+    int d;
+    for (b = 0; b < nbatch; b++) {
+        int64_t o = 0;
+        for (d = 0; d < nb; d++) {
+            int td = tnb - nb + d;
+            if (td >= 0 && t->shape[td] != 1) o += idx[d] * t->strides[td];
+        }
+        off[b] = o;
+        for (d = nb - 1; d >= 0; d--) {
+            if (++idx[d] < bshape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Broadcasts the batch dims of up to three operands (each with `core`
+ * trailing non-batch dims) into c->oshape[0..nb); returns nb or -1. */
+TC__FN int tc__batch_shape(tc__call *c, tc_tensor *const *ts, const int *core, int n) {
+    int i, d, nb = 0;
+    for (i = 0; i < n; i++)
+        if (ts[i]->ndim - core[i] > nb) nb = ts[i]->ndim - core[i];
+    for (d = 0; d < nb; d++) {
+        int64_t s = 1;
+        for (i = 0; i < n; i++) {
+            int td = ts[i]->ndim - core[i] - nb + d;
+            int64_t v = td >= 0 ? ts[i]->shape[td] : 1;
+            if (v == 1 || v == s) continue;
+            if (s != 1) {
+                tc__msg(c, TC_ERR_SHAPE, "batch dims of %s and %s are not broadcastable", tc__shp(ts[0]).s,
+                        tc__shp(ts[i]).s);
+                return -1;
+            }
+            s = v;
+        }
+        c->oshape[d] = s;
+    }
+    return nb;
+}
+
+TC__FN tc_result tc__float_inputs(tc__call *c, int n) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (c->ins[i] && !tc__is_float(c->ins[i]->dtype))
+            return tc__msg(c, TC_ERR_DTYPE, "input %d must be a float type, got %s", i,
+                           tc__dtype_names[c->ins[i]->dtype]);
+    return TC_OK;
+}
+
+/* ---- matmul -------------------------------------------------------------------------- */
+
+/* a.i[0..1]: 1 when a / b was 1-D (its unit dim is dropped from the result) */
+TC__FN tc_result tc__shape_matmul(tc__call *c) {
+    const tc_tensor *a = c->ins[0], *b = c->ins[1];
+    int64_t ka, kb, m, n;
+    int nb, core[2] = {2, 2};
+    tc_tensor *views[2];
+    tc_tensor va, vb;
+    tc_result r = tc__float_inputs(c, 2);
+    if (r != TC_OK) return r;
+    if (a->ndim == 0 || b->ndim == 0) return tc__msg(c, TC_ERR_SHAPE, "both arguments need at least 1 dim (got %s @ %s)", tc__shp(a).s, tc__shp(b).s);
+    ka = a->shape[a->ndim - 1];
+    kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
+    if (ka != kb) return tc__msg(c, TC_ERR_SHAPE, "inner dims differ: %s @ %s", tc__shp(a).s, tc__shp(b).s);
+    m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];
+    n = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+    /* batch dims: everything before the last two (1-D operands have none) */
+    va = *a;
+    vb = *b;
+    if (a->ndim == 1) va.ndim = 2;
+    if (b->ndim == 1) vb.ndim = 2;
+    views[0] = &va;
+    views[1] = &vb;
+    nb = tc__batch_shape(c, views, core, 2);
+    if (nb < 0) return TC_ERR_SHAPE;
+    c->ondim = nb;
+    if (a->ndim > 1) c->oshape[c->ondim++] = m;
+    if (b->ndim > 1) c->oshape[c->ondim++] = n;
+    c->a.i[0] = a->ndim == 1;
+    c->a.i[1] = b->ndim == 1;
+    c->a.i[2] = nb;
+    c->odt = tc__promote(c->ins, 2);
+    if (tc__numel_of(c->ondim, c->oshape) < 0) return tc__msg(c, TC_ERR_OVERFLOW, "result too large");
+    return TC_OK;
+}
+
+/* One matmul of f32 operands with strides; out f32 contiguous [batch.., M, N].
+ * When B has no batch dims and A's batch dims fold into M by strides, the
+ * whole thing is one GEMM (the common linear-layer case). */
+TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash, const int64_t *ast, int and_,
+                                const float *bp, const int64_t *bsh, const int64_t *bst, int bnd, float *cp, int nb,
+                                const int64_t *bshape, const float *bias, float alpha) {
+    tc__gemm g;
+    int64_t nbatch = tc__numel_of(nb, bshape), *off;
+    tc_tensor ta, tb;
+    int d, fold = bnd == 2;
+    memset(&g, 0, sizeof g);
+    g.M = ash[and_ - 2];
+    g.K = ash[and_ - 1];
+    g.N = bsh[bnd - 1];
+    g.A = ap;
+    g.rsa = ast[and_ - 2];
+    g.csa = ast[and_ - 1];
+    g.B = bp;
+    g.rsb = bst[bnd - 2];
+    g.csb = bst[bnd - 1];
+    g.C = cp;
+    g.ldc = g.N;
+    g.alpha = alpha;
+    g.bias = bias;
+    /* fold A's batch dims into M when every batch stride continues the rows */
+    for (d = and_ - 3; fold && d >= 0; d--)
+        if (ash[d] != 1 && ast[d] != ast[d + 1] * ash[d + 1]) fold = 0;
+    if (fold && and_ - 2 == nb) {
+        for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
+        return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
+    }
+    off = (int64_t *)tc__scratch(sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
+    if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
+    memset(&ta, 0, sizeof ta);
+    memset(&tb, 0, sizeof tb);
+    ta.ndim = and_;
+    tb.ndim = bnd;
+    memcpy(ta.shape, ash, sizeof(int64_t) * (size_t)and_);
+    memcpy(ta.strides, ast, sizeof(int64_t) * (size_t)and_);
+    memcpy(tb.shape, bsh, sizeof(int64_t) * (size_t)bnd);
+    memcpy(tb.strides, bst, sizeof(int64_t) * (size_t)bnd);
+    tc__batch_offsets(&ta, and_ - 2, nb, bshape, nbatch, off);
+    tc__batch_offsets(&tb, bnd - 2, nb, bshape, nbatch, off + nbatch);
+    for (d = 0; d < nbatch; d++) off[2 * nbatch + d] = (int64_t)d * g.M * g.N;
+    d = tc__gemm_batched(c->ctx, &g, nbatch, off, off + nbatch, off + 2 * nbatch);
+    TC_FREE(off);
+    return d ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
+}
+
+/* The output buffer as f32: out itself, or scratch converted afterwards. */
+TC__FN float *tc__out_f32(tc_tensor *out, void **owned) {
+    *owned = NULL;
+    if (out->dtype == TC_F32) return (float *)tc__base(out);
+    *owned = tc__scratch((size_t)tc__numel(out) * sizeof(float));
+    return (float *)*owned;
+}
+
+TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned) {
+    int64_t st[TC_MAX_DIMS];
+    if (!owned) return;
+    tc__contig_strides(out->ndim, out->shape, st);
+    tc__copy_into(ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, (const char *)owned, TC_F32,
+                  out->ndim, out->shape, st);
+    TC_FREE(owned);
+}
+
+TC__FN tc_result tc__run_matmul(tc__call *c, tc_tensor *out) {
+    const tc_tensor *a = c->ins[0], *b = c->ins[1];
+    int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
+    int and_ = a->ndim, bnd = b->ndim;
+    void *ao = NULL, *bo = NULL, *oo = NULL;
+    const float *ap = (const float *)tc__as_dtype(c->ctx, a, TC_F32, ast, &ao);
+    const float *bp = (const float *)tc__as_dtype(c->ctx, b, TC_F32, bst, &bo);
+    float *op = tc__out_f32(out, &oo);
+    tc_result r;
+    memcpy(ash, a->shape, sizeof a->shape);
+    memcpy(bsh, b->shape, sizeof b->shape);
+    if (!ap || !bp || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else {
+        if (and_ == 1) { /* [K] -> [1, K] */
+            ash[1] = ash[0];
+            ast[1] = ast[0];
+            ash[0] = 1;
+            ast[0] = 0;
+            and_ = 2;
+        }
+        if (bnd == 1) { /* [K] -> [K, 1] */
+            bsh[1] = 1;
+            bst[1] = 0;
+            bnd = 2;
+        }
+        r = tc__matmul_f32(c, ap, ash, ast, and_, bp, bsh, bst, bnd, op, (int)c->a.i[2], c->oshape, NULL, 1.0f);
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(ao);
+    TC_FREE(bo);
+    return r;
+}
+
+TCDEF tc_tensor *tc_matmul_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, const char *file, int line) {
+    tc__call c;
+    tc__call_init(&c, ctx, TC__OP_MATMUL, file, line);
+    c.nin = 2;
+    c.in[0] = a;
+    c.in[1] = b;
+    return tc__run(&c);
+}
+
+/* ---- linear ------------------------------------------------------------------------- */
+
+TC__FN tc_result tc__shape_linear(tc__call *c) {
+    const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
+    tc_result r = tc__float_inputs(c, 3);
+    if (r != TC_OK) return r;
+    if (w->ndim != 2) return tc__msg(c, TC_ERR_SHAPE, "weight must be 2-D [out, in], got %s", tc__shp(w).s);
+    if (x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
+        return tc__msg(c, TC_ERR_SHAPE, "input %s does not end in in_features %lld of weight %s", tc__shp(x).s,
+                       (long long)w->shape[1], tc__shp(w).s);
+    if (b && (b->ndim != 1 || b->shape[0] != w->shape[0]))
+        return tc__msg(c, TC_ERR_SHAPE, "bias %s must be [%lld]", tc__shp(b).s, (long long)w->shape[0]);
+    tc__shape_same(c);
+    c->oshape[x->ndim - 1] = w->shape[0];
+    c->odt = tc__promote(c->ins, b ? 3 : 2);
+    return TC_OK;
+}
+
+TC__FN tc_result tc__run_linear(tc__call *c, tc_tensor *out) {
+    const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
+    int64_t xsh[TC_MAX_DIMS], xst[TC_MAX_DIMS], wsh[2], wst[2], ws[TC_MAX_DIMS], bshape[TC_MAX_DIMS];
+    int nd = x->ndim, d;
+    void *xo = NULL, *wo = NULL, *bo = NULL, *oo = NULL;
+    const float *xp = (const float *)tc__as_dtype(c->ctx, x, TC_F32, xst, &xo);
+    const float *wp = (const float *)tc__as_dtype(c->ctx, w, TC_F32, ws, &wo);
+    const float *bp = b ? (const float *)tc__contig_as(c->ctx, b, TC_F32, &bo) : NULL;
+    float *op = tc__out_f32(out, &oo);
+    tc_result r;
+    if (!xp || !wp || (b && !bp) || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    else {
+        memcpy(xsh, x->shape, sizeof x->shape);
+        if (nd == 1) {
+            xsh[1] = xsh[0];
+            xst[1] = xst[0];
+            xsh[0] = 1;
+            xst[0] = 0;
+            nd = 2;
+        }
+        /* B = W^T: B(k, j) = W[j, k] */
+        wsh[0] = w->shape[1];
+        wsh[1] = w->shape[0];
+        wst[0] = ws[1];
+        wst[1] = ws[0];
+        for (d = 0; d < nd - 2; d++) bshape[d] = xsh[d];
+        r = tc__matmul_f32(c, xp, xsh, xst, nd, wp, wsh, wst, 2, op, nd - 2, bshape, bp, 1.0f);
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(xo);
+    TC_FREE(wo);
+    TC_FREE(bo);
+    return r;
+}
+
+TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_tensor *bias, const char *file, int line) {
+    tc__call c;
+    tc__call_init(&c, ctx, TC__OP_LINEAR, file, line);
+    c.nin = 3;
+    c.in[0] = x;
+    c.in[1] = weight;
+    c.in[2] = bias;
+    c.optional = 4;
+    return tc__run(&c);
+}
+
+/* ---- scaled dot-product attention ---------------------------------------------------- */
+
+/* ins = {q, k, v, mask?}; a.i[0] = is_causal, a.f[0] = scale (<= 0: default) */
+TC__FN tc_result tc__shape_sdpa(tc__call *c) {
+    tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
+    tc_tensor *ts[4];
+    int core[4] = {2, 2, 2, 2}, nb, d;
+    tc_result r = tc__float_inputs(c, 3);
+    if (r != TC_OK) return r;
+    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+        return tc__msg(c, TC_ERR_SHAPE, "q, k, v need at least 2 dims (got %s, %s, %s)", tc__shp(q).s, tc__shp(k).s, tc__shp(v).s);
+    if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1])
+        return tc__msg(c, TC_ERR_SHAPE, "q %s and k %s differ in the embedding dim", tc__shp(q).s, tc__shp(k).s);
+    if (k->shape[k->ndim - 2] != v->shape[v->ndim - 2])
+        return tc__msg(c, TC_ERR_SHAPE, "k %s and v %s differ in the sequence dim", tc__shp(k).s, tc__shp(v).s);
+    if (m && c->a.i[0]) return tc__msg(c, TC_ERR_INVALID_ARG, "pass either a mask or is_causal, not both (as PyTorch)");
+    if (m && m->dtype != TC_BOOL && !tc__is_float(m->dtype))
+        return tc__msg(c, TC_ERR_DTYPE, "mask must be bool or a float type, got %s", tc__dtype_names[m->dtype]);
+    if (!(c->a.f[0] == c->a.f[0]) || isinf(c->a.f[0])) return tc__msg(c, TC_ERR_INVALID_ARG, "scale must be finite");
+    ts[0] = q;
+    ts[1] = k;
+    ts[2] = v;
+    nb = tc__batch_shape(c, ts, core, 3);
+    if (nb < 0) return TC_ERR_SHAPE;
+    if (m) {
+        /* the mask broadcasts to [batch..., L, S] */
+        int64_t want[TC_MAX_DIMS + 2];
+        int mnd = m->ndim, wnd = nb + 2;
+        for (d = 0; d < nb; d++) want[d] = c->oshape[d];
+        want[nb] = q->shape[q->ndim - 2];
+        want[nb + 1] = k->shape[k->ndim - 2];
+        if (mnd > wnd) return tc__msg(c, TC_ERR_SHAPE, "mask %s has more dims than the scores", tc__shp(m).s);
+        for (d = 0; d < mnd; d++) {
+            int64_t ms = m->shape[mnd - 1 - d], ws = want[wnd - 1 - d];
+            if (ms != 1 && ms != ws)
+                return tc__msg(c, TC_ERR_SHAPE, "mask %s does not broadcast to the scores [..., %lld, %lld]",
+                               tc__shp(m).s, (long long)want[nb], (long long)want[nb + 1]);
+        }
+    }
+    c->ondim = nb + 2;
+    c->oshape[nb] = q->shape[q->ndim - 2];
+    c->oshape[nb + 1] = v->shape[v->ndim - 1];
+    c->odt = tc__promote(c->ins, 3);
+    c->a.i[1] = nb;
+    return TC_OK;
+}
+
+typedef struct tc__attn_job {
+    float *scores;           /* [nbatch, L, S] */
+    int64_t L, S, nbatch;
+    int causal;
+    const char *mask;        /* f32 additive mask or bool, broadcast below */
+    tc_dtype mdt;
+    int64_t mst[TC_MAX_DIMS + 2];   /* mask strides over [batch..., L, S] */
+    int64_t bshape[TC_MAX_DIMS];
+    int nb;
+} tc__attn_job;
+
+TC__FN void tc__attn_rows(void *arg, int64_t rb, int64_t re) {
+    const tc__attn_job *j = (const tc__attn_job *)arg;
+    int64_t r, s;
+    for (r = rb; r < re; r++) {
+        float *row = j->scores + r * j->S;
+        int64_t l = r % j->L, b = r / j->L;
+        if (j->causal)
+            for (s = l + 1; s < j->S; s++) row[s] = -INFINITY;
+        if (j->mask) {
+            int64_t off = l * j->mst[j->nb], rem = b;
+            int d;
+            for (d = j->nb - 1; d >= 0; d--) {
+                off += (rem % j->bshape[d]) * j->mst[d];
+                rem /= j->bshape[d];
+            }
+            if (j->mdt == TC_BOOL) {
+                const unsigned char *mp = (const unsigned char *)j->mask + off;
+                for (s = 0; s < j->S; s++)
+                    if (!mp[s * j->mst[j->nb + 1]]) row[s] = -INFINITY;
+            } else {
+                const float *mp = (const float *)j->mask + off;
+                for (s = 0; s < j->S; s++) row[s] += mp[s * j->mst[j->nb + 1]];
+            }
+        }
+        if (j->S > 0) tc__softmax_row(row, j->S, 0);
+    }
+}
+
+TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
+    const tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
+    int nb = (int)c->a.i[1], d;
+    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1];
+    int64_t nbatch = tc__numel_of(nb, c->oshape), qst[TC_MAX_DIMS], kst[TC_MAX_DIMS], vst[TC_MAX_DIMS];
+    int64_t ksh[TC_MAX_DIMS], kt[TC_MAX_DIMS], ssh[TC_MAX_DIMS], sst[TC_MAX_DIMS], mst[TC_MAX_DIMS];
+    void *qo = NULL, *ko = NULL, *vo = NULL, *mo = NULL, *oo = NULL;
+    const float *qp = (const float *)tc__as_dtype(c->ctx, q, TC_F32, qst, &qo);
+    const float *kp = (const float *)tc__as_dtype(c->ctx, k, TC_F32, kst, &ko);
+    const float *vp = (const float *)tc__as_dtype(c->ctx, v, TC_F32, vst, &vo);
+    const char *mp = m ? tc__as_dtype(c->ctx, m, m->dtype == TC_BOOL ? TC_BOOL : TC_F32, mst, &mo) : NULL;
+    float *scores = (float *)tc__scratch(sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
+    float *op = tc__out_f32(out, &oo);
+    double scale = c->a.f[0] > 0 ? c->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
+    tc_result r = TC_OK;
+    if (!qp || !kp || !vp || (m && !mp) || !scores || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    if (r == TC_OK) {
+        tc__attn_job j;
+        /* scores = q @ k^T * scale: k viewed as [..., E, S] */
+        memcpy(ksh, k->shape, sizeof ksh);
+        memcpy(kt, kst, sizeof kt);
+        ksh[k->ndim - 2] = E;
+        ksh[k->ndim - 1] = S;
+        kt[k->ndim - 2] = kst[k->ndim - 1];
+        kt[k->ndim - 1] = kst[k->ndim - 2];
+        r = tc__matmul_f32(c, qp, q->shape, qst, q->ndim, kp, ksh, kt, k->ndim, scores, nb, c->oshape, NULL,
+                           (float)scale);
+        if (r == TC_OK) {
+            memset(&j, 0, sizeof j);
+            j.scores = scores;
+            j.L = L;
+            j.S = S;
+            j.nbatch = nbatch;
+            j.causal = (int)c->a.i[0];
+            j.nb = nb;
+            memcpy(j.bshape, c->oshape, sizeof j.bshape);
+            if (m) {
+                j.mask = mp;
+                j.mdt = m->dtype == TC_BOOL ? TC_BOOL : TC_F32;
+                for (d = 0; d < nb + 2; d++) {
+                    int md = m->ndim - (nb + 2) + d;
+                    j.mst[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
+                }
+            }
+            tc__parallel_for(c->ctx, nbatch * L, nbatch * L * S * 4, tc__attn_rows, &j);
+            /* out = P @ v */
+            for (d = 0; d < nb; d++) ssh[d] = c->oshape[d];
+            ssh[nb] = L;
+            ssh[nb + 1] = S;
+            tc__contig_strides(nb + 2, ssh, sst);
+            r = tc__matmul_f32(c, scores, ssh, sst, nb + 2, vp, v->shape, vst, v->ndim, op, nb, c->oshape, NULL, 1.0f);
+        }
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else TC_FREE(oo);
+    TC_FREE(qo);
+    TC_FREE(ko);
+    TC_FREE(vo);
+    TC_FREE(mo);
+    TC_FREE(scores);
+    return r;
+}
+
+TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v,
+                                                    tc_tensor *mask, int is_causal, double scale, const char *file,
+                                                    int line) {
+    tc__call c;
+    tc__call_init(&c, ctx, TC__OP_SDPA, file, line);
+    c.nin = 4;
+    c.in[0] = q;
+    c.in[1] = k;
+    c.in[2] = v;
+    c.in[3] = mask;
+    c.optional = 8;
+    c.a.i[0] = is_causal != 0;
+    c.a.f[0] = scale;
+    return tc__run(&c);
+}

@@ -1,0 +1,164 @@
+/* Platform layer: the only file with OS-specific code (threads, dynamic
+ * loading, file mapping, CPU features, timers).  Porting = this file. */
+
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+#ifndef TC_NO_THREADS
+#include <pthread.h>
+#endif
+#endif
+
+/* ---- timers -------------------------------------------------------------- */
+
+TC__FN TC__UNUSED double tc__now_sec(void) {
+#if defined(_WIN32)
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (double)c.QuadPart / (double)f.QuadPart;
+#else
+    /* gettimeofday, not clock_gettime: the latter is hidden under -std=c99
+     * when the user's file included a system header before this one. */
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+#endif
+}
+
+/* ---- CPU count and features --------------------------------------------- */
+
+TC__FN int tc__cpu_count(void) {
+#if defined(_WIN32)
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    return (int)si.dwNumberOfProcessors;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > 256 ? 256 : (int)n);
+#endif
+}
+
+enum { TC__CPU_AVX2 = 1, TC__CPU_FMA = 2, TC__CPU_AVX512F = 4, TC__CPU_NEON = 8 };
+
+/* cpuid says what the core implements; XGETBV says whether the OS saves the
+ * wide registers.  Both must agree before a wide ISA is used. */
+TC__FN TC__UNUSED int tc__cpu_features(void) {
+    int f = 0;
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    unsigned a, b, c, d, xlo, xhi;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    if (!(c & (1u << 27))) return 0; /* OSXSAVE */
+    {
+        int fma = (c >> 12) & 1;
+        __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+        if ((xlo & 6) != 6) return 0; /* XMM and YMM state */
+        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+        if (b & (1u << 5)) f |= TC__CPU_AVX2;
+        if (fma) f |= TC__CPU_FMA;
+        if ((b & (1u << 16)) && (xlo & 0xe0) == 0xe0) f |= TC__CPU_AVX512F;
+    }
+#elif defined(__aarch64__)
+    f |= TC__CPU_NEON;
+#endif
+    return f;
+}
+
+/* ---- dynamic loading ----------------------------------------------------- */
+
+TC__FN TC__UNUSED void *tc__dl_open(const char *name) {
+#if defined(_WIN32)
+    return (void *)LoadLibraryA(name);
+#else
+    return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+#endif
+}
+
+TC__FN TC__UNUSED void *tc__dl_sym(void *lib, const char *name) {
+#if defined(_WIN32)
+    return (void *)GetProcAddress((HMODULE)lib, name);
+#else
+    return dlsym(lib, name);
+#endif
+}
+
+TC__FN TC__UNUSED void tc__dl_close(void *lib) {
+#if defined(_WIN32)
+    FreeLibrary((HMODULE)lib);
+#else
+    if (lib) dlclose(lib);
+#endif
+}
+
+/* ---- file mapping (read-only) -------------------------------------------- */
+
+typedef struct tc__mapping {
+    void *data;
+    size_t size;
+    void *handle;
+} tc__mapping;
+
+/* Returns 0 on success.  An empty file maps to data == NULL, size 0. */
+TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
+    memset(m, 0, sizeof *m);
+#if defined(_WIN32)
+    (void)path;
+    return -1;
+#else
+    {
+        struct stat sb;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) return -1;
+        if (fstat(fd, &sb) != 0 || sb.st_size < 0) {
+            close(fd);
+            return -1;
+        }
+        m->size = (size_t)sb.st_size;
+        if (m->size > 0) {
+            void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (p == MAP_FAILED) {
+                close(fd);
+                return -1;
+            }
+            m->data = p;
+        }
+        close(fd);
+        return 0;
+    }
+#endif
+}
+
+TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
+#if !defined(_WIN32)
+    if (m->data) munmap(m->data, m->size);
+#endif
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+
+#ifndef TC_NO_THREADS
+typedef struct tc__thread { pthread_t t; } tc__thread;
+typedef pthread_mutex_t tc__mutex;
+typedef pthread_cond_t tc__cond;
+
+TC__FN int tc__thread_start(tc__thread *th, void *(*fn)(void *), void *arg) {
+    return pthread_create(&th->t, NULL, fn, arg) == 0 ? 0 : -1;
+}
+TC__FN void tc__thread_join(tc__thread *th) { pthread_join(th->t, NULL); }
+TC__FN void tc__mutex_init(tc__mutex *m) { pthread_mutex_init(m, NULL); }
+TC__FN void tc__mutex_destroy(tc__mutex *m) { pthread_mutex_destroy(m); }
+TC__FN void tc__mutex_lock(tc__mutex *m) { pthread_mutex_lock(m); }
+TC__FN void tc__mutex_unlock(tc__mutex *m) { pthread_mutex_unlock(m); }
+TC__FN void tc__cond_init(tc__cond *c) { pthread_cond_init(c, NULL); }
+TC__FN void tc__cond_destroy(tc__cond *c) { pthread_cond_destroy(c); }
+TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); }
+TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
+#endif

@@ -1,0 +1,339 @@
+/* Tensors: the context, scopes, tensor objects and storage, host access. */
+
+/* Static errored tensors for the cases where no tensor can be allocated:
+ * a NULL context, or no memory for the tensor object itself. */
+static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
+                                          "tcompile: NULL context passed to an op", 0, 1, NULL, NULL};
+static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
+                                     "tcompile: out of memory allocating a tensor", 0, 1, NULL, NULL};
+
+/* ---- context ------------------------------------------------------------- */
+
+TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
+    tc_ctx *ctx = (tc_ctx *)TC_MALLOC(sizeof *ctx);
+    if (!ctx) return NULL;
+    memset(ctx, 0, sizeof *ctx);
+    if (opts) ctx->opts = *opts;
+    ctx->scope_cap = 8;
+    ctx->scope_head = (tc_tensor **)TC_MALLOC(sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
+    if (!ctx->scope_head) {
+        TC_FREE(ctx);
+        return NULL;
+    }
+    memset(ctx->scope_head, 0, sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
+    if (tc_ctx_set_num_threads(ctx, ctx->opts.num_threads) != TC_OK) ctx->num_threads = 1;
+    return ctx;
+}
+
+TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads) {
+    if (!ctx) return TC_ERR_NULL;
+    if (num_threads < 0) return TC_ERR_INVALID_ARG;
+    if (num_threads == 0) num_threads = tc__cpu_count();
+#ifdef TC_NO_THREADS
+    num_threads = 1;
+#endif
+    if (num_threads == ctx->num_threads && (num_threads == 1 || ctx->pool)) return TC_OK;
+    tc__pool_destroy(ctx->pool);
+    ctx->pool = tc__pool_create(num_threads);
+    ctx->num_threads = ctx->pool || num_threads <= 1 ? num_threads : 1;
+    return ctx->num_threads == num_threads ? TC_OK : TC_ERR_OOM;
+}
+
+TCDEF int tc_ctx_num_threads(const tc_ctx *ctx) { return ctx ? ctx->num_threads : 0; }
+TCDEF tc_result tc_ctx_status(const tc_ctx *ctx) { return ctx ? ctx->first_status : TC_ERR_NULL; }
+TCDEF const char *tc_ctx_error(const tc_ctx *ctx) { return ctx ? ctx->first_err : "tcompile: NULL context"; }
+TCDEF int64_t tc_ctx_live_tensors(const tc_ctx *ctx) { return ctx ? ctx->live_tensors : 0; }
+TCDEF int64_t tc_ctx_live_bytes(const tc_ctx *ctx) { return ctx ? ctx->live_bytes : 0; }
+
+TCDEF void tc_ctx_clear_error(tc_ctx *ctx) {
+    if (!ctx) return;
+    ctx->first_status = TC_OK;
+    ctx->first_err[0] = 0;
+}
+
+/* ---- storage --------------------------------------------------------------- */
+
+TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *st) {
+    if (!st || --st->refs > 0) return;
+    if (st->raw) {
+        ctx->live_bytes -= (int64_t)st->bytes;
+        TC_FREE(st->raw);
+    }
+    TC_FREE(st);
+}
+
+TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
+    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
+    if (!st) return NULL;
+    st->data = tc__alloc_aligned(bytes, &st->raw);
+    if (!st->data) {
+        TC_FREE(st->raw);
+        TC_FREE(st);
+        return NULL;
+    }
+    st->bytes = bytes;
+    st->refs = 1;
+    ctx->live_bytes += (int64_t)bytes;
+    return st;
+}
+
+TC__FN tc__storage *tc__storage_wrap(void *data) {
+    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
+    if (!st) return NULL;
+    st->data = data;
+    st->raw = NULL;
+    st->bytes = 0;
+    st->refs = 1;
+    return st;
+}
+
+/* ---- tensor objects and scopes ------------------------------------------- */
+
+TC__FN void tc__link(tc_ctx *ctx, tc_tensor *t, int depth) {
+    t->scope = depth;
+    t->prev = NULL;
+    t->next = ctx->scope_head[depth];
+    if (t->next) t->next->prev = t;
+    ctx->scope_head[depth] = t;
+}
+
+TC__FN void tc__unlink(tc_ctx *ctx, tc_tensor *t) {
+    if (t->prev) t->prev->next = t->next;
+    else ctx->scope_head[t->scope] = t->next;
+    if (t->next) t->next->prev = t->prev;
+    t->prev = t->next = NULL;
+}
+
+/* A fresh tensor object in the current scope: no storage, status OK. */
+TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx) {
+    tc_tensor *t = (tc_tensor *)TC_MALLOC(sizeof *t);
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    tc__link(ctx, t, ctx->depth);
+    ctx->live_tensors++;
+    return t;
+}
+
+TCDEF void tc_free(tc_tensor *t) {
+    tc_ctx *ctx;
+    if (!t || t->is_sentinel) return;
+    ctx = t->ctx;
+    tc__unlink(ctx, t);
+    tc__storage_release(ctx, t->st);
+    TC_FREE((void *)t->err);
+    TC_FREE(t);
+    ctx->live_tensors--;
+}
+
+TCDEF void tc_scope_begin(tc_ctx *ctx) {
+    if (!ctx) return;
+    if (ctx->depth + 1 >= ctx->scope_cap) {
+        int cap = ctx->scope_cap * 2;
+        tc_tensor **h = (tc_tensor **)TC_REALLOC(ctx->scope_head, sizeof(tc_tensor *) * (size_t)cap);
+        if (!h) {
+            /* No room for a new level: keep using the current one, which only
+             * delays frees; the matching end then closes nothing. */
+            tc__log(ctx, TC_LOG_ERROR, "tc_scope_begin: out of memory, scope not opened");
+            ctx->phantom_scopes++;
+            return;
+        }
+        memset(h + ctx->scope_cap, 0, sizeof(tc_tensor *) * (size_t)(cap - ctx->scope_cap));
+        ctx->scope_head = h;
+        ctx->scope_cap = cap;
+    }
+    ctx->depth++;
+    ctx->scope_head[ctx->depth] = NULL;
+}
+
+TCDEF tc_result tc_scope_end(tc_ctx *ctx) {
+    if (!ctx) return TC_ERR_NULL;
+    if (ctx->phantom_scopes > 0) {
+        ctx->phantom_scopes--;
+        return TC_OK;
+    }
+    if (ctx->depth == 0) {
+        tc__log(ctx, TC_LOG_WARN, "tc_scope_end: no open scope");
+        return TC_ERR_STATE;
+    }
+    while (ctx->scope_head[ctx->depth]) tc_free(ctx->scope_head[ctx->depth]);
+    ctx->depth--;
+    return TC_OK;
+}
+
+TCDEF int tc_scope_depth(const tc_ctx *ctx) { return ctx ? ctx->depth : 0; }
+
+TC__FN tc_tensor *tc__move_to(tc_tensor *t, int depth) {
+    if (!t || t->is_sentinel || t->scope == depth) return t;
+    tc__unlink(t->ctx, t);
+    tc__link(t->ctx, t, depth);
+    return t;
+}
+
+TCDEF tc_tensor *tc_keep(tc_tensor *t) {
+    return t && !t->is_sentinel && t->scope > 0 ? tc__move_to(t, t->scope - 1) : t;
+}
+TCDEF tc_tensor *tc_persist(tc_tensor *t) { return tc__move_to(t, 0); }
+
+TCDEF void tc_ctx_destroy(tc_ctx *ctx) {
+    int d;
+    if (!ctx) return;
+    for (d = ctx->depth; d >= 0; d--)
+        while (ctx->scope_head[d]) tc_free(ctx->scope_head[d]);
+    tc__pool_destroy(ctx->pool);
+    TC_FREE(ctx->scope_head);
+    TC_FREE(ctx);
+}
+
+/* ---- layout helpers -------------------------------------------------------- */
+
+TC__FN void tc__contig_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    int i;
+    for (i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+TC__FN int tc__contig(const tc_tensor *t) {
+    int64_t s = 1;
+    int i;
+    for (i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 0) return 1;
+        if (t->shape[i] != 1 && t->strides[i] != s) return 0;
+        s *= t->shape[i];
+    }
+    return 1;
+}
+
+TC__FN int64_t tc__numel(const tc_tensor *t) {
+    int64_t n = 1;
+    int i;
+    for (i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+TC__FN char *tc__base(const tc_tensor *t) {
+    return (char *)t->st->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
+}
+
+/* ---- properties ------------------------------------------------------------ */
+
+TCDEF tc_result tc_status(const tc_tensor *t) { return t ? t->status : TC_ERR_NULL; }
+TCDEF const char *tc_error(const tc_tensor *t) {
+    if (!t) return "tcompile: NULL tensor";
+    return t->status == TC_OK ? "" : (t->err ? t->err : tc_result_string(t->status));
+}
+TCDEF tc_ctx *tc_context(const tc_tensor *t) { return t ? t->ctx : NULL; }
+TCDEF tc_dtype tc_type(const tc_tensor *t) { return t ? t->dtype : TC_F32; }
+TCDEF int tc_ndim(const tc_tensor *t) { return t ? t->ndim : 0; }
+TCDEF int64_t tc_dim(const tc_tensor *t, int dim) {
+    if (!t) return 0;
+    if (dim < 0) dim += t->ndim;
+    return dim >= 0 && dim < t->ndim ? t->shape[dim] : 0;
+}
+TCDEF const int64_t *tc_shape(const tc_tensor *t) { return t ? t->shape : NULL; }
+TCDEF const int64_t *tc_strides(const tc_tensor *t) { return t ? t->strides : NULL; }
+TCDEF int64_t tc_offset(const tc_tensor *t) { return t ? t->offset : 0; }
+TCDEF int64_t tc_numel(const tc_tensor *t) { return t && t->status == TC_OK ? tc__numel(t) : 0; }
+TCDEF int tc_is_contiguous(const tc_tensor *t) { return t && t->status == TC_OK && tc__contig(t); }
+TCDEF void *tc_data(const tc_tensor *t) { return t && t->status == TC_OK ? (void *)tc__base(t) : NULL; }
+
+TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
+    size_t n;
+    int i;
+    if (!buf || cap == 0) return buf;
+    if (!t || t->status != TC_OK) {
+        snprintf(buf, cap, "error(%s)", tc_result_string(tc_status(t)));
+        return buf;
+    }
+    n = (size_t)snprintf(buf, cap, "%s[", tc__dtype_names[t->dtype]);
+    for (i = 0; i < t->ndim && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ",%lld" : "%lld", (long long)t->shape[i]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* ---- host access ------------------------------------------------------------ */
+
+/* Walks every element of t in row-major order, calling visit with the
+ * element's storage index relative to tc__base(t) and its linear index. */
+#define TC__FOR_EACH_INDEX(t, SIDX, LIN, BODY)                                  \
+    do {                                                                        \
+        int64_t idx_[TC_MAX_DIMS] = {0}, n_ = tc__numel(t), LIN;                \
+        int64_t SIDX = 0;                                                       \
+        for (LIN = 0; LIN < n_; LIN++) {                                        \
+            int d_;                                                             \
+            BODY;                                                               \
+            for (d_ = (t)->ndim - 1; d_ >= 0; d_--) {                           \
+                SIDX += (t)->strides[d_];                                       \
+                if (++idx_[d_] < (t)->shape[d_]) break;                         \
+                SIDX -= (t)->strides[d_] * (t)->shape[d_];                      \
+                idx_[d_] = 0;                                                   \
+            }                                                                   \
+        }                                                                       \
+    } while (0)
+
+TCDEF tc_result tc_read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes) {
+    if (!t || !dst) return TC_ERR_NULL;
+    if (t->status != TC_OK) return t->status;
+    if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
+    if ((uint64_t)tc__numel(t) > (uint64_t)(dst_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (dtype == t->dtype && tc__contig(t)) {
+        memcpy(dst, tc__base(t), (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
+        return TC_OK;
+    }
+    {
+        const char *base = tc__base(t);
+        TC__FOR_EACH_INDEX(t, si, li, tc__store(dst, dtype, li, tc__load(base, t->dtype, si)));
+    }
+    return TC_OK;
+}
+
+TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes) {
+    if (!t || !src) return TC_ERR_NULL;
+    if (t->status != TC_OK) return t->status;
+    if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
+    if ((uint64_t)tc__numel(t) > (uint64_t)(src_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (dtype == t->dtype && tc__contig(t)) {
+        memmove(tc__base(t), src, (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
+        return TC_OK;
+    }
+    {
+        char *base = tc__base(t);
+        TC__FOR_EACH_INDEX(t, si, li, tc__store(base, t->dtype, si, tc__load(src, dtype, li)));
+    }
+    return TC_OK;
+}
+
+TC__FN int tc__elem_index(const tc_tensor *t, const int64_t *index, int64_t *si) {
+    int i;
+    *si = 0;
+    if (t->ndim > 0 && !index) return -1;
+    for (i = 0; i < t->ndim; i++) {
+        if (index[i] < 0 || index[i] >= t->shape[i]) return -1;
+        *si += index[i] * t->strides[i];
+    }
+    return 0;
+}
+
+TCDEF double tc_get(const tc_tensor *t, const int64_t *index) {
+    int64_t si;
+    if (!t || t->status != TC_OK || tc__elem_index(t, index, &si)) return NAN;
+    return tc__load(tc__base(t), t->dtype, si);
+}
+
+TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
+    int64_t si;
+    if (!t) return TC_ERR_NULL;
+    if (t->status != TC_OK) return t->status;
+    if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
+    tc__store(tc__base(t), t->dtype, si, value);
+    return TC_OK;
+}
+
+TCDEF double tc_item(const tc_tensor *t) {
+    if (!t || t->status != TC_OK || tc__numel(t) != 1) return NAN;
+    return tc__load(tc__base(t), t->dtype, 0);
+}

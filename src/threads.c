@@ -1,0 +1,152 @@
+/* Thread pool: persistent workers per context, one synchronisation per
+ * parallel loop.  Work [0, n) is split into equal contiguous ranges, one per
+ * thread (the caller takes the first), so a kernel's memory access stays
+ * sequential within each thread and results never depend on timing. */
+
+typedef void (*tc__range_fn)(void *arg, int64_t begin, int64_t end);
+
+#ifndef TC_NO_THREADS
+struct tc__pool {
+    int nworkers;
+    tc__thread *threads;
+    tc__mutex mu;
+    tc__cond wake, done;
+    uint64_t generation;       /* bumped for each job                   */
+    int pending;               /* workers still running the job         */
+    int quit;
+    int busy;                  /* a job is running: nested loops go serial */
+    tc__range_fn fn;
+    void *arg;
+    int64_t n;
+    int nparts;
+};
+
+typedef struct tc__worker_arg {
+    tc__pool *pool;
+    int index;                 /* 1..nworkers; the caller is part 0     */
+} tc__worker_arg;
+
+static tc__worker_arg *tc__worker_args_of(tc__pool *p) { return (tc__worker_arg *)(p->threads + p->nworkers); }
+
+TC__FN void tc__run_part(tc__pool *p, int part) {
+    int64_t b = p->n * part / p->nparts, e = p->n * (part + 1) / p->nparts;
+    if (b < e) p->fn(p->arg, b, e);
+}
+
+TC__FN void *tc__worker_main(void *varg) {
+    tc__worker_arg *wa = (tc__worker_arg *)varg;
+    tc__pool *p = wa->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        tc__mutex_lock(&p->mu);
+        while (!p->quit && p->generation == seen) tc__cond_wait(&p->wake, &p->mu);
+        if (p->quit) {
+            tc__mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = p->generation;
+        tc__mutex_unlock(&p->mu);
+        if (wa->index < p->nparts) tc__run_part(p, wa->index);
+        tc__mutex_lock(&p->mu);
+        if (--p->pending == 0) tc__cond_broadcast(&p->done);
+        tc__mutex_unlock(&p->mu);
+    }
+}
+
+TC__FN void tc__pool_destroy(tc__pool *p) {
+    int i;
+    if (!p) return;
+    tc__mutex_lock(&p->mu);
+    p->quit = 1;
+    tc__cond_broadcast(&p->wake);
+    tc__mutex_unlock(&p->mu);
+    for (i = 0; i < p->nworkers; i++) tc__thread_join(&p->threads[i]);
+    tc__cond_destroy(&p->wake);
+    tc__cond_destroy(&p->done);
+    tc__mutex_destroy(&p->mu);
+    TC_FREE(p->threads);
+    TC_FREE(p);
+}
+
+/* nthreads counts the caller; nthreads <= 1 means no pool. */
+TC__FN tc__pool *tc__pool_create(int nthreads) {
+    tc__pool *p;
+    int i;
+    if (nthreads <= 1) return NULL;
+    p = (tc__pool *)TC_MALLOC(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    p->nworkers = nthreads - 1;
+    p->threads = (tc__thread *)TC_MALLOC((size_t)p->nworkers * (sizeof(tc__thread) + sizeof(tc__worker_arg)) + 16);
+    if (!p->threads) {
+        TC_FREE(p);
+        return NULL;
+    }
+    tc__mutex_init(&p->mu);
+    tc__cond_init(&p->wake);
+    tc__cond_init(&p->done);
+    for (i = 0; i < p->nworkers; i++) {
+        tc__worker_arg *wa = tc__worker_args_of(p) + i;
+        wa->pool = p;
+        wa->index = i + 1;
+        if (tc__thread_start(&p->threads[i], tc__worker_main, wa) != 0) {
+            p->nworkers = i; /* run with the threads we got */
+            break;
+        }
+    }
+    if (p->nworkers == 0) {
+        tc__pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+#else
+struct tc__pool {
+    int unused;
+};
+TC__FN void tc__pool_destroy(tc__pool *p) { (void)p; }
+TC__FN tc__pool *tc__pool_create(int nthreads) {
+    (void)nthreads;
+    return NULL;
+}
+#endif
+
+/* Runs fn over [0, n) split across the context's threads when `work` (an
+ * estimate of elements touched) is worth it; otherwise on the caller. */
+TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn fn, void *arg) {
+    if (n <= 0) return;
+#ifndef TC_NO_THREADS
+    {
+        tc__pool *p = ctx ? ctx->pool : NULL;
+        int nparts;
+        if (p && !p->busy && work >= TC_PARALLEL_MIN_WORK && n > 1) {
+            int64_t by_work = work / (TC_PARALLEL_MIN_WORK / 2);
+            nparts = p->nworkers + 1;
+            if ((int64_t)nparts > n) nparts = (int)n;
+            if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
+            if (nparts > 1) {
+                tc__mutex_lock(&p->mu);
+                p->fn = fn;
+                p->arg = arg;
+                p->n = n;
+                p->nparts = nparts;
+                p->pending = p->nworkers;
+                p->busy = 1;
+                p->generation++;
+                tc__cond_broadcast(&p->wake);
+                tc__mutex_unlock(&p->mu);
+                tc__run_part(p, 0);
+                tc__mutex_lock(&p->mu);
+                while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
+                p->busy = 0;
+                tc__mutex_unlock(&p->mu);
+                return;
+            }
+        }
+    }
+#else
+    (void)ctx;
+    (void)work;
+#endif
+    fn(arg, 0, n);
+}

@@ -1,0 +1,97 @@
+#!/bin/sh
+# The whole test suite (`make test`).  Every step prints its own result; the
+# last line adds them up as "N passed, N failed, N skipped" and the exit code
+# is nonzero on any failure.
+#   CC / CXX / CLANG / CLANGXX override the compilers; a missing clang is a
+#   skipped step with the reason printed, never a silent pass.
+set -u
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build/test}
+mkdir -p "$B"
+CC=${CC:-gcc}
+CXX=${CXX:-g++}
+CLANG=${CLANG:-clang}
+CLANGXX=${CLANGXX:-clang++}
+WARN="-Wall -Wextra -Werror -pedantic"
+LIBS="-lm -lpthread"
+passed=0 failed=0 skipped=0
+
+pass() { passed=$((passed + 1)); echo "ok    $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL  $1"; }
+skip() { skipped=$((skipped + 1)); echo "SKIP  $1"; }
+
+# Runs a test program and adds the counts from its "N passed, N failed" line.
+run_counted() { # name, command...
+    name=$1; shift
+    out="$B/$(echo "$name" | tr ' /' '__').log"
+    "$@" > "$out" 2>&1
+    rc=$?
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+    if [ -z "$line" ]; then
+        fail "$name (no summary line, exit $rc)"; tail -n 20 "$out"; return
+    fi
+    p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+    s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped.*/\1/p')
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ${s:-0}))
+    if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+        [ "$f" -eq 0 ] && failed=$((failed + 1))
+        echo "FAIL  $name: $line (exit $rc)"; grep -E 'FAIL|check failed|:[0-9]+: ' "$out" | head -n 40
+    else
+        echo "ok    $name: $line"
+        grep -E '^SKIP' "$out" | head -n 5
+    fi
+}
+
+have() { command -v "$1" > /dev/null 2>&1; }
+
+# 1. the amalgamation is in sync with src/
+if tools/amalgamate.sh --check > "$B/amalgamate.log" 2>&1; then pass "amalgamation: tcompile.h matches src/"
+else fail "amalgamation: tcompile.h differs from src/"; head -n 20 "$B/amalgamate.log"; fi
+
+# 2. the header as C99 and C++ with both compilers, -Werror, in every variant
+for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS"; do
+    for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
+        set -- $cc
+        if ! have "$1"; then skip "compile $cc $variant: $1 not installed"; continue; fi
+        if $cc $WARN $variant -c tests/header_impl.c -o "$B/impl.o" 2> "$B/compile.log" &&
+           $cc $WARN $variant -c tests/header_use.c -o "$B/use.o" 2>> "$B/compile.log" &&
+           $1 "$B/impl.o" "$B/use.o" -o "$B/link" $LIBS 2>> "$B/compile.log" && "$B/link" > /dev/null; then
+            pass "compile+link $cc $WARN $variant"
+        else
+            fail "compile+link $cc $WARN $variant"; head -n 20 "$B/compile.log"
+        fi
+    done
+done
+
+# 3. unit tests (optimised, as users build), then the oracle
+TESTS="test_ops test_errors"
+for t in $TESTS; do
+    if $CC -std=c99 -O2 -g $WARN -I. "tests/$t.c" -o "$B/$t" $LIBS 2> "$B/$t.build.log"; then
+        run_counted "$t" "$B/$t"
+    else fail "build $t"; head -n 30 "$B/$t.build.log"; fi
+done
+for t in $TESTS; do
+    if have "$CLANGXX" && $CLANGXX -std=c++11 -x c++ -O1 $WARN -I. "tests/$t.c" -o "$B/$t.cxx" $LIBS 2> "$B/$t.cxx.log"; then
+        run_counted "$t (C++, clang++)" "$B/$t.cxx"
+    elif have "$CLANGXX"; then fail "build $t as C++"; head -n 30 "$B/$t.cxx.log"
+    else skip "$t as C++: $CLANGXX not installed"; fi
+done
+for t in $TESTS; do
+    if $CC -std=c99 -O1 -DTC_NO_THREADS $WARN -I. "tests/$t.c" -o "$B/$t.nothreads" $LIBS 2> "$B/$t.nt.log"; then
+        run_counted "$t (TC_NO_THREADS)" "$B/$t.nothreads"
+    else fail "build $t with TC_NO_THREADS"; head -n 30 "$B/$t.nt.log"; fi
+done
+
+run_counted "oracle vs PyTorch" sh tests/oracle.sh "$B"
+
+# 4. everything again under ASan + UBSan
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+for t in $TESTS; do
+    if $CC -std=c99 -O1 -g $SAN $WARN -I. "tests/$t.c" -o "$B/$t.asan" $LIBS 2> "$B/$t.asan.log"; then
+        ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_counted "$t (ASan+UBSan)" "$B/$t.asan"
+    else fail "build $t with sanitizers"; head -n 30 "$B/$t.asan.log"; fi
+done
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Builds tcompile.h from src/ in a fixed order.  Deterministic: no dates, no
+# paths from the machine.  --check regenerates into a temp file and diffs.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# The manifest: declarations first, then the implementation stages in
+# pipeline order.  Adding a file to src/ means adding it here.
+HEADER="src/manual.h src/api.h"
+IMPL="src/impl_prelude.h src/platform.c src/util.c src/threads.c src/tensor.c
+src/optable.h src/dispatch.c src/pointwise.c src/reduce.c src/gemm.c
+src/linalg.c src/conv.c src/shape.c src/license.h"
+
+gen() {
+    for f in $HEADER; do
+        cat "$f"
+    done
+    printf '\n#ifdef TCOMPILE_IMPLEMENTATION\n#ifndef TCOMPILE_IMPLEMENTATION_DONE_\n#define TCOMPILE_IMPLEMENTATION_DONE_\n'
+    for f in $IMPL; do
+        printf '\n/* ===== %s ===== */\n' "$f"
+        cat "$f"
+    done
+    printf '\n#endif /* TCOMPILE_IMPLEMENTATION_DONE_ */\n#endif /* TCOMPILE_IMPLEMENTATION */\n'
+}
+
+if [ "${1:-}" = "--check" ]; then
+    tmp=$(mktemp)
+    trap 'rm -f "$tmp"' EXIT
+    gen > "$tmp"
+    if cmp -s "$tmp" tcompile.h; then
+        echo "amalgamate: tcompile.h is up to date"
+    else
+        echo "amalgamate: tcompile.h differs from src/ (run tools/amalgamate.sh):"
+        diff -u tcompile.h "$tmp" | head -40 || true
+        exit 1
+    fi
+else
+    gen > tcompile.h.tmp
+    mv tcompile.h.tmp tcompile.h
+fi
