@@ -56,7 +56,7 @@ TC__FN tc_result tc__reduce_axes(tc__call *c, const tc_tensor *x, int naxes, con
 /* The input as contiguous rows [outer, R] of dtype ct, reduced axes last. */
 TC__FN char *tc__reduce_rows(tc_ctx *ctx, const tc_tensor *x, const int64_t *mask, tc_dtype ct, int64_t *rlen,
                              void **owned) {
-    int64_t shape[TC_MAX_DIMS], st[TC_MAX_DIMS], cst[TC_MAX_DIMS], r = 1;
+    int64_t shape[TC_MAX_DIMS] = {0}, st[TC_MAX_DIMS] = {0}, cst[TC_MAX_DIMS], r = 1;
     int d, n = 0, ok = 1;
     char *buf;
     for (d = 0; d < x->ndim; d++)
@@ -415,7 +415,7 @@ TC__FN void tc__rows_range(void *arg, int64_t b, int64_t e) {
  * dtype allow, else scratch copied back through the inverse permutation. */
 TC__FN tc_result tc__run_rows(tc__call *c, tc_tensor *out, int dim, tc__row_job *j) {
     const tc_tensor *x = c->ins[0];
-    int64_t shape[TC_MAX_DIMS], xst[TC_MAX_DIMS], ost[TC_MAX_DIMS], cst[TC_MAX_DIMS];
+    int64_t shape[TC_MAX_DIMS] = {0}, xst[TC_MAX_DIMS] = {0}, ost[TC_MAX_DIMS] = {0}, cst[TC_MAX_DIMS];
     int d, n = 0, nd = x->ndim;
     float *buf;
     int direct = out->dtype == TC_F32 && (nd == 0 || dim == nd - 1);

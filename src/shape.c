@@ -126,7 +126,7 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
  * number of pieces (torch.chunk on an empty dim). */
 TC__FN int tc__split_even(tc_ctx *ctx, tc__call *c, tc_tensor *x, int dim, int64_t len, int64_t size, int64_t count,
                           tc_tensor **out, int max_out, const char *file, int line) {
-    int64_t sizes_buf[64], *sizes = sizes_buf, i;
+    int64_t sizes_buf[64] = {0}, *sizes = sizes_buf, i;
     int r;
     if (count > INT_MAX) return tc__split_fail(c, tc__msg(c, TC_ERR_OVERFLOW, "too many pieces"), out, max_out);
     if (count > 64 && !(sizes = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)count)))

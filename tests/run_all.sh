@@ -13,6 +13,7 @@ CXX=${CXX:-g++}
 CLANG=${CLANG:-clang}
 CLANGXX=${CLANGXX:-clang++}
 WARN="-Wall -Wextra -Werror -pedantic"
+OPT=${OPT:--O2}
 LIBS="-lm -lpthread"
 passed=0 failed=0 skipped=0
 
@@ -50,12 +51,12 @@ if tools/amalgamate.sh --check > "$B/amalgamate.log" 2>&1; then pass "amalgamati
 else fail "amalgamation: tcompile.h differs from src/"; head -n 20 "$B/amalgamate.log"; fi
 
 # 2. the header as C99 and C++ with both compilers, -Werror, in every variant
-for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS"; do
+for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
     for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
         set -- $cc
         if ! have "$1"; then skip "compile $cc $variant: $1 not installed"; continue; fi
-        if $cc $WARN $variant -c tests/header_impl.c -o "$B/impl.o" 2> "$B/compile.log" &&
-           $cc $WARN $variant -c tests/header_use.c -o "$B/use.o" 2>> "$B/compile.log" &&
+        if $cc $OPT $WARN $variant -c tests/header_impl.c -o "$B/impl.o" 2> "$B/compile.log" &&
+           $cc $OPT $WARN $variant -c tests/header_use.c -o "$B/use.o" 2>> "$B/compile.log" &&
            $1 "$B/impl.o" "$B/use.o" -o "$B/link" $LIBS 2>> "$B/compile.log" && "$B/link" > /dev/null; then
             pass "compile+link $cc $WARN $variant"
         else
@@ -64,8 +65,15 @@ for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS"; do
     done
 done
 
+# 2b. allocation hooks are all-or-none: a partial set must not compile
+printf '#define TC_MALLOC(n) malloc(n)\n#define TCOMPILE_IMPLEMENTATION\n#include "tcompile.h"\n' > "$B/partial_hooks.c"
+if $CC -std=c99 -I. -c "$B/partial_hooks.c" -o "$B/partial.o" 2> "$B/partial.log"; then
+    fail "partial allocation hooks compiled (must be an #error)"
+elif grep -q "TC_MALLOC, TC_REALLOC and TC_FREE" "$B/partial.log"; then pass "partial allocation hooks are rejected with #error"
+else fail "partial allocation hooks failed for another reason"; head -n 5 "$B/partial.log"; fi
+
 # 3. unit tests (optimised, as users build), then the oracle
-TESTS="test_ops test_errors"
+TESTS="test_ops test_errors test_hooks"
 for t in $TESTS; do
     if $CC -std=c99 -O2 -g $WARN -I. "tests/$t.c" -o "$B/$t" $LIBS 2> "$B/$t.build.log"; then
         run_counted "$t" "$B/$t"
