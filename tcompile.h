@@ -581,7 +581,7 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
 #define TC__FN static
 
 #define TC__ALIGN 64
-#define TC__MSG_CAP 384
+#define TC__MSG_CAP 512
 
 #ifdef __cplusplus
 extern "C" {
@@ -606,6 +606,8 @@ struct tc_tensor {
     const char *err;                /* owned message when status != OK    */
     int scope;                      /* depth of the owning scope          */
     int is_sentinel;                /* static errored tensor: never freed */
+    int is_wrapped;                 /* a scalar argument (tc_add_scalar): it
+                                       only promotes across categories      */
     tc_tensor *prev, *next;         /* links in the owning scope's list   */
 };
 
@@ -1126,9 +1128,9 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, NULL, NULL};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, NULL, NULL};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL};
 
 /* ---- context ------------------------------------------------------------- */
 
@@ -1451,6 +1453,7 @@ TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
     int64_t si;
     if (!t) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
+    if (t->ndim > 0 && !index) return TC_ERR_NULL;
     if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
     tc__store(tc__base(t), t->dtype, si, value);
     return TC_OK;
@@ -1567,6 +1570,8 @@ typedef struct tc__attrs {
 typedef struct tc__call {
     tc_ctx *ctx;
     tc__op op;
+    const char *name;          /* the public op's name when it differs from
+                                  the table's (tc_zeros runs FULL, ...)     */
     const char *file;
     int line;
     int nin;
@@ -1655,8 +1660,11 @@ TC__FN tc__sbuf tc__shp(const tc_tensor *t) {
 TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
     tc_tensor *t = tc__tensor_new(ctx);
     if (ctx->first_status == TC_OK) {
+        size_t n = strlen(text);
+        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
         ctx->first_status = r;
-        snprintf(ctx->first_err, sizeof ctx->first_err, "%s", text);
+        memcpy(ctx->first_err, text, n);
+        ctx->first_err[n] = 0;
     }
     if (!t) return &tc__sentinel_oom;
     t->status = r;
@@ -1666,9 +1674,9 @@ TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
 
 TC__FN tc_tensor *tc__fail(tc__call *c, tc_result r) {
     char text[TC__MSG_CAP + 160];
-    if (c->file)
-        snprintf(text, sizeof text, "tc_%s (%s:%d): %s", tc__optable[c->op].name, c->file, c->line, c->msg);
-    else snprintf(text, sizeof text, "tc_%s: %s", tc__optable[c->op].name, c->msg);
+    const char *name = c->name ? c->name : tc__optable[c->op].name;
+    if (c->file) snprintf(text, sizeof text, "tc_%s (%s:%d): %s", name, c->file, c->line, c->msg);
+    else snprintf(text, sizeof text, "tc_%s: %s", name, c->msg);
     if (c->ctx->opts.log_op_errors) tc__log(c->ctx, TC_LOG_ERROR, "%s", text);
     return tc__error_tensor(c->ctx, r, text);
 }
@@ -1829,25 +1837,34 @@ TCDEF tc_tensor *tc_empty_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *
     return e ? e : tc__run(&c);
 }
 
+TC__FN tc_tensor *tc__full(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, const char *name,
+                           const char *file, int line) {
+    tc__call c;
+    tc_result r;
+    tc__call_init(&c, ctx, TC__OP_FULL, file, line);
+    c.name = name;
+    if (!ctx) return &tc__sentinel_null_ctx;
+    c.a.dt = dt;
+    c.a.f[0] = value;
+    r = tc__set_shape_attr(&c, ndim, shape);
+    return r != TC_OK ? tc__fail(&c, r) : tc__run(&c);
+}
+
 TCDEF tc_tensor *tc_full_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, const char *file,
                             int line) {
-    tc__call c;
-    tc_tensor *e = tc__create(ctx, TC__OP_FULL, dt, ndim, shape, file, line, &c);
-    if (e) return e;
-    c.a.f[0] = value;
-    return tc__run(&c);
+    return tc__full(ctx, dt, ndim, shape, value, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_zeros_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const char *file, int line) {
-    return tc_full_at(ctx, dt, ndim, shape, 0.0, file, line);
+    return tc__full(ctx, dt, ndim, shape, 0.0, "zeros", file, line);
 }
 
 TCDEF tc_tensor *tc_ones_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const char *file, int line) {
-    return tc_full_at(ctx, dt, ndim, shape, 1.0, file, line);
+    return tc__full(ctx, dt, ndim, shape, 1.0, "ones", file, line);
 }
 
 TCDEF tc_tensor *tc_scalar_at(tc_ctx *ctx, double value, const char *file, int line) {
-    return tc_full_at(ctx, TC_F32, 0, NULL, value, file, line);
+    return tc__full(ctx, TC_F32, 0, NULL, value, "scalar", file, line);
 }
 
 typedef struct tc__fill_job {
@@ -1886,8 +1903,9 @@ TC__FN tc_result tc__shape_arange(tc__call *c) {
         return tc__msg(c, TC_ERR_DTYPE, "dtype must be i32 or a float type");
     if (!(step == step) || step == 0.0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
         return tc__msg(c, TC_ERR_INVALID_ARG, "need finite start/end and a nonzero step (got %g, %g, %g)", start, end, step);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return tc__msg(c, TC_ERR_INVALID_ARG, "end %g is on the wrong side of start %g for step %g", end, start, step);
     n = ceil((end - start) / step);
-    if (n < 0) n = 0;
     if (n > 4e18) return tc__msg(c, TC_ERR_OVERFLOW, "too many elements");
     c->odt = c->a.dt;
     c->ondim = 1;
@@ -2113,7 +2131,7 @@ TC__FN tc_result tc__resolve_shape(tc__call *c, const tc_tensor *x, int64_t *sha
 
 TC__FN tc_result tc__shape_reshape(tc__call *c) {
     const tc_tensor *x = c->ins[0];
-    int ndim;
+    int ndim = 0;
     tc_result r;
     tc__view_init(c);
     r = tc__resolve_shape(c, x, c->oshape, &ndim);
@@ -2249,17 +2267,19 @@ TC__FN tc_tensor *tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const cha
     return NULL;
 }
 
-TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *file, int line) {
+TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
+                              const char *file, int line) {
     tc__call c;
     tc_result r;
     tc_tensor *out;
     tc__unary_call(ctx, TC__OP_RESHAPE, x, file, line, &c);
+    c.name = name;
     if (!ctx) return &tc__sentinel_null_ctx;
     r = tc__set_shape_attr(&c, ndim, shape);
     if (r != TC_OK) return tc__fail(&c, r);
     if (x && x->status == TC_OK && x->ctx == ctx) {
         int64_t tmp[TC_MAX_DIMS], st[TC_MAX_DIMS];
-        int nd;
+        int nd = 0;
         if (tc__resolve_shape(&c, x, tmp, &nd) == TC_OK && tc__view_strides(x, nd, tmp, st) != 0) {
             /* torch.reshape: copy when no view exists */
             tc_tensor *xc = tc_contiguous_at(ctx, x, file, line);
@@ -2270,6 +2290,10 @@ TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_
         }
     }
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *file, int line) {
+    return tc__reshape(ctx, x, ndim, shape, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_permute_at(tc_ctx *ctx, tc_tensor *x, const int *perm, const char *file, int line) {
@@ -2289,6 +2313,7 @@ TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, 
     tc__call c;
     int i, nd = x ? x->ndim : 0, d0 = tc__axis(dim0, nd), d1 = tc__axis(dim1, nd);
     tc__unary_call(ctx, TC__OP_PERMUTE, x, file, line, &c);
+    c.name = "transpose";
     if (!ctx) return &tc__sentinel_null_ctx;
     if (x && x->status == TC_OK && (d0 < 0 || d1 < 0)) {
         tc__bad_axis(&c, d0 < 0 ? dim0 : dim1, nd);
@@ -2341,6 +2366,7 @@ TCDEF tc_tensor *tc_squeeze_at(tc_ctx *ctx, tc_tensor *x, int dim, const char *f
 TCDEF tc_tensor *tc_squeeze_all_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
     tc__call c;
     tc__unary_call(ctx, TC__OP_SQUEEZE, x, file, line, &c);
+    c.name = "squeeze_all";
     c.a.i[1] = 1;
     return tc__run(&c);
 }
@@ -2357,12 +2383,13 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     int nd, s, e, i, n = 0;
     int64_t shape[TC_MAX_DIMS], m = 1;
     tc__unary_call(ctx, TC__OP_RESHAPE, x, file, line, &c);
+    c.name = "flatten";
     if (!ctx) return &tc__sentinel_null_ctx;
     if (!x || x->status != TC_OK) return tc__run(&c);
     nd = x->ndim;
     if (nd == 0) {
         shape[0] = 1;
-        return tc_reshape_at(ctx, x, 1, shape, file, line);
+        return tc__reshape(ctx, x, 1, shape, "flatten", file, line);
     }
     s = tc__axis(start_dim, nd);
     e = tc__axis(end_dim, nd);
@@ -2374,7 +2401,7 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = s; i <= e; i++) m *= x->shape[i];
     shape[n++] = m;
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
-    return tc_reshape_at(ctx, x, n, shape, file, line);
+    return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
 
 /* ===== src/pointwise.c ===== */
@@ -2396,23 +2423,24 @@ TC__FN tc_dtype tc__promote2(tc_dtype a, tc_dtype b) {
     return TC_I32; /* i32 with bool */
 }
 
-/* 0-d tensors only decide the dtype when they are of a higher category than
- * every dimensioned operand (torch's rule for wrapped scalars). */
+/* torch's three tiers: dimensioned tensors, then 0-d tensors, then wrapped
+ * scalars; a lower tier only decides the dtype when its category (bool <
+ * int < float) is higher than everything above it. */
 TC__FN tc_dtype tc__promote(tc_tensor *const *ts, int n) {
-    int i, have_dim = 0, have_zero = 0;
-    tc_dtype dd = TC_BOOL, zd = TC_BOOL;
+    int i, tier, have[3] = {0, 0, 0};
+    tc_dtype d[3] = {TC_BOOL, TC_BOOL, TC_BOOL}, r = TC_BOOL;
+    int found = 0;
     for (i = 0; i < n; i++) {
-        if (ts[i]->ndim > 0) {
-            dd = have_dim ? tc__promote2(dd, ts[i]->dtype) : ts[i]->dtype;
-            have_dim = 1;
-        } else {
-            zd = have_zero ? tc__promote2(zd, ts[i]->dtype) : ts[i]->dtype;
-            have_zero = 1;
-        }
+        tier = ts[i]->is_wrapped ? 2 : ts[i]->ndim == 0 ? 1 : 0;
+        d[tier] = have[tier] ? tc__promote2(d[tier], ts[i]->dtype) : ts[i]->dtype;
+        have[tier] = 1;
     }
-    if (!have_dim) return zd;
-    if (have_zero && tc__category(zd) > tc__category(dd)) return zd;
-    return dd;
+    for (tier = 0; tier < 3; tier++) {
+        if (!have[tier]) continue;
+        if (!found || tc__category(d[tier]) > tc__category(r)) r = d[tier];
+        found = 1;
+    }
+    return r;
 }
 
 /* Broadcast shapes of n tensors into c->oshape; error text on mismatch. */
@@ -2700,8 +2728,11 @@ TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, const char *file, int li
 }
 
 TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
+    tc__call c;
     if (ctx && x && x->status == TC_OK && x->ctx == ctx && tc__contig(x)) return x;
-    return tc_clone_at(ctx, x, file, line);
+    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
+    c.name = "contiguous";
+    return tc__run(&c);
 }
 
 TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *file, int line) {
@@ -3008,9 +3039,11 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b, const char *file, int line) {
+TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b, const char *name, const char *file,
+                             int line) {
     tc__call c;
     tc__call_init(&c, ctx, op, file, line);
+    c.name = name;
     c.nin = 2;
     c.in[0] = a;
     c.in[1] = b;
@@ -3019,21 +3052,23 @@ TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b,
 
 /* The scalar is a 0-d f32 tensor in the caller's scope, freed right after:
  * the result never aliases it. */
-TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double s, const char *file, int line) {
+TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double s, const char *name, const char *file,
+                                    int line) {
     tc_tensor *st, *r;
     if (!ctx) return &tc__sentinel_null_ctx;
-    st = tc_full_at(ctx, TC_F32, 0, NULL, s, file, line);
-    r = tc__binary(ctx, op, a, st, file, line);
+    st = tc__full(ctx, TC_F32, 0, NULL, s, name, file, line);
+    if (!st->is_sentinel) st->is_wrapped = 1;
+    r = tc__binary(ctx, op, a, st, name, file, line);
     tc_free(st);
     return r;
 }
 
 #define TC__DEF_BINARY_API_(X, ID, name)                                                                     \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, const char *file, int line) {   \
-        return tc__binary(ctx, TC__OP_##ID, a, b, file, line);                                               \
+        return tc__binary(ctx, TC__OP_##ID, a, b, NULL, file, line);                                         \
     }                                                                                                        \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, const char *file, int line) { \
-        return tc__binary_scalar(ctx, TC__OP_##ID, a, b, file, line);                                        \
+        return tc__binary_scalar(ctx, TC__OP_##ID, a, b, #name "_scalar", file, line);                      \
     }
 TC__BINARY_OPS(TC__DEF_BINARY_API_, _)
 
@@ -3327,8 +3362,8 @@ TC__FN void tc__reduce_combine(tc__reduce_job *j) {
         switch (j->op) {
         case TC__OP_SUM:
         case TC__OP_MEAN:
-            acc += v;
-            iacc += iv;
+            if (j->ct == TC_I32) iacc = (int64_t)((uint64_t)iacc + (uint64_t)iv);
+            else acc += v;
             break;
         case TC__OP_MAX:
             if (j->ct == TC_I32) iacc = iv > iacc ? iv : iacc;
@@ -3378,6 +3413,9 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     if (!j.rows || !j.res || !j.ires) res = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
+        size_t nres = (size_t)(j.chunks > 1 ? j.chunks : nout);
+        memset(j.res, 0, sizeof(double) * nres);
+        memset(j.ires, 0, sizeof(int64_t) * nres);
         if (j.chunks > 1) {
             tc__parallel_for(c->ctx, j.chunks, total, tc__reduce_rows_range, &j);
             tc__reduce_combine(&j);
@@ -3981,8 +4019,14 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.alpha = alpha;
     g.bias = bias;
     /* fold A's batch dims into M when every batch stride continues the rows */
-    for (d = and_ - 3; fold && d >= 0; d--)
-        if (ash[d] != 1 && ast[d] != ast[d + 1] * ash[d + 1]) fold = 0;
+    {
+        int64_t next = g.rsa * g.M;
+        for (d = and_ - 3; fold && d >= 0; d--) {
+            if (ash[d] == 1) continue;
+            if (ast[d] != next) fold = 0;
+            next *= ash[d];
+        }
+    }
     if (fold && and_ - 2 == nb) {
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
@@ -4943,6 +4987,7 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
     int64_t len, sum = 0;
     int i;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "split_sizes";
     len = tc__split_check(&c, x, dim, out, n);
     if (len < 0) return -1;
     if (n < 1 || !sizes) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "need n >= 1 sizes"), out, n);
@@ -4975,6 +5020,7 @@ TCDEF int tc_split_at(tc_ctx *ctx, tc_tensor *x, int64_t split_size, int dim, tc
     tc__call c;
     int64_t len;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "split";
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (split_size < 0 || (split_size == 0 && len > 0))
@@ -4988,6 +5034,7 @@ TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor 
     tc__call c;
     int64_t len, size;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "chunk";
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (chunks < 1) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "chunks must be >= 1 (got %d)", chunks), out, max_out);
@@ -5004,7 +5051,11 @@ TC__FN tc_result tc__shape_pad(tc__call *c) {
     int d;
     tc__shape_same(c);
     for (d = 0; d < x->ndim; d++) {
-        int64_t s = x->shape[d] + c->a.i[2 * d] + c->a.i[2 * d + 1];
+        int64_t s, lim = (int64_t)1 << 48;
+        if (c->a.i[2 * d] > lim || c->a.i[2 * d] < -lim || c->a.i[2 * d + 1] > lim || c->a.i[2 * d + 1] < -lim)
+            return tc__msg(c, TC_ERR_OVERFLOW, "padding (%lld, %lld) of dim %d is too large", (long long)c->a.i[2 * d],
+                           (long long)c->a.i[2 * d + 1], d);
+        s = x->shape[d] + c->a.i[2 * d] + c->a.i[2 * d + 1];
         if (s < 0)
             return tc__msg(c, TC_ERR_SHAPE, "padding (%lld, %lld) makes dim %d of %s negative", (long long)c->a.i[2 * d],
                            (long long)c->a.i[2 * d + 1], d, tc__shp(x).s);
@@ -5044,7 +5095,11 @@ TCDEF tc_tensor *tc_pad_at(tc_ctx *ctx, tc_tensor *x, int npad, const int64_t *p
     if (!ctx) return &tc__sentinel_null_ctx;
     c.a.f[0] = value;
     if (x && x->status == TC_OK) {
-        if (npad < 0 || npad % 2 || npad > 2 * x->ndim || (npad > 0 && !pad)) {
+        if (npad > 0 && !pad) {
+            tc__msg(&c, TC_ERR_NULL, "pad is NULL");
+            return tc__fail(&c, TC_ERR_NULL);
+        }
+        if (npad < 0 || npad % 2 || npad > 2 * x->ndim) {
             tc__msg(&c, TC_ERR_INVALID_ARG, "pad needs an even count of at most 2*ndim = %d values (got %d%s)",
                     2 * x->ndim, npad, npad > 0 && !pad ? ", NULL" : "");
             return tc__fail(&c, TC_ERR_INVALID_ARG);

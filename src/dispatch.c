@@ -44,8 +44,11 @@ TC__FN tc__sbuf tc__shp(const tc_tensor *t) {
 TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
     tc_tensor *t = tc__tensor_new(ctx);
     if (ctx->first_status == TC_OK) {
+        size_t n = strlen(text);
+        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
         ctx->first_status = r;
-        snprintf(ctx->first_err, sizeof ctx->first_err, "%s", text);
+        memcpy(ctx->first_err, text, n);
+        ctx->first_err[n] = 0;
     }
     if (!t) return &tc__sentinel_oom;
     t->status = r;
@@ -55,9 +58,9 @@ TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
 
 TC__FN tc_tensor *tc__fail(tc__call *c, tc_result r) {
     char text[TC__MSG_CAP + 160];
-    if (c->file)
-        snprintf(text, sizeof text, "tc_%s (%s:%d): %s", tc__optable[c->op].name, c->file, c->line, c->msg);
-    else snprintf(text, sizeof text, "tc_%s: %s", tc__optable[c->op].name, c->msg);
+    const char *name = c->name ? c->name : tc__optable[c->op].name;
+    if (c->file) snprintf(text, sizeof text, "tc_%s (%s:%d): %s", name, c->file, c->line, c->msg);
+    else snprintf(text, sizeof text, "tc_%s: %s", name, c->msg);
     if (c->ctx->opts.log_op_errors) tc__log(c->ctx, TC_LOG_ERROR, "%s", text);
     return tc__error_tensor(c->ctx, r, text);
 }
@@ -218,25 +221,34 @@ TCDEF tc_tensor *tc_empty_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *
     return e ? e : tc__run(&c);
 }
 
+TC__FN tc_tensor *tc__full(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, const char *name,
+                           const char *file, int line) {
+    tc__call c;
+    tc_result r;
+    tc__call_init(&c, ctx, TC__OP_FULL, file, line);
+    c.name = name;
+    if (!ctx) return &tc__sentinel_null_ctx;
+    c.a.dt = dt;
+    c.a.f[0] = value;
+    r = tc__set_shape_attr(&c, ndim, shape);
+    return r != TC_OK ? tc__fail(&c, r) : tc__run(&c);
+}
+
 TCDEF tc_tensor *tc_full_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, const char *file,
                             int line) {
-    tc__call c;
-    tc_tensor *e = tc__create(ctx, TC__OP_FULL, dt, ndim, shape, file, line, &c);
-    if (e) return e;
-    c.a.f[0] = value;
-    return tc__run(&c);
+    return tc__full(ctx, dt, ndim, shape, value, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_zeros_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const char *file, int line) {
-    return tc_full_at(ctx, dt, ndim, shape, 0.0, file, line);
+    return tc__full(ctx, dt, ndim, shape, 0.0, "zeros", file, line);
 }
 
 TCDEF tc_tensor *tc_ones_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, const char *file, int line) {
-    return tc_full_at(ctx, dt, ndim, shape, 1.0, file, line);
+    return tc__full(ctx, dt, ndim, shape, 1.0, "ones", file, line);
 }
 
 TCDEF tc_tensor *tc_scalar_at(tc_ctx *ctx, double value, const char *file, int line) {
-    return tc_full_at(ctx, TC_F32, 0, NULL, value, file, line);
+    return tc__full(ctx, TC_F32, 0, NULL, value, "scalar", file, line);
 }
 
 typedef struct tc__fill_job {
@@ -275,8 +287,9 @@ TC__FN tc_result tc__shape_arange(tc__call *c) {
         return tc__msg(c, TC_ERR_DTYPE, "dtype must be i32 or a float type");
     if (!(step == step) || step == 0.0 || !isfinite(start) || !isfinite(end) || !isfinite(step))
         return tc__msg(c, TC_ERR_INVALID_ARG, "need finite start/end and a nonzero step (got %g, %g, %g)", start, end, step);
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return tc__msg(c, TC_ERR_INVALID_ARG, "end %g is on the wrong side of start %g for step %g", end, start, step);
     n = ceil((end - start) / step);
-    if (n < 0) n = 0;
     if (n > 4e18) return tc__msg(c, TC_ERR_OVERFLOW, "too many elements");
     c->odt = c->a.dt;
     c->ondim = 1;
@@ -502,7 +515,7 @@ TC__FN tc_result tc__resolve_shape(tc__call *c, const tc_tensor *x, int64_t *sha
 
 TC__FN tc_result tc__shape_reshape(tc__call *c) {
     const tc_tensor *x = c->ins[0];
-    int ndim;
+    int ndim = 0;
     tc_result r;
     tc__view_init(c);
     r = tc__resolve_shape(c, x, c->oshape, &ndim);
@@ -638,17 +651,19 @@ TC__FN tc_tensor *tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const cha
     return NULL;
 }
 
-TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *file, int line) {
+TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
+                              const char *file, int line) {
     tc__call c;
     tc_result r;
     tc_tensor *out;
     tc__unary_call(ctx, TC__OP_RESHAPE, x, file, line, &c);
+    c.name = name;
     if (!ctx) return &tc__sentinel_null_ctx;
     r = tc__set_shape_attr(&c, ndim, shape);
     if (r != TC_OK) return tc__fail(&c, r);
     if (x && x->status == TC_OK && x->ctx == ctx) {
         int64_t tmp[TC_MAX_DIMS], st[TC_MAX_DIMS];
-        int nd;
+        int nd = 0;
         if (tc__resolve_shape(&c, x, tmp, &nd) == TC_OK && tc__view_strides(x, nd, tmp, st) != 0) {
             /* torch.reshape: copy when no view exists */
             tc_tensor *xc = tc_contiguous_at(ctx, x, file, line);
@@ -659,6 +674,10 @@ TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_
         }
     }
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *file, int line) {
+    return tc__reshape(ctx, x, ndim, shape, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_permute_at(tc_ctx *ctx, tc_tensor *x, const int *perm, const char *file, int line) {
@@ -678,6 +697,7 @@ TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, 
     tc__call c;
     int i, nd = x ? x->ndim : 0, d0 = tc__axis(dim0, nd), d1 = tc__axis(dim1, nd);
     tc__unary_call(ctx, TC__OP_PERMUTE, x, file, line, &c);
+    c.name = "transpose";
     if (!ctx) return &tc__sentinel_null_ctx;
     if (x && x->status == TC_OK && (d0 < 0 || d1 < 0)) {
         tc__bad_axis(&c, d0 < 0 ? dim0 : dim1, nd);
@@ -730,6 +750,7 @@ TCDEF tc_tensor *tc_squeeze_at(tc_ctx *ctx, tc_tensor *x, int dim, const char *f
 TCDEF tc_tensor *tc_squeeze_all_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
     tc__call c;
     tc__unary_call(ctx, TC__OP_SQUEEZE, x, file, line, &c);
+    c.name = "squeeze_all";
     c.a.i[1] = 1;
     return tc__run(&c);
 }
@@ -746,12 +767,13 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     int nd, s, e, i, n = 0;
     int64_t shape[TC_MAX_DIMS], m = 1;
     tc__unary_call(ctx, TC__OP_RESHAPE, x, file, line, &c);
+    c.name = "flatten";
     if (!ctx) return &tc__sentinel_null_ctx;
     if (!x || x->status != TC_OK) return tc__run(&c);
     nd = x->ndim;
     if (nd == 0) {
         shape[0] = 1;
-        return tc_reshape_at(ctx, x, 1, shape, file, line);
+        return tc__reshape(ctx, x, 1, shape, "flatten", file, line);
     }
     s = tc__axis(start_dim, nd);
     e = tc__axis(end_dim, nd);
@@ -763,5 +785,5 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = s; i <= e; i++) m *= x->shape[i];
     shape[n++] = m;
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
-    return tc_reshape_at(ctx, x, n, shape, file, line);
+    return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }

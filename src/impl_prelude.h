@@ -41,7 +41,7 @@
 #define TC__FN static
 
 #define TC__ALIGN 64
-#define TC__MSG_CAP 384
+#define TC__MSG_CAP 512
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +66,8 @@ struct tc_tensor {
     const char *err;                /* owned message when status != OK    */
     int scope;                      /* depth of the owning scope          */
     int is_sentinel;                /* static errored tensor: never freed */
+    int is_wrapped;                 /* a scalar argument (tc_add_scalar): it
+                                       only promotes across categories      */
     tc_tensor *prev, *next;         /* links in the owning scope's list   */
 };
 

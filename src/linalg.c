@@ -115,8 +115,14 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.alpha = alpha;
     g.bias = bias;
     /* fold A's batch dims into M when every batch stride continues the rows */
-    for (d = and_ - 3; fold && d >= 0; d--)
-        if (ash[d] != 1 && ast[d] != ast[d + 1] * ash[d + 1]) fold = 0;
+    {
+        int64_t next = g.rsa * g.M;
+        for (d = and_ - 3; fold && d >= 0; d--) {
+            if (ash[d] == 1) continue;
+            if (ast[d] != next) fold = 0;
+            next *= ash[d];
+        }
+    }
     if (fold && and_ - 2 == nb) {
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;

@@ -103,6 +103,8 @@ typedef struct tc__attrs {
 typedef struct tc__call {
     tc_ctx *ctx;
     tc__op op;
+    const char *name;          /* the public op's name when it differs from
+                                  the table's (tc_zeros runs FULL, ...)     */
     const char *file;
     int line;
     int nin;

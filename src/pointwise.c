@@ -16,23 +16,24 @@ TC__FN tc_dtype tc__promote2(tc_dtype a, tc_dtype b) {
     return TC_I32; /* i32 with bool */
 }
 
-/* 0-d tensors only decide the dtype when they are of a higher category than
- * every dimensioned operand (torch's rule for wrapped scalars). */
+/* torch's three tiers: dimensioned tensors, then 0-d tensors, then wrapped
+ * scalars; a lower tier only decides the dtype when its category (bool <
+ * int < float) is higher than everything above it. */
 TC__FN tc_dtype tc__promote(tc_tensor *const *ts, int n) {
-    int i, have_dim = 0, have_zero = 0;
-    tc_dtype dd = TC_BOOL, zd = TC_BOOL;
+    int i, tier, have[3] = {0, 0, 0};
+    tc_dtype d[3] = {TC_BOOL, TC_BOOL, TC_BOOL}, r = TC_BOOL;
+    int found = 0;
     for (i = 0; i < n; i++) {
-        if (ts[i]->ndim > 0) {
-            dd = have_dim ? tc__promote2(dd, ts[i]->dtype) : ts[i]->dtype;
-            have_dim = 1;
-        } else {
-            zd = have_zero ? tc__promote2(zd, ts[i]->dtype) : ts[i]->dtype;
-            have_zero = 1;
-        }
+        tier = ts[i]->is_wrapped ? 2 : ts[i]->ndim == 0 ? 1 : 0;
+        d[tier] = have[tier] ? tc__promote2(d[tier], ts[i]->dtype) : ts[i]->dtype;
+        have[tier] = 1;
     }
-    if (!have_dim) return zd;
-    if (have_zero && tc__category(zd) > tc__category(dd)) return zd;
-    return dd;
+    for (tier = 0; tier < 3; tier++) {
+        if (!have[tier]) continue;
+        if (!found || tc__category(d[tier]) > tc__category(r)) r = d[tier];
+        found = 1;
+    }
+    return r;
 }
 
 /* Broadcast shapes of n tensors into c->oshape; error text on mismatch. */
@@ -320,8 +321,11 @@ TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, const char *file, int li
 }
 
 TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
+    tc__call c;
     if (ctx && x && x->status == TC_OK && x->ctx == ctx && tc__contig(x)) return x;
-    return tc_clone_at(ctx, x, file, line);
+    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
+    c.name = "contiguous";
+    return tc__run(&c);
 }
 
 TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *file, int line) {
@@ -628,9 +632,11 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b, const char *file, int line) {
+TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b, const char *name, const char *file,
+                             int line) {
     tc__call c;
     tc__call_init(&c, ctx, op, file, line);
+    c.name = name;
     c.nin = 2;
     c.in[0] = a;
     c.in[1] = b;
@@ -639,21 +645,23 @@ TC__FN tc_tensor *tc__binary(tc_ctx *ctx, tc__op op, tc_tensor *a, tc_tensor *b,
 
 /* The scalar is a 0-d f32 tensor in the caller's scope, freed right after:
  * the result never aliases it. */
-TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double s, const char *file, int line) {
+TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double s, const char *name, const char *file,
+                                    int line) {
     tc_tensor *st, *r;
     if (!ctx) return &tc__sentinel_null_ctx;
-    st = tc_full_at(ctx, TC_F32, 0, NULL, s, file, line);
-    r = tc__binary(ctx, op, a, st, file, line);
+    st = tc__full(ctx, TC_F32, 0, NULL, s, name, file, line);
+    if (!st->is_sentinel) st->is_wrapped = 1;
+    r = tc__binary(ctx, op, a, st, name, file, line);
     tc_free(st);
     return r;
 }
 
 #define TC__DEF_BINARY_API_(X, ID, name)                                                                     \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, const char *file, int line) {   \
-        return tc__binary(ctx, TC__OP_##ID, a, b, file, line);                                               \
+        return tc__binary(ctx, TC__OP_##ID, a, b, NULL, file, line);                                         \
     }                                                                                                        \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, const char *file, int line) { \
-        return tc__binary_scalar(ctx, TC__OP_##ID, a, b, file, line);                                        \
+        return tc__binary_scalar(ctx, TC__OP_##ID, a, b, #name "_scalar", file, line);                      \
     }
 TC__BINARY_OPS(TC__DEF_BINARY_API_, _)
 

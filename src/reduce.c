@@ -225,8 +225,8 @@ TC__FN void tc__reduce_combine(tc__reduce_job *j) {
         switch (j->op) {
         case TC__OP_SUM:
         case TC__OP_MEAN:
-            acc += v;
-            iacc += iv;
+            if (j->ct == TC_I32) iacc = (int64_t)((uint64_t)iacc + (uint64_t)iv);
+            else acc += v;
             break;
         case TC__OP_MAX:
             if (j->ct == TC_I32) iacc = iv > iacc ? iv : iacc;
@@ -276,6 +276,9 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     if (!j.rows || !j.res || !j.ires) res = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
+        size_t nres = (size_t)(j.chunks > 1 ? j.chunks : nout);
+        memset(j.res, 0, sizeof(double) * nres);
+        memset(j.ires, 0, sizeof(int64_t) * nres);
         if (j.chunks > 1) {
             tc__parallel_for(c->ctx, j.chunks, total, tc__reduce_rows_range, &j);
             tc__reduce_combine(&j);

@@ -110,6 +110,7 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
     int64_t len, sum = 0;
     int i;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "split_sizes";
     len = tc__split_check(&c, x, dim, out, n);
     if (len < 0) return -1;
     if (n < 1 || !sizes) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "need n >= 1 sizes"), out, n);
@@ -142,6 +143,7 @@ TCDEF int tc_split_at(tc_ctx *ctx, tc_tensor *x, int64_t split_size, int dim, tc
     tc__call c;
     int64_t len;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "split";
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (split_size < 0 || (split_size == 0 && len > 0))
@@ -155,6 +157,7 @@ TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor 
     tc__call c;
     int64_t len, size;
     tc__call_init(&c, ctx, TC__OP_SLICE, file, line);
+    c.name = "chunk";
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (chunks < 1) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "chunks must be >= 1 (got %d)", chunks), out, max_out);
@@ -171,7 +174,11 @@ TC__FN tc_result tc__shape_pad(tc__call *c) {
     int d;
     tc__shape_same(c);
     for (d = 0; d < x->ndim; d++) {
-        int64_t s = x->shape[d] + c->a.i[2 * d] + c->a.i[2 * d + 1];
+        int64_t s, lim = (int64_t)1 << 48;
+        if (c->a.i[2 * d] > lim || c->a.i[2 * d] < -lim || c->a.i[2 * d + 1] > lim || c->a.i[2 * d + 1] < -lim)
+            return tc__msg(c, TC_ERR_OVERFLOW, "padding (%lld, %lld) of dim %d is too large", (long long)c->a.i[2 * d],
+                           (long long)c->a.i[2 * d + 1], d);
+        s = x->shape[d] + c->a.i[2 * d] + c->a.i[2 * d + 1];
         if (s < 0)
             return tc__msg(c, TC_ERR_SHAPE, "padding (%lld, %lld) makes dim %d of %s negative", (long long)c->a.i[2 * d],
                            (long long)c->a.i[2 * d + 1], d, tc__shp(x).s);
@@ -211,7 +218,11 @@ TCDEF tc_tensor *tc_pad_at(tc_ctx *ctx, tc_tensor *x, int npad, const int64_t *p
     if (!ctx) return &tc__sentinel_null_ctx;
     c.a.f[0] = value;
     if (x && x->status == TC_OK) {
-        if (npad < 0 || npad % 2 || npad > 2 * x->ndim || (npad > 0 && !pad)) {
+        if (npad > 0 && !pad) {
+            tc__msg(&c, TC_ERR_NULL, "pad is NULL");
+            return tc__fail(&c, TC_ERR_NULL);
+        }
+        if (npad < 0 || npad % 2 || npad > 2 * x->ndim) {
             tc__msg(&c, TC_ERR_INVALID_ARG, "pad needs an even count of at most 2*ndim = %d values (got %d%s)",
                     2 * x->ndim, npad, npad > 0 && !pad ? ", NULL" : "");
             return tc__fail(&c, TC_ERR_INVALID_ARG);

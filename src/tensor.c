@@ -3,9 +3,9 @@
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, NULL, NULL};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, NULL, NULL};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL};
 
 /* ---- context ------------------------------------------------------------- */
 
@@ -328,6 +328,7 @@ TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
     int64_t si;
     if (!t) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
+    if (t->ndim > 0 && !index) return TC_ERR_NULL;
     if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
     tc__store(tc__base(t), t->dtype, si, value);
     return TC_OK;
