@@ -548,6 +548,9 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h> /* used only inside target("avx2,fma") functions */
+#endif
 
 #if defined(TC_MALLOC) && defined(TC_REALLOC) && defined(TC_FREE)
 /* all three hooks given */
@@ -715,7 +718,11 @@ TC__FN TC__UNUSED void *tc__dl_open(const char *name) {
 
 TC__FN TC__UNUSED void *tc__dl_sym(void *lib, const char *name) {
 #if defined(_WIN32)
-    return (void *)GetProcAddress((HMODULE)lib, name);
+    /* ISO C has no function-to-object pointer cast; copy the bits */
+    FARPROC p = GetProcAddress((HMODULE)lib, name);
+    void *r;
+    memcpy(&r, &p, sizeof r);
+    return r;
 #else
     return dlsym(lib, name);
 #endif
@@ -741,8 +748,23 @@ typedef struct tc__mapping {
 TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
     memset(m, 0, sizeof *m);
 #if defined(_WIN32)
-    (void)path;
-    return -1;
+    {
+        LARGE_INTEGER sz;
+        HANDLE f = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+        if (f == INVALID_HANDLE_VALUE) return -1;
+        if (!GetFileSizeEx(f, &sz)) {
+            CloseHandle(f);
+            return -1;
+        }
+        m->size = (size_t)sz.QuadPart;
+        if (m->size > 0) {
+            HANDLE map = CreateFileMappingA(f, NULL, PAGE_READONLY, 0, 0, NULL);
+            if (map) m->data = MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0);
+            if (map) CloseHandle(map);
+        }
+        CloseHandle(f);
+        return m->size > 0 && !m->data ? -1 : 0;
+    }
 #else
     {
         struct stat sb;
@@ -768,7 +790,9 @@ TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
 }
 
 TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
-#if !defined(_WIN32)
+#if defined(_WIN32)
+    if (m->data) UnmapViewOfFile(m->data);
+#else
     if (m->data) munmap(m->data, m->size);
 #endif
     memset(m, 0, sizeof *m);
@@ -777,7 +801,42 @@ TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
 /* ---- threads ------------------------------------------------------------- */
 
 #ifndef TC_NO_THREADS
-typedef struct tc__thread { pthread_t t; } tc__thread;
+#if defined(_WIN32)
+typedef struct tc__thread {
+    HANDLE h;
+    void *(*fn)(void *);
+    void *arg;
+} tc__thread;
+typedef SRWLOCK tc__mutex;
+typedef CONDITION_VARIABLE tc__cond;
+
+static DWORD WINAPI tc__thread_tramp(LPVOID p) {
+    tc__thread *th = (tc__thread *)p;
+    th->fn(th->arg);
+    return 0;
+}
+TC__FN int tc__thread_start(tc__thread *th, void *(*fn)(void *), void *arg) {
+    th->fn = fn;
+    th->arg = arg;
+    th->h = CreateThread(NULL, 0, tc__thread_tramp, th, 0, NULL);
+    return th->h ? 0 : -1;
+}
+TC__FN void tc__thread_join(tc__thread *th) {
+    WaitForSingleObject(th->h, INFINITE);
+    CloseHandle(th->h);
+}
+TC__FN void tc__mutex_init(tc__mutex *m) { InitializeSRWLock(m); }
+TC__FN void tc__mutex_destroy(tc__mutex *m) { (void)m; }
+TC__FN void tc__mutex_lock(tc__mutex *m) { AcquireSRWLockExclusive(m); }
+TC__FN void tc__mutex_unlock(tc__mutex *m) { ReleaseSRWLockExclusive(m); }
+TC__FN void tc__cond_init(tc__cond *c) { InitializeConditionVariable(c); }
+TC__FN void tc__cond_destroy(tc__cond *c) { (void)c; }
+TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { SleepConditionVariableSRW(c, m, INFINITE, 0); }
+TC__FN void tc__cond_broadcast(tc__cond *c) { WakeAllConditionVariable(c); }
+#else
+typedef struct tc__thread {
+    pthread_t t;
+} tc__thread;
 typedef pthread_mutex_t tc__mutex;
 typedef pthread_cond_t tc__cond;
 
@@ -793,6 +852,7 @@ TC__FN void tc__cond_init(tc__cond *c) { pthread_cond_init(c, NULL); }
 TC__FN void tc__cond_destroy(tc__cond *c) { pthread_cond_destroy(c); }
 TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); }
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
+#endif
 #endif
 
 /* ===== src/util.c ===== */
@@ -3705,7 +3765,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
  * The per-ISA microkernels and run-time dispatch come with the contraction
  * templates; this is the honest baseline. */
 
-#define TC__MR 4
+#define TC__MR 4 /* the microkernel body names its 4 rows */
 #define TC__NR 16
 #define TC__MC 64
 #define TC__KC 256
@@ -3754,23 +3814,87 @@ TC__FN void tc__pack_a(const tc__gemm *g, int64_t ic, int64_t mc, int64_t pc, in
     }
 }
 
-/* acc = Ap(MR x kc) @ Bp(kc x NR) */
-TC__FN void tc__micro(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float acc[TC__MR][TC__NR]) {
-    int64_t k;
-    int i, j;
-    for (i = 0; i < TC__MR; i++)
-        for (j = 0; j < TC__NR; j++) acc[i][j] = 0.0f;
-    for (k = 0; k < kc; k++) {
-        const float *b = bp + k * TC__NR;
-        for (i = 0; i < TC__MR; i++) {
-            float a = ap[k * TC__MR + i];
-            for (j = 0; j < TC__NR; j++) acc[i][j] += a * b[j];
-        }
+/* acc = Ap(MR x kc) @ Bp(kc x NR).  One body, compiled twice on x86: for
+ * the baseline ISA and, with a target attribute, for AVX2+FMA (chosen at run
+ * time by cpuid+XGETBV), so a default -O2 build still uses the wide units. */
+#define TC__MICRO_BODY(FMA)                                                    \
+    /* four named row accumulators (MR = 4) so they live in registers */     \
+    float c0[TC__NR], c1[TC__NR], c2[TC__NR], c3[TC__NR];                      \
+    int64_t k;                                                                 \
+    int j;                                                                     \
+    for (j = 0; j < TC__NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;         \
+    for (k = 0; k < kc; k++) {                                                 \
+        const float *b = bp + k * TC__NR, *a = ap + k * TC__MR;                \
+        for (j = 0; j < TC__NR; j++) {                                         \
+            c0[j] = FMA(a[0], b[j], c0[j]);                                    \
+            c1[j] = FMA(a[1], b[j], c1[j]);                                    \
+            c2[j] = FMA(a[2], b[j], c2[j]);                                    \
+            c3[j] = FMA(a[3], b[j], c3[j]);                                    \
+        }                                                                      \
+    }                                                                          \
+    for (j = 0; j < TC__NR; j++) {                                             \
+        acc[0][j] = c0[j];                                                     \
+        acc[1][j] = c1[j];                                                     \
+        acc[2][j] = c2[j];                                                     \
+        acc[3][j] = c3[j];                                                     \
     }
+#define TC__MUL_ADD(a, b, c) ((a) * (b) + (c))
+
+typedef void (*tc__micro_fn)(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp,
+                             float acc[TC__MR][TC__NR]);
+
+TC__FN void tc__micro_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp,
+                           float acc[TC__MR][TC__NR]) {
+    TC__MICRO_BODY(TC__MUL_ADD)
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define TC__HAVE_MICRO_AVX2 1
+/* AVX2+FMA: 4 rows x 2 vectors = 8 accumulators, enough to cover the FMA
+ * latency on two ports.  Intrinsics under a target attribute, so the rest of
+ * the header needs no -mavx2. */
+__attribute__((target("avx2,fma"))) static void tc__micro_avx2(int64_t kc, const float *TC__RESTRICT ap,
+                                                               const float *TC__RESTRICT bp,
+                                                               float acc[TC__MR][TC__NR]) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    int64_t k;
+    for (k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_loadu_ps(bp + k * TC__NR), b1 = _mm256_loadu_ps(bp + k * TC__NR + 8), a;
+        a = _mm256_broadcast_ss(ap + k * TC__MR);
+        c00 = _mm256_fmadd_ps(a, b0, c00);
+        c01 = _mm256_fmadd_ps(a, b1, c01);
+        a = _mm256_broadcast_ss(ap + k * TC__MR + 1);
+        c10 = _mm256_fmadd_ps(a, b0, c10);
+        c11 = _mm256_fmadd_ps(a, b1, c11);
+        a = _mm256_broadcast_ss(ap + k * TC__MR + 2);
+        c20 = _mm256_fmadd_ps(a, b0, c20);
+        c21 = _mm256_fmadd_ps(a, b1, c21);
+        a = _mm256_broadcast_ss(ap + k * TC__MR + 3);
+        c30 = _mm256_fmadd_ps(a, b0, c30);
+        c31 = _mm256_fmadd_ps(a, b1, c31);
+    }
+    _mm256_storeu_ps(acc[0], c00);
+    _mm256_storeu_ps(acc[0] + 8, c01);
+    _mm256_storeu_ps(acc[1], c10);
+    _mm256_storeu_ps(acc[1] + 8, c11);
+    _mm256_storeu_ps(acc[2], c20);
+    _mm256_storeu_ps(acc[2] + 8, c21);
+    _mm256_storeu_ps(acc[3], c30);
+    _mm256_storeu_ps(acc[3] + 8, c31);
+}
+#endif
+
+TC__FN tc__micro_fn tc__micro_pick(void) {
+#ifdef TC__HAVE_MICRO_AVX2
+    int f = tc__cpu_features();
+    if ((f & TC__CPU_AVX2) && (f & TC__CPU_FMA)) return tc__micro_avx2;
+#endif
+    return tc__micro_base;
 }
 
 typedef struct tc__gemm_job {
     const tc__gemm *g;
+    tc__micro_fn micro;
     const float *bp;
     int64_t jc, nc, pc, kc;
     int64_t mblocks, nchunks, chunk_cols;
@@ -3796,7 +3920,7 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
             for (is = 0; is < mc; is += TC__MR) {
                 int64_t mr = mc - is < TC__MR ? mc - is : TC__MR, i, c;
                 float *crow = g->C + (ic + is) * g->ldc + j->jc + js;
-                tc__micro(j->kc, ap + is * j->kc, j->bp + js * j->kc, acc);
+                j->micro(j->kc, ap + is * j->kc, j->bp + js * j->kc, acc);
                 for (i = 0; i < mr; i++) {
                     float *cr = crow + i * g->ldc;
                     if (j->first)
@@ -3818,6 +3942,7 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj;
     float *bp;
+    tc__micro_fn micro = tc__micro_pick();
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
@@ -3834,6 +3959,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             int nth = serial ? 1 : ctx->num_threads;
             tc__pack_b(g, pc, kc, jc, nc, bp);
             j.g = g;
+            j.micro = micro;
             j.bp = bp;
             j.jc = jc;
             j.nc = nc;

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h> /* used only inside target("avx2,fma") functions */
+#endif
 
 #if defined(TC_MALLOC) && defined(TC_REALLOC) && defined(TC_FREE)
 /* all three hooks given */

@@ -83,7 +83,11 @@ TC__FN TC__UNUSED void *tc__dl_open(const char *name) {
 
 TC__FN TC__UNUSED void *tc__dl_sym(void *lib, const char *name) {
 #if defined(_WIN32)
-    return (void *)GetProcAddress((HMODULE)lib, name);
+    /* ISO C has no function-to-object pointer cast; copy the bits */
+    FARPROC p = GetProcAddress((HMODULE)lib, name);
+    void *r;
+    memcpy(&r, &p, sizeof r);
+    return r;
 #else
     return dlsym(lib, name);
 #endif
@@ -109,8 +113,23 @@ typedef struct tc__mapping {
 TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
     memset(m, 0, sizeof *m);
 #if defined(_WIN32)
-    (void)path;
-    return -1;
+    {
+        LARGE_INTEGER sz;
+        HANDLE f = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+        if (f == INVALID_HANDLE_VALUE) return -1;
+        if (!GetFileSizeEx(f, &sz)) {
+            CloseHandle(f);
+            return -1;
+        }
+        m->size = (size_t)sz.QuadPart;
+        if (m->size > 0) {
+            HANDLE map = CreateFileMappingA(f, NULL, PAGE_READONLY, 0, 0, NULL);
+            if (map) m->data = MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0);
+            if (map) CloseHandle(map);
+        }
+        CloseHandle(f);
+        return m->size > 0 && !m->data ? -1 : 0;
+    }
 #else
     {
         struct stat sb;
@@ -136,7 +155,9 @@ TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
 }
 
 TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
-#if !defined(_WIN32)
+#if defined(_WIN32)
+    if (m->data) UnmapViewOfFile(m->data);
+#else
     if (m->data) munmap(m->data, m->size);
 #endif
     memset(m, 0, sizeof *m);
@@ -145,7 +166,42 @@ TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
 /* ---- threads ------------------------------------------------------------- */
 
 #ifndef TC_NO_THREADS
-typedef struct tc__thread { pthread_t t; } tc__thread;
+#if defined(_WIN32)
+typedef struct tc__thread {
+    HANDLE h;
+    void *(*fn)(void *);
+    void *arg;
+} tc__thread;
+typedef SRWLOCK tc__mutex;
+typedef CONDITION_VARIABLE tc__cond;
+
+static DWORD WINAPI tc__thread_tramp(LPVOID p) {
+    tc__thread *th = (tc__thread *)p;
+    th->fn(th->arg);
+    return 0;
+}
+TC__FN int tc__thread_start(tc__thread *th, void *(*fn)(void *), void *arg) {
+    th->fn = fn;
+    th->arg = arg;
+    th->h = CreateThread(NULL, 0, tc__thread_tramp, th, 0, NULL);
+    return th->h ? 0 : -1;
+}
+TC__FN void tc__thread_join(tc__thread *th) {
+    WaitForSingleObject(th->h, INFINITE);
+    CloseHandle(th->h);
+}
+TC__FN void tc__mutex_init(tc__mutex *m) { InitializeSRWLock(m); }
+TC__FN void tc__mutex_destroy(tc__mutex *m) { (void)m; }
+TC__FN void tc__mutex_lock(tc__mutex *m) { AcquireSRWLockExclusive(m); }
+TC__FN void tc__mutex_unlock(tc__mutex *m) { ReleaseSRWLockExclusive(m); }
+TC__FN void tc__cond_init(tc__cond *c) { InitializeConditionVariable(c); }
+TC__FN void tc__cond_destroy(tc__cond *c) { (void)c; }
+TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { SleepConditionVariableSRW(c, m, INFINITE, 0); }
+TC__FN void tc__cond_broadcast(tc__cond *c) { WakeAllConditionVariable(c); }
+#else
+typedef struct tc__thread {
+    pthread_t t;
+} tc__thread;
 typedef pthread_mutex_t tc__mutex;
 typedef pthread_cond_t tc__cond;
 
@@ -161,4 +217,5 @@ TC__FN void tc__cond_init(tc__cond *c) { pthread_cond_init(c, NULL); }
 TC__FN void tc__cond_destroy(tc__cond *c) { pthread_cond_destroy(c); }
 TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); }
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
+#endif
 #endif

@@ -67,6 +67,20 @@ for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
     done
 done
 
+# 2a. Windows: cross-compile with MinGW when it is installed (nothing runs it)
+MINGW=${MINGW:-x86_64-w64-mingw32-gcc}
+if have "$MINGW"; then
+    for variant in "" "-DTC_NO_THREADS"; do
+        if $MINGW -std=c99 $OPT $WARN $variant -c tests/header_impl.c -o "$B/w_impl.o" 2> "$B/mingw.log" &&
+           $MINGW -std=c99 $OPT $WARN $variant -c tests/header_use.c -o "$B/w_use.o" 2>> "$B/mingw.log" &&
+           $MINGW "$B/w_impl.o" "$B/w_use.o" -o "$B/w_link.exe" 2>> "$B/mingw.log"; then
+            pass "cross-compile+link for Windows ($MINGW $variant)"
+        else fail "cross-compile for Windows ($MINGW $variant)"; head -n 20 "$B/mingw.log"; fi
+    done
+else
+    skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
+fi
+
 # 2b. allocation hooks are all-or-none: a partial set must not compile
 printf '#define TC_MALLOC(n) malloc(n)\n#define TCOMPILE_IMPLEMENTATION\n#include "tcompile.h"\n' > "$B/partial_hooks.c"
 if $CC -std=c99 -I. -c "$B/partial_hooks.c" -o "$B/partial.o" 2> "$B/partial.log"; then
