@@ -488,10 +488,11 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
 #define tc_global_avg_pool2d(ctx, x) tc_adaptive_avg_pool2d_at(ctx, x, 1, 1, TC_HERE_)
 #define tc_batch_norm(ctx, x, m, v, w, b, eps) tc_batch_norm_at(ctx, x, m, v, w, b, eps, TC_HERE_)
 
-/* Shape ops.  concat needs n >= 1 tensors of equal rank and dtype, equal
- * sizes except along dim.  split/chunk write views into out[] (at most
- * max_out) and return how many pieces the op produces (-1 on error, then
- * out[0] holds an errored tensor when max_out >= 1).  chunk follows
+/* Shape ops.  concat needs n >= 1 tensors of equal rank, equal sizes except
+ * along dim (dtypes promote like torch.cat).  split/chunk write views into
+ * out[] (at most max_out) and return how many pieces the op produces; on
+ * error they return -1 and fill every slot of out[] with the errored tensor,
+ * so later ops propagate it.  split_sizes writes n pieces.  chunk follows
  * torch.chunk (pieces of ceil(n/chunks), possibly fewer pieces).
  * pad follows torch.nn.functional.pad mode='constant': pad holds npad/2
  * (before, after) pairs starting from the last dim; negatives crop. */
@@ -3202,6 +3203,7 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
 
 /* Reduction axes live in a.i[0..TC_MAX_DIMS) as a 0/1 mask per input dim;
  * a.i[TC_MAX_DIMS] = keepdim, a.i[TC_MAX_DIMS + 1] = correction (var). */
+#define TC__REDUCE_CHUNK 65536
 #define TC__A_KEEP TC_MAX_DIMS
 #define TC__A_CORR (TC_MAX_DIMS + 1)
 
@@ -3402,7 +3404,7 @@ TC__FN void tc__reduce_rows_range(void *arg, int64_t b, int64_t e) {
     int64_t r;
     for (r = b; r < e; r++) {
         if (j->chunks > 1) {
-            int64_t s = j->rlen * r / j->chunks, t = j->rlen * (r + 1) / j->chunks;
+            int64_t s = r * TC__REDUCE_CHUNK, t = s + TC__REDUCE_CHUNK < j->rlen ? s + TC__REDUCE_CHUNK : j->rlen;
             tc__reduce_span(j, j->rows + (size_t)s * es, t - s, &j->res[r], &j->ires[r]);
             if (j->op == TC__OP_ARGMAX) j->ires[r] += s;
         } else {
@@ -3455,7 +3457,6 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     void *owned = NULL;
     int64_t r, nout = tc__numel(out), total = tc__numel(x);
     char *obase = tc__base(out);
-    int nthreads = c->ctx->num_threads;
     tc_result res = TC_OK;
     memset(&j, 0, sizeof j);
     j.op = c->op;
@@ -3464,10 +3465,11 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.ct = (!tc__is_float(x->dtype) && c->op != TC__OP_MEAN && c->op != TC__OP_VAR) ? TC_I32 : TC_F32;
     j.rows = tc__reduce_rows(c->ctx, x, c->a.i, j.ct, &j.rlen, &owned);
     j.nrows = nout;
-    /* one (or few) long rows: split each row into chunks instead (var needs
-     * the row's mean first, so it stays whole) */
-    j.chunks = (nout == 1 && nthreads > 1 && j.rlen >= TC_PARALLEL_MIN_WORK && c->op != TC__OP_VAR)
-                   ? (int64_t)nthreads * 4
+    /* one long row: split it into fixed-size chunks so threads can share it.
+     * The chunk size does not depend on the thread count, so the result is
+     * the same bits whatever the threads (var needs the mean first: whole). */
+    j.chunks = (nout == 1 && j.rlen >= 2 * TC__REDUCE_CHUNK && c->op != TC__OP_VAR)
+                   ? (j.rlen + TC__REDUCE_CHUNK - 1) / TC__REDUCE_CHUNK
                    : 1;
     j.res = (double *)tc__scratch(sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
@@ -5058,8 +5060,16 @@ TCDEF tc_tensor *tc_concat_at(tc_ctx *ctx, int n, tc_tensor *const *xs, int dim,
 
 /* ---- split / chunk ----------------------------------------------------------------------- */
 
+/* Every slot gets the errored tensor, so code that goes on to use the pieces
+ * propagates the error like any other op would. */
+TC__FN int tc__split_error(tc_tensor *e, tc_tensor **out, int max_out) {
+    int i;
+    for (i = 0; out && i < max_out; i++) out[i] = e;
+    return -1;
+}
+
 /* Writes the pieces of x along dim with the given sizes; the first failure
- * ends it (out[0] then holds that error). */
+ * ends it. */
 TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int64_t *sizes, tc_tensor **out, int max_out,
                             const char *file, int line) {
     int i;
@@ -5067,10 +5077,7 @@ TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int
     for (i = 0; i < n; i++) {
         if (i < max_out) {
             out[i] = tc_slice_at(ctx, x, dim, at, at + sizes[i], 1, file, line);
-            if (out[i]->status != TC_OK) {
-                out[0] = out[i];
-                return -1;
-            }
+            if (out[i]->status != TC_OK) return tc__split_error(out[i], out, max_out);
         }
         at += sizes[i];
     }
@@ -5094,17 +5101,12 @@ TC__FN int64_t tc__split_check(tc__call *c, tc_tensor *x, int dim, tc_tensor **o
         tc__msg(c, TC_ERR_NULL, "out is NULL");
         e = tc__fail(c, TC_ERR_NULL);
     }
-    if (e) {
-        if (out && max_out > 0) out[0] = e;
-        return -1;
-    }
+    if (e) return tc__split_error(e, out, max_out);
     return x->shape[tc__axis(dim, x->ndim)];
 }
 
 TC__FN int tc__split_fail(tc__call *c, tc_result r, tc_tensor **out, int max_out) {
-    tc_tensor *e = tc__fail(c, r);
-    if (out && max_out > 0) out[0] = e;
-    return -1;
+    return tc__split_error(tc__fail(c, r), out, max_out);
 }
 
 TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *sizes, int dim, tc_tensor **out,

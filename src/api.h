@@ -364,10 +364,11 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
 #define tc_global_avg_pool2d(ctx, x) tc_adaptive_avg_pool2d_at(ctx, x, 1, 1, TC_HERE_)
 #define tc_batch_norm(ctx, x, m, v, w, b, eps) tc_batch_norm_at(ctx, x, m, v, w, b, eps, TC_HERE_)
 
-/* Shape ops.  concat needs n >= 1 tensors of equal rank and dtype, equal
- * sizes except along dim.  split/chunk write views into out[] (at most
- * max_out) and return how many pieces the op produces (-1 on error, then
- * out[0] holds an errored tensor when max_out >= 1).  chunk follows
+/* Shape ops.  concat needs n >= 1 tensors of equal rank, equal sizes except
+ * along dim (dtypes promote like torch.cat).  split/chunk write views into
+ * out[] (at most max_out) and return how many pieces the op produces; on
+ * error they return -1 and fill every slot of out[] with the errored tensor,
+ * so later ops propagate it.  split_sizes writes n pieces.  chunk follows
  * torch.chunk (pieces of ceil(n/chunks), possibly fewer pieces).
  * pad follows torch.nn.functional.pad mode='constant': pad holds npad/2
  * (before, after) pairs starting from the last dim; negatives crop. */

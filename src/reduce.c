@@ -5,6 +5,7 @@
 
 /* Reduction axes live in a.i[0..TC_MAX_DIMS) as a 0/1 mask per input dim;
  * a.i[TC_MAX_DIMS] = keepdim, a.i[TC_MAX_DIMS + 1] = correction (var). */
+#define TC__REDUCE_CHUNK 65536
 #define TC__A_KEEP TC_MAX_DIMS
 #define TC__A_CORR (TC_MAX_DIMS + 1)
 
@@ -205,7 +206,7 @@ TC__FN void tc__reduce_rows_range(void *arg, int64_t b, int64_t e) {
     int64_t r;
     for (r = b; r < e; r++) {
         if (j->chunks > 1) {
-            int64_t s = j->rlen * r / j->chunks, t = j->rlen * (r + 1) / j->chunks;
+            int64_t s = r * TC__REDUCE_CHUNK, t = s + TC__REDUCE_CHUNK < j->rlen ? s + TC__REDUCE_CHUNK : j->rlen;
             tc__reduce_span(j, j->rows + (size_t)s * es, t - s, &j->res[r], &j->ires[r]);
             if (j->op == TC__OP_ARGMAX) j->ires[r] += s;
         } else {
@@ -258,7 +259,6 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     void *owned = NULL;
     int64_t r, nout = tc__numel(out), total = tc__numel(x);
     char *obase = tc__base(out);
-    int nthreads = c->ctx->num_threads;
     tc_result res = TC_OK;
     memset(&j, 0, sizeof j);
     j.op = c->op;
@@ -267,10 +267,11 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.ct = (!tc__is_float(x->dtype) && c->op != TC__OP_MEAN && c->op != TC__OP_VAR) ? TC_I32 : TC_F32;
     j.rows = tc__reduce_rows(c->ctx, x, c->a.i, j.ct, &j.rlen, &owned);
     j.nrows = nout;
-    /* one (or few) long rows: split each row into chunks instead (var needs
-     * the row's mean first, so it stays whole) */
-    j.chunks = (nout == 1 && nthreads > 1 && j.rlen >= TC_PARALLEL_MIN_WORK && c->op != TC__OP_VAR)
-                   ? (int64_t)nthreads * 4
+    /* one long row: split it into fixed-size chunks so threads can share it.
+     * The chunk size does not depend on the thread count, so the result is
+     * the same bits whatever the threads (var needs the mean first: whole). */
+    j.chunks = (nout == 1 && j.rlen >= 2 * TC__REDUCE_CHUNK && c->op != TC__OP_VAR)
+                   ? (j.rlen + TC__REDUCE_CHUNK - 1) / TC__REDUCE_CHUNK
                    : 1;
     j.res = (double *)tc__scratch(sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));

@@ -55,8 +55,16 @@ TCDEF tc_tensor *tc_concat_at(tc_ctx *ctx, int n, tc_tensor *const *xs, int dim,
 
 /* ---- split / chunk ----------------------------------------------------------------------- */
 
+/* Every slot gets the errored tensor, so code that goes on to use the pieces
+ * propagates the error like any other op would. */
+TC__FN int tc__split_error(tc_tensor *e, tc_tensor **out, int max_out) {
+    int i;
+    for (i = 0; out && i < max_out; i++) out[i] = e;
+    return -1;
+}
+
 /* Writes the pieces of x along dim with the given sizes; the first failure
- * ends it (out[0] then holds that error). */
+ * ends it. */
 TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int64_t *sizes, tc_tensor **out, int max_out,
                             const char *file, int line) {
     int i;
@@ -64,10 +72,7 @@ TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int
     for (i = 0; i < n; i++) {
         if (i < max_out) {
             out[i] = tc_slice_at(ctx, x, dim, at, at + sizes[i], 1, file, line);
-            if (out[i]->status != TC_OK) {
-                out[0] = out[i];
-                return -1;
-            }
+            if (out[i]->status != TC_OK) return tc__split_error(out[i], out, max_out);
         }
         at += sizes[i];
     }
@@ -91,17 +96,12 @@ TC__FN int64_t tc__split_check(tc__call *c, tc_tensor *x, int dim, tc_tensor **o
         tc__msg(c, TC_ERR_NULL, "out is NULL");
         e = tc__fail(c, TC_ERR_NULL);
     }
-    if (e) {
-        if (out && max_out > 0) out[0] = e;
-        return -1;
-    }
+    if (e) return tc__split_error(e, out, max_out);
     return x->shape[tc__axis(dim, x->ndim)];
 }
 
 TC__FN int tc__split_fail(tc__call *c, tc_result r, tc_tensor **out, int max_out) {
-    tc_tensor *e = tc__fail(c, r);
-    if (out && max_out > 0) out[0] = e;
-    return -1;
+    return tc__split_error(tc__fail(c, r), out, max_out);
 }
 
 TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *sizes, int dim, tc_tensor **out,
