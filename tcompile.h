@@ -5121,8 +5121,11 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
     if (n < 1 || !sizes) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "need n >= 1 sizes"), out, n);
     for (i = 0; i < n; i++) {
         if (sizes[i] < 0) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "negative split size %lld", (long long)sizes[i]), out, n);
+        if (sizes[i] > len - sum) break; /* too long already (and no overflow) */
         sum += sizes[i];
     }
+    if (i < n)
+        return tc__split_fail(&c, tc__msg(&c, TC_ERR_SHAPE, "split sizes exceed dim %d of size %lld", dim, (long long)len), out, n);
     if (sum != len)
         return tc__split_fail(&c, tc__msg(&c, TC_ERR_SHAPE, "split sizes add up to %lld, dim %d has %lld", (long long)sum, dim, (long long)len), out, n);
     return tc__split_pieces(ctx, x, dim, n, sizes, out, n, file, line);
