@@ -2231,8 +2231,9 @@ TC__FN tc_result tc__shape_slice(tc__call *c) {
     if (end < 0) end += n;
     start = start < 0 ? 0 : start > n ? n : start;
     end = end < start ? start : end > n ? n : end;
-    c->oshape[d] = (end - start + step - 1) / step;
-    c->ostrides[d] = x->strides[d] * step;
+    c->oshape[d] = end > start ? (end - start - 1) / step + 1 : 0;
+    /* with one element or none the stride is unused; avoids stride * huge step */
+    c->ostrides[d] = c->oshape[d] > 1 ? x->strides[d] * step : x->strides[d];
     c->ooffset = x->offset + start * x->strides[d];
     return TC_OK;
 }
@@ -5119,8 +5120,9 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
     len = tc__split_check(&c, x, dim, out, n);
     if (len < 0) return -1;
     if (n < 1 || !sizes) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "need n >= 1 sizes"), out, n);
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         if (sizes[i] < 0) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "negative split size %lld", (long long)sizes[i]), out, n);
+    for (i = 0; i < n; i++) {
         if (sizes[i] > len - sum) break; /* too long already (and no overflow) */
         sum += sizes[i];
     }
@@ -5156,8 +5158,8 @@ TCDEF int tc_split_at(tc_ctx *ctx, tc_tensor *x, int64_t split_size, int dim, tc
     if (len < 0) return -1;
     if (split_size < 0 || (split_size == 0 && len > 0))
         return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "split_size must be positive (got %lld)", (long long)split_size), out, max_out);
-    return tc__split_even(ctx, &c, x, dim, len, split_size, len == 0 ? 1 : (len + split_size - 1) / split_size, out,
-                          max_out, file, line);
+    return tc__split_even(ctx, &c, x, dim, len, split_size, len == 0 ? 1 : (len - 1) / split_size + 1, out, max_out,
+                          file, line);
 }
 
 TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor **out, int max_out, const char *file,
@@ -5169,8 +5171,8 @@ TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor 
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (chunks < 1) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "chunks must be >= 1 (got %d)", chunks), out, max_out);
-    size = (len + chunks - 1) / chunks;
-    return tc__split_even(ctx, &c, x, dim, len, size, size == 0 ? chunks : (len + size - 1) / size, out, max_out, file,
+    size = len == 0 ? 0 : (len - 1) / chunks + 1;
+    return tc__split_even(ctx, &c, x, dim, len, size, size == 0 ? chunks : (len - 1) / size + 1, out, max_out, file,
                           line);
 }
 

@@ -554,8 +554,9 @@ TC__FN tc_result tc__shape_slice(tc__call *c) {
     if (end < 0) end += n;
     start = start < 0 ? 0 : start > n ? n : start;
     end = end < start ? start : end > n ? n : end;
-    c->oshape[d] = (end - start + step - 1) / step;
-    c->ostrides[d] = x->strides[d] * step;
+    c->oshape[d] = end > start ? (end - start - 1) / step + 1 : 0;
+    /* with one element or none the stride is unused; avoids stride * huge step */
+    c->ostrides[d] = c->oshape[d] > 1 ? x->strides[d] * step : x->strides[d];
     c->ooffset = x->offset + start * x->strides[d];
     return TC_OK;
 }

@@ -114,8 +114,9 @@ TCDEF int tc_split_sizes_at(tc_ctx *ctx, tc_tensor *x, int n, const int64_t *siz
     len = tc__split_check(&c, x, dim, out, n);
     if (len < 0) return -1;
     if (n < 1 || !sizes) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "need n >= 1 sizes"), out, n);
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         if (sizes[i] < 0) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "negative split size %lld", (long long)sizes[i]), out, n);
+    for (i = 0; i < n; i++) {
         if (sizes[i] > len - sum) break; /* too long already (and no overflow) */
         sum += sizes[i];
     }
@@ -151,8 +152,8 @@ TCDEF int tc_split_at(tc_ctx *ctx, tc_tensor *x, int64_t split_size, int dim, tc
     if (len < 0) return -1;
     if (split_size < 0 || (split_size == 0 && len > 0))
         return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "split_size must be positive (got %lld)", (long long)split_size), out, max_out);
-    return tc__split_even(ctx, &c, x, dim, len, split_size, len == 0 ? 1 : (len + split_size - 1) / split_size, out,
-                          max_out, file, line);
+    return tc__split_even(ctx, &c, x, dim, len, split_size, len == 0 ? 1 : (len - 1) / split_size + 1, out, max_out,
+                          file, line);
 }
 
 TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor **out, int max_out, const char *file,
@@ -164,8 +165,8 @@ TCDEF int tc_chunk_at(tc_ctx *ctx, tc_tensor *x, int chunks, int dim, tc_tensor 
     len = tc__split_check(&c, x, dim, out, max_out);
     if (len < 0) return -1;
     if (chunks < 1) return tc__split_fail(&c, tc__msg(&c, TC_ERR_INVALID_ARG, "chunks must be >= 1 (got %d)", chunks), out, max_out);
-    size = (len + chunks - 1) / chunks;
-    return tc__split_even(ctx, &c, x, dim, len, size, size == 0 ? chunks : (len + size - 1) / size, out, max_out, file,
+    size = len == 0 ? 0 : (len - 1) / chunks + 1;
+    return tc__split_even(ctx, &c, x, dim, len, size, size == 0 ? chunks : (len - 1) / size + 1, out, max_out, file,
                           line);
 }
 
