@@ -129,14 +129,19 @@ TCDEF int64_t tc_numel(const tc_tensor *t);
 TCDEF int tc_is_contiguous(const tc_tensor *t);
 /* Pointer to element [0,0,...] (storage + offset); index with tc_strides.
  * NULL for errored tensors.  Writing through it changes every view. */
-TCDEF void *tc_data(const tc_tensor *t);
-/* Copy the tensor (any strides) into a contiguous row-major buffer, converting
+TCDEF void *tc_data_at(const tc_tensor *t, const char *file, int line);
+#define tc_data(t) tc_data_at(t, __FILE__, __LINE__)
+/* Host reads (tc_data, tc_read, tc_get, tc_item) inside a compiled function
+ * are graph breaks (see tc_compile).
+ * Copy the tensor (any strides) into a contiguous row-major buffer, converting
  * to `dtype`; dst_bytes must be at least numel * tc_dtype_size(dtype). */
-TCDEF tc_result tc_read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes);
+TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line);
+#define tc_read(t, dtype, dst, bytes) tc_read_at(t, dtype, dst, bytes, __FILE__, __LINE__)
 /* Copy a contiguous row-major buffer of `dtype` into t (any strides). */
 TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes);
 /* Value of a one-element tensor as double; NaN when errored or numel != 1. */
-TCDEF double tc_item(const tc_tensor *t);
+TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line);
+#define tc_item(t) tc_item_at(t, __FILE__, __LINE__)
 /* Element access by index (ndim entries, negatives not allowed). */
 TCDEF double tc_get(const tc_tensor *t, const int64_t *index);
 TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value);
@@ -403,6 +408,74 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
 TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);
 #define tc_scaled_dot_product_attention(ctx, q, k, v, mask, causal, scale) \
     tc_scaled_dot_product_attention_at(ctx, q, k, v, mask, causal, scale, TC_HERE_)
+
+/* ------------------------------------------------------------------------ */
+/* Compiling a model function (torch.compile for C)                          */
+/* ------------------------------------------------------------------------ */
+
+/* 0 means "from the compile-time flags": TC_DEFAULT_MODE (itself
+ * TC_MODE_DEFAULT unless defined before including the header). */
+typedef enum tc_mode {
+    TC_MODE_FROM_FLAGS = 0,
+    TC_MODE_DEFAULT,
+    TC_MODE_REDUCE_OVERHEAD,
+    TC_MODE_MAX_AUTOTUNE
+} tc_mode;
+
+#ifndef TC_DEFAULT_MODE
+#define TC_DEFAULT_MODE TC_MODE_DEFAULT
+#endif
+#ifndef TC_FULLGRAPH
+#define TC_FULLGRAPH 0
+#endif
+
+/* Zero-initialise, then set what you need. */
+typedef struct tc_compile_options {
+    tc_mode mode;            /* 0: TC_DEFAULT_MODE                          */
+    int fullgraph;           /* 0: TC_FULLGRAPH; 1: on; -1: off             */
+    int num_inputs;          /* tensors passed to the function; 0: 1        */
+    int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
+    int recompile_limit;     /* compiled signatures kept; 0: 8              */
+} tc_compile_options;
+
+/* The function to compile: reads inputs[0..num_inputs), writes
+ * outputs[0..num_outputs).  It must be a pure function of its inputs and of
+ * the tensors it reads (parameters, by identity): a call whose guards match a
+ * cached trace does not run it again. */
+typedef void (*tc_model_fn)(tc_ctx *ctx, void *user, tc_tensor *const *inputs, tc_tensor **outputs);
+typedef struct tc_fn tc_fn;
+
+/* NULL only when ctx or fn is NULL or memory runs out. */
+TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
+                           tc_mode default_mode, int default_fullgraph, TC_AT_);
+#define tc_compile(ctx, fn, user, opts) tc_compile_at(ctx, fn, user, opts, TC_DEFAULT_MODE, TC_FULLGRAPH, TC_HERE_)
+/* Runs f: the first call with a new signature traces and compiles, later
+ * calls whose guards match run the compiled graph.  outputs[] receives new
+ * tensors in the caller's current scope (errored tensors on failure, as an
+ * op would give).  TC_ERR_STATE when f is already running (another thread). */
+TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs);
+TCDEF const char *tc_fn_error(const tc_fn *f);   /* "" when the last call was OK */
+TCDEF void tc_fn_free(tc_fn *f);
+
+typedef struct tc_explain_info {
+    tc_mode mode;
+    int fullgraph;
+    int graphs;              /* compiled graphs (segments) in the cache     */
+    int graph_breaks;        /* breaks seen while tracing                   */
+    int ops;                 /* op nodes over all graphs                    */
+    int kernels;             /* launches per call (views are free)          */
+    int guards;              /* checks made before a cached graph runs      */
+    int recompiles;          /* traces after the first                      */
+    int calls, cached_calls, eager_calls;
+} tc_explain_info;
+/* Fills info (may be NULL) and, when text is not NULL, a readable report:
+ * counts, each break with its reason and file:line, guards, the graphs. */
+TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
+
+/* An explicit graph break inside a compiled function (an error under
+ * fullgraph).  No-op outside tracing. */
+TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
+#define tc_graph_break(ctx) tc_graph_break_at(ctx, TC_HERE_)
 
 #ifdef __cplusplus
 }

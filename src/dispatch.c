@@ -119,12 +119,15 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
     return t;
 }
 
+static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
+
 TC__FN tc_tensor *tc__run(tc__call *c) {
     const tc__opinfo *info = &tc__optable[c->op];
     tc_result r;
     tc_tensor *out;
     int i;
     if (!c->ctx) return &tc__sentinel_null_ctx;
+    if (c->ctx->trace) return tc__trace_op(c);
     for (i = 0; i < c->nin; i++) {
         tc_tensor *t = c->ins[i];
         if (!t) {

@@ -72,9 +72,12 @@ struct tc_tensor {
     int is_wrapped;                 /* a scalar argument (tc_add_scalar): it
                                        only promotes across categories      */
     tc_tensor *prev, *next;         /* links in the owning scope's list   */
+    int lazy;                       /* 0: concrete; k > 0: value of node k-1
+                                       of the context's trace (no storage) */
 };
 
 typedef struct tc__pool tc__pool;
+typedef struct tc__trace tc__trace;
 
 struct tc_ctx {
     tc_ctx_options opts;
@@ -86,6 +89,7 @@ struct tc_ctx {
     tc_result first_status;
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
+    tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
 };
 
 #ifdef __cplusplus

@@ -1,11 +1,14 @@
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
+/* compile.c: a host read while tracing is a graph break (nonzero: refuse). */
+static int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line);
+
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0};
 
 /* ---- context ------------------------------------------------------------- */
 
@@ -238,7 +241,10 @@ TCDEF const int64_t *tc_strides(const tc_tensor *t) { return t ? t->strides : NU
 TCDEF int64_t tc_offset(const tc_tensor *t) { return t ? t->offset : 0; }
 TCDEF int64_t tc_numel(const tc_tensor *t) { return t && t->status == TC_OK ? tc__numel(t) : 0; }
 TCDEF int tc_is_contiguous(const tc_tensor *t) { return t && t->status == TC_OK && tc__contig(t); }
-TCDEF void *tc_data(const tc_tensor *t) { return t && t->status == TC_OK ? (void *)tc__base(t) : NULL; }
+TCDEF void *tc_data_at(const tc_tensor *t, const char *file, int line) {
+    if (!t || t->status != TC_OK || tc__host_access(t, "tc_data", file, line)) return NULL;
+    return (void *)tc__base(t);
+}
 
 TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
     size_t n;
@@ -256,6 +262,7 @@ TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
 }
 
 /* ---- host access ------------------------------------------------------------ */
+
 
 /* Walks every element of t in row-major order, calling visit with the
  * element's storage index relative to tc__base(t) and its linear index. */
@@ -275,9 +282,10 @@ TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
         }                                                                       \
     } while (0)
 
-TCDEF tc_result tc_read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes) {
+TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
     if (!t || !dst) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
+    if (tc__host_access(t, "tc_read", file, line)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(dst_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
     if (dtype == t->dtype && tc__contig(t)) {
@@ -294,6 +302,7 @@ TCDEF tc_result tc_read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t ds
 TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes) {
     if (!t || !src) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
+    if (tc__host_access(t, "tc_write", NULL, 0)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(src_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
     if (dtype == t->dtype && tc__contig(t)) {
@@ -320,7 +329,7 @@ TC__FN int tc__elem_index(const tc_tensor *t, const int64_t *index, int64_t *si)
 
 TCDEF double tc_get(const tc_tensor *t, const int64_t *index) {
     int64_t si;
-    if (!t || t->status != TC_OK || tc__elem_index(t, index, &si)) return NAN;
+    if (!t || t->status != TC_OK || tc__elem_index(t, index, &si) || tc__host_access(t, "tc_get", NULL, 0)) return NAN;
     return tc__load(tc__base(t), t->dtype, si);
 }
 
@@ -330,11 +339,12 @@ TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
     if (t->status != TC_OK) return t->status;
     if (t->ndim > 0 && !index) return TC_ERR_NULL;
     if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
+    if (tc__host_access(t, "tc_set", NULL, 0)) return TC_ERR_STATE;
     tc__store(tc__base(t), t->dtype, si, value);
     return TC_OK;
 }
 
-TCDEF double tc_item(const tc_tensor *t) {
-    if (!t || t->status != TC_OK || tc__numel(t) != 1) return NAN;
+TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
+    if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }

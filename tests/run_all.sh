@@ -89,7 +89,7 @@ elif grep -q "TC_MALLOC, TC_REALLOC and TC_FREE" "$B/partial.log"; then pass "pa
 else fail "partial allocation hooks failed for another reason"; head -n 5 "$B/partial.log"; fi
 
 # 3. unit tests (optimised, as users build), then the oracle
-TESTS="test_ops test_errors test_hooks"
+TESTS="test_ops test_errors test_hooks test_compile"
 for t in $TESTS; do
     if $CC -std=c99 -O2 -g $WARN -I. "tests/$t.c" -o "$B/$t" $LIBS 2> "$B/$t.build.log"; then
         run_counted "$t" "$B/$t"

@@ -1,0 +1,731 @@
+/* The compiler core: tc_compile / tc_call.  A call traces the user's
+ * function (every op goes through tc__run, which records a graph node instead
+ * of computing while ctx->trace is set), runs the passes, checks guards on
+ * later calls and replays the cached graph without calling the function.
+ *
+ * Graph breaks (host reads of traced data): the pending segment is executed,
+ * the live traced tensors become concrete, and tracing continues in a new
+ * segment.  A signature whose trace had breaks is not replayed yet: its later
+ * calls run the function eagerly (segment caching is the next step). */
+
+typedef struct tc__break {
+    char reason[160];
+    const char *file;
+    int line;
+} tc__break;
+
+/* What a cached graph was traced for: one record per input. */
+typedef struct tc__in_guard {
+    tc_dtype dt;
+    int ndim;
+    int64_t shape[TC_MAX_DIMS], strides[TC_MAX_DIMS];
+} tc__in_guard;
+
+typedef struct tc__entry {
+    tc__in_guard *ins;
+    tc__graph *g;              /* NULL when the trace had breaks (eager)  */
+    int nparams;
+} tc__entry;
+
+struct tc_fn {
+    tc_ctx *ctx;
+    tc_model_fn fn;
+    void *user;
+    tc_mode mode;
+    int fullgraph, nin, nout, limit;
+    const char *file;          /* where tc_compile was called            */
+    int line;
+    tc__entry *entries;
+    int nentries;
+    int recompiles, calls, cached_calls, eager_calls;
+    tc__break *breaks;
+    int nbreaks;
+    int busy;                  /* set while a call runs (atomic)          */
+    unsigned logs;             /* TC_LOGS flags                           */
+    char err[TC__MSG_CAP];
+};
+
+struct tc__trace {
+    tc_fn *f;
+    tc__graph *g;              /* the segment being recorded              */
+    tc_tensor *const *inputs;  /* the call's concrete inputs              */
+    int breaks;                /* in this trace                           */
+    int failed;                /* a break under fullgraph, or OOM         */
+    tc_result status;
+};
+
+enum { TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8 };
+
+/* TC_LOGS=graph_breaks,recompiles,guards,output_code (debugging only). */
+TC__FN unsigned tc__logs_from_env(void) {
+    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph"};
+    static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH, TC__LOG_GRAPH};
+    const char *e = getenv("TC_LOGS");
+    unsigned f = 0;
+    while (e && *e) {
+        size_t n = strcspn(e, ","), k;
+        for (k = 0; k < sizeof names / sizeof names[0]; k++)
+            if (strlen(names[k]) == n && strncmp(e, names[k], n) == 0) f |= bits[k];
+        e += n + (e[n] == ',');
+    }
+    return f;
+}
+
+/* ---- atomics (the only shared state: a function's busy flag) --------------- */
+
+TC__FN int tc__try_enter(int *flag) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __atomic_exchange_n(flag, 1, __ATOMIC_ACQUIRE) == 0;
+#else
+    if (*flag) return 0; /* best effort without atomics */
+    *flag = 1;
+    return 1;
+#endif
+}
+
+TC__FN void tc__leave(int *flag) {
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+#else
+    *flag = 0;
+#endif
+}
+
+/* ---- tracing: recording ops ------------------------------------------------- */
+
+TC__FN int tc__trace_leaf(tc__trace *tr, tc_tensor *t) {
+    tc__node nd;
+    int fresh;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_PARAM;
+    nd.param = t;
+    nd.dt = t->dtype;
+    nd.ndim = t->ndim;
+    memcpy(nd.shape, t->shape, sizeof nd.shape);
+    nd.in = nd.in_small;
+    return tc__graph_add(tr->g, &nd, &fresh);
+}
+
+/* The node id for input tensor t of an op being recorded (-1: absent). */
+TC__FN int tc__trace_input(tc__trace *tr, tc_tensor *t) {
+    int id;
+    if (!t) return -1;
+    if (!t->lazy) return tc__trace_leaf(tr, t);
+    id = t->lazy - 1;
+    if (t->is_wrapped && !tr->g->nodes[id].wrapped) {
+        /* the same constant, marked as a scalar argument for promotion */
+        tc__node nd = tr->g->nodes[id];
+        int fresh;
+        nd.in = nd.in_small;
+        nd.wrapped = 1;
+        id = tc__graph_add(tr->g, &nd, &fresh);
+    }
+    return id;
+}
+
+/* tc__run's twin while tracing: validate exactly as eager does, then record. */
+TC__FN tc_tensor *tc__trace_op(tc__call *c) {
+    tc__trace *tr = c->ctx->trace;
+    const tc__opinfo *info = &tc__optable[c->op];
+    int ids_small[TC__MAX_IN], *ids = ids_small, i, id, fresh;
+    tc__node nd;
+    tc_tensor *out;
+    tc_result r;
+    for (i = 0; i < c->nin; i++) {
+        tc_tensor *t = c->ins[i];
+        if (!t) {
+            if (c->optional & (1u << i)) continue;
+            tc__msg(c, TC_ERR_NULL, "input %d is NULL", i);
+            return tc__fail(c, TC_ERR_NULL);
+        }
+        if (t->status != TC_OK) return tc__error_tensor(c->ctx, t->status, tc_error(t));
+        if (t->ctx != c->ctx) {
+            tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
+            return tc__fail(c, TC_ERR_INVALID_ARG);
+        }
+    }
+    r = info->shape(c);
+    if (r != TC_OK) return tc__fail(c, r);
+    if (c->out_into) {
+        tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a tensor (tc_copy) inside a compiled function is not supported");
+        return tc__fail(c, TC_ERR_UNSUPPORTED);
+    }
+    if (c->nin > TC__MAX_IN && !(ids = (int *)tc__scratch(sizeof(int) * (size_t)c->nin))) {
+        tc__msg(c, TC_ERR_OOM, "out of memory while tracing");
+        return tc__fail(c, TC_ERR_OOM);
+    }
+    r = TC_OK;
+    for (i = 0; i < c->nin; i++) {
+        ids[i] = tc__trace_input(tr, c->ins[i]);
+        if (c->ins[i] && ids[i] < 0) r = TC_ERR_OOM;
+    }
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_OP;
+    nd.op = c->op;
+    nd.nin = c->nin;
+    nd.in = ids;
+    nd.a = c->a;
+    nd.dt = c->odt;
+    nd.ndim = c->ondim;
+    memcpy(nd.shape, c->oshape, sizeof nd.shape);
+    nd.file = c->file;
+    nd.line = c->line;
+    if (c->op == TC__OP_FROM_DATA) {
+        /* the data is read now, as in eager mode: the graph keeps a copy */
+        size_t bytes = (size_t)tc__numel_of(c->ondim, c->oshape) * tc__dtype_sizes[c->odt];
+        void *copy = tc__scratch(bytes);
+        if (!copy || tc__graph_own(tr->g, copy)) {
+            TC_FREE(copy);
+            r = TC_ERR_OOM;
+        } else {
+            memcpy(copy, c->a.ptr, bytes);
+            nd.a.ptr = copy;
+        }
+    }
+    id = r == TC_OK ? tc__graph_add(tr->g, &nd, &fresh) : -1;
+    if (ids != ids_small) TC_FREE(ids);
+    if (id < 0 || !(out = tc__tensor_new(c->ctx))) {
+        tc__msg(c, TC_ERR_OOM, "out of memory while tracing");
+        return tc__fail(c, TC_ERR_OOM);
+    }
+    out->dtype = c->odt;
+    out->ndim = c->ondim;
+    memcpy(out->shape, c->oshape, sizeof out->shape);
+    if (c->is_view) {
+        memcpy(out->strides, c->ostrides, sizeof out->strides);
+        out->offset = c->ooffset;
+    } else {
+        tc__contig_strides(out->ndim, out->shape, out->strides);
+    }
+    out->lazy = id + 1;
+    return out;
+}
+
+/* ---- executing a graph on the eager kernels ------------------------------ */
+
+/* Runs g with its inputs bound; vals[i] receives node i's value for every
+ * node with keep[i] set (others are freed after their last use).  Returns
+ * TC_OK or the first error (*err_t then holds the errored tensor). */
+TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, const char *keep,
+                                tc_tensor **vals, tc_tensor **err_t) {
+    int *uses = (int *)tc__scratch(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    tc__trace *saved = ctx->trace;
+    int i, k;
+    tc_result r = TC_OK;
+    *err_t = NULL;
+    if (!uses) return TC_ERR_OOM;
+    memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
+    for (i = 0; i < g->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
+    memset(vals, 0, sizeof(tc_tensor *) * (size_t)g->n);
+    ctx->trace = NULL; /* the kernels run eagerly */
+    for (i = 0; i < g->n && r == TC_OK; i++) {
+        const tc__node *nd = &g->nodes[i];
+        if (nd->kind == TC__NODE_INPUT) vals[i] = inputs[nd->a.i[0]];
+        else if (nd->kind == TC__NODE_PARAM) vals[i] = nd->param;
+        else {
+            tc__call c;
+            tc_tensor *small[TC__MAX_IN], **ins = small;
+            tc__call_init(&c, ctx, nd->op, nd->file, nd->line);
+            c.a = nd->a;
+            c.nin = nd->nin;
+            c.optional = ~0u;
+            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)nd->nin))) {
+                r = TC_ERR_OOM;
+                break;
+            }
+            for (k = 0; k < nd->nin; k++) ins[k] = nd->in[k] >= 0 ? vals[nd->in[k]] : NULL;
+            if (nd->nin <= TC__MAX_IN) memcpy(c.in, ins, sizeof(tc_tensor *) * (size_t)nd->nin);
+            else c.ins = ins;
+            vals[i] = tc__run(&c);
+            if (ins != small) TC_FREE(ins);
+            if (vals[i]->status != TC_OK) {
+                r = vals[i]->status;
+                *err_t = vals[i];
+                vals[i] = NULL;
+                break;
+            }
+            vals[i]->is_wrapped = nd->wrapped;
+        }
+        /* free op values after their last use (leaves are borrowed) */
+        for (k = 0; k < nd->nin; k++) {
+            int j = nd->in[k];
+            if (j >= 0 && --uses[j] == 0 && !keep[j] && g->nodes[j].kind == TC__NODE_OP) {
+                tc_free(vals[j]);
+                vals[j] = NULL;
+            }
+        }
+    }
+    if (r != TC_OK)
+        for (i = 0; i < g->n; i++)
+            if (vals[i] && g->nodes[i].kind == TC__NODE_OP) {
+                tc_free(vals[i]);
+                vals[i] = NULL;
+            }
+    ctx->trace = saved;
+    TC_FREE(uses);
+    return r;
+}
+
+/* ---- graph breaks -------------------------------------------------------------- */
+
+TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int line) {
+    tc__break *b = (tc__break *)TC_REALLOC(f->breaks, sizeof(tc__break) * (size_t)(f->nbreaks + 1));
+    if (!b) return;
+    f->breaks = b;
+    b += f->nbreaks++;
+    snprintf(b->reason, sizeof b->reason, "%s", what);
+    b->file = file;
+    b->line = line;
+    if (f->logs & TC__LOG_BREAKS)
+        tc__log(f->ctx, TC_LOG_WARN, "graph break: %s at %s:%d", what, file ? file : "?", line);
+}
+
+/* Executes the pending segment and turns every live traced tensor of the
+ * context concrete; tracing then continues in a fresh segment. */
+TC__FN tc_result tc__trace_flush(tc__trace *tr) {
+    tc_ctx *ctx = tr->f->ctx;
+    tc__graph *g = tr->g;
+    tc_tensor **vals = NULL, *err_t = NULL;
+    char *keep = NULL;
+    tc_result r = TC_OK;
+    int d;
+    if (g->n == 0) return TC_OK;
+    vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)g->n);
+    keep = (char *)tc__scratch((size_t)g->n);
+    if (!vals || !keep) r = TC_ERR_OOM;
+    if (r == TC_OK) {
+        memset(keep, 1, (size_t)g->n); /* any node may be held by the user */
+        r = tc__graph_exec(ctx, g, tr->inputs, keep, vals, &err_t);
+    }
+    if (r == TC_OK) {
+        for (d = 0; d <= ctx->depth; d++) {
+            tc_tensor *t;
+            for (t = ctx->scope_head[d]; t; t = t->next) {
+                tc_tensor *v;
+                if (!t->lazy) continue;
+                v = vals[t->lazy - 1];
+                t->lazy = 0;
+                t->st = v->st;
+                v->st->refs++;
+                memcpy(t->strides, v->strides, sizeof t->strides);
+                t->offset = v->offset;
+            }
+        }
+    } else {
+        tr->failed = 1;
+        tr->status = r;
+    }
+    if (vals && r == TC_OK) {
+        int i;
+        for (i = 0; i < g->n; i++)
+            if (vals[i] && g->nodes[i].kind == TC__NODE_OP) tc_free(vals[i]);
+    }
+    if (err_t) tc_free(err_t);
+    TC_FREE(vals);
+    TC_FREE(keep);
+    /* a new segment: the old graph's values now live in concrete tensors */
+    {
+        tc__graph *ng = tc__graph_new();
+        if (!ng) {
+            tr->failed = 1;
+            tr->status = TC_ERR_OOM;
+            return TC_ERR_OOM;
+        }
+        tc__graph_free(g);
+        tr->g = ng;
+    }
+    return r;
+}
+
+/* Called by every host read of tensor data.  Outside tracing it does
+ * nothing.  While tracing, a read is a graph break: under fullgraph it is an
+ * error (returns nonzero, the function's error names the read's call site);
+ * otherwise the pending segment runs and the data becomes readable. */
+TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line) {
+    tc__trace *tr = t && t->ctx ? t->ctx->trace : NULL;
+    tc_fn *f;
+    char reason[160];
+    if (!tr) return 0;
+    f = tr->f;
+    snprintf(reason, sizeof reason, "%s reads tensor data", what);
+    tr->breaks++;
+    tc__fn_note_break(f, reason, file, line);
+    if (f->fullgraph) {
+        if (!tr->failed)
+            snprintf(f->err, sizeof f->err, "fullgraph: graph break in compiled function (%s:%d): %s (%s:%d)",
+                     f->file ? f->file : "?", f->line, reason, file ? file : "?", line);
+        tr->failed = 1;
+        tr->status = TC_ERR_STATE;
+        return -1;
+    }
+    return tc__trace_flush(tr) == TC_OK ? 0 : -1;
+}
+
+TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
+    tc_tensor probe;
+    if (!ctx || !ctx->trace) return;
+    memset(&probe, 0, sizeof probe);
+    probe.ctx = ctx;
+    (void)tc__host_access(&probe, "tc_graph_break", file, line);
+}
+
+/* ---- compile, guards, call -------------------------------------------------- */
+
+TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
+                           tc_mode default_mode, int default_fullgraph, const char *file, int line) {
+    tc_fn *f;
+    tc_compile_options o;
+    if (!ctx || !fn) return NULL;
+    f = (tc_fn *)TC_MALLOC(sizeof *f);
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    if (opts) o = *opts;
+    else memset(&o, 0, sizeof o);
+    f->ctx = ctx;
+    f->fn = fn;
+    f->user = user;
+    f->mode = o.mode != TC_MODE_FROM_FLAGS ? o.mode : default_mode;
+    if (f->mode < TC_MODE_DEFAULT || f->mode > TC_MODE_MAX_AUTOTUNE) f->mode = TC_MODE_DEFAULT;
+    f->fullgraph = o.fullgraph > 0 ? 1 : o.fullgraph < 0 ? 0 : default_fullgraph != 0;
+    f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
+    f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
+    f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
+    f->file = file;
+    f->line = line;
+    f->logs = tc__logs_from_env();
+    return f;
+}
+
+TCDEF void tc_fn_free(tc_fn *f) {
+    int i;
+    if (!f) return;
+    for (i = 0; i < f->nentries; i++) {
+        tc__graph_free(f->entries[i].g);
+        TC_FREE(f->entries[i].ins);
+    }
+    TC_FREE(f->entries);
+    TC_FREE(f->breaks);
+    TC_FREE(f);
+}
+
+TCDEF const char *tc_fn_error(const tc_fn *f) { return f ? f->err : "tcompile: NULL function"; }
+
+/* Checks entry e's guards against the inputs; on a miss writes why. */
+TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, char *why, size_t cap) {
+    int i, d;
+    for (i = 0; i < f->nin; i++) {
+        const tc__in_guard *gd = &e->ins[i];
+        const tc_tensor *t = in[i];
+        if (t->dtype != gd->dt) {
+            snprintf(why, cap, "input %d dtype %s != %s", i, tc__dtype_names[t->dtype], tc__dtype_names[gd->dt]);
+            return 0;
+        }
+        if (t->ndim != gd->ndim) {
+            snprintf(why, cap, "input %d rank %d != %d", i, t->ndim, gd->ndim);
+            return 0;
+        }
+        for (d = 0; d < t->ndim; d++) {
+            if (t->shape[d] != gd->shape[d]) {
+                snprintf(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
+                         (long long)gd->shape[d]);
+                return 0;
+            }
+            if (t->shape[d] > 1 && t->strides[d] != gd->strides[d]) {
+                snprintf(why, cap, "input %d stride of dim %d: %lld != %lld", i, d, (long long)t->strides[d],
+                         (long long)gd->strides[d]);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Moves outputs made in the call's own scope out to the caller's (an output
+ * that is an input or parameter stays where it is). */
+TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (outputs[i] && !outputs[i]->is_sentinel && outputs[i]->scope == ctx->depth) tc_keep(outputs[i]);
+}
+
+/* Runs a cached graph: no call to the user's function. */
+TC__FN tc_result tc__replay(tc_fn *f, const tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
+    const tc__graph *g = e->g;
+    tc_tensor **vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)(g->n ? g->n : 1)), *err_t;
+    char *keep = (char *)tc__scratch((size_t)(g->n ? g->n : 1));
+    tc_result r;
+    int i;
+    if (!vals || !keep) {
+        TC_FREE(vals);
+        TC_FREE(keep);
+        return TC_ERR_OOM;
+    }
+    memset(keep, 0, (size_t)(g->n ? g->n : 1));
+    for (i = 0; i < g->nout; i++) keep[g->outputs[i]] = 1;
+    r = tc__graph_exec(f->ctx, g, inputs, keep, vals, &err_t);
+    for (i = 0; i < f->nout; i++) {
+        const tc__node *nd = &g->nodes[g->outputs[i]];
+        if (r != TC_OK) outputs[i] = err_t;
+        else if (nd->kind == TC__NODE_OP) outputs[i] = vals[g->outputs[i]];
+        else outputs[i] = tc_clone_at(f->ctx, vals[g->outputs[i]], nd->file, nd->line);
+    }
+    if (r != TC_OK) snprintf(f->err, sizeof f->err, "%s", tc_error(err_t));
+    TC_FREE(vals);
+    TC_FREE(keep);
+    return r;
+}
+
+/* Traces one call: returns the new cache entry's graph in *gout (NULL when
+ * the trace had breaks) and fills outputs with this call's results. */
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout) {
+    tc_ctx *ctx = f->ctx;
+    tc__trace tr;
+    tc_tensor **lazy_in = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)f->nin);
+    int i, fresh;
+    tc_result r = TC_OK;
+    *gout = NULL;
+    memset(&tr, 0, sizeof tr);
+    tr.f = f;
+    tr.inputs = inputs;
+    tr.g = tc__graph_new();
+    if (!lazy_in || !tr.g) {
+        TC_FREE(lazy_in);
+        tc__graph_free(tr.g);
+        return TC_ERR_OOM;
+    }
+    tc_scope_begin(ctx); /* the trace's tensors; outputs are kept out of it */
+    for (i = 0; i < f->nin && r == TC_OK; i++) {
+        tc__node nd;
+        tc_tensor *t = tc__tensor_new(ctx);
+        if (!t) {
+            r = TC_ERR_OOM;
+            break;
+        }
+        memset(&nd, 0, sizeof nd);
+        nd.kind = TC__NODE_INPUT;
+        nd.a.i[0] = i;
+        nd.dt = inputs[i]->dtype;
+        nd.ndim = inputs[i]->ndim;
+        memcpy(nd.shape, inputs[i]->shape, sizeof nd.shape);
+        nd.in = nd.in_small;
+        t->dtype = inputs[i]->dtype;
+        t->ndim = inputs[i]->ndim;
+        memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
+        memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
+        t->offset = 0; /* a traced input views its own storage from the start */
+        t->lazy = tc__graph_add(tr.g, &nd, &fresh) + 1;
+        if (t->lazy == 0) r = TC_ERR_OOM;
+        lazy_in[i] = t;
+    }
+    for (i = 0; i < f->nout; i++) outputs[i] = NULL;
+    if (r == TC_OK) {
+        ctx->trace = &tr;
+        f->fn(ctx, f->user, lazy_in, outputs);
+        ctx->trace = NULL;
+        if (tr.failed) r = tr.status;
+    }
+    for (i = 0; r == TC_OK && i < f->nout; i++) {
+        if (!outputs[i]) {
+            snprintf(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
+                     f->line, i);
+            r = TC_ERR_NULL;
+        } else if (outputs[i]->status != TC_OK) {
+            snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            r = outputs[i]->status;
+        }
+    }
+    if (r == TC_OK) {
+        /* the final segment: its outputs are the function's outputs */
+        tr.g->nout = f->nout;
+        tr.g->outputs = (int *)tc__scratch(sizeof(int) * (size_t)f->nout);
+        if (!tr.g->outputs) r = TC_ERR_OOM;
+        for (i = 0; r == TC_OK && i < f->nout; i++)
+            tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
+        if (r == TC_OK && tc__pass_dce(tr.g) < 0) r = TC_ERR_OOM;
+    }
+    if (r == TC_OK) {
+        tc__entry e;
+        memset(&e, 0, sizeof e);
+        e.g = tr.g;
+        if (f->logs & TC__LOG_GRAPH) {
+            size_t need = tc__graph_print(tr.g, NULL, 0) + 1;
+            char *txt = (char *)tc__scratch(need);
+            if (txt) {
+                tc__graph_print(tr.g, txt, need);
+                tc__log(ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
+                TC_FREE(txt);
+            }
+        }
+        /* run the final segment for this call's results (fresh tensors) */
+        r = tc__replay(f, &e, inputs, outputs);
+        if (r == TC_OK && tr.breaks == 0) {
+            *gout = tr.g;
+            tr.g = NULL;
+        }
+    } else {
+        if (f->err[0] == 0) snprintf(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
+        for (i = 0; i < f->nout; i++)
+            if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
+    }
+    tc__hand_out(ctx, outputs, f->nout); /* results and errors alike, as an op's */
+    tc_scope_end(ctx);
+    tc__graph_free(tr.g);
+    TC_FREE(lazy_in);
+    return r;
+}
+
+TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
+    tc_ctx *ctx;
+    tc__entry *e = NULL;
+    tc__graph *g = NULL;
+    char why[160] = "";
+    tc_result r;
+    int i;
+    if (!f) return TC_ERR_NULL;
+    ctx = f->ctx;
+    f->err[0] = 0;
+    if (!inputs || !outputs) {
+        snprintf(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
+        return TC_ERR_NULL;
+    }
+    if (ctx->trace) {
+        snprintf(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        return TC_ERR_STATE;
+    }
+    for (i = 0; i < f->nin; i++) {
+        if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
+            snprintf(f->err, sizeof f->err, "tc_call: input %d is %s", i,
+                     !inputs[i] ? "NULL" : inputs[i]->status != TC_OK ? tc_error(inputs[i])
+                                         : inputs[i]->ctx != ctx      ? "from another context"
+                                                                      : "a traced value");
+            for (r = TC_ERR_INVALID_ARG, i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
+            return r;
+        }
+    }
+    if (!tc__try_enter(&f->busy)) {
+        snprintf(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
+        return TC_ERR_STATE;
+    }
+    f->calls++;
+    for (i = 0; i < f->nentries; i++)
+        if (tc__guards_match(f, &f->entries[i], inputs, why, sizeof why)) {
+            e = &f->entries[i];
+            break;
+        }
+    if (e && f->logs & TC__LOG_GUARDS) tc__log(ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
+    if (e && e->g) {
+        tc_scope_begin(ctx);
+        r = tc__replay(f, e, inputs, outputs);
+        tc__hand_out(ctx, outputs, f->nout);
+        tc_scope_end(ctx);
+        f->cached_calls++;
+    } else if (e || f->nentries >= f->limit) {
+        /* a signature whose trace had breaks, or past the recompile limit */
+        if (!e)
+            tc__log(ctx, TC_LOG_WARN, "compiled function (%s:%d) hit the recompile limit (%d); running eagerly (%s)",
+                    f->file ? f->file : "?", f->line, f->limit, why);
+        tc_scope_begin(ctx);
+        f->fn(ctx, f->user, inputs, outputs);
+        r = TC_OK;
+        for (i = 0; i < f->nout; i++) {
+            if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
+            else if (outputs[i]->status != TC_OK && r == TC_OK) {
+                r = outputs[i]->status;
+                snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            }
+        }
+        tc__hand_out(ctx, outputs, f->nout);
+        tc_scope_end(ctx);
+        f->eager_calls++;
+    } else {
+        if (f->nentries > 0) {
+            f->recompiles++;
+            if (f->logs & TC__LOG_RECOMPILES)
+                tc__log(ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
+        }
+        r = tc__trace_call(f, inputs, outputs, &g);
+        if (r == TC_OK) {
+            tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
+            tc__in_guard *ins = (tc__in_guard *)tc__scratch(sizeof(tc__in_guard) * (size_t)f->nin);
+            if (ne) f->entries = ne;
+            if (!ne || !ins) {
+                TC_FREE(ins);
+                tc__graph_free(g); /* results are fine; the cache just misses */
+            } else {
+                for (i = 0; i < f->nin; i++) {
+                    ins[i].dt = inputs[i]->dtype;
+                    ins[i].ndim = inputs[i]->ndim;
+                    memcpy(ins[i].shape, inputs[i]->shape, sizeof ins[i].shape);
+                    memcpy(ins[i].strides, inputs[i]->strides, sizeof ins[i].strides);
+                }
+                ne[f->nentries].ins = ins;
+                ne[f->nentries].g = g;
+                ne[f->nentries].nparams = 0;
+                if (g)
+                    for (i = 0; i < g->n; i++) ne[f->nentries].nparams += g->nodes[i].kind == TC__NODE_PARAM;
+                f->nentries++;
+            }
+        }
+    }
+    tc__leave(&f->busy);
+    return r;
+}
+
+TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
+    tc_explain_info in;
+    int i, k;
+    size_t n = 0;
+    static const char *const modes[] = {"default", "default", "reduce-overhead", "max-autotune"};
+    if (!f) return TC_ERR_NULL;
+    memset(&in, 0, sizeof in);
+    in.mode = f->mode;
+    in.fullgraph = f->fullgraph;
+    in.graph_breaks = f->nbreaks;
+    in.recompiles = f->recompiles;
+    in.calls = f->calls;
+    in.cached_calls = f->cached_calls;
+    in.eager_calls = f->eager_calls;
+    for (i = 0; i < f->nentries; i++) {
+        const tc__graph *g = f->entries[i].g;
+        in.guards += f->nin * 3 + f->entries[i].nparams;
+        if (!g) continue;
+        in.graphs++;
+        for (k = 0; k < g->n; k++) {
+            if (g->nodes[k].kind != TC__NODE_OP) continue;
+            in.ops++;
+            in.kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+        }
+    }
+    if (info) *info = in;
+    if (!text || cap == 0) return TC_OK;
+#define TC__W_(...)                                                                     \
+    do {                                                                                \
+        int w_ = snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__);                \
+        if (w_ > 0) n += (size_t)w_;                                                    \
+        if (n >= cap) n = cap - 1;                                                      \
+    } while (0)
+    TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
+           f->fullgraph ? ", fullgraph" : "");
+    TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
+           in.kernels, in.guards, in.recompiles, in.graph_breaks);
+    TC__W_("  calls %d (cached %d, eager %d)\n", in.calls, in.cached_calls, in.eager_calls);
+    for (i = 0; i < f->nbreaks; i++)
+        TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
+               f->breaks[i].line);
+    for (i = 0; i < f->nentries; i++) {
+        const tc__entry *e = &f->entries[i];
+        TC__W_("  entry %d guards:", i);
+        for (k = 0; k < f->nin; k++) {
+            char shp[96];
+            tc__shape_str(e->ins[k].ndim, e->ins[k].shape, shp, sizeof shp);
+            TC__W_(" in%d=%s%s", k, tc__dtype_names[e->ins[k].dt], shp);
+        }
+        TC__W_(", %d params by identity%s\n", e->nparams, e->g ? "" : " (trace had breaks: runs eagerly)");
+        if (e->g && n + 1 < cap) n += tc__graph_print(e->g, text + n, cap - n);
+        if (n >= cap) n = cap - 1;
+    }
+#undef TC__W_
+    return TC_OK;
+}
