@@ -526,7 +526,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
 /* torch.nn.functional.scaled_dot_product_attention without dropout:
  * q [..., L, E], k [..., S, E], v [..., S, Ev] (batch dims broadcast);
  * mask NULL, bool (true = attend) or float (added to the scores), broadcast
- * to [..., L, S]; is_causal keeps the top-left-aligned lower triangle;
+ * to [..., L, S] (no more dims than that); is_causal keeps the
+ * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
  * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
  * PyTorch. */
 TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);
@@ -1229,7 +1230,9 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
         tc__pool *p = ctx ? ctx->pool : NULL;
         int nparts;
         if (p && !p->busy && work >= TC_PARALLEL_MIN_WORK && n > 1) {
-            int64_t by_work = work / (TC_PARALLEL_MIN_WORK / 2);
+            /* about two threshold-halves of work per part (any threshold >= 0) */
+            int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
+            int64_t by_work = work / half;
             nparts = p->nworkers + 1;
             if ((int64_t)nparts > n) nparts = (int)n;
             if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);

@@ -402,7 +402,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
 /* torch.nn.functional.scaled_dot_product_attention without dropout:
  * q [..., L, E], k [..., S, E], v [..., S, Ev] (batch dims broadcast);
  * mask NULL, bool (true = attend) or float (added to the scores), broadcast
- * to [..., L, S]; is_causal keeps the top-left-aligned lower triangle;
+ * to [..., L, S] (no more dims than that); is_causal keeps the
+ * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
  * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
  * PyTorch. */
 TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);

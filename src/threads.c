@@ -120,7 +120,9 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
         tc__pool *p = ctx ? ctx->pool : NULL;
         int nparts;
         if (p && !p->busy && work >= TC_PARALLEL_MIN_WORK && n > 1) {
-            int64_t by_work = work / (TC_PARALLEL_MIN_WORK / 2);
+            /* about two threshold-halves of work per part (any threshold >= 0) */
+            int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
+            int64_t by_work = work / half;
             nparts = p->nworkers + 1;
             if ((int64_t)nparts > n) nparts = (int)n;
             if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);

@@ -117,5 +117,7 @@ for t in $TESTS; do
     else fail "build $t with sanitizers"; head -n 30 "$B/$t.asan.log"; fi
 done
 
+ORACLE_SANITIZE=1 run_counted "oracle vs PyTorch (ASan+UBSan)" sh tests/oracle.sh "$B/oracle_asan"
+
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
