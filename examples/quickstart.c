@@ -55,9 +55,8 @@ static tc_tensor *gpt2_forward(tc_ctx *ctx, const gpt2_block *m, tc_tensor *x) {
 
     h = tc_layer_norm(ctx, x, 1, m->ln1_w, m->ln1_b, 1e-5);
     h = tc_linear(ctx, h, m->attn_w, m->attn_b);
-    /* On error tc_split fills only qkv[0] (with the errored tensor); reusing
-     * it for k and v lets the error flow to the result like any other. */
-    if (tc_split(ctx, h, d, -1, qkv, 3) != 3) qkv[1] = qkv[2] = qkv[0];
+    /* on error every piece is the errored tensor: it flows to the result */
+    tc_split(ctx, h, d, -1, qkv, 3);
     for (i = 0; i < 3; i++) /* [B, T, d] -> [B, heads, T, d/heads]: views */
         qkv[i] = tc_transpose(ctx, tc_reshape(ctx, qkv[i], 4, heads), 1, 2);
     y = tc_scaled_dot_product_attention(ctx, qkv[0], qkv[1], qkv[2], NULL, 1, 0.0);
