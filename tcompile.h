@@ -64,6 +64,40 @@
  * directly from bindings (file may be NULL).
  *
  * ===========================================================================
+ *  COMPILING (tc_compile)
+ * ===========================================================================
+ *
+ *     static void forward(tc_ctx *ctx, void *user, tc_tensor *const *in,
+ *                         tc_tensor **out) {
+ *         const model *m = (const model *)user;
+ *         out[0] = tc_linear(ctx, tc_relu(ctx, tc_linear(ctx, in[0], m->w1, m->b1)), m->w2, m->b2);
+ *     }
+ *     tc_fn *f = tc_compile(ctx, forward, &m, NULL);   // NULL = defaults
+ *     tc_call(f, &x, &y);   // 1st call: trace + compile; later: replay
+ *
+ * The first call with a new input signature runs `forward` once on traced
+ * tensors: every op records a graph node instead of computing (same
+ * validation, same messages).  Passes then run (hash-consing gives CSE; DCE
+ * drops what the outputs do not need) and the graph executes.  Later calls
+ * whose guards match (input dtypes, shapes, strides; parameters are read by
+ * identity, in place) replay the graph WITHOUT calling `forward`: it must be
+ * a pure function of its inputs and of the tensors it reads.  A guard miss
+ * traces again (a recompile) up to compile option recompile_limit (default
+ * 8); past it new signatures run eagerly, with a log line.
+ * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
+ * explicit tc_graph_break) is a graph break: the pending graph runs, the
+ * value is returned and tracing goes on; with fullgraph it is an error that
+ * names the read's file:line.  In this version a signature whose trace had
+ * a break runs eagerly on later calls.  tc_explain reports graphs, breaks
+ * (reason, file:line), ops, kernels, guards and recompiles;
+ * TC_LOGS=graph_breaks,recompiles,guards,output_code logs them as they
+ * happen.  Modes (TC_DEFAULT_MODE / options.mode) and fullgraph
+ * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
+ * including the header and overridden per compile.  A tc_fn, like its
+ * context, serves one thread at a time; a concurrent tc_call is refused
+ * with TC_ERR_STATE.
+ *
+ * ===========================================================================
  *  DTYPES AND SEMANTICS (PyTorch's unless listed here)
  * ===========================================================================
  *
@@ -95,6 +129,9 @@
  *   TC_NO_THREADS            no thread pool: every kernel runs on the caller
  *   TC_PARALLEL_MIN_WORK     elements below which a kernel stays on one thread
  *                            (default 32768)
+ *   TC_DEFAULT_MODE          tc_compile's mode when options leave it 0
+ *                            (TC_MODE_DEFAULT / _REDUCE_OVERHEAD / _MAX_AUTOTUNE)
+ *   TC_FULLGRAPH             1: graph breaks are errors unless options say -1
  *
  * ===========================================================================
  *  WHAT IT DOES NOT DO (YET)
@@ -102,8 +139,11 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - in this version every op runs eagerly; tc_compile, fusion, the SIMD
- *     code generator and the CUDA backend are being built (see README).
+ *   - compiled graphs run node by node on the eager kernels: fusion, the
+ *     SIMD code generator, automatic dynamic shapes, reduce-overhead's static
+ *     buffers, max-autotune and the CUDA backend are being built (README);
+ *   - tc_copy (writing into a tensor) is not supported inside a compiled
+ *     function.
  *
  * ===========================================================================
  *  THREAT MODEL
