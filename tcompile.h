@@ -617,7 +617,10 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
 /* Runs f: the first call with a new signature traces and compiles, later
  * calls whose guards match run the compiled graph.  outputs[] receives new
  * tensors in the caller's current scope (errored tensors on failure, as an
- * op would give).  TC_ERR_STATE when f is already running (another thread). */
+ * op would give).  In TC_MODE_REDUCE_OVERHEAD a cached call allocates
+ * nothing: outputs[] are then owned by f and overwritten by the next call
+ * (tc_clone one to keep it; tc_free ignores them).  TC_ERR_STATE when f is
+ * already running (another thread). */
 TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs);
 TCDEF const char *tc_fn_error(const tc_fn *f);   /* "" when the last call was OK */
 TCDEF void tc_fn_free(tc_fn *f);
@@ -632,6 +635,7 @@ typedef struct tc_explain_info {
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int calls, cached_calls, eager_calls;
+    int64_t arena_bytes;     /* planned intermediates of the largest graph  */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -733,6 +737,7 @@ struct tc_tensor {
 
 typedef struct tc__pool tc__pool;
 typedef struct tc__trace tc__trace;
+typedef struct tc__scratch_cache tc__scratch_cache;
 
 struct tc_ctx {
     tc_ctx_options opts;
@@ -745,6 +750,8 @@ struct tc_ctx {
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
+    tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
+                                       reduce-overhead program runs        */
 };
 
 #ifdef __cplusplus
@@ -1014,8 +1021,119 @@ TC__FN void *tc__alloc_aligned(size_t bytes, void **raw) {
     return p + ((TC__ALIGN - ((uintptr_t)p % TC__ALIGN)) % TC__ALIGN);
 }
 
-/* Scratch buffers for kernels (not tensors): plain hooks, freed by caller. */
-TC__FN void *tc__scratch(size_t bytes) { return TC_MALLOC(bytes ? bytes : 1); }
+/* Scratch buffers for kernels (not tensors).  Each block carries a header
+ * naming the cache it came from (or none), so tc__scratch_put needs no
+ * context.  While a context has a cache (a reduce-overhead program runs),
+ * blocks are reused across calls: after warm-up a call allocates nothing. */
+#define TC__SCRATCH_SLOTS 32
+#define TC__SCRATCH_HDR 16
+
+/* Plain allocation that never asks for 0 bytes (freed with TC_FREE). */
+TC__FN void *tc__malloc(size_t bytes) { return TC_MALLOC(bytes ? bytes : 1); }
+
+struct tc__scratch_cache {
+    void *blk[TC__SCRATCH_SLOTS];   /* user pointers (after the header) */
+    size_t size[TC__SCRATCH_SLOTS];
+    int used[TC__SCRATCH_SLOTS];
+#ifndef TC_NO_THREADS
+    tc__mutex mu;                   /* kernels ask from worker threads too */
+#endif
+};
+
+TC__FN void tc__cache_lock(tc__scratch_cache *c) {
+#ifndef TC_NO_THREADS
+    tc__mutex_lock(&c->mu);
+#else
+    (void)c;
+#endif
+}
+TC__FN void tc__cache_unlock(tc__scratch_cache *c) {
+#ifndef TC_NO_THREADS
+    tc__mutex_unlock(&c->mu);
+#else
+    (void)c;
+#endif
+}
+
+TC__FN void *tc__scratch_raw(tc__scratch_cache *owner, size_t bytes) {
+    char *p;
+    if (bytes > (size_t)-1 - TC__SCRATCH_HDR) return NULL;
+    p = (char *)TC_MALLOC(bytes + TC__SCRATCH_HDR);
+    if (!p) return NULL;
+    memcpy(p, &owner, sizeof owner);
+    return p + TC__SCRATCH_HDR;
+}
+
+TC__FN void *tc__scratch_get(tc_ctx *ctx, size_t bytes) {
+    tc__scratch_cache *c = ctx ? ctx->scratch : NULL;
+    int i, best = -1, empty = -1, victim = -1;
+    void *p;
+    if (!c) return tc__scratch_raw(NULL, bytes);
+    tc__cache_lock(c);
+    for (i = 0; i < TC__SCRATCH_SLOTS; i++) {
+        if (!c->blk[i]) {
+            if (empty < 0) empty = i;
+        } else if (!c->used[i]) {
+            if (c->size[i] >= bytes && (best < 0 || c->size[i] < c->size[best])) best = i;
+            if (victim < 0 || c->size[i] < c->size[victim]) victim = i;
+        }
+    }
+    if (best >= 0) {
+        c->used[best] = 1;
+        tc__cache_unlock(c);
+        return c->blk[best];
+    }
+    if (empty < 0 && victim >= 0) { /* too small to reuse: replace it */
+        TC_FREE((char *)c->blk[victim] - TC__SCRATCH_HDR);
+        c->blk[victim] = NULL;
+        empty = victim;
+    }
+    p = tc__scratch_raw(empty >= 0 ? c : NULL, bytes);
+    if (p && empty >= 0) {
+        c->blk[empty] = p;
+        c->size[empty] = bytes;
+        c->used[empty] = 1;
+    }
+    tc__cache_unlock(c);
+    return p;
+}
+
+TC__FN void tc__scratch_put(void *p) {
+    tc__scratch_cache *c;
+    int i;
+    if (!p) return;
+    memcpy(&c, (char *)p - TC__SCRATCH_HDR, sizeof c);
+    if (c) {
+        tc__cache_lock(c);
+        for (i = 0; i < TC__SCRATCH_SLOTS; i++)
+            if (c->blk[i] == p) c->used[i] = 0;
+        tc__cache_unlock(c);
+        return;
+    }
+    TC_FREE((char *)p - TC__SCRATCH_HDR);
+}
+
+TC__FN tc__scratch_cache *tc__cache_new(void) {
+    tc__scratch_cache *c = (tc__scratch_cache *)TC_MALLOC(sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+#ifndef TC_NO_THREADS
+    tc__mutex_init(&c->mu);
+#endif
+    return c;
+}
+
+/* Frees the cache and every block (none may be in use). */
+TC__FN void tc__cache_free(tc__scratch_cache *c) {
+    int i;
+    if (!c) return;
+    for (i = 0; i < TC__SCRATCH_SLOTS; i++)
+        if (c->blk[i]) TC_FREE((char *)c->blk[i] - TC__SCRATCH_HDR);
+#ifndef TC_NO_THREADS
+    tc__mutex_destroy(&c->mu);
+#endif
+    TC_FREE(c);
+}
 
 TC__FN char *tc__strdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -1041,6 +1159,15 @@ TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape) {
     for (i = 0; i < ndim; i++)
         if (shape[i] < 0 || tc__mul_ov(n, shape[i], &n)) return -1;
     return n;
+}
+
+/* snprintf that may truncate by design (messages into fixed buffers). */
+TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- logging ------------------------------------------------------------- */
@@ -2826,7 +2953,7 @@ TC__FN char *tc__as_dtype(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, int64_t 
         memcpy(st, t->strides, sizeof t->strides);
         return tc__base(t);
     }
-    buf = (char *)tc__scratch((size_t)n * tc__dtype_sizes[dt]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)n * tc__dtype_sizes[dt]);
     if (!buf) return NULL;
     *owned = buf;
     tc__contig_strides(t->ndim, t->shape, st);
@@ -2840,7 +2967,7 @@ TC__FN char *tc__contig_as(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, void **
     char *buf;
     *owned = NULL;
     if (t->dtype == dt && tc__contig(t)) return tc__base(t);
-    buf = (char *)tc__scratch((size_t)tc__numel(t) * tc__dtype_sizes[dt]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)tc__numel(t) * tc__dtype_sizes[dt]);
     if (!buf) return NULL;
     *owned = buf;
     tc__contig_strides(t->ndim, t->shape, st);
@@ -2894,7 +3021,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     if (src->st == dst->st) {
         /* src may overlap dst (a view of it): read it all before writing */
         size_t bytes = (size_t)tc__numel(src) * tc__dtype_sizes[src->dtype];
-        tmp = tc__scratch(bytes);
+        tmp = tc__scratch_get(c->ctx, bytes);
         if (!tmp) return tc__msg(c, TC_ERR_OOM, "out of memory");
         tc__contig_strides(src->ndim, src->shape, st);
         tc__copy_into(c->ctx, (char *)tmp, src->dtype, src->ndim, src->shape, st, sp, src->dtype, src->ndim,
@@ -2903,7 +3030,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     }
     tc__copy_into(c->ctx, tc__base(dst), dst->dtype, dst->ndim, dst->shape, dst->strides, sp, src->dtype, src->ndim,
                   src->shape, st);
-    TC_FREE(tmp);
+    tc__scratch_put(tmp);
     return TC_OK;
 }
 
@@ -3032,7 +3159,7 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
     tc__iter it;
     tc_result r = TC_OK;
     if (!xp) return tc__msg(c, TC_ERR_OOM, "out of memory");
-    op = out->dtype == ct ? tc__base(out) : (char *)(oown = tc__scratch((size_t)tc__numel(out) * 4));
+    op = out->dtype == ct ? tc__base(out) : (char *)(oown = tc__scratch_get(c->ctx, (size_t)tc__numel(out) * 4));
     if (!op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         tc__contig_strides(out->ndim, out->shape, ost);
@@ -3044,8 +3171,8 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, op, ct, out->ndim,
                           out->shape, ost);
     }
-    TC_FREE(xown);
-    TC_FREE(oown);
+    tc__scratch_put(xown);
+    tc__scratch_put(oown);
     return r;
 }
 
@@ -3215,7 +3342,7 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
     tc_result r = TC_OK;
     tc__iter it;
     op = out->dtype == (b->compare ? TC_BOOL : ct) ? tc__base(out)
-                                                   : (char *)(oown = tc__scratch((size_t)tc__numel(out) * 4));
+                                                   : (char *)(oown = tc__scratch_get(c->ctx, (size_t)tc__numel(out) * 4));
     if (!xp || !yp || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         tc__contig_strides(out->ndim, out->shape, ost);
@@ -3228,9 +3355,9 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, op, ct, out->ndim,
                           out->shape, ost);
     }
-    TC_FREE(xown);
-    TC_FREE(yown);
-    TC_FREE(oown);
+    tc__scratch_put(xown);
+    tc__scratch_put(yown);
+    tc__scratch_put(oown);
     return r;
 }
 
@@ -3314,8 +3441,8 @@ TC__FN tc_result tc__run_where(tc__call *c, tc_tensor *out) {
         tc__iter_operand(&it, bp, es, b->ndim, b->shape, bst);
         tc__iter_run(c->ctx, &it, 1);
     }
-    TC_FREE(aown);
-    TC_FREE(bown);
+    tc__scratch_put(aown);
+    tc__scratch_put(bown);
     return r;
 }
 
@@ -3409,7 +3536,7 @@ TC__FN char *tc__reduce_rows(tc_ctx *ctx, const tc_tensor *x, const int64_t *mas
     for (d = 0; d < n; d++)
         if (shape[d] != 1 && st[d] != cst[d]) ok = 0;
     if (ok && x->dtype == ct) return tc__base(x);
-    buf = (char *)tc__scratch((size_t)tc__numel(x) * tc__dtype_sizes[ct]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)tc__numel(x) * tc__dtype_sizes[ct]);
     if (!buf) return NULL;
     *owned = buf;
     tc__copy_into(ctx, buf, ct, n, shape, cst, tc__base(x), x->dtype, n, shape, st);
@@ -3605,8 +3732,8 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.chunks = (nout == 1 && j.rlen >= 2 * TC__REDUCE_CHUNK && c->op != TC__OP_VAR)
                    ? (j.rlen + TC__REDUCE_CHUNK - 1) / TC__REDUCE_CHUNK
                    : 1;
-    j.res = (double *)tc__scratch(sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
-    j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
+    j.res = (double *)tc__scratch_get(c->ctx, sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
+    j.ires = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     if (!j.rows || !j.res || !j.ires) res = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         size_t nres = (size_t)(j.chunks > 1 ? j.chunks : nout);
@@ -3627,9 +3754,9 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
             tc__store(obase, out->dtype, r, v);
         }
     }
-    TC_FREE(owned);
-    TC_FREE(j.res);
-    TC_FREE(j.ires);
+    tc__scratch_put(owned);
+    tc__scratch_put(j.res);
+    tc__scratch_put(j.ires);
     return res;
 }
 
@@ -3767,7 +3894,7 @@ TC__FN tc_result tc__run_rows(tc__call *c, tc_tensor *out, int dim, tc__row_job 
         ost[n++] = out->strides[dim];
     }
     tc__contig_strides(n, shape, cst);
-    buf = direct ? (float *)tc__base(out) : (float *)tc__scratch((size_t)tc__numel(x) * sizeof(float));
+    buf = direct ? (float *)tc__base(out) : (float *)tc__scratch_get(c->ctx, (size_t)tc__numel(x) * sizeof(float));
     if (!buf) return tc__msg(c, TC_ERR_OOM, "out of memory");
     tc__copy_into(c->ctx, (char *)buf, TC_F32, n, shape, cst, tc__base(x), x->dtype, n, shape, xst);
     j->rows = buf;
@@ -3775,7 +3902,7 @@ TC__FN tc_result tc__run_rows(tc__call *c, tc_tensor *out, int dim, tc__row_job 
     if (j->rlen > 0) tc__parallel_for(c->ctx, tc__numel(x) / j->rlen, tc__numel(x) * 4, tc__rows_range, j);
     if (!direct) {
         tc__copy_into(c->ctx, tc__base(out), out->dtype, n, shape, ost, (const char *)buf, TC_F32, n, shape, cst);
-        TC_FREE(buf);
+        tc__scratch_put(buf);
     }
     return TC_OK;
 }
@@ -3840,7 +3967,7 @@ TC__FN tc_result tc__run_norm(tc__call *c, tc_tensor *out) {
     j.op = c->op;
     j.eps = (float)c->a.f[0];
     j.rlen = rlen;
-    buf = out->dtype == TC_F32 ? (float *)tc__base(out) : (float *)tc__scratch((size_t)tc__numel(x) * 4);
+    buf = out->dtype == TC_F32 ? (float *)tc__base(out) : (float *)tc__scratch_get(c->ctx, (size_t)tc__numel(x) * 4);
     j.w = c->ins[1] ? (const float *)tc__contig_as(c->ctx, c->ins[1], TC_F32, &wo) : NULL;
     j.b = c->nin > 2 && c->ins[2] ? (const float *)tc__contig_as(c->ctx, c->ins[2], TC_F32, &bo) : NULL;
     if (!buf || (c->ins[1] && !j.w) || (c->nin > 2 && c->ins[2] && !j.b)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
@@ -3859,10 +3986,10 @@ TC__FN tc_result tc__run_norm(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, 2, shape2, st2, (const char *)buf, TC_F32, 2, shape2, st2);
         }
     }
-    if ((char *)buf != tc__base(out)) TC_FREE(buf);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    if ((char *)buf != tc__base(out)) tc__scratch_put(buf);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -4085,7 +4212,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
         return 0;
     }
-    bp = (float *)tc__scratch(sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
+    bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
     if (!bp) return -1;
     for (jc = 0; jc < g->N; jc += TC__NC) {
         int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;
@@ -4113,7 +4240,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             else tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
         }
     }
-    TC_FREE(bp);
+    tc__scratch_put(bp);
     return 0;
 }
 
@@ -4293,7 +4420,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
     }
-    off = (int64_t *)tc__scratch(sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
+    off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
     memset(&ta, 0, sizeof ta);
     memset(&tb, 0, sizeof tb);
@@ -4307,7 +4434,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     tc__batch_offsets(&tb, bnd - 2, nb, bshape, nbatch, off + nbatch);
     for (d = 0; d < nbatch; d++) off[2 * nbatch + d] = (int64_t)d * g.M * g.N;
     d = tc__gemm_batched(c->ctx, &g, nbatch, off, off + nbatch, off + 2 * nbatch);
-    TC_FREE(off);
+    tc__scratch_put(off);
     return d ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
 }
 
@@ -4315,7 +4442,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
 TC__FN float *tc__out_f32(tc_tensor *out, void **owned) {
     *owned = NULL;
     if (out->dtype == TC_F32) return (float *)tc__base(out);
-    *owned = tc__scratch((size_t)tc__numel(out) * sizeof(float));
+    *owned = tc__scratch_get(out->ctx, (size_t)tc__numel(out) * sizeof(float));
     return (float *)*owned;
 }
 
@@ -4325,7 +4452,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned) {
     tc__contig_strides(out->ndim, out->shape, st);
     tc__copy_into(ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, (const char *)owned, TC_F32,
                   out->ndim, out->shape, st);
-    TC_FREE(owned);
+    tc__scratch_put(owned);
 }
 
 TC__FN tc_result tc__run_matmul(tc__call *c, tc_tensor *out) {
@@ -4356,9 +4483,9 @@ TC__FN tc_result tc__run_matmul(tc__call *c, tc_tensor *out) {
         r = tc__matmul_f32(c, ap, ash, ast, and_, bp, bsh, bst, bnd, op, (int)c->a.i[2], c->oshape, NULL, 1.0f);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(ao);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(ao);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -4418,10 +4545,10 @@ TC__FN tc_result tc__run_linear(tc__call *c, tc_tensor *out) {
         r = tc__matmul_f32(c, xp, xsh, xst, nd, wp, wsh, wst, 2, op, nd - 2, bshape, bp, 1.0f);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -4533,7 +4660,7 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
     const float *kp = (const float *)tc__as_dtype(c->ctx, k, TC_F32, kst, &ko);
     const float *vp = (const float *)tc__as_dtype(c->ctx, v, TC_F32, vst, &vo);
     const char *mp = m ? tc__as_dtype(c->ctx, m, m->dtype == TC_BOOL ? TC_BOOL : TC_F32, mst, &mo) : NULL;
-    float *scores = (float *)tc__scratch(sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
+    float *scores = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
     float *op = tc__out_f32(out, &oo);
     double scale = c->a.f[0] > 0 ? c->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
     tc_result r = TC_OK;
@@ -4576,12 +4703,12 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
         }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(qo);
-    TC_FREE(ko);
-    TC_FREE(vo);
-    TC_FREE(mo);
-    TC_FREE(scores);
+    else tc__scratch_put(oo);
+    tc__scratch_put(qo);
+    tc__scratch_put(ko);
+    tc__scratch_put(vo);
+    tc__scratch_put(mo);
+    tc__scratch_put(scores);
     return r;
 }
 
@@ -4802,7 +4929,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
         tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
     } else {
         int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-        if (!direct && !(col = (float *)tc__scratch(sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
+        if (!direct && !(col = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
         for (n = 0; r == TC_OK && n < g.N; n++)
             for (gi = 0; r == TC_OK && gi < groups; gi++) {
@@ -4837,11 +4964,11 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
             }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(col);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(col);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -4949,8 +5076,8 @@ TC__FN tc_result tc__run_pool2d(tc__call *c, tc_tensor *out) {
     if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else tc__parallel_for(c->ctx, j.g.N * j.g.C, tc__numel(out) * j.g.kh * j.g.kw, tc__pool_planes, &j);
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -5035,8 +5162,8 @@ TC__FN tc_result tc__run_adaptive(tc__call *c, tc_tensor *out) {
     if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else tc__parallel_for(c->ctx, planes, tc__numel(x), tc__adapt_planes, &j);
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -5092,7 +5219,7 @@ TC__FN tc_result tc__run_batch_norm(tc__call *c, tc_tensor *out) {
     tc__bn_job j;
     void *xo = NULL, *oo = NULL, *po[4] = {NULL, NULL, NULL, NULL};
     const float *p[4];
-    float *ss = (float *)tc__scratch(sizeof(float) * 2 * (size_t)(C > 0 ? C : 1));
+    float *ss = (float *)tc__scratch_get(c->ctx, sizeof(float) * 2 * (size_t)(C > 0 ? C : 1));
     tc_result r = TC_OK;
     int i;
     for (i = 0; i < 4; i++) p[i] = c->ins[i + 1] ? (const float *)tc__contig_as(c->ctx, c->ins[i + 1], TC_F32, &po[i]) : NULL;
@@ -5114,10 +5241,10 @@ TC__FN tc_result tc__run_batch_norm(tc__call *c, tc_tensor *out) {
         tc__parallel_for(c->ctx, x->shape[0] * C, tc__numel(x), tc__bn_planes, &j);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
-    TC_FREE(ss);
-    for (i = 0; i < 4; i++) TC_FREE(po[i]);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
+    tc__scratch_put(ss);
+    for (i = 0; i < 4; i++) tc__scratch_put(po[i]);
     return r;
 }
 
@@ -5273,11 +5400,11 @@ TC__FN int tc__split_even(tc_ctx *ctx, tc__call *c, tc_tensor *x, int dim, int64
     int64_t sizes_buf[64] = {0}, *sizes = sizes_buf, i;
     int r;
     if (count > INT_MAX) return tc__split_fail(c, tc__msg(c, TC_ERR_OVERFLOW, "too many pieces"), out, max_out);
-    if (count > 64 && !(sizes = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)count)))
+    if (count > 64 && !(sizes = (int64_t *)tc__scratch_get(ctx, sizeof(int64_t) * (size_t)count)))
         return tc__split_fail(c, tc__msg(c, TC_ERR_OOM, "out of memory"), out, max_out);
     for (i = 0; i < count; i++) sizes[i] = len - i * size < size ? len - i * size : size;
     r = tc__split_pieces(ctx, x, dim, (int)count, sizes, out, max_out, file, line);
-    if (sizes != sizes_buf) TC_FREE(sizes);
+    if (sizes != sizes_buf) tc__scratch_put(sizes);
     return r;
 }
 
@@ -5437,8 +5564,8 @@ TC__FN tc_result tc__run_embedding(tc__call *c, tc_tensor *out) {
     if (r == TC_OK)
         tc__gather_rows(tc__base(out), wp, ip, tc__numel(idx), 1, w->shape[0],
                         (size_t)w->shape[1] * tc__dtype_sizes[w->dtype]);
-    TC_FREE(io);
-    TC_FREE(wo);
+    tc__scratch_put(io);
+    tc__scratch_put(wo);
     return r;
 }
 
@@ -5477,8 +5604,8 @@ TC__FN tc_result tc__run_index_select(tc__call *c, tc_tensor *out) {
     if (ip && !xp) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     if (r == TC_OK)
         tc__gather_rows(tc__base(out), xp, ip, tc__numel(idx), outer, n, (size_t)inner * tc__dtype_sizes[x->dtype]);
-    TC_FREE(io);
-    TC_FREE(xo);
+    tc__scratch_put(io);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -5529,7 +5656,7 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
             memcpy(op + (size_t)li * es, xp + xo * (int64_t)es, es);
         });
     }
-    TC_FREE(io);
+    tc__scratch_put(io);
     return r;
 }
 
@@ -5787,6 +5914,291 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     return n;
 }
 
+/* ===== src/plan.c ===== */
+/* Memory planning and the program: a graph becomes a flat launch list whose
+ * calls are pre-bound (shape rules already applied, inputs pointing at
+ * stable tensor headers) over one arena of intermediates laid out by
+ * liveness.  Running = bind the inputs, walk the list.  In reduce-overhead
+ * mode the arena, the headers and the kernels' scratch persist, so a call
+ * after warm-up allocates nothing; in the default mode a call allocates the
+ * arena and its outputs.  The code generator plugs its kernels into the
+ * same launch list. */
+
+typedef struct tc__launch {
+    int node;
+    int is_view;               /* recompute the header; no kernel      */
+    tc__call call;             /* pre-bound; ins point at headers       */
+} tc__launch;
+
+typedef struct tc__program {
+    const tc__graph *g;
+    tc_tensor *hdr;            /* one header per node (not in any scope) */
+    tc_tensor **ref;           /* what a node's users read: a header or a param */
+    tc__storage *slice;        /* per node: its arena slice               */
+    int *root;                 /* node owning the memory a node views, -1 none */
+    int64_t *off;              /* arena offset per root node, -1 none     */
+    int *fresh;                /* default mode: outputs allocated per call */
+    size_t arena_bytes;
+    void *arena_raw;
+    char *arena;
+    int persistent;            /* reduce-overhead                         */
+    tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
+    tc__launch *launch;
+    int nlaunch;
+} tc__program;
+
+TC__FN void tc__program_free(tc__program *p) {
+    if (!p) return;
+    TC_FREE(p->hdr);
+    TC_FREE(p->ref);
+    TC_FREE(p->slice);
+    TC_FREE(p->root);
+    TC_FREE(p->off);
+    TC_FREE(p->fresh);
+    TC_FREE(p->launch);
+    TC_FREE(p->arena_raw);
+    tc__cache_free(p->cache);
+    TC_FREE(p);
+}
+
+/* Fills node i's header from its launch's shape rule (views: layout over the
+ * base's memory, recomputed per call since inputs move). */
+TC__FN void tc__view_header(tc__program *p, tc__launch *l) {
+    tc_tensor *h = &p->hdr[l->node];
+    tc_tensor *base = l->call.nin > 0 ? l->call.ins[0] : NULL;
+    tc__optable[l->call.op].shape(&l->call);
+    h->dtype = l->call.odt;
+    h->ndim = l->call.ondim;
+    memcpy(h->shape, l->call.oshape, sizeof h->shape);
+    memcpy(h->strides, l->call.ostrides, sizeof h->strides);
+    h->offset = l->call.ooffset;
+    if (base) h->st = base->st;
+}
+
+/* Greedy first-fit placement of every root buffer over its live range. */
+TC__FN void tc__plan_arena(tc__program *p, const int *last) {
+    const tc__graph *g = p->g;
+    int i, k;
+    size_t top = 0;
+    for (i = 0; i < g->n; i++) {
+        size_t bytes, at = 0;
+        int moved = 1;
+        p->off[i] = -1;
+        if (p->root[i] != i || p->fresh[i]) continue;
+        bytes = (size_t)tc__numel_of(p->hdr[i].ndim, p->hdr[i].shape) * tc__dtype_sizes[p->hdr[i].dtype];
+        bytes = (bytes + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+        /* slide past every buffer still live at i that overlaps [at, at+bytes) */
+        while (moved) {
+            moved = 0;
+            for (k = 0; k < i; k++) {
+                size_t kb;
+                if (p->off[k] < 0 || last[k] < i) continue;
+                kb = (size_t)tc__numel_of(p->hdr[k].ndim, p->hdr[k].shape) * tc__dtype_sizes[p->hdr[k].dtype];
+                kb = (kb + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+                if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
+                    at = (size_t)p->off[k] + kb;
+                    moved = 1;
+                }
+            }
+        }
+        p->off[i] = (int64_t)at;
+        if (at + bytes > top) top = at + bytes;
+    }
+    p->arena_bytes = top;
+}
+
+/* Builds the program for g traced on `inputs`.  NULL on OOM. */
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
+                                      char *err, size_t errcap) {
+    tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
+    int *last = NULL, i, k, n = g->n;
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->persistent = persistent;
+    p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
+    p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
+    p->slice = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)n);
+    p->root = (int *)tc__malloc(sizeof(int) * (size_t)n);
+    p->off = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)n);
+    p->fresh = (int *)tc__malloc(sizeof(int) * (size_t)n);
+    p->launch = (tc__launch *)tc__malloc(sizeof(tc__launch) * (size_t)n);
+    last = (int *)tc__malloc(sizeof(int) * (size_t)n);
+    if (persistent) p->cache = tc__cache_new();
+    if (!p->hdr || !p->ref || !p->slice || !p->root || !p->off || !p->fresh || !p->launch || !last ||
+        (persistent && !p->cache)) {
+        TC_FREE(last);
+        tc__program_free(p);
+        return NULL;
+    }
+    memset(p->hdr, 0, sizeof(tc_tensor) * (size_t)n);
+    memset(p->slice, 0, sizeof(tc__storage) * (size_t)n);
+    memset(p->fresh, 0, sizeof(int) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        tc_tensor *h = &p->hdr[i];
+        h->ctx = ctx;
+        h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
+        h->scope = -1;
+        p->root[i] = -1;
+        last[i] = i;
+        if (nd->kind == TC__NODE_INPUT) {
+            *h = *inputs[nd->a.i[0]];
+            h->is_sentinel = 1;
+            h->prev = h->next = NULL;
+            p->ref[i] = h;
+            continue;
+        }
+        if (nd->kind == TC__NODE_PARAM) {
+            p->ref[i] = nd->param;
+            continue;
+        }
+        {
+            tc__launch *l = &p->launch[p->nlaunch++];
+            tc__call *c = &l->call;
+            l->node = i;
+            tc__call_init(c, ctx, nd->op, nd->file, nd->line);
+            c->a = nd->a;
+            c->nin = nd->nin;
+            c->optional = ~0u;
+            if (nd->nin > TC__MAX_IN) {
+                tc__fmt(err, errcap, "op %s with %d inputs is not supported in a compiled graph yet",
+                         tc__optable[nd->op].name, nd->nin);
+                TC_FREE(last);
+                tc__program_free(p);
+                return NULL;
+            }
+            for (k = 0; k < nd->nin; k++) {
+                int j = nd->in[k];
+                c->in[k] = j >= 0 ? p->ref[j] : NULL;
+                if (j >= 0 && p->root[j] >= 0 && last[p->root[j]] < i) last[p->root[j]] = i;
+            }
+            if (tc__optable[nd->op].shape(c) != TC_OK) {
+                tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
+                TC_FREE(last);
+                tc__program_free(p);
+                return NULL;
+            }
+            l->is_view = c->is_view;
+            h->dtype = c->odt;
+            h->ndim = c->ondim;
+            memcpy(h->shape, c->oshape, sizeof h->shape);
+            p->ref[i] = h;
+            if (c->is_view) {
+                /* a view lives on its base's memory (or the user's, for wrap) */
+                int b = nd->nin > 0 && nd->in[0] >= 0 ? nd->in[0] : -1;
+                p->root[i] = b >= 0 ? p->root[b] : -1;
+                if (nd->nin == 0) {
+                    p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
+                    p->slice[i].refs = 1;
+                    h->st = &p->slice[i];
+                }
+            } else {
+                p->root[i] = i;
+                tc__contig_strides(h->ndim, h->shape, h->strides);
+                p->slice[i].refs = 1;
+                h->st = &p->slice[i];
+            }
+        }
+    }
+    /* outputs live to the end; in default mode they are fresh per call */
+    for (i = 0; i < g->nout; i++) {
+        int r = p->root[g->outputs[i]];
+        if (r < 0) continue;
+        last[r] = n;
+        if (!persistent && r == g->outputs[i]) p->fresh[r] = 1;
+    }
+    tc__plan_arena(p, last);
+    TC_FREE(last);
+    if (persistent) {
+        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
+        if (!p->arena) {
+            tc__program_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+/* Runs the program.  Default mode: outputs[] get fresh tensors in the
+ * caller's scope.  Persistent: outputs[] are the program's headers, valid
+ * until the next call.  On error *err_t holds an errored tensor. */
+TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
+                                 char *err, size_t errcap) {
+    const tc__graph *g = p->g;
+    tc__scratch_cache *saved = ctx->scratch;
+    tc_tensor **fresh_t = NULL;
+    tc_result r = TC_OK;
+    int i, k;
+    /* bind the inputs: same shapes (guarded), new memory */
+    for (i = 0; i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        if (nd->kind == TC__NODE_INPUT) {
+            const tc_tensor *in = inputs[nd->a.i[0]];
+            p->hdr[i].st = in->st;
+            p->hdr[i].offset = in->offset;
+            memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
+        }
+    }
+    if (!p->persistent) {
+        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
+        fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (!p->arena || !fresh_t) r = TC_ERR_OOM;
+        else memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
+    }
+    for (i = 0; r == TC_OK && i < g->n; i++) {
+        if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
+        if (p->fresh[i]) {
+            tc__call oc;
+            tc__call_init(&oc, ctx, g->nodes[i].op, g->nodes[i].file, g->nodes[i].line);
+            oc.odt = p->hdr[i].dtype;
+            oc.ondim = p->hdr[i].ndim;
+            memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
+            fresh_t[i] = tc__alloc_out(&oc, &r);
+            if (fresh_t[i]) p->hdr[i].st = fresh_t[i]->st;
+        }
+    }
+    ctx->scratch = p->cache;
+    for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        tc_tensor *out = &p->hdr[l->node];
+        if (l->is_view) {
+            tc__view_header(p, l);
+            continue;
+        }
+        if (tc__numel(out) == 0) continue;
+        r = tc__optable[l->call.op].run(&l->call, out);
+        if (r != TC_OK) {
+            const char *name = l->call.name ? l->call.name : tc__optable[l->call.op].name;
+            if (l->call.file) tc__fmt(err, errcap, "tc_%s (%s:%d): %s", name, l->call.file, l->call.line, l->call.msg);
+            else tc__fmt(err, errcap, "tc_%s: %s", name, l->call.msg);
+        }
+    }
+    ctx->scratch = saved;
+    for (i = 0; i < g->nout; i++) {
+        int o = g->outputs[i];
+        if (r != TC_OK) outputs[i] = NULL;
+        else if (p->persistent) outputs[i] = p->ref[o];
+        else if (p->fresh[o] && fresh_t[o]) {
+            outputs[i] = fresh_t[o];
+            fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
+        } else {
+            /* a view, input or parameter: the result must own its memory */
+            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
+        }
+    }
+    if (!p->persistent) {
+        if (fresh_t)
+            for (i = 0; i < g->n; i++)
+                if (fresh_t[i]) tc_free(fresh_t[i]);
+        TC_FREE(fresh_t);
+        TC_FREE(p->arena_raw);
+        p->arena_raw = NULL;
+        p->arena = NULL;
+    }
+    return r;
+}
+
 /* ===== src/compile.c ===== */
 /* The compiler core: tc_compile / tc_call.  A call traces the user's
  * function (every op goes through tc__run, which records a graph node instead
@@ -5814,6 +6226,7 @@ typedef struct tc__in_guard {
 typedef struct tc__entry {
     tc__in_guard *ins;
     tc__graph *g;              /* NULL when the trace had breaks (eager)  */
+    tc__program *prog;         /* built on first use                      */
     int nparams;
 } tc__entry;
 
@@ -5940,7 +6353,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
         tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a tensor (tc_copy) inside a compiled function is not supported");
         return tc__fail(c, TC_ERR_UNSUPPORTED);
     }
-    if (c->nin > TC__MAX_IN && !(ids = (int *)tc__scratch(sizeof(int) * (size_t)c->nin))) {
+    if (c->nin > TC__MAX_IN && !(ids = (int *)tc__malloc(sizeof(int) * (size_t)c->nin))) {
         tc__msg(c, TC_ERR_OOM, "out of memory while tracing");
         return tc__fail(c, TC_ERR_OOM);
     }
@@ -5963,7 +6376,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if (c->op == TC__OP_FROM_DATA) {
         /* the data is read now, as in eager mode: the graph keeps a copy */
         size_t bytes = (size_t)tc__numel_of(c->ondim, c->oshape) * tc__dtype_sizes[c->odt];
-        void *copy = tc__scratch(bytes);
+        void *copy = tc__malloc(bytes);
         if (!copy || tc__graph_own(tr->g, copy)) {
             TC_FREE(copy);
             r = TC_ERR_OOM;
@@ -5998,7 +6411,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
  * TC_OK or the first error (*err_t then holds the errored tensor). */
 TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, const char *keep,
                                 tc_tensor **vals, tc_tensor **err_t) {
-    int *uses = (int *)tc__scratch(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
     tc__trace *saved = ctx->trace;
     int i, k;
     tc_result r = TC_OK;
@@ -6021,7 +6434,7 @@ TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *cons
             c.a = nd->a;
             c.nin = nd->nin;
             c.optional = ~0u;
-            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)nd->nin))) {
+            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)nd->nin))) {
                 r = TC_ERR_OOM;
                 break;
             }
@@ -6065,7 +6478,7 @@ TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int 
     if (!b) return;
     f->breaks = b;
     b += f->nbreaks++;
-    snprintf(b->reason, sizeof b->reason, "%s", what);
+    tc__fmt(b->reason, sizeof b->reason, "%s", what);
     b->file = file;
     b->line = line;
     if (f->logs & TC__LOG_BREAKS)
@@ -6082,8 +6495,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_result r = TC_OK;
     int d;
     if (g->n == 0) return TC_OK;
-    vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)g->n);
-    keep = (char *)tc__scratch((size_t)g->n);
+    vals = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+    keep = (char *)tc__malloc((size_t)g->n);
     if (!vals || !keep) r = TC_ERR_OOM;
     if (r == TC_OK) {
         memset(keep, 1, (size_t)g->n); /* any node may be held by the user */
@@ -6139,12 +6552,12 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     char reason[160];
     if (!tr) return 0;
     f = tr->f;
-    snprintf(reason, sizeof reason, "%s reads tensor data", what);
+    tc__fmt(reason, sizeof reason, "%s reads tensor data", what);
     tr->breaks++;
     tc__fn_note_break(f, reason, file, line);
     if (f->fullgraph) {
         if (!tr->failed)
-            snprintf(f->err, sizeof f->err, "fullgraph: graph break in compiled function (%s:%d): %s (%s:%d)",
+            tc__fmt(f->err, sizeof f->err, "fullgraph: graph break in compiled function (%s:%d): %s (%s:%d)",
                      f->file ? f->file : "?", f->line, reason, file ? file : "?", line);
         tr->failed = 1;
         tr->status = TC_ERR_STATE;
@@ -6192,6 +6605,7 @@ TCDEF void tc_fn_free(tc_fn *f) {
     int i;
     if (!f) return;
     for (i = 0; i < f->nentries; i++) {
+        tc__program_free(f->entries[i].prog);
         tc__graph_free(f->entries[i].g);
         TC_FREE(f->entries[i].ins);
     }
@@ -6240,30 +6654,21 @@ TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n) {
         if (outputs[i] && !outputs[i]->is_sentinel && outputs[i]->scope == ctx->depth) tc_keep(outputs[i]);
 }
 
-/* Runs a cached graph: no call to the user's function. */
-TC__FN tc_result tc__replay(tc_fn *f, const tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
-    const tc__graph *g = e->g;
-    tc_tensor **vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)(g->n ? g->n : 1)), *err_t;
-    char *keep = (char *)tc__scratch((size_t)(g->n ? g->n : 1));
-    tc_result r;
+/* Runs a cached graph through its program (built on first use): no call to
+ * the user's function.  Errors become errored outputs, as an op's would. */
+TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
+    tc_result r = TC_OK;
     int i;
-    if (!vals || !keep) {
-        TC_FREE(vals);
-        TC_FREE(keep);
-        return TC_ERR_OOM;
+    if (!e->prog) {
+        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
+        if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
     }
-    memset(keep, 0, (size_t)(g->n ? g->n : 1));
-    for (i = 0; i < g->nout; i++) keep[g->outputs[i]] = 1;
-    r = tc__graph_exec(f->ctx, g, inputs, keep, vals, &err_t);
-    for (i = 0; i < f->nout; i++) {
-        const tc__node *nd = &g->nodes[g->outputs[i]];
-        if (r != TC_OK) outputs[i] = err_t;
-        else if (nd->kind == TC__NODE_OP) outputs[i] = vals[g->outputs[i]];
-        else outputs[i] = tc_clone_at(f->ctx, vals[g->outputs[i]], nd->file, nd->line);
+    if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
+    if (r != TC_OK) {
+        if (!f->err[0]) tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
+                                 tc_result_string(r));
+        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
     }
-    if (r != TC_OK) snprintf(f->err, sizeof f->err, "%s", tc_error(err_t));
-    TC_FREE(vals);
-    TC_FREE(keep);
     return r;
 }
 
@@ -6272,7 +6677,7 @@ TC__FN tc_result tc__replay(tc_fn *f, const tc__entry *e, tc_tensor *const *inpu
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout) {
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
-    tc_tensor **lazy_in = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)f->nin);
+    tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
     int i, fresh;
     tc_result r = TC_OK;
     *gout = NULL;
@@ -6318,18 +6723,18 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     }
     for (i = 0; r == TC_OK && i < f->nout; i++) {
         if (!outputs[i]) {
-            snprintf(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
                      f->line, i);
             r = TC_ERR_NULL;
         } else if (outputs[i]->status != TC_OK) {
-            snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             r = outputs[i]->status;
         }
     }
     if (r == TC_OK) {
         /* the final segment: its outputs are the function's outputs */
         tr.g->nout = f->nout;
-        tr.g->outputs = (int *)tc__scratch(sizeof(int) * (size_t)f->nout);
+        tr.g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
             tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
@@ -6341,21 +6746,24 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         e.g = tr.g;
         if (f->logs & TC__LOG_GRAPH) {
             size_t need = tc__graph_print(tr.g, NULL, 0) + 1;
-            char *txt = (char *)tc__scratch(need);
+            char *txt = (char *)tc__malloc(need);
             if (txt) {
                 tc__graph_print(tr.g, txt, need);
                 tc__log(ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
                 TC_FREE(txt);
             }
         }
-        /* run the final segment for this call's results (fresh tensors) */
-        r = tc__replay(f, &e, inputs, outputs);
+        /* run the final segment for this call's results with a throwaway
+         * non-persistent program (fresh outputs); the cached entry builds
+         * its own program, persistent in reduce-overhead, on its first replay */
+        r = tc__replay(f, &e, inputs, outputs, 0);
+        tc__program_free(e.prog);
         if (r == TC_OK && tr.breaks == 0) {
             *gout = tr.g;
             tr.g = NULL;
         }
     } else {
-        if (f->err[0] == 0) snprintf(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
+        if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
     }
@@ -6377,16 +6785,16 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     ctx = f->ctx;
     f->err[0] = 0;
     if (!inputs || !outputs) {
-        snprintf(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
+        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
         return TC_ERR_NULL;
     }
     if (ctx->trace) {
-        snprintf(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
         return TC_ERR_STATE;
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
-            snprintf(f->err, sizeof f->err, "tc_call: input %d is %s", i,
+            tc__fmt(f->err, sizeof f->err, "tc_call: input %d is %s", i,
                      !inputs[i] ? "NULL" : inputs[i]->status != TC_OK ? tc_error(inputs[i])
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
@@ -6395,7 +6803,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         }
     }
     if (!tc__try_enter(&f->busy)) {
-        snprintf(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
+        tc__fmt(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
         return TC_ERR_STATE;
     }
     f->calls++;
@@ -6407,7 +6815,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     if (e && f->logs & TC__LOG_GUARDS) tc__log(ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
     if (e && e->g) {
         tc_scope_begin(ctx);
-        r = tc__replay(f, e, inputs, outputs);
+        r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
         tc__hand_out(ctx, outputs, f->nout);
         tc_scope_end(ctx);
         f->cached_calls++;
@@ -6423,7 +6831,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
             if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
             else if (outputs[i]->status != TC_OK && r == TC_OK) {
                 r = outputs[i]->status;
-                snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+                tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             }
         }
         tc__hand_out(ctx, outputs, f->nout);
@@ -6438,7 +6846,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         r = tc__trace_call(f, inputs, outputs, &g);
         if (r == TC_OK) {
             tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
-            tc__in_guard *ins = (tc__in_guard *)tc__scratch(sizeof(tc__in_guard) * (size_t)f->nin);
+            tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
             if (ne) f->entries = ne;
             if (!ne || !ins) {
                 TC_FREE(ins);
@@ -6452,6 +6860,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 }
                 ne[f->nentries].ins = ins;
                 ne[f->nentries].g = g;
+                ne[f->nentries].prog = NULL;
                 ne[f->nentries].nparams = 0;
                 if (g)
                     for (i = 0; i < g->n; i++) ne[f->nentries].nparams += g->nodes[i].kind == TC__NODE_PARAM;
@@ -6482,6 +6891,8 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.guards += f->nin * 3 + f->entries[i].nparams;
         if (!g) continue;
         in.graphs++;
+        if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
+            in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         for (k = 0; k < g->n; k++) {
             if (g->nodes[k].kind != TC__NODE_OP) continue;
             in.ops++;
@@ -6500,7 +6911,8 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
-    TC__W_("  calls %d (cached %d, eager %d)\n", in.calls, in.cached_calls, in.eager_calls);
+    TC__W_("  calls %d (cached %d, eager %d), intermediates arena %lld bytes\n", in.calls, in.cached_calls,
+           in.eager_calls, (long long)in.arena_bytes);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

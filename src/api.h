@@ -453,7 +453,10 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
 /* Runs f: the first call with a new signature traces and compiles, later
  * calls whose guards match run the compiled graph.  outputs[] receives new
  * tensors in the caller's current scope (errored tensors on failure, as an
- * op would give).  TC_ERR_STATE when f is already running (another thread). */
+ * op would give).  In TC_MODE_REDUCE_OVERHEAD a cached call allocates
+ * nothing: outputs[] are then owned by f and overwritten by the next call
+ * (tc_clone one to keep it; tc_free ignores them).  TC_ERR_STATE when f is
+ * already running (another thread). */
 TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs);
 TCDEF const char *tc_fn_error(const tc_fn *f);   /* "" when the last call was OK */
 TCDEF void tc_fn_free(tc_fn *f);
@@ -468,6 +471,7 @@ typedef struct tc_explain_info {
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int calls, cached_calls, eager_calls;
+    int64_t arena_bytes;     /* planned intermediates of the largest graph  */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

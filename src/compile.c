@@ -24,6 +24,7 @@ typedef struct tc__in_guard {
 typedef struct tc__entry {
     tc__in_guard *ins;
     tc__graph *g;              /* NULL when the trace had breaks (eager)  */
+    tc__program *prog;         /* built on first use                      */
     int nparams;
 } tc__entry;
 
@@ -150,7 +151,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
         tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a tensor (tc_copy) inside a compiled function is not supported");
         return tc__fail(c, TC_ERR_UNSUPPORTED);
     }
-    if (c->nin > TC__MAX_IN && !(ids = (int *)tc__scratch(sizeof(int) * (size_t)c->nin))) {
+    if (c->nin > TC__MAX_IN && !(ids = (int *)tc__malloc(sizeof(int) * (size_t)c->nin))) {
         tc__msg(c, TC_ERR_OOM, "out of memory while tracing");
         return tc__fail(c, TC_ERR_OOM);
     }
@@ -173,7 +174,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if (c->op == TC__OP_FROM_DATA) {
         /* the data is read now, as in eager mode: the graph keeps a copy */
         size_t bytes = (size_t)tc__numel_of(c->ondim, c->oshape) * tc__dtype_sizes[c->odt];
-        void *copy = tc__scratch(bytes);
+        void *copy = tc__malloc(bytes);
         if (!copy || tc__graph_own(tr->g, copy)) {
             TC_FREE(copy);
             r = TC_ERR_OOM;
@@ -208,7 +209,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
  * TC_OK or the first error (*err_t then holds the errored tensor). */
 TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, const char *keep,
                                 tc_tensor **vals, tc_tensor **err_t) {
-    int *uses = (int *)tc__scratch(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
     tc__trace *saved = ctx->trace;
     int i, k;
     tc_result r = TC_OK;
@@ -231,7 +232,7 @@ TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *cons
             c.a = nd->a;
             c.nin = nd->nin;
             c.optional = ~0u;
-            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)nd->nin))) {
+            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)nd->nin))) {
                 r = TC_ERR_OOM;
                 break;
             }
@@ -275,7 +276,7 @@ TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int 
     if (!b) return;
     f->breaks = b;
     b += f->nbreaks++;
-    snprintf(b->reason, sizeof b->reason, "%s", what);
+    tc__fmt(b->reason, sizeof b->reason, "%s", what);
     b->file = file;
     b->line = line;
     if (f->logs & TC__LOG_BREAKS)
@@ -292,8 +293,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_result r = TC_OK;
     int d;
     if (g->n == 0) return TC_OK;
-    vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)g->n);
-    keep = (char *)tc__scratch((size_t)g->n);
+    vals = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+    keep = (char *)tc__malloc((size_t)g->n);
     if (!vals || !keep) r = TC_ERR_OOM;
     if (r == TC_OK) {
         memset(keep, 1, (size_t)g->n); /* any node may be held by the user */
@@ -349,12 +350,12 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     char reason[160];
     if (!tr) return 0;
     f = tr->f;
-    snprintf(reason, sizeof reason, "%s reads tensor data", what);
+    tc__fmt(reason, sizeof reason, "%s reads tensor data", what);
     tr->breaks++;
     tc__fn_note_break(f, reason, file, line);
     if (f->fullgraph) {
         if (!tr->failed)
-            snprintf(f->err, sizeof f->err, "fullgraph: graph break in compiled function (%s:%d): %s (%s:%d)",
+            tc__fmt(f->err, sizeof f->err, "fullgraph: graph break in compiled function (%s:%d): %s (%s:%d)",
                      f->file ? f->file : "?", f->line, reason, file ? file : "?", line);
         tr->failed = 1;
         tr->status = TC_ERR_STATE;
@@ -402,6 +403,7 @@ TCDEF void tc_fn_free(tc_fn *f) {
     int i;
     if (!f) return;
     for (i = 0; i < f->nentries; i++) {
+        tc__program_free(f->entries[i].prog);
         tc__graph_free(f->entries[i].g);
         TC_FREE(f->entries[i].ins);
     }
@@ -450,30 +452,21 @@ TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n) {
         if (outputs[i] && !outputs[i]->is_sentinel && outputs[i]->scope == ctx->depth) tc_keep(outputs[i]);
 }
 
-/* Runs a cached graph: no call to the user's function. */
-TC__FN tc_result tc__replay(tc_fn *f, const tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
-    const tc__graph *g = e->g;
-    tc_tensor **vals = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)(g->n ? g->n : 1)), *err_t;
-    char *keep = (char *)tc__scratch((size_t)(g->n ? g->n : 1));
-    tc_result r;
+/* Runs a cached graph through its program (built on first use): no call to
+ * the user's function.  Errors become errored outputs, as an op's would. */
+TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
+    tc_result r = TC_OK;
     int i;
-    if (!vals || !keep) {
-        TC_FREE(vals);
-        TC_FREE(keep);
-        return TC_ERR_OOM;
+    if (!e->prog) {
+        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
+        if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
     }
-    memset(keep, 0, (size_t)(g->n ? g->n : 1));
-    for (i = 0; i < g->nout; i++) keep[g->outputs[i]] = 1;
-    r = tc__graph_exec(f->ctx, g, inputs, keep, vals, &err_t);
-    for (i = 0; i < f->nout; i++) {
-        const tc__node *nd = &g->nodes[g->outputs[i]];
-        if (r != TC_OK) outputs[i] = err_t;
-        else if (nd->kind == TC__NODE_OP) outputs[i] = vals[g->outputs[i]];
-        else outputs[i] = tc_clone_at(f->ctx, vals[g->outputs[i]], nd->file, nd->line);
+    if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
+    if (r != TC_OK) {
+        if (!f->err[0]) tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
+                                 tc_result_string(r));
+        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
     }
-    if (r != TC_OK) snprintf(f->err, sizeof f->err, "%s", tc_error(err_t));
-    TC_FREE(vals);
-    TC_FREE(keep);
     return r;
 }
 
@@ -482,7 +475,7 @@ TC__FN tc_result tc__replay(tc_fn *f, const tc__entry *e, tc_tensor *const *inpu
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout) {
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
-    tc_tensor **lazy_in = (tc_tensor **)tc__scratch(sizeof(tc_tensor *) * (size_t)f->nin);
+    tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
     int i, fresh;
     tc_result r = TC_OK;
     *gout = NULL;
@@ -528,18 +521,18 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     }
     for (i = 0; r == TC_OK && i < f->nout; i++) {
         if (!outputs[i]) {
-            snprintf(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
                      f->line, i);
             r = TC_ERR_NULL;
         } else if (outputs[i]->status != TC_OK) {
-            snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             r = outputs[i]->status;
         }
     }
     if (r == TC_OK) {
         /* the final segment: its outputs are the function's outputs */
         tr.g->nout = f->nout;
-        tr.g->outputs = (int *)tc__scratch(sizeof(int) * (size_t)f->nout);
+        tr.g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
             tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
@@ -551,21 +544,24 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         e.g = tr.g;
         if (f->logs & TC__LOG_GRAPH) {
             size_t need = tc__graph_print(tr.g, NULL, 0) + 1;
-            char *txt = (char *)tc__scratch(need);
+            char *txt = (char *)tc__malloc(need);
             if (txt) {
                 tc__graph_print(tr.g, txt, need);
                 tc__log(ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
                 TC_FREE(txt);
             }
         }
-        /* run the final segment for this call's results (fresh tensors) */
-        r = tc__replay(f, &e, inputs, outputs);
+        /* run the final segment for this call's results with a throwaway
+         * non-persistent program (fresh outputs); the cached entry builds
+         * its own program, persistent in reduce-overhead, on its first replay */
+        r = tc__replay(f, &e, inputs, outputs, 0);
+        tc__program_free(e.prog);
         if (r == TC_OK && tr.breaks == 0) {
             *gout = tr.g;
             tr.g = NULL;
         }
     } else {
-        if (f->err[0] == 0) snprintf(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
+        if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
     }
@@ -587,16 +583,16 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     ctx = f->ctx;
     f->err[0] = 0;
     if (!inputs || !outputs) {
-        snprintf(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
+        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
         return TC_ERR_NULL;
     }
     if (ctx->trace) {
-        snprintf(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
         return TC_ERR_STATE;
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
-            snprintf(f->err, sizeof f->err, "tc_call: input %d is %s", i,
+            tc__fmt(f->err, sizeof f->err, "tc_call: input %d is %s", i,
                      !inputs[i] ? "NULL" : inputs[i]->status != TC_OK ? tc_error(inputs[i])
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
@@ -605,7 +601,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         }
     }
     if (!tc__try_enter(&f->busy)) {
-        snprintf(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
+        tc__fmt(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
         return TC_ERR_STATE;
     }
     f->calls++;
@@ -617,7 +613,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     if (e && f->logs & TC__LOG_GUARDS) tc__log(ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
     if (e && e->g) {
         tc_scope_begin(ctx);
-        r = tc__replay(f, e, inputs, outputs);
+        r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
         tc__hand_out(ctx, outputs, f->nout);
         tc_scope_end(ctx);
         f->cached_calls++;
@@ -633,7 +629,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
             if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
             else if (outputs[i]->status != TC_OK && r == TC_OK) {
                 r = outputs[i]->status;
-                snprintf(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+                tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             }
         }
         tc__hand_out(ctx, outputs, f->nout);
@@ -648,7 +644,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         r = tc__trace_call(f, inputs, outputs, &g);
         if (r == TC_OK) {
             tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
-            tc__in_guard *ins = (tc__in_guard *)tc__scratch(sizeof(tc__in_guard) * (size_t)f->nin);
+            tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
             if (ne) f->entries = ne;
             if (!ne || !ins) {
                 TC_FREE(ins);
@@ -662,6 +658,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 }
                 ne[f->nentries].ins = ins;
                 ne[f->nentries].g = g;
+                ne[f->nentries].prog = NULL;
                 ne[f->nentries].nparams = 0;
                 if (g)
                     for (i = 0; i < g->n; i++) ne[f->nentries].nparams += g->nodes[i].kind == TC__NODE_PARAM;
@@ -692,6 +689,8 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.guards += f->nin * 3 + f->entries[i].nparams;
         if (!g) continue;
         in.graphs++;
+        if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
+            in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         for (k = 0; k < g->n; k++) {
             if (g->nodes[k].kind != TC__NODE_OP) continue;
             in.ops++;
@@ -710,7 +709,8 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
-    TC__W_("  calls %d (cached %d, eager %d)\n", in.calls, in.cached_calls, in.eager_calls);
+    TC__W_("  calls %d (cached %d, eager %d), intermediates arena %lld bytes\n", in.calls, in.cached_calls,
+           in.eager_calls, (long long)in.arena_bytes);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

@@ -198,7 +198,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
         tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
     } else {
         int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-        if (!direct && !(col = (float *)tc__scratch(sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
+        if (!direct && !(col = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
         for (n = 0; r == TC_OK && n < g.N; n++)
             for (gi = 0; r == TC_OK && gi < groups; gi++) {
@@ -233,11 +233,11 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
             }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(col);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(col);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -345,8 +345,8 @@ TC__FN tc_result tc__run_pool2d(tc__call *c, tc_tensor *out) {
     if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else tc__parallel_for(c->ctx, j.g.N * j.g.C, tc__numel(out) * j.g.kh * j.g.kw, tc__pool_planes, &j);
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -431,8 +431,8 @@ TC__FN tc_result tc__run_adaptive(tc__call *c, tc_tensor *out) {
     if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else tc__parallel_for(c->ctx, planes, tc__numel(x), tc__adapt_planes, &j);
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -488,7 +488,7 @@ TC__FN tc_result tc__run_batch_norm(tc__call *c, tc_tensor *out) {
     tc__bn_job j;
     void *xo = NULL, *oo = NULL, *po[4] = {NULL, NULL, NULL, NULL};
     const float *p[4];
-    float *ss = (float *)tc__scratch(sizeof(float) * 2 * (size_t)(C > 0 ? C : 1));
+    float *ss = (float *)tc__scratch_get(c->ctx, sizeof(float) * 2 * (size_t)(C > 0 ? C : 1));
     tc_result r = TC_OK;
     int i;
     for (i = 0; i < 4; i++) p[i] = c->ins[i + 1] ? (const float *)tc__contig_as(c->ctx, c->ins[i + 1], TC_F32, &po[i]) : NULL;
@@ -510,10 +510,10 @@ TC__FN tc_result tc__run_batch_norm(tc__call *c, tc_tensor *out) {
         tc__parallel_for(c->ctx, x->shape[0] * C, tc__numel(x), tc__bn_planes, &j);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
-    TC_FREE(ss);
-    for (i = 0; i < 4; i++) TC_FREE(po[i]);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
+    tc__scratch_put(ss);
+    for (i = 0; i < 4; i++) tc__scratch_put(po[i]);
     return r;
 }
 

@@ -191,7 +191,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
         return 0;
     }
-    bp = (float *)tc__scratch(sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
+    bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
     if (!bp) return -1;
     for (jc = 0; jc < g->N; jc += TC__NC) {
         int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;
@@ -219,7 +219,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             else tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
         }
     }
-    TC_FREE(bp);
+    tc__scratch_put(bp);
     return 0;
 }
 

@@ -78,6 +78,7 @@ struct tc_tensor {
 
 typedef struct tc__pool tc__pool;
 typedef struct tc__trace tc__trace;
+typedef struct tc__scratch_cache tc__scratch_cache;
 
 struct tc_ctx {
     tc_ctx_options opts;
@@ -90,6 +91,8 @@ struct tc_ctx {
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
+    tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
+                                       reduce-overhead program runs        */
 };
 
 #ifdef __cplusplus

@@ -127,7 +127,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
     }
-    off = (int64_t *)tc__scratch(sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
+    off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
     memset(&ta, 0, sizeof ta);
     memset(&tb, 0, sizeof tb);
@@ -141,7 +141,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     tc__batch_offsets(&tb, bnd - 2, nb, bshape, nbatch, off + nbatch);
     for (d = 0; d < nbatch; d++) off[2 * nbatch + d] = (int64_t)d * g.M * g.N;
     d = tc__gemm_batched(c->ctx, &g, nbatch, off, off + nbatch, off + 2 * nbatch);
-    TC_FREE(off);
+    tc__scratch_put(off);
     return d ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
 }
 
@@ -149,7 +149,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
 TC__FN float *tc__out_f32(tc_tensor *out, void **owned) {
     *owned = NULL;
     if (out->dtype == TC_F32) return (float *)tc__base(out);
-    *owned = tc__scratch((size_t)tc__numel(out) * sizeof(float));
+    *owned = tc__scratch_get(out->ctx, (size_t)tc__numel(out) * sizeof(float));
     return (float *)*owned;
 }
 
@@ -159,7 +159,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned) {
     tc__contig_strides(out->ndim, out->shape, st);
     tc__copy_into(ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, (const char *)owned, TC_F32,
                   out->ndim, out->shape, st);
-    TC_FREE(owned);
+    tc__scratch_put(owned);
 }
 
 TC__FN tc_result tc__run_matmul(tc__call *c, tc_tensor *out) {
@@ -190,9 +190,9 @@ TC__FN tc_result tc__run_matmul(tc__call *c, tc_tensor *out) {
         r = tc__matmul_f32(c, ap, ash, ast, and_, bp, bsh, bst, bnd, op, (int)c->a.i[2], c->oshape, NULL, 1.0f);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(ao);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(ao);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -252,10 +252,10 @@ TC__FN tc_result tc__run_linear(tc__call *c, tc_tensor *out) {
         r = tc__matmul_f32(c, xp, xsh, xst, nd, wp, wsh, wst, 2, op, nd - 2, bshape, bp, 1.0f);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 
@@ -367,7 +367,7 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
     const float *kp = (const float *)tc__as_dtype(c->ctx, k, TC_F32, kst, &ko);
     const float *vp = (const float *)tc__as_dtype(c->ctx, v, TC_F32, vst, &vo);
     const char *mp = m ? tc__as_dtype(c->ctx, m, m->dtype == TC_BOOL ? TC_BOOL : TC_F32, mst, &mo) : NULL;
-    float *scores = (float *)tc__scratch(sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
+    float *scores = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
     float *op = tc__out_f32(out, &oo);
     double scale = c->a.f[0] > 0 ? c->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
     tc_result r = TC_OK;
@@ -410,12 +410,12 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
         }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else TC_FREE(oo);
-    TC_FREE(qo);
-    TC_FREE(ko);
-    TC_FREE(vo);
-    TC_FREE(mo);
-    TC_FREE(scores);
+    else tc__scratch_put(oo);
+    tc__scratch_put(qo);
+    tc__scratch_put(ko);
+    tc__scratch_put(vo);
+    tc__scratch_put(mo);
+    tc__scratch_put(scores);
     return r;
 }
 

@@ -224,7 +224,7 @@ TC__FN char *tc__as_dtype(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, int64_t 
         memcpy(st, t->strides, sizeof t->strides);
         return tc__base(t);
     }
-    buf = (char *)tc__scratch((size_t)n * tc__dtype_sizes[dt]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)n * tc__dtype_sizes[dt]);
     if (!buf) return NULL;
     *owned = buf;
     tc__contig_strides(t->ndim, t->shape, st);
@@ -238,7 +238,7 @@ TC__FN char *tc__contig_as(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, void **
     char *buf;
     *owned = NULL;
     if (t->dtype == dt && tc__contig(t)) return tc__base(t);
-    buf = (char *)tc__scratch((size_t)tc__numel(t) * tc__dtype_sizes[dt]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)tc__numel(t) * tc__dtype_sizes[dt]);
     if (!buf) return NULL;
     *owned = buf;
     tc__contig_strides(t->ndim, t->shape, st);
@@ -292,7 +292,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     if (src->st == dst->st) {
         /* src may overlap dst (a view of it): read it all before writing */
         size_t bytes = (size_t)tc__numel(src) * tc__dtype_sizes[src->dtype];
-        tmp = tc__scratch(bytes);
+        tmp = tc__scratch_get(c->ctx, bytes);
         if (!tmp) return tc__msg(c, TC_ERR_OOM, "out of memory");
         tc__contig_strides(src->ndim, src->shape, st);
         tc__copy_into(c->ctx, (char *)tmp, src->dtype, src->ndim, src->shape, st, sp, src->dtype, src->ndim,
@@ -301,7 +301,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     }
     tc__copy_into(c->ctx, tc__base(dst), dst->dtype, dst->ndim, dst->shape, dst->strides, sp, src->dtype, src->ndim,
                   src->shape, st);
-    TC_FREE(tmp);
+    tc__scratch_put(tmp);
     return TC_OK;
 }
 
@@ -430,7 +430,7 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
     tc__iter it;
     tc_result r = TC_OK;
     if (!xp) return tc__msg(c, TC_ERR_OOM, "out of memory");
-    op = out->dtype == ct ? tc__base(out) : (char *)(oown = tc__scratch((size_t)tc__numel(out) * 4));
+    op = out->dtype == ct ? tc__base(out) : (char *)(oown = tc__scratch_get(c->ctx, (size_t)tc__numel(out) * 4));
     if (!op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         tc__contig_strides(out->ndim, out->shape, ost);
@@ -442,8 +442,8 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, op, ct, out->ndim,
                           out->shape, ost);
     }
-    TC_FREE(xown);
-    TC_FREE(oown);
+    tc__scratch_put(xown);
+    tc__scratch_put(oown);
     return r;
 }
 
@@ -613,7 +613,7 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
     tc_result r = TC_OK;
     tc__iter it;
     op = out->dtype == (b->compare ? TC_BOOL : ct) ? tc__base(out)
-                                                   : (char *)(oown = tc__scratch((size_t)tc__numel(out) * 4));
+                                                   : (char *)(oown = tc__scratch_get(c->ctx, (size_t)tc__numel(out) * 4));
     if (!xp || !yp || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         tc__contig_strides(out->ndim, out->shape, ost);
@@ -626,9 +626,9 @@ TC__FN tc_result tc__run_binary(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, out->ndim, out->shape, out->strides, op, ct, out->ndim,
                           out->shape, ost);
     }
-    TC_FREE(xown);
-    TC_FREE(yown);
-    TC_FREE(oown);
+    tc__scratch_put(xown);
+    tc__scratch_put(yown);
+    tc__scratch_put(oown);
     return r;
 }
 
@@ -712,8 +712,8 @@ TC__FN tc_result tc__run_where(tc__call *c, tc_tensor *out) {
         tc__iter_operand(&it, bp, es, b->ndim, b->shape, bst);
         tc__iter_run(c->ctx, &it, 1);
     }
-    TC_FREE(aown);
-    TC_FREE(bown);
+    tc__scratch_put(aown);
+    tc__scratch_put(bown);
     return r;
 }
 

@@ -77,7 +77,7 @@ TC__FN char *tc__reduce_rows(tc_ctx *ctx, const tc_tensor *x, const int64_t *mas
     for (d = 0; d < n; d++)
         if (shape[d] != 1 && st[d] != cst[d]) ok = 0;
     if (ok && x->dtype == ct) return tc__base(x);
-    buf = (char *)tc__scratch((size_t)tc__numel(x) * tc__dtype_sizes[ct]);
+    buf = (char *)tc__scratch_get(ctx, (size_t)tc__numel(x) * tc__dtype_sizes[ct]);
     if (!buf) return NULL;
     *owned = buf;
     tc__copy_into(ctx, buf, ct, n, shape, cst, tc__base(x), x->dtype, n, shape, st);
@@ -273,8 +273,8 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
     j.chunks = (nout == 1 && j.rlen >= 2 * TC__REDUCE_CHUNK && c->op != TC__OP_VAR)
                    ? (j.rlen + TC__REDUCE_CHUNK - 1) / TC__REDUCE_CHUNK
                    : 1;
-    j.res = (double *)tc__scratch(sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
-    j.ires = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
+    j.res = (double *)tc__scratch_get(c->ctx, sizeof(double) * (size_t)(j.chunks > 1 ? j.chunks : nout));
+    j.ires = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * (size_t)(j.chunks > 1 ? j.chunks : nout));
     if (!j.rows || !j.res || !j.ires) res = tc__msg(c, TC_ERR_OOM, "out of memory");
     else {
         size_t nres = (size_t)(j.chunks > 1 ? j.chunks : nout);
@@ -295,9 +295,9 @@ TC__FN tc_result tc__run_reduce(tc__call *c, tc_tensor *out) {
             tc__store(obase, out->dtype, r, v);
         }
     }
-    TC_FREE(owned);
-    TC_FREE(j.res);
-    TC_FREE(j.ires);
+    tc__scratch_put(owned);
+    tc__scratch_put(j.res);
+    tc__scratch_put(j.ires);
     return res;
 }
 
@@ -435,7 +435,7 @@ TC__FN tc_result tc__run_rows(tc__call *c, tc_tensor *out, int dim, tc__row_job 
         ost[n++] = out->strides[dim];
     }
     tc__contig_strides(n, shape, cst);
-    buf = direct ? (float *)tc__base(out) : (float *)tc__scratch((size_t)tc__numel(x) * sizeof(float));
+    buf = direct ? (float *)tc__base(out) : (float *)tc__scratch_get(c->ctx, (size_t)tc__numel(x) * sizeof(float));
     if (!buf) return tc__msg(c, TC_ERR_OOM, "out of memory");
     tc__copy_into(c->ctx, (char *)buf, TC_F32, n, shape, cst, tc__base(x), x->dtype, n, shape, xst);
     j->rows = buf;
@@ -443,7 +443,7 @@ TC__FN tc_result tc__run_rows(tc__call *c, tc_tensor *out, int dim, tc__row_job 
     if (j->rlen > 0) tc__parallel_for(c->ctx, tc__numel(x) / j->rlen, tc__numel(x) * 4, tc__rows_range, j);
     if (!direct) {
         tc__copy_into(c->ctx, tc__base(out), out->dtype, n, shape, ost, (const char *)buf, TC_F32, n, shape, cst);
-        TC_FREE(buf);
+        tc__scratch_put(buf);
     }
     return TC_OK;
 }
@@ -508,7 +508,7 @@ TC__FN tc_result tc__run_norm(tc__call *c, tc_tensor *out) {
     j.op = c->op;
     j.eps = (float)c->a.f[0];
     j.rlen = rlen;
-    buf = out->dtype == TC_F32 ? (float *)tc__base(out) : (float *)tc__scratch((size_t)tc__numel(x) * 4);
+    buf = out->dtype == TC_F32 ? (float *)tc__base(out) : (float *)tc__scratch_get(c->ctx, (size_t)tc__numel(x) * 4);
     j.w = c->ins[1] ? (const float *)tc__contig_as(c->ctx, c->ins[1], TC_F32, &wo) : NULL;
     j.b = c->nin > 2 && c->ins[2] ? (const float *)tc__contig_as(c->ctx, c->ins[2], TC_F32, &bo) : NULL;
     if (!buf || (c->ins[1] && !j.w) || (c->nin > 2 && c->ins[2] && !j.b)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
@@ -527,10 +527,10 @@ TC__FN tc_result tc__run_norm(tc__call *c, tc_tensor *out) {
             tc__copy_into(c->ctx, tc__base(out), out->dtype, 2, shape2, st2, (const char *)buf, TC_F32, 2, shape2, st2);
         }
     }
-    if ((char *)buf != tc__base(out)) TC_FREE(buf);
-    TC_FREE(xo);
-    TC_FREE(wo);
-    TC_FREE(bo);
+    if ((char *)buf != tc__base(out)) tc__scratch_put(buf);
+    tc__scratch_put(xo);
+    tc__scratch_put(wo);
+    tc__scratch_put(bo);
     return r;
 }
 

@@ -134,11 +134,11 @@ TC__FN int tc__split_even(tc_ctx *ctx, tc__call *c, tc_tensor *x, int dim, int64
     int64_t sizes_buf[64] = {0}, *sizes = sizes_buf, i;
     int r;
     if (count > INT_MAX) return tc__split_fail(c, tc__msg(c, TC_ERR_OVERFLOW, "too many pieces"), out, max_out);
-    if (count > 64 && !(sizes = (int64_t *)tc__scratch(sizeof(int64_t) * (size_t)count)))
+    if (count > 64 && !(sizes = (int64_t *)tc__scratch_get(ctx, sizeof(int64_t) * (size_t)count)))
         return tc__split_fail(c, tc__msg(c, TC_ERR_OOM, "out of memory"), out, max_out);
     for (i = 0; i < count; i++) sizes[i] = len - i * size < size ? len - i * size : size;
     r = tc__split_pieces(ctx, x, dim, (int)count, sizes, out, max_out, file, line);
-    if (sizes != sizes_buf) TC_FREE(sizes);
+    if (sizes != sizes_buf) tc__scratch_put(sizes);
     return r;
 }
 
@@ -298,8 +298,8 @@ TC__FN tc_result tc__run_embedding(tc__call *c, tc_tensor *out) {
     if (r == TC_OK)
         tc__gather_rows(tc__base(out), wp, ip, tc__numel(idx), 1, w->shape[0],
                         (size_t)w->shape[1] * tc__dtype_sizes[w->dtype]);
-    TC_FREE(io);
-    TC_FREE(wo);
+    tc__scratch_put(io);
+    tc__scratch_put(wo);
     return r;
 }
 
@@ -338,8 +338,8 @@ TC__FN tc_result tc__run_index_select(tc__call *c, tc_tensor *out) {
     if (ip && !xp) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     if (r == TC_OK)
         tc__gather_rows(tc__base(out), xp, ip, tc__numel(idx), outer, n, (size_t)inner * tc__dtype_sizes[x->dtype]);
-    TC_FREE(io);
-    TC_FREE(xo);
+    tc__scratch_put(io);
+    tc__scratch_put(xo);
     return r;
 }
 
@@ -390,7 +390,7 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
             memcpy(op + (size_t)li * es, xp + xo * (int64_t)es, es);
         });
     }
-    TC_FREE(io);
+    tc__scratch_put(io);
     return r;
 }
 

@@ -37,8 +37,119 @@ TC__FN void *tc__alloc_aligned(size_t bytes, void **raw) {
     return p + ((TC__ALIGN - ((uintptr_t)p % TC__ALIGN)) % TC__ALIGN);
 }
 
-/* Scratch buffers for kernels (not tensors): plain hooks, freed by caller. */
-TC__FN void *tc__scratch(size_t bytes) { return TC_MALLOC(bytes ? bytes : 1); }
+/* Scratch buffers for kernels (not tensors).  Each block carries a header
+ * naming the cache it came from (or none), so tc__scratch_put needs no
+ * context.  While a context has a cache (a reduce-overhead program runs),
+ * blocks are reused across calls: after warm-up a call allocates nothing. */
+#define TC__SCRATCH_SLOTS 32
+#define TC__SCRATCH_HDR 16
+
+/* Plain allocation that never asks for 0 bytes (freed with TC_FREE). */
+TC__FN void *tc__malloc(size_t bytes) { return TC_MALLOC(bytes ? bytes : 1); }
+
+struct tc__scratch_cache {
+    void *blk[TC__SCRATCH_SLOTS];   /* user pointers (after the header) */
+    size_t size[TC__SCRATCH_SLOTS];
+    int used[TC__SCRATCH_SLOTS];
+#ifndef TC_NO_THREADS
+    tc__mutex mu;                   /* kernels ask from worker threads too */
+#endif
+};
+
+TC__FN void tc__cache_lock(tc__scratch_cache *c) {
+#ifndef TC_NO_THREADS
+    tc__mutex_lock(&c->mu);
+#else
+    (void)c;
+#endif
+}
+TC__FN void tc__cache_unlock(tc__scratch_cache *c) {
+#ifndef TC_NO_THREADS
+    tc__mutex_unlock(&c->mu);
+#else
+    (void)c;
+#endif
+}
+
+TC__FN void *tc__scratch_raw(tc__scratch_cache *owner, size_t bytes) {
+    char *p;
+    if (bytes > (size_t)-1 - TC__SCRATCH_HDR) return NULL;
+    p = (char *)TC_MALLOC(bytes + TC__SCRATCH_HDR);
+    if (!p) return NULL;
+    memcpy(p, &owner, sizeof owner);
+    return p + TC__SCRATCH_HDR;
+}
+
+TC__FN void *tc__scratch_get(tc_ctx *ctx, size_t bytes) {
+    tc__scratch_cache *c = ctx ? ctx->scratch : NULL;
+    int i, best = -1, empty = -1, victim = -1;
+    void *p;
+    if (!c) return tc__scratch_raw(NULL, bytes);
+    tc__cache_lock(c);
+    for (i = 0; i < TC__SCRATCH_SLOTS; i++) {
+        if (!c->blk[i]) {
+            if (empty < 0) empty = i;
+        } else if (!c->used[i]) {
+            if (c->size[i] >= bytes && (best < 0 || c->size[i] < c->size[best])) best = i;
+            if (victim < 0 || c->size[i] < c->size[victim]) victim = i;
+        }
+    }
+    if (best >= 0) {
+        c->used[best] = 1;
+        tc__cache_unlock(c);
+        return c->blk[best];
+    }
+    if (empty < 0 && victim >= 0) { /* too small to reuse: replace it */
+        TC_FREE((char *)c->blk[victim] - TC__SCRATCH_HDR);
+        c->blk[victim] = NULL;
+        empty = victim;
+    }
+    p = tc__scratch_raw(empty >= 0 ? c : NULL, bytes);
+    if (p && empty >= 0) {
+        c->blk[empty] = p;
+        c->size[empty] = bytes;
+        c->used[empty] = 1;
+    }
+    tc__cache_unlock(c);
+    return p;
+}
+
+TC__FN void tc__scratch_put(void *p) {
+    tc__scratch_cache *c;
+    int i;
+    if (!p) return;
+    memcpy(&c, (char *)p - TC__SCRATCH_HDR, sizeof c);
+    if (c) {
+        tc__cache_lock(c);
+        for (i = 0; i < TC__SCRATCH_SLOTS; i++)
+            if (c->blk[i] == p) c->used[i] = 0;
+        tc__cache_unlock(c);
+        return;
+    }
+    TC_FREE((char *)p - TC__SCRATCH_HDR);
+}
+
+TC__FN tc__scratch_cache *tc__cache_new(void) {
+    tc__scratch_cache *c = (tc__scratch_cache *)TC_MALLOC(sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+#ifndef TC_NO_THREADS
+    tc__mutex_init(&c->mu);
+#endif
+    return c;
+}
+
+/* Frees the cache and every block (none may be in use). */
+TC__FN void tc__cache_free(tc__scratch_cache *c) {
+    int i;
+    if (!c) return;
+    for (i = 0; i < TC__SCRATCH_SLOTS; i++)
+        if (c->blk[i]) TC_FREE((char *)c->blk[i] - TC__SCRATCH_HDR);
+#ifndef TC_NO_THREADS
+    tc__mutex_destroy(&c->mu);
+#endif
+    TC_FREE(c);
+}
 
 TC__FN char *tc__strdup(const char *s) {
     size_t n = strlen(s) + 1;
@@ -64,6 +175,15 @@ TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape) {
     for (i = 0; i < ndim; i++)
         if (shape[i] < 0 || tc__mul_ov(n, shape[i], &n)) return -1;
     return n;
+}
+
+/* snprintf that may truncate by design (messages into fixed buffers). */
+TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- logging ------------------------------------------------------------- */

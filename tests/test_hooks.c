@@ -98,8 +98,68 @@ TC_TEST(test_hooks_oom_everywhere) {
     }
 }
 
+/* conv + pool + linear + softmax + layer norm on a [2,3,8,8] input */
+typedef struct small_model {
+    tc_tensor *w, *lw;
+} small_model;
+
+static void small_forward(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    small_model *m = (small_model *)user;
+    tc_conv2d_opts co;
+    tc_pool2d_opts po;
+    tc_tensor *y;
+    memset(&co, 0, sizeof co);
+    memset(&po, 0, sizeof po);
+    co.padding[0] = co.padding[1] = 1;
+    po.kernel[0] = po.kernel[1] = 2;
+    y = tc_max_pool2d(ctx, tc_relu(ctx, tc_conv2d(ctx, in[0], m->w, NULL, &co)), &po);
+    y = tc_softmax(ctx, tc_linear(ctx, tc_flatten(ctx, y, 1, -1), m->lw, NULL), -1);
+    out[0] = tc_layer_norm(ctx, tc_transpose(ctx, y, 0, 1), 1, NULL, NULL, 1e-5);
+}
+
+/* reduce-overhead: after warm-up a call allocates nothing at all (arena,
+ * headers and the kernels' scratch persist); the default mode allocates the
+ * arena and the outputs each call.  Both equal eager. */
+TC_TEST(test_reduce_overhead_allocates_nothing) {
+    int64_t xs[4] = {2, 3, 8, 8}, ws[4] = {4, 3, 3, 3}, ls[2] = {5, 64};
+    tc_ctx *ctx = tc_ctx_create(NULL);
+    small_model m;
+    tc_compile_options o;
+    tc_fn *ro, *df;
+    tc_tensor *x, *ye, *y = NULL;
+    long before;
+    int k;
+    m.w = tc_rand_normal(ctx, 4, ws, 0, 1, 2);
+    m.lw = tc_rand_normal(ctx, 2, ls, 0, 1, 3);
+    x = tc_rand_normal(ctx, 4, xs, 0, 1, 1);
+    small_forward(ctx, &m, &x, &ye);
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_REDUCE_OVERHEAD;
+    ro = tc_compile(ctx, small_forward, &m, &o);
+    df = tc_compile(ctx, small_forward, &m, NULL);
+    for (k = 0; k < 2; k++) TC_CHECK(tc_call(ro, &x, &y) == TC_OK); /* trace, then build the program */
+    before = hook_calls;
+    for (k = 0; k < 3; k++) TC_CHECK(tc_call(ro, &x, &y) == TC_OK);
+    TC_CHECKF(hook_calls == before, "reduce-overhead: %ld allocations in 3 cached calls", hook_calls - before);
+    TC_CHECK(tc_item(tc_max(ctx, tc_abs(ctx, tc_sub(ctx, y, ye)), 0, NULL, 0)) < 1e-5);
+    tc_free(y); /* ignored: the function owns it */
+    for (k = 0; k < 2; k++) {
+        TC_CHECK(tc_call(df, &x, &y) == TC_OK);
+        TC_CHECK(tc_item(tc_max(ctx, tc_abs(ctx, tc_sub(ctx, y, ye)), 0, NULL, 0)) < 1e-5);
+    }
+    before = hook_calls;
+    TC_CHECK(tc_call(df, &x, &y) == TC_OK);
+    /* the arena, the output and a few kernel scratch buffers: not one per op */
+    TC_CHECKF(hook_calls - before <= 12, "default mode: %ld allocations per cached call", hook_calls - before);
+    tc_fn_free(ro);
+    tc_fn_free(df);
+    tc_ctx_destroy(ctx);
+    TC_CHECKF(hook_live == 0, "%ld blocks leaked", hook_live);
+}
+
 int main(void) {
     TC_RUN(test_hooks_balance);
     TC_RUN(test_hooks_oom_everywhere);
+    TC_RUN(test_reduce_overhead_allocates_nothing);
     return TC_TEST_SUMMARY();
 }
