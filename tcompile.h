@@ -601,6 +601,9 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
+    int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
+                                primitives (for a fusing backend; slower on
+                                the node-by-node executor); 0: off          */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes
@@ -5914,6 +5917,422 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     return n;
 }
 
+/* ===== src/passes.c ===== */
+/* Graph passes, each a plain function from a graph to a graph: algebraic
+ * simplification, constant folding, decomposition of composite ops into
+ * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
+ * A pass rebuilds the graph node by node: a rewrite hook sees each old node
+ * with its inputs already mapped into the new graph and returns the new id,
+ * either an existing node or one it adds. */
+
+/* Rewrite hook: new id for old node i, or -2 to copy it unchanged. */
+typedef int (*tc__rewrite_fn)(tc__graph *ng, const tc__node *nd, const int *in, void *arg);
+
+/* Node metadata as a tensor header, for running shape rules on the graph. */
+TC__FN void tc__node_as_tensor(const tc__node *n, tc_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->dtype = n->dt;
+    t->ndim = n->ndim;
+    memcpy(t->shape, n->shape, sizeof t->shape);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->is_wrapped = n->wrapped;
+    t->lazy = 1;
+}
+
+/* Adds op(in...) to g with its shape rule applied; -1 on a rule error/OOM. */
+TC__FN int tc__g_op(tc__graph *g, tc__op op, const tc__attrs *a, const int *in, int nin, const char *file, int line) {
+    tc__call c;
+    tc_tensor hdr[TC__MAX_IN];
+    tc__node nd;
+    int k, fresh;
+    if (nin > TC__MAX_IN) return -1;
+    tc__call_init(&c, NULL, op, file, line);
+    if (a) c.a = *a;
+    c.nin = nin;
+    c.optional = ~0u;
+    for (k = 0; k < nin; k++) {
+        if (in[k] < 0) continue;
+        tc__node_as_tensor(&g->nodes[in[k]], &hdr[k]);
+        c.in[k] = &hdr[k];
+    }
+    if (tc__optable[op].shape(&c) != TC_OK) return -1;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_OP;
+    nd.op = op;
+    nd.nin = nin;
+    nd.in = (int *)in;
+    nd.a = c.a;
+    nd.dt = c.odt;
+    nd.ndim = c.ondim;
+    memcpy(nd.shape, c.oshape, sizeof nd.shape);
+    nd.file = file;
+    nd.line = line;
+    return tc__graph_add(g, &nd, &fresh);
+}
+
+/* A 0-d constant (a scalar argument: it promotes like one). */
+TC__FN int tc__g_scalar(tc__graph *g, double v, const char *file, int line) {
+    tc__attrs a;
+    tc__node nd;
+    int fresh;
+    memset(&a, 0, sizeof a);
+    a.dt = TC_F32;
+    a.f[0] = v;
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_OP;
+    nd.op = TC__OP_FULL;
+    nd.a = a;
+    nd.dt = TC_F32;
+    nd.in = nd.in_small;
+    nd.wrapped = 1;
+    nd.file = file;
+    nd.line = line;
+    return tc__graph_add(g, &nd, &fresh);
+}
+
+TC__FN int tc__g_unary(tc__graph *g, tc__op op, int x, const char *file, int line) {
+    return tc__g_op(g, op, NULL, &x, 1, file, line);
+}
+
+TC__FN int tc__g_binary(tc__graph *g, tc__op op, int x, int y, const char *file, int line) {
+    int in[2];
+    in[0] = x;
+    in[1] = y;
+    return x < 0 || y < 0 ? -1 : tc__g_op(g, op, NULL, in, 2, file, line);
+}
+
+/* Rebuilds g through fn; the old graph is freed and the new one returned
+ * (NULL on OOM, with g freed as well).  *changed counts rewritten nodes. */
+TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, int *changed) {
+    tc__graph *ng = tc__graph_new();
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k, ok = ng && map;
+    *changed = 0;
+    for (i = 0; ok && i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        int small[TC__MAX_IN], *in = small, id;
+        if (nd->nin > TC__MAX_IN && !(in = (int *)tc__malloc(sizeof(int) * (size_t)nd->nin))) {
+            ok = 0;
+            break;
+        }
+        for (k = 0; k < nd->nin; k++) in[k] = nd->in[k] >= 0 ? map[nd->in[k]] : -1;
+        id = nd->kind == TC__NODE_OP && fn ? fn(ng, nd, in, arg) : -2;
+        if (id == -2) {
+            tc__node cp = *nd;
+            int fresh;
+            cp.in = in;
+            id = tc__graph_add(ng, &cp, &fresh);
+        } else if (id >= 0) {
+            (*changed)++;
+        }
+        if (in != small) TC_FREE(in);
+        if (id < 0) ok = 0;
+        map[i] = id;
+    }
+    if (ok) {
+        ng->outputs = (int *)tc__malloc(sizeof(int) * (size_t)(g->nout ? g->nout : 1));
+        ok = ng->outputs != NULL;
+        for (i = 0; ok && i < g->nout; i++) ng->outputs[i] = map[g->outputs[i]];
+        ng->nout = ok ? g->nout : 0;
+        /* constants copied into the old graph now belong to the new one */
+        for (i = 0; ok && i < g->nowned; i++) {
+            if (tc__graph_own(ng, g->owned[i])) ok = 0;
+            else g->owned[i] = NULL;
+        }
+    }
+    TC_FREE(map);
+    tc__graph_free(g);
+    if (!ok) {
+        tc__graph_free(ng);
+        return NULL;
+    }
+    return ng;
+}
+
+/* ---- algebraic simplification ---------------------------------------------- */
+
+TC__FN int tc__is_const(const tc__graph *g, int id, double v) {
+    const tc__node *n = &g->nodes[id];
+    return n->kind == TC__NODE_OP && n->op == TC__OP_FULL && n->a.f[0] == v;
+}
+
+/* x can stand for node nd: same dtype and shape. */
+TC__FN int tc__same_meta(const tc__graph *g, int x, const tc__node *nd) {
+    const tc__node *n = &g->nodes[x];
+    return n->dt == nd->dt && n->ndim == nd->ndim && memcmp(n->shape, nd->shape, sizeof(int64_t) * (size_t)nd->ndim) == 0;
+}
+
+/* a -> b -> a loses nothing */
+TC__FN int tc__cast_lossless(tc_dtype a, tc_dtype b) {
+    return a == b || a == TC_BOOL || ((a == TC_F16 || a == TC_BF16) && b == TC_F32);
+}
+
+TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    (void)arg;
+    switch (nd->op) {
+    case TC__OP_MUL:
+        if (tc__is_const(g, in[1], 1.0) && tc__same_meta(g, in[0], nd)) return in[0];
+        if (tc__is_const(g, in[0], 1.0) && tc__same_meta(g, in[1], nd)) return in[1];
+        break;
+    case TC__OP_DIV:
+        if (tc__is_const(g, in[1], 1.0) && tc__same_meta(g, in[0], nd)) return in[0];
+        break;
+    case TC__OP_ADD:
+        if (tc__is_const(g, in[1], 0.0) && tc__same_meta(g, in[0], nd)) return in[0];
+        if (tc__is_const(g, in[0], 0.0) && tc__same_meta(g, in[1], nd)) return in[1];
+        break;
+    case TC__OP_SUB:
+        if (tc__is_const(g, in[1], 0.0) && tc__same_meta(g, in[0], nd)) return in[0];
+        /* x - x = 0 only for integers: inf - inf and NaN - NaN are NaN */
+        if (in[0] == in[1] && nd->dt == TC_I32) {
+            tc__attrs a;
+            int k;
+            memset(&a, 0, sizeof a);
+            for (k = 0; k < nd->ndim; k++) a.i[k] = nd->shape[k];
+            a.i[TC__A_NDIM] = nd->ndim;
+            a.dt = TC_I32;
+            return tc__g_op(g, TC__OP_FULL, &a, NULL, 0, nd->file, nd->line);
+        }
+        break;
+    case TC__OP_PERMUTE: {
+        const tc__node *x = &g->nodes[in[0]];
+        tc__attrs a;
+        int k, ident = 1;
+        if (x->kind != TC__NODE_OP || x->op != TC__OP_PERMUTE) {
+            for (k = 0; k < nd->ndim; k++)
+                if (tc__axis((int)nd->a.i[k], nd->ndim) != k) ident = 0;
+            return ident ? in[0] : -2;
+        }
+        /* permute(permute(y, p1), p2) = permute(y, p1[p2]) */
+        memset(&a, 0, sizeof a);
+        for (k = 0; k < nd->ndim; k++) {
+            a.i[k] = x->a.i[tc__axis((int)nd->a.i[k], nd->ndim)];
+            a.i[k] = tc__axis((int)a.i[k], nd->ndim);
+            if (a.i[k] != k) ident = 0;
+        }
+        return ident ? x->in[0] : tc__g_op(g, TC__OP_PERMUTE, &a, x->in, 1, nd->file, nd->line);
+    }
+    case TC__OP_RESHAPE: {
+        const tc__node *x = &g->nodes[in[0]];
+        if (tc__same_meta(g, in[0], nd)) return in[0];
+        /* reshape(reshape(y)) = reshape(y) when y is a contiguous result */
+        if (x->kind == TC__NODE_OP && x->op == TC__OP_RESHAPE) {
+            const tc__node *y = &g->nodes[x->in[0]];
+            if (y->kind == TC__NODE_OP && tc__optable[y->op].cls != TC__CLASS_VIEW) {
+                if (tc__same_meta(g, x->in[0], nd)) return x->in[0];
+                return tc__g_op(g, TC__OP_RESHAPE, &nd->a, x->in, 1, nd->file, nd->line);
+            }
+        }
+        break;
+    }
+    case TC__OP_CAST: {
+        const tc__node *x = &g->nodes[in[0]];
+        if (x->dt == nd->dt) return in[0];
+        if (x->kind == TC__NODE_OP && x->op == TC__OP_CAST && tc__cast_lossless(g->nodes[x->in[0]].dt, x->dt)) {
+            if (g->nodes[x->in[0]].dt == nd->dt) return x->in[0];
+            return tc__g_op(g, TC__OP_CAST, &nd->a, x->in, 1, nd->file, nd->line);
+        }
+        break;
+    }
+    default: break;
+    }
+    return -2;
+}
+
+/* x*1, 1*x, x/1, x+0, 0+x, x-0 -> x (a zero result's sign may differ:
+ * -0 + 0 is +0); integer x-x -> 0; permute and reshape chains; identity
+ * permutes/reshapes; same-dtype and lossless cast chains. */
+TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
+    return tc__graph_rebuild(g, tc__simplify_node, NULL, changed);
+}
+
+/* ---- constant folding -------------------------------------------------------- */
+
+typedef struct tc__fold_ctx {
+    tc_ctx *ctx;
+    tc_tensor **vals;          /* concrete value per new node (constants) */
+    int cap;
+    int64_t max_numel;
+} tc__fold_ctx;
+
+TC__FN int tc__is_leaf_const(const tc__node *n) {
+    return n->kind == TC__NODE_OP && n->nin == 0 && n->op != TC__OP_EMPTY && n->op != TC__OP_WRAP;
+}
+
+/* Evaluates constant node id of g (recursively), caching in fc->vals. */
+TC__FN tc_tensor *tc__fold_value(tc__fold_ctx *fc, const tc__graph *g, int id) {
+    const tc__node *n = &g->nodes[id];
+    tc__call c;
+    int k;
+    if (id < fc->cap && fc->vals[id]) return fc->vals[id];
+    if (id >= fc->cap) {
+        int cap = g->n + 16;
+        tc_tensor **v = (tc_tensor **)TC_REALLOC(fc->vals, sizeof(tc_tensor *) * (size_t)cap);
+        if (!v) return NULL;
+        memset(v + fc->cap, 0, sizeof(tc_tensor *) * (size_t)(cap - fc->cap));
+        fc->vals = v;
+        fc->cap = cap;
+    }
+    tc__call_init(&c, fc->ctx, n->op, n->file, n->line);
+    c.a = n->a;
+    c.nin = n->nin;
+    c.optional = ~0u;
+    for (k = 0; k < n->nin; k++) {
+        c.in[k] = n->in[k] >= 0 ? tc__fold_value(fc, g, n->in[k]) : NULL;
+        if (n->in[k] >= 0 && !c.in[k]) return NULL;
+    }
+    fc->vals[id] = tc__run(&c);
+    if (fc->vals[id]->status != TC_OK) {
+        tc_free(fc->vals[id]);
+        fc->vals[id] = NULL;
+        return NULL;
+    }
+    fc->vals[id]->is_wrapped = n->wrapped;
+    return fc->vals[id];
+}
+
+TC__FN int tc__fold_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    tc__fold_ctx *fc = (tc__fold_ctx *)arg;
+    tc__node cp;
+    tc_tensor *v;
+    void *own = NULL, *copy;
+    const char *data;
+    size_t bytes;
+    int k, id, fresh;
+    if (nd->nin == 0 || nd->nin > TC__MAX_IN || tc__optable[nd->op].cls == TC__CLASS_VIEW) return -2;
+    if (tc__numel_of(nd->ndim, nd->shape) > fc->max_numel) return -2;
+    for (k = 0; k < nd->nin; k++) {
+        if (in[k] < 0) continue;
+        if (!tc__is_leaf_const(&g->nodes[in[k]])) return -2;
+    }
+    /* evaluate on the new graph's constant inputs */
+    cp = *nd;
+    cp.in = (int *)in;
+    id = tc__graph_add(g, &cp, &fresh);
+    if (id < 0 || !(v = tc__fold_value(fc, g, id))) return -2;
+    bytes = (size_t)tc__numel(v) * tc__dtype_sizes[v->dtype];
+    data = tc__contig_as(fc->ctx, v, v->dtype, &own);
+    copy = tc__malloc(bytes);
+    if (!data || !copy || tc__graph_own(g, copy)) {
+        tc__scratch_put(own);
+        TC_FREE(copy);
+        return -2;
+    }
+    memcpy(copy, data, bytes);
+    tc__scratch_put(own);
+    /* the evaluated node stays unreferenced (DCE drops it) */
+    memset(&cp, 0, sizeof cp);
+    cp.kind = TC__NODE_OP;
+    cp.op = TC__OP_FROM_DATA;
+    cp.in = cp.in_small;
+    cp.a.dt = nd->dt;
+    for (k = 0; k < nd->ndim; k++) cp.a.i[k] = nd->shape[k];
+    cp.a.i[TC__A_NDIM] = nd->ndim;
+    cp.a.ptr = copy;
+    cp.dt = nd->dt;
+    cp.ndim = nd->ndim;
+    memcpy(cp.shape, nd->shape, sizeof cp.shape);
+    cp.file = nd->file;
+    cp.line = nd->line;
+    return tc__graph_add(g, &cp, &fresh);
+}
+
+/* Ops whose inputs are all constants (full, arange, rand, data) and whose
+ * result has at most max_numel elements are computed now and become data. */
+TC__FN tc__graph *tc__pass_fold(tc_ctx *ctx, tc__graph *g, int64_t max_numel, int *changed) {
+    tc__fold_ctx fc;
+    tc__trace *saved = ctx->trace;
+    tc__graph *ng;
+    int i;
+    memset(&fc, 0, sizeof fc);
+    fc.ctx = ctx;
+    fc.max_numel = max_numel;
+    ctx->trace = NULL; /* folding computes eagerly */
+    tc_scope_begin(ctx);
+    ng = tc__graph_rebuild(g, tc__fold_node, &fc, changed);
+    for (i = 0; i < fc.cap; i++) tc_free(fc.vals[i]);
+    tc_scope_end(ctx);
+    ctx->trace = saved;
+    TC_FREE(fc.vals);
+    return ng;
+}
+
+/* ---- decomposition ----------------------------------------------------------- */
+
+TC__FN int tc__g_reduce(tc__graph *g, tc__op op, int x, int axis, int corr, const char *file, int line) {
+    tc__attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[axis] = 1;
+    a.i[TC__A_KEEP] = 1;
+    a.i[TC__A_CORR] = corr;
+    return x < 0 ? -1 : tc__g_op(g, op, &a, &x, 1, file, line);
+}
+
+/* Mean (and var) over the last k dims of x, keepdim: flatten them first. */
+TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *file, int line) {
+    const tc__node *n = &g->nodes[x];
+    tc__attrs a;
+    int d;
+    memset(&a, 0, sizeof a);
+    for (d = n->ndim - k; d < n->ndim; d++) a.i[d] = 1;
+    a.i[TC__A_KEEP] = 1;
+    return tc__g_op(g, op, &a, &x, 1, file, line);
+}
+
+TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    const char *f = nd->file;
+    int l = nd->line, x = in[0], t, u;
+    (void)arg;
+    if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
+    switch (nd->op) {
+    case TC__OP_SOFTMAX:
+    case TC__OP_LOG_SOFTMAX: {
+        int d = (int)nd->a.i[1];
+        if (nd->ndim == 0) return -2;
+        t = tc__g_binary(g, TC__OP_SUB, x, tc__g_reduce(g, TC__OP_MAX, x, d, 0, f, l), f, l); /* x - max */
+        u = tc__g_reduce(g, TC__OP_SUM, tc__g_unary(g, TC__OP_EXP, t, f, l), d, 0, f, l);
+        if (nd->op == TC__OP_SOFTMAX)
+            return tc__g_binary(g, TC__OP_DIV, tc__g_unary(g, TC__OP_EXP, t, f, l), u, f, l);
+        return tc__g_binary(g, TC__OP_SUB, t, tc__g_unary(g, TC__OP_LOG, u, f, l), f, l);
+    }
+    case TC__OP_LAYER_NORM:
+    case TC__OP_RMS_NORM: {
+        int k = (int)nd->a.i[0], w = nd->nin > 1 ? in[1] : -1, b = nd->nin > 2 ? in[2] : -1;
+        int eps = tc__g_scalar(g, nd->a.f[0], f, l);
+        if (nd->op == TC__OP_LAYER_NORM) {
+            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l);
+            int var = tc__g_row_stat(g, TC__OP_VAR, x, k, f, l); /* correction 0 (zeroed attrs) */
+            t = tc__g_binary(g, TC__OP_SUB, x, mean, f, l);
+            t = tc__g_binary(g, TC__OP_MUL, t, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, var, eps, f, l), f, l), f, l);
+        } else {
+            int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, x, f, l), k, f, l);
+            t = tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, ms, eps, f, l), f, l), f, l);
+        }
+        if (w >= 0) t = tc__g_binary(g, TC__OP_MUL, t, w, f, l);
+        if (b >= 0) t = tc__g_binary(g, TC__OP_ADD, t, b, f, l);
+        return t;
+    }
+    case TC__OP_SILU: return tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_SIGMOID, x, f, l), f, l);
+    case TC__OP_GELU_TANH: {
+        /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+        int x3 = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_SQUARE, x, f, l), x, f, l);
+        t = tc__g_binary(g, TC__OP_ADD, x, tc__g_binary(g, TC__OP_MUL, x3, tc__g_scalar(g, 0.044715, f, l), f, l), f, l);
+        t = tc__g_unary(g, TC__OP_TANH, tc__g_binary(g, TC__OP_MUL, t, tc__g_scalar(g, 0.7978845608028654, f, l), f, l), f, l);
+        t = tc__g_binary(g, TC__OP_ADD, t, tc__g_scalar(g, 1.0, f, l), f, l);
+        return tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MUL, x, tc__g_scalar(g, 0.5, f, l), f, l), t, f, l);
+    }
+    default: break;
+    }
+    return -2;
+}
+
+/* softmax, log_softmax, layer_norm, rms_norm, silu and gelu_tanh on f32
+ * become pointwise ops and reductions, so the fuser sees one vocabulary.
+ * Not in the default pipeline yet: without fusion each primitive is a pass
+ * over memory, slower than the composite kernel it replaces. */
+TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
+    return tc__graph_rebuild(g, tc__decompose_node, NULL, changed);
+}
+
 /* ===== src/plan.c ===== */
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
@@ -6235,7 +6654,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit;
+    int fullgraph, nin, nout, limit, decompose;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -6574,6 +6993,18 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
     (void)tc__host_access(&probe, "tc_graph_break", file, line);
 }
 
+/* ---- the pass pipeline ------------------------------------------------------- */
+
+/* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
+TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
+    int changed = 0;
+    if (f->decompose) *g = tc__pass_decompose(*g, &changed);
+    if (*g) *g = tc__pass_simplify(*g, &changed);
+    if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (!*g || tc__pass_dce(*g) < 0) return TC_ERR_OOM;
+    return TC_OK;
+}
+
 /* ---- compile, guards, call -------------------------------------------------- */
 
 TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
@@ -6595,6 +7026,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
+    f->decompose = o.decompose > 0;
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();
@@ -6738,7 +7170,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
             tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
-        if (r == TC_OK && tc__pass_dce(tr.g) < 0) r = TC_ERR_OOM;
+        if (r == TC_OK) r = tc__run_passes(f, &tr.g);
     }
     if (r == TC_OK) {
         tc__entry e;

@@ -437,6 +437,9 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
+    int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
+                                primitives (for a fusing backend; slower on
+                                the node-by-node executor); 0: off          */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes

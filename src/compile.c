@@ -33,7 +33,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit;
+    int fullgraph, nin, nout, limit, decompose;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -372,6 +372,18 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
     (void)tc__host_access(&probe, "tc_graph_break", file, line);
 }
 
+/* ---- the pass pipeline ------------------------------------------------------- */
+
+/* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
+TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
+    int changed = 0;
+    if (f->decompose) *g = tc__pass_decompose(*g, &changed);
+    if (*g) *g = tc__pass_simplify(*g, &changed);
+    if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (!*g || tc__pass_dce(*g) < 0) return TC_ERR_OOM;
+    return TC_OK;
+}
+
 /* ---- compile, guards, call -------------------------------------------------- */
 
 TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
@@ -393,6 +405,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
+    f->decompose = o.decompose > 0;
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();
@@ -536,7 +549,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
             tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
-        if (r == TC_OK && tc__pass_dce(tr.g) < 0) r = TC_ERR_OOM;
+        if (r == TC_OK) r = tc__run_passes(f, &tr.g);
     }
     if (r == TC_OK) {
         tc__entry e;

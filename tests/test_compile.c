@@ -270,6 +270,200 @@ TC_TEST(test_errors_in_compiled_functions) {
     tc_fn_free(g);
 }
 
+/* ---- passes, each on its own ---------------------------------------------------- */
+
+static void simplify_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int64_t s6[1], s23[2];
+    tc_tensor *e = tc_exp(c, in[0]), *y;
+    (void)user;
+    s6[0] = 6;
+    s23[0] = 3;
+    s23[1] = 2;
+    y = tc_transpose(c, tc_transpose(c, e, 0, 1), 0, 1); /* -> e        */
+    y = tc_add_scalar(c, tc_mul_scalar(c, y, 1.0), 0.0);  /* -> e        */
+    y = tc_reshape(c, tc_reshape(c, y, 1, s6), 2, s23);   /* one reshape */
+    y = tc_cast(c, tc_cast(c, y, TC_F32), TC_F32);        /* -> y        */
+    out[0] = tc_neg(c, y);
+}
+
+TC_TEST(test_pass_simplify) {
+    tc_fn *f = tc_compile(ctx, simplify_fn, NULL, NULL);
+    tc_tensor *x = randn(2, 2, 3, 0, 21), *y, *ye;
+    tc_explain_info info;
+    char text[4096];
+    tc_scope_begin(ctx);
+    simplify_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    tc_explain(f, &info, text, sizeof text);
+    TC_CHECKF(info.ops == 3, "ops %d, expected exp, reshape, neg:\n%s", info.ops, text);
+    TC_CHECK(strstr(text, "permute") == NULL && strstr(text, "mul") == NULL && strstr(text, "cast") == NULL);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
+static void fold_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    /* sqrt(arange) * 2 depends on no input: computed once, at compile time */
+    out[0] = tc_add(c, in[0], tc_mul_scalar(c, tc_sqrt(c, tc_arange(c, TC_F32, 0, (double)tc_dim(in[0], 0), 1)), 2.0));
+}
+
+TC_TEST(test_pass_fold) {
+    tc_fn *f = tc_compile(ctx, fold_fn, NULL, NULL);
+    tc_tensor *x = randn(1, 10, 0, 0, 22), *y, *ye;
+    tc_explain_info info;
+    char text[4096];
+    tc_scope_begin(ctx);
+    fold_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    tc_explain(f, &info, text, sizeof text);
+    TC_CHECKF(info.ops == 2 && strstr(text, "from_data") && !strstr(text, "sqrt") && !strstr(text, "arange"),
+              "expected add(input, from_data):\n%s", text);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
+TC_TEST(test_pass_decompose) {
+    block m = make_block(32, 4);
+    tc_compile_options o;
+    tc_fn *f;
+    tc_tensor *x = randn(3, 2, 8, 32, 23), *y, *ye;
+    char text[32768];
+    memset(&o, 0, sizeof o);
+    o.decompose = 1;
+    f = tc_compile(ctx, block_fn, &m, &o);
+    tc_scope_begin(ctx);
+    block_fn(ctx, &m, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    TC_CHECKF(maxdiff(y, ye) < 1e-4, "decomposed differs by %g", maxdiff(y, ye));
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) < 1e-4);
+    tc_explain(f, NULL, text, sizeof text);
+    TC_CHECKF(!strstr(text, "layer_norm") && !strstr(text, "gelu_tanh") && strstr(text, "rsqrt") && strstr(text, "tanh"),
+              "composites left:\n%s", text);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
+/* ---- every op family, compiled vs eager ------------------------------------------ */
+
+static const int ax1[1] = {1};
+static const int ax02[2] = {0, 2};
+static const int perm201[3] = {2, 0, 1};
+static const int64_t s543[3] = {5, 4, 3};
+static const int64_t s12x5[2] = {12, 5};
+static const int64_t pad4[4] = {1, 2, -1, 0};
+
+/* Each case maps x, w ([4,3,5] f32) to one result. */
+#define OPC(name, expr) \
+    static tc_tensor *name(tc_ctx *c, tc_tensor *x, tc_tensor *w) { (void)w; return expr; }
+OPC(oc_unary, tc_sigmoid(c, tc_gelu(c, tc_softplus(c, tc_clamp(c, tc_floor(c, tc_mul_scalar(c, x, 3.0)), -2.0, 2.0), 1.0, 20.0))))
+OPC(oc_unary2, tc_add(c, tc_silu(c, tc_abs(c, x)), tc_log(c, tc_add_scalar(c, tc_square(c, x), 1.0))))
+OPC(oc_trig, tc_add(c, tc_sin(c, x), tc_mul(c, tc_cos(c, x), tc_tanh(c, tc_rsqrt(c, tc_add_scalar(c, tc_exp(c, x), 1.0))))))
+OPC(oc_binary, tc_pow(c, tc_maximum(c, tc_abs(c, x), tc_minimum(c, w, tc_scalar(c, 0.5))), tc_div_scalar(c, w, 4.0)))
+OPC(oc_compare, tc_where(c, tc_ge(c, x, w), tc_cast(c, tc_lt_scalar(c, x, 0.0), TC_F32), tc_sub(c, x, tc_ceil(c, w))))
+OPC(oc_int, tc_cast(c, tc_add(c, tc_cast(c, tc_mul_scalar(c, x, 10.0), TC_I32), tc_neg(c, tc_cast(c, w, TC_I32))), TC_F32))
+OPC(oc_half, tc_cast(c, tc_add(c, tc_cast(c, x, TC_F16), tc_cast(c, w, TC_BF16)), TC_F32))
+OPC(oc_reduce, tc_add(c, tc_sum(c, x, 1, ax1, 1), tc_mul(c, tc_var(c, w, 1, ax1, 1, 1), tc_mean(c, x, 1, ax1, 1))))
+OPC(oc_reduce2, tc_add(c, tc_cast(c, tc_argmax(c, x, 2, ax02, 0), TC_F32), tc_sub(c, tc_max(c, w, 2, ax02, 0), tc_min(c, x, 2, ax02, 0))))
+OPC(oc_rows, tc_add(c, tc_softmax(c, x, 1), tc_log_softmax(c, w, 0)))
+OPC(oc_norms, tc_add(c, tc_layer_norm(c, x, 2, NULL, NULL, 1e-5), tc_rms_norm(c, w, 1, NULL, 1e-6)))
+OPC(oc_matmul, tc_matmul(c, x, tc_transpose(c, w, 1, 2)))
+OPC(oc_linear, tc_linear(c, x, tc_select(c, w, 0, 0), tc_select(c, tc_select(c, w, 0, 1), 1, 0)))
+OPC(oc_views, tc_add(c, tc_contiguous(c, tc_permute(c, x, perm201)), tc_expand(c, tc_slice(c, tc_select(c, w, 2, 1), 0, 0, 1, 1), 3, s543)))
+OPC(oc_pad, tc_pad(c, tc_squeeze(c, tc_unsqueeze(c, x, 0), 0), 4, pad4, 7.0))
+OPC(oc_attn, tc_scaled_dot_product_attention(c, x, w, w, NULL, 1, 0.0))
+OPC(oc_attn_mask, tc_scaled_dot_product_attention(c, x, w, x, tc_gt_scalar(c, tc_slice(c, tc_select(c, w, 2, 0), 0, 0, 3, 1), -1.0), 0, 0.3))
+OPC(oc_flatten, tc_add(c, tc_flatten(c, x, 0, 1), tc_reshape(c, w, 2, s12x5)))
+OPC(oc_pool, tc_adaptive_avg_pool2d(c, tc_relu(c, x), 2, 2))
+OPC(oc_bn, tc_batch_norm(c, tc_unsqueeze(c, x, 0), tc_select(c, tc_select(c, w, 2, 0), 1, 0), tc_add_scalar(c, tc_abs(c, tc_select(c, tc_select(c, w, 2, 1), 1, 1)), 0.5), NULL, NULL, 1e-5))
+#undef OPC
+
+static tc_tensor *oc_concat(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
+    tc_tensor *xs[3];
+    xs[0] = x;
+    xs[1] = w;
+    xs[2] = tc_neg(c, x);
+    return tc_concat(c, 3, xs, 1);
+}
+
+static tc_tensor *oc_chunk(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
+    tc_tensor *p[3];
+    tc_chunk(c, tc_add(c, x, w), 3, 1, p, 3);
+    return tc_sub(c, p[0], p[2]);
+}
+
+static tc_tensor *oc_index(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
+    int32_t idx[4] = {2, 0, 1, 2};
+    int64_t n = 4;
+    tc_tensor *i = tc_from_data(c, TC_I32, 1, &n, idx);
+    (void)w;
+    return tc_add(c, tc_index_select(c, x, 1, i), tc_embedding(c, tc_select(c, x, 0, 3), tc_reshape(c, i, 1, &n)));
+}
+
+/* depthwise 3x3 conv (groups 4, padding 1) then a 2x2 max pool, stride 1 */
+static tc_tensor *oc_conv(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
+    tc_pool2d_opts po;
+    tc_conv2d_opts co;
+    tc_tensor *k = tc_slice(c, tc_unsqueeze(c, w, 1), 3, 0, 3, 1); /* [4,1,3,3] */
+    memset(&po, 0, sizeof po);
+    memset(&co, 0, sizeof co);
+    po.kernel[0] = po.kernel[1] = 2;
+    po.stride[0] = po.stride[1] = 1;
+    co.padding[0] = co.padding[1] = 1;
+    co.groups = 4;
+    return tc_max_pool2d(c, tc_conv2d(c, tc_unsqueeze(c, x, 0), k, NULL, &co), &po);
+}
+
+typedef struct op_case {
+    const char *name;
+    tc_tensor *(*fn)(tc_ctx *c, tc_tensor *x, tc_tensor *w);
+} op_case;
+
+static const op_case op_cases[] = {
+    {"unary", oc_unary}, {"unary2", oc_unary2}, {"trig", oc_trig}, {"binary", oc_binary}, {"compare", oc_compare},
+    {"int", oc_int}, {"half", oc_half}, {"reduce", oc_reduce}, {"reduce2", oc_reduce2}, {"rows", oc_rows},
+    {"norms", oc_norms}, {"matmul", oc_matmul}, {"linear", oc_linear}, {"views", oc_views}, {"pad", oc_pad},
+    {"attn", oc_attn}, {"attn_mask", oc_attn_mask}, {"flatten", oc_flatten}, {"pool", oc_pool}, {"bn", oc_bn},
+    {"concat", oc_concat}, {"chunk", oc_chunk}, {"index", oc_index}, {"conv", oc_conv}};
+
+static const op_case *cur_case;
+static void case_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = cur_case->fn(c, in[0], in[1]);
+}
+
+TC_TEST(test_every_op_family_compiled_equals_eager) {
+    size_t k;
+    int mode;
+    tc_tensor *in[2];
+    in[0] = randn(3, 4, 3, 5, 31);
+    in[1] = randn(3, 4, 3, 5, 32);
+    for (mode = 0; mode < 2; mode++)
+        for (k = 0; k < sizeof op_cases / sizeof op_cases[0]; k++) {
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *ye, *y;
+            int call;
+            memset(&o, 0, sizeof o);
+            o.num_inputs = 2;
+            o.mode = mode ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_DEFAULT;
+            cur_case = &op_cases[k];
+            f = tc_compile(ctx, case_fn, NULL, &o);
+            tc_scope_begin(ctx);
+            ye = cur_case->fn(ctx, in[0], in[1]);
+            TC_CHECKF(tc_status(ye) == TC_OK, "%s: eager failed: %s", cur_case->name, tc_error(ye));
+            for (call = 0; call < 3; call++) {
+                tc_result r = tc_call(f, in, &y);
+                TC_CHECKF(r == TC_OK, "%s (mode %d) call %d: %s", cur_case->name, mode, call, tc_fn_error(f));
+                TC_CHECKF(maxdiff(y, ye) == 0, "%s (mode %d) call %d: differs from eager by %g", cur_case->name, mode,
+                          call, maxdiff(y, ye));
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+}
+
 /* Modes and flags are recorded and observable. */
 TC_TEST(test_modes_observable) {
     tc_compile_options o;
@@ -300,6 +494,10 @@ int main(void) {
     TC_RUN(test_fullgraph_error_names_site);
     TC_RUN(test_errors_in_compiled_functions);
     TC_RUN(test_modes_observable);
+    TC_RUN(test_pass_simplify);
+    TC_RUN(test_pass_fold);
+    TC_RUN(test_pass_decompose);
+    TC_RUN(test_every_op_family_compiled_equals_eager);
     r = TC_TEST_SUMMARY();
     tc_ctx_destroy(ctx);
     return r;

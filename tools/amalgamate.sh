@@ -10,7 +10,7 @@ cd "$root"
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h src/platform.c src/util.c src/threads.c src/tensor.c
 src/optable.h src/dispatch.c src/pointwise.c src/reduce.c src/gemm.c
-src/linalg.c src/conv.c src/shape.c src/graph.c src/plan.c src/compile.c src/license.h"
+src/linalg.c src/conv.c src/shape.c src/graph.c src/passes.c src/plan.c src/compile.c src/license.h"
 
 gen() {
     for f in $HEADER; do
