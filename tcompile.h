@@ -644,6 +644,11 @@ typedef struct tc_explain_info {
  * counts, each break with its reason and file:line, guards, the graphs. */
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
+/* The compiled graph of cache entry `entry` (0 = the first signature) as
+ * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
+ * there is no such graph.  `dot -Tsvg` renders it. */
+TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
+
 /* An explicit graph break inside a compiled function (an error under
  * fullgraph).  No-op outside tracing. */
 TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
@@ -5884,6 +5889,34 @@ TC__FN int tc__pass_dce(tc__graph *g) {
     return removed;
 }
 
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
+TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+    size_t n = 0;
+    int i, k;
+#define TC__P_(...)                                                       \
+    do {                                                                  \
+        int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
+        if (w_ > 0) n += (size_t)w_;                                      \
+    } while (0)
+    TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
+    for (i = 0; i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        char shp[96];
+        const char *what = nd->kind == TC__NODE_INPUT ? "input" : nd->kind == TC__NODE_PARAM ? "param"
+                                                                                                : tc__optable[nd->op].name;
+        tc__shape_str(nd->ndim, nd->shape, shp, sizeof shp);
+        TC__P_("  n%d [label=\"%%%d %s\\n%s%s\"%s];\n", i, i, what, tc__dtype_names[nd->dt], shp,
+               nd->kind != TC__NODE_OP ? ", style=rounded" : "");
+        for (k = 0; k < nd->nin; k++)
+            if (nd->in[k] >= 0) TC__P_("  n%d -> n%d;\n", nd->in[k], i);
+    }
+    for (i = 0; i < g->nout; i++) TC__P_("  out%d [shape=plaintext];\n  n%d -> out%d;\n", i, g->outputs[i], i);
+    TC__P_("}\n");
+#undef TC__P_
+    if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}
+
 /* Graph as text, one node per line (TC_LOGS=graph and tc_explain). */
 TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     size_t n = 0;
@@ -7214,15 +7247,19 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc_result r;
     int i;
     if (!f) return TC_ERR_NULL;
+    /* first, so a refused caller (nested, or another thread) touches nothing */
+    if (!tc__try_enter(&f->busy)) return TC_ERR_STATE;
     ctx = f->ctx;
     f->err[0] = 0;
-    if (!inputs || !outputs) {
-        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
-        return TC_ERR_NULL;
-    }
     if (ctx->trace) {
         tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        tc__leave(&f->busy);
         return TC_ERR_STATE;
+    }
+    if (!inputs || !outputs) {
+        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
+        tc__leave(&f->busy);
+        return TC_ERR_NULL;
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
@@ -7231,12 +7268,9 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
             for (r = TC_ERR_INVALID_ARG, i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
+            tc__leave(&f->busy);
             return r;
         }
-    }
-    if (!tc__try_enter(&f->busy)) {
-        tc__fmt(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
-        return TC_ERR_STATE;
     }
     f->calls++;
     for (i = 0; i < f->nentries; i++)
@@ -7302,6 +7336,14 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     }
     tc__leave(&f->busy);
     return r;
+}
+
+TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
+    if (!f || entry < 0 || entry >= f->nentries || !f->entries[entry].g) {
+        if (buf && cap) buf[0] = 0;
+        return 0;
+    }
+    return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {

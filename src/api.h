@@ -480,6 +480,11 @@ typedef struct tc_explain_info {
  * counts, each break with its reason and file:line, guards, the graphs. */
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
+/* The compiled graph of cache entry `entry` (0 = the first signature) as
+ * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
+ * there is no such graph.  `dot -Tsvg` renders it. */
+TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
+
 /* An explicit graph break inside a compiled function (an error under
  * fullgraph).  No-op outside tracing. */
 TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);

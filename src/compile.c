@@ -593,15 +593,19 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc_result r;
     int i;
     if (!f) return TC_ERR_NULL;
+    /* first, so a refused caller (nested, or another thread) touches nothing */
+    if (!tc__try_enter(&f->busy)) return TC_ERR_STATE;
     ctx = f->ctx;
     f->err[0] = 0;
-    if (!inputs || !outputs) {
-        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
-        return TC_ERR_NULL;
-    }
     if (ctx->trace) {
         tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        tc__leave(&f->busy);
         return TC_ERR_STATE;
+    }
+    if (!inputs || !outputs) {
+        tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
+        tc__leave(&f->busy);
+        return TC_ERR_NULL;
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
@@ -610,12 +614,9 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
             for (r = TC_ERR_INVALID_ARG, i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
+            tc__leave(&f->busy);
             return r;
         }
-    }
-    if (!tc__try_enter(&f->busy)) {
-        tc__fmt(f->err, sizeof f->err, "tc_call: this function is already running (a tc_fn and its context serve one thread at a time)");
-        return TC_ERR_STATE;
     }
     f->calls++;
     for (i = 0; i < f->nentries; i++)
@@ -681,6 +682,14 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     }
     tc__leave(&f->busy);
     return r;
+}
+
+TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
+    if (!f || entry < 0 || entry >= f->nentries || !f->entries[entry].g) {
+        if (buf && cap) buf[0] = 0;
+        return 0;
+    }
+    return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {

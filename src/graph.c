@@ -208,6 +208,34 @@ TC__FN int tc__pass_dce(tc__graph *g) {
     return removed;
 }
 
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
+TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+    size_t n = 0;
+    int i, k;
+#define TC__P_(...)                                                       \
+    do {                                                                  \
+        int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
+        if (w_ > 0) n += (size_t)w_;                                      \
+    } while (0)
+    TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
+    for (i = 0; i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        char shp[96];
+        const char *what = nd->kind == TC__NODE_INPUT ? "input" : nd->kind == TC__NODE_PARAM ? "param"
+                                                                                                : tc__optable[nd->op].name;
+        tc__shape_str(nd->ndim, nd->shape, shp, sizeof shp);
+        TC__P_("  n%d [label=\"%%%d %s\\n%s%s\"%s];\n", i, i, what, tc__dtype_names[nd->dt], shp,
+               nd->kind != TC__NODE_OP ? ", style=rounded" : "");
+        for (k = 0; k < nd->nin; k++)
+            if (nd->in[k] >= 0) TC__P_("  n%d -> n%d;\n", nd->in[k], i);
+    }
+    for (i = 0; i < g->nout; i++) TC__P_("  out%d [shape=plaintext];\n  n%d -> out%d;\n", i, g->outputs[i], i);
+    TC__P_("}\n");
+#undef TC__P_
+    if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}
+
 /* Graph as text, one node per line (TC_LOGS=graph and tc_explain). */
 TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     size_t n = 0;

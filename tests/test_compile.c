@@ -464,6 +464,89 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
         }
 }
 
+/* ---- one tc_fn, two threads: the second is refused, nothing breaks ---------- */
+
+#if !defined(_WIN32)
+#include <pthread.h>
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, tried;
+} gate;
+static gate g_gate;
+
+static void gated_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    pthread_mutex_lock(&g_gate.mu);
+    g_gate.entered = 1;
+    pthread_cond_broadcast(&g_gate.cv);
+    while (!g_gate.tried) pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+    pthread_mutex_unlock(&g_gate.mu);
+    out[0] = tc_exp(c, in[0]);
+}
+
+typedef struct call_arg {
+    tc_fn *f;
+    tc_tensor *x, *y;
+    tc_result r;
+} call_arg;
+
+static void *call_thread(void *p) {
+    call_arg *a = (call_arg *)p;
+    a->r = tc_call(a->f, &a->x, &a->y);
+    return NULL;
+}
+
+TC_TEST(test_concurrent_call_refused) {
+    tc_fn *f = tc_compile(ctx, gated_fn, NULL, NULL);
+    call_arg a;
+    pthread_t th;
+    tc_tensor *y2 = NULL;
+    memset(&g_gate, 0, sizeof g_gate);
+    pthread_mutex_init(&g_gate.mu, NULL);
+    pthread_cond_init(&g_gate.cv, NULL);
+    a.f = f;
+    a.x = randn(1, 16, 0, 0, 41);
+    a.y = NULL;
+    tc_scope_begin(ctx);
+    TC_CHECK(pthread_create(&th, NULL, call_thread, &a) == 0);
+    pthread_mutex_lock(&g_gate.mu);
+    while (!g_gate.entered) pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+    pthread_mutex_unlock(&g_gate.mu);
+    /* the other thread is inside tc_call (tracing): this call must refuse
+     * without touching the context */
+    TC_CHECK(tc_call(f, &a.x, &y2) == TC_ERR_STATE);
+    TC_CHECK(y2 == NULL);
+    pthread_mutex_lock(&g_gate.mu);
+    g_gate.tried = 1;
+    pthread_cond_broadcast(&g_gate.cv);
+    pthread_mutex_unlock(&g_gate.mu);
+    pthread_join(th, NULL);
+    TC_CHECK(a.r == TC_OK && maxdiff(a.y, tc_exp(ctx, a.x)) == 0);
+    TC_CHECK(tc_call(f, &a.x, &y2) == TC_OK); /* usable again afterwards */
+    tc_scope_end(ctx);
+    pthread_cond_destroy(&g_gate.cv);
+    pthread_mutex_destroy(&g_gate.mu);
+    tc_fn_free(f);
+}
+#endif
+
+TC_TEST(test_dot_dump) {
+    tc_fn *f = tc_compile(ctx, dup_fn, NULL, NULL);
+    tc_tensor *x = randn(2, 3, 5, 0, 7), *y;
+    char dot[2048];
+    size_t need;
+    tc_scope_begin(ctx);
+    TC_CHECK(tc_fn_dot(f, 0, dot, sizeof dot) == 0); /* nothing compiled yet */
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    need = tc_fn_dot(f, 0, NULL, 0);
+    TC_CHECK(need > 0 && need < sizeof dot && tc_fn_dot(f, 0, dot, sizeof dot) == need);
+    TC_CHECK(strncmp(dot, "digraph", 7) == 0 && strstr(dot, "exp") && strstr(dot, "n0 -> n1") && strstr(dot, "out0"));
+    TC_CHECK(tc_fn_dot(f, 1, dot, sizeof dot) == 0 && dot[0] == 0);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
 /* Modes and flags are recorded and observable. */
 TC_TEST(test_modes_observable) {
     tc_compile_options o;
@@ -498,6 +581,10 @@ int main(void) {
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
     TC_RUN(test_every_op_family_compiled_equals_eager);
+#if !defined(_WIN32)
+    TC_RUN(test_concurrent_call_refused);
+#endif
+    TC_RUN(test_dot_dump);
     r = TC_TEST_SUMMARY();
     tc_ctx_destroy(ctx);
     return r;
