@@ -593,6 +593,9 @@ typedef enum tc_mode {
 #ifndef TC_FULLGRAPH
 #define TC_FULLGRAPH 0
 #endif
+#ifndef TC_DYNAMIC
+#define TC_DYNAMIC 1   /* automatic dynamic shapes (torch's dynamic=None) */
+#endif
 
 /* Zero-initialise, then set what you need. */
 typedef struct tc_compile_options {
@@ -601,6 +604,8 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
+    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; -1: off (every
+                                new size is a recompile)                    */
     int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
                                 primitives (for a fusing backend; slower on
                                 the node-by-node executor); 0: off          */
@@ -615,8 +620,9 @@ typedef struct tc_fn tc_fn;
 
 /* NULL only when ctx or fn is NULL or memory runs out. */
 TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, TC_AT_);
-#define tc_compile(ctx, fn, user, opts) tc_compile_at(ctx, fn, user, opts, TC_DEFAULT_MODE, TC_FULLGRAPH, TC_HERE_)
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, TC_AT_);
+#define tc_compile(ctx, fn, user, opts) \
+    tc_compile_at(ctx, fn, user, opts, TC_DEFAULT_MODE, TC_FULLGRAPH, TC_DYNAMIC, TC_HERE_)
 /* Runs f: the first call with a new signature traces and compiles, later
  * calls whose guards match run the compiled graph.  outputs[] receives new
  * tensors in the caller's current scope (errored tensors on failure, as an
@@ -637,6 +643,7 @@ typedef struct tc_explain_info {
     int kernels;             /* launches per call (views are free)          */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
+    int dynamic_dims;        /* input dims made dynamic automatically       */
     int calls, cached_calls, eager_calls;
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
 } tc_explain_info;
@@ -5950,6 +5957,156 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     return n;
 }
 
+/* ---- automatic dynamic shapes ------------------------------------------------
+ * C has no symbolic integers: a function that reads tc_dim() bakes sizes into
+ * attributes (reshape targets, arange bounds).  So a dynamic dim is inferred
+ * from two traces at sizes s1 != s2: every attribute or shape entry that
+ * differs must be an affine function of the size, v = a*s + b (integer a, b
+ * for integer slots), fitted from the two values; a third trace verifies the
+ * fit before the graph is instantiated from it without tracing. */
+
+#define TC__NSLOTS (TC__MAX_IATTR + 4 + TC_MAX_DIMS)
+
+typedef struct tc__sym {
+    int node, slot;            /* slot: a.i[k], then a.f[k], then shape[k] */
+    double a, b;
+} tc__sym;
+
+TC__FN double tc__slot_get(const tc__node *n, int s) {
+    if (s < TC__MAX_IATTR) return (double)n->a.i[s];
+    if (s < TC__MAX_IATTR + 4) return n->a.f[s - TC__MAX_IATTR];
+    return (double)n->shape[s - TC__MAX_IATTR - 4];
+}
+
+TC__FN void tc__slot_set(tc__node *n, int s, double v) {
+    if (s < TC__MAX_IATTR) n->a.i[s] = (int64_t)v;
+    else if (s < TC__MAX_IATTR + 4) n->a.f[s - TC__MAX_IATTR] = v;
+    else n->shape[s - TC__MAX_IATTR - 4] = (int64_t)v;
+}
+
+/* Bytes of a FROM_DATA node's payload. */
+TC__FN size_t tc__payload_bytes(const tc__node *n) {
+    return (size_t)tc__numel_of(n->ndim, n->shape) * tc__dtype_sizes[n->dt];
+}
+
+/* Same structure: everything but the numeric slots (payloads compared by
+ * content, which needs equal shapes). */
+TC__FN int tc__graph_same_structure(const tc__graph *x, const tc__graph *y) {
+    int i, k;
+    if (x->n != y->n || x->nout != y->nout) return 0;
+    for (i = 0; i < x->nout; i++)
+        if (x->outputs[i] != y->outputs[i]) return 0;
+    for (i = 0; i < x->n; i++) {
+        const tc__node *p = &x->nodes[i], *q = &y->nodes[i];
+        if (p->kind != q->kind || p->op != q->op || p->nin != q->nin || p->dt != q->dt || p->ndim != q->ndim ||
+            p->param != q->param || p->wrapped != q->wrapped || p->a.dt != q->a.dt)
+            return 0;
+        for (k = 0; k < p->nin; k++)
+            if (p->in[k] != q->in[k]) return 0;
+        if (p->kind == TC__NODE_OP && p->op == TC__OP_FROM_DATA) {
+            if (memcmp(p->shape, q->shape, sizeof p->shape) != 0 ||
+                memcmp(p->a.ptr, q->a.ptr, tc__payload_bytes(p)) != 0)
+                return 0;
+        } else if (p->a.ptr != q->a.ptr) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Equal in every slot too (the verification of a fit). */
+TC__FN int tc__graph_equal(const tc__graph *x, const tc__graph *y) {
+    int i, s;
+    if (!tc__graph_same_structure(x, y)) return 0;
+    for (i = 0; i < x->n; i++)
+        for (s = 0; s < TC__NSLOTS; s++)
+            if (tc__slot_get(&x->nodes[i], s) != tc__slot_get(&y->nodes[i], s)) return 0;
+    return 1;
+}
+
+/* Fits every differing slot of g1 (traced at s1) and g2 (at s2).  Returns the
+ * number of symbolic slots (>= 0) with *out allocated, or -1 when some slot
+ * is not affine with integer coefficients where it must be. */
+TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, int64_t s2, tc__sym **out) {
+    tc__sym *sym = NULL;
+    int i, s, n = 0, cap = 0;
+    *out = NULL;
+    if (s1 == s2 || !tc__graph_same_structure(g1, g2)) return -1;
+    for (i = 0; i < g1->n; i++)
+        for (s = 0; s < TC__NSLOTS; s++) {
+            double v1 = tc__slot_get(&g1->nodes[i], s), v2 = tc__slot_get(&g2->nodes[i], s), a, b;
+            if (v1 == v2 || (v1 != v1 && v2 != v2)) continue;
+            a = (v2 - v1) / (double)(s2 - s1);
+            b = v1 - a * (double)s1;
+            if ((s < TC__MAX_IATTR || s >= TC__MAX_IATTR + 4) && (a != floor(a) || b != floor(b))) {
+                TC_FREE(sym);
+                return -1;
+            }
+            if (n == cap) {
+                tc__sym *ns;
+                cap = cap ? cap * 2 : 16;
+                ns = (tc__sym *)TC_REALLOC(sym, sizeof(tc__sym) * (size_t)cap);
+                if (!ns) {
+                    TC_FREE(sym);
+                    return -1;
+                }
+                sym = ns;
+            }
+            sym[n].node = i;
+            sym[n].slot = s;
+            sym[n].a = a;
+            sym[n].b = b;
+            n++;
+        }
+    *out = sym;
+    return n;
+}
+
+/* A deep copy (payloads duplicated, so each graph owns its own). */
+TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
+    tc__graph *c = tc__graph_new();
+    int i, fresh, ok = c != NULL;
+    for (i = 0; ok && i < g->n; i++) {
+        tc__node nd = g->nodes[i];
+        if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {
+            size_t bytes = tc__payload_bytes(&nd);
+            void *p = tc__malloc(bytes);
+            if (!p || tc__graph_own(c, p)) {
+                TC_FREE(p);
+                ok = 0;
+                break;
+            }
+            memcpy(p, nd.a.ptr, bytes);
+            nd.a.ptr = p;
+        }
+        /* the original has no duplicates (CSE), so each node keeps its id */
+        if (tc__graph_add(c, &nd, &fresh) != i) ok = 0;
+    }
+    if (ok) {
+        c->outputs = (int *)tc__malloc(sizeof(int) * (size_t)(g->nout ? g->nout : 1));
+        if (!c->outputs) ok = 0;
+        else {
+            memcpy(c->outputs, g->outputs, sizeof(int) * (size_t)g->nout);
+            c->nout = g->nout;
+        }
+    }
+    if (!ok) {
+        tc__graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The template with every symbolic slot evaluated at size s. */
+TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sym, int nsym, int64_t s) {
+    tc__graph *c = tc__graph_copy(tmpl);
+    int k;
+    if (!c) return NULL;
+    for (k = 0; k < nsym; k++) tc__slot_set(&c->nodes[sym[k].node], sym[k].slot, sym[k].a * (double)s + sym[k].b);
+    /* the hash table keys are stale now; instances are never added to */
+    return c;
+}
+
 /* ===== src/passes.c ===== */
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
@@ -6680,6 +6837,11 @@ typedef struct tc__entry {
     tc__graph *g;              /* NULL when the trace had breaks (eager)  */
     tc__program *prog;         /* built on first use                      */
     int nparams;
+    tc__graph *raw;            /* the trace before passes (dynamic template) */
+    int dyn_in, dyn_dim;       /* automatic dynamic: the symbolic dim, -1 none */
+    int64_t cur;               /* the size g and prog are for              */
+    tc__sym *sym;              /* slots affine in the dynamic size         */
+    int nsym, verified;        /* verified: a third trace agreed           */
 } tc__entry;
 
 struct tc_fn {
@@ -6687,12 +6849,13 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit, decompose;
+    int fullgraph, nin, nout, limit, decompose, dynamic;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
     int nentries;
-    int recompiles, calls, cached_calls, eager_calls;
+    int recompiles, calls, cached_calls, eager_calls, dyn_traces, dyn_instances;
+    uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
     tc__break *breaks;
     int nbreaks;
     int busy;                  /* set while a call runs (atomic)          */
@@ -7041,7 +7204,7 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
 /* ---- compile, guards, call -------------------------------------------------- */
 
 TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, const char *file, int line) {
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
     tc_fn *f;
     tc_compile_options o;
     if (!ctx || !fn) return NULL;
@@ -7060,6 +7223,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
     f->decompose = o.decompose > 0;
+    f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();
@@ -7072,6 +7236,8 @@ TCDEF void tc_fn_free(tc_fn *f) {
     for (i = 0; i < f->nentries; i++) {
         tc__program_free(f->entries[i].prog);
         tc__graph_free(f->entries[i].g);
+        tc__graph_free(f->entries[i].raw);
+        TC_FREE(f->entries[i].sym);
         TC_FREE(f->entries[i].ins);
     }
     TC_FREE(f->entries);
@@ -7094,6 +7260,22 @@ TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const
         if (t->ndim != gd->ndim) {
             snprintf(why, cap, "input %d rank %d != %d", i, t->ndim, gd->ndim);
             return 0;
+        }
+        if (i == e->dyn_in) {
+            /* a dynamic entry: any size >= 2 in that dim, contiguous input */
+            int64_t s = t->shape[e->dyn_dim];
+            if (s < 2 || !tc__contig(t)) {
+                tc__fmt(why, cap, "input %d dim %d: size %lld %s", i, e->dyn_dim, (long long)s,
+                        s < 2 ? "is specialised (0 and 1 never go dynamic)" : "with a non-contiguous input");
+                return 0;
+            }
+            for (d = 0; d < t->ndim; d++)
+                if (d != e->dyn_dim && t->shape[d] != gd->shape[d]) {
+                    tc__fmt(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
+                            (long long)gd->shape[d]);
+                    return 0;
+                }
+            continue;
         }
         for (d = 0; d < t->ndim; d++) {
             if (t->shape[d] != gd->shape[d]) {
@@ -7137,15 +7319,18 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     return r;
 }
 
-/* Traces one call: returns the new cache entry's graph in *gout (NULL when
- * the trace had breaks) and fills outputs with this call's results. */
-TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout) {
+/* Traces one call: returns the new cache entry's graph in *gout and a copy of
+ * it before the passes in *rawout (both NULL when the trace had breaks) and
+ * fills outputs with this call's results. */
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
+                                tc__graph **rawout) {
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
     int i, fresh;
     tc_result r = TC_OK;
     *gout = NULL;
+    *rawout = NULL;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
@@ -7203,6 +7388,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
             tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
+        /* the template for automatic dynamic shapes: the trace as recorded */
+        if (r == TC_OK && tr.breaks == 0) {
+            if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
+        }
         if (r == TC_OK) r = tc__run_passes(f, &tr.g);
     }
     if (r == TC_OK) {
@@ -7232,11 +7421,91 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
     }
+    if (r != TC_OK || !*gout) {
+        tc__graph_free(*rawout);
+        *rawout = NULL;
+    }
     tc__hand_out(ctx, outputs, f->nout); /* results and errors alike, as an op's */
     tc_scope_end(ctx);
     tc__graph_free(tr.g);
     TC_FREE(lazy_in);
     return r;
+}
+
+/* Caches (g, raw) for the inputs' signature; on OOM the cache just misses. */
+TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw) {
+    tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
+    tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
+    tc__entry *e;
+    int i;
+    if (ne) f->entries = ne;
+    if (!ne || !ins) {
+        TC_FREE(ins);
+        tc__graph_free(g);
+        tc__graph_free(raw);
+        return;
+    }
+    for (i = 0; i < f->nin; i++) {
+        ins[i].dt = inputs[i]->dtype;
+        ins[i].ndim = inputs[i]->ndim;
+        memcpy(ins[i].shape, inputs[i]->shape, sizeof ins[i].shape);
+        memcpy(ins[i].strides, inputs[i]->strides, sizeof ins[i].strides);
+    }
+    e = &ne[f->nentries++];
+    memset(e, 0, sizeof *e);
+    e->ins = ins;
+    e->g = g;
+    e->raw = raw;
+    e->dyn_in = e->dyn_dim = -1;
+    if (g)
+        for (i = 0; i < g->n; i++) e->nparams += g->nodes[i].kind == TC__NODE_PARAM;
+}
+
+/* Points entry e at graph g (and template raw, when given) for size s. */
+TC__FN void tc__entry_set(tc__entry *e, tc__graph *g, tc__graph *raw, int64_t s) {
+    tc__program_free(e->prog);
+    e->prog = NULL;
+    tc__graph_free(e->g);
+    e->g = g;
+    if (raw) {
+        tc__graph_free(e->raw);
+        e->raw = raw;
+    }
+    e->cur = s;
+}
+
+/* The inputs differ from entry e (static, replayable, contiguous inputs)
+ * only in the size of one dim of one input, both sizes >= 2. */
+TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, int *di, int *dd) {
+    int i, d, found = 0;
+    if (!e->g || !e->raw || e->dyn_in >= 0) return 0;
+    for (i = 0; i < f->nin; i++) {
+        const tc__in_guard *gd = &e->ins[i];
+        int64_t cst[TC_MAX_DIMS];
+        if (in[i]->dtype != gd->dt || in[i]->ndim != gd->ndim) return 0;
+        tc__contig_strides(gd->ndim, gd->shape, cst);
+        for (d = 0; d < gd->ndim; d++) {
+            if (gd->shape[d] > 1 && gd->strides[d] != cst[d]) return 0; /* traced input not contiguous */
+            if (in[i]->shape[d] == gd->shape[d]) continue;
+            if (found || in[i]->shape[d] < 2 || gd->shape[d] < 2) return 0;
+            found = 1;
+            *di = i;
+            *dd = d;
+        }
+        if (!tc__contig(in[i])) return 0;
+    }
+    return found;
+}
+
+/* A verified dynamic entry at a new size: the template instantiated and run
+ * through the passes; no trace, no call of the user's function. */
+TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
+    tc__graph *g = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
+    if (!g) return TC_ERR_OOM;
+    if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
+    tc__entry_set(e, g, NULL, s);
+    f->dyn_instances++;
+    return TC_OK;
 }
 
 TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
@@ -7279,6 +7548,48 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
             break;
         }
     if (e && f->logs & TC__LOG_GUARDS) tc__log(ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
+    if (e && e->g && e->dyn_in >= 0 && inputs[e->dyn_in]->shape[e->dyn_dim] != e->cur) {
+        /* a dynamic entry at a new size */
+        int64_t s = inputs[e->dyn_in]->shape[e->dyn_dim];
+        if (e->verified) {
+            r = tc__dynamic_instantiate(f, e, s);
+            if (r != TC_OK) {
+                tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
+                        tc_result_string(r));
+                for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
+                tc__leave(&f->busy);
+                return r;
+            }
+        } else {
+            /* the first new size after the fit: trace once more and compare */
+            tc__graph *raw = NULL;
+            r = tc__trace_call(f, inputs, outputs, &g, &raw);
+            if (r == TC_OK && g) {
+                tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
+                if (inst && tc__graph_equal(inst, raw)) {
+                    e->verified = 1;
+                    tc__entry_set(e, g, raw, s);
+                } else {
+                    /* not affine after all: the dim goes back to static */
+                    tc__log(ctx, TC_LOG_INFO, "automatic dynamic: input %d dim %d is not affine; recompiling per size",
+                            e->dyn_in, e->dyn_dim);
+                    if (e->dyn_in < 8) f->dyn_failed |= (uint64_t)1 << (8 * e->dyn_in + e->dyn_dim);
+                    e->ins[e->dyn_in].shape[e->dyn_dim] = e->cur;
+                    tc__contig_strides(e->ins[e->dyn_in].ndim, e->ins[e->dyn_in].shape, e->ins[e->dyn_in].strides);
+                    e->dyn_in = e->dyn_dim = -1;
+                    TC_FREE(e->sym);
+                    e->sym = NULL;
+                    e->nsym = 0;
+                    f->recompiles++;
+                    tc__add_entry(f, inputs, g, raw);
+                }
+                tc__graph_free(inst);
+            }
+            f->dyn_traces++;
+            tc__leave(&f->busy);
+            return r;
+        }
+    }
     if (e && e->g) {
         tc_scope_begin(ctx);
         r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
@@ -7304,33 +7615,37 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         tc_scope_end(ctx);
         f->eager_calls++;
     } else {
+        /* a miss: when one input dim's size is all that differs from an
+         * entry, this recompile may make that dim dynamic */
+        tc__entry *cand = NULL;
+        tc__graph *raw = NULL;
+        int di = -1, dd = -1;
+        for (i = 0; f->dynamic && i < f->nentries && !cand; i++)
+            if (tc__size_only_miss(f, &f->entries[i], inputs, &di, &dd) &&
+                !(di < 8 && (f->dyn_failed >> (8 * di + dd) & 1)))
+                cand = &f->entries[i];
         if (f->nentries > 0) {
             f->recompiles++;
             if (f->logs & TC__LOG_RECOMPILES)
                 tc__log(ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
         }
-        r = tc__trace_call(f, inputs, outputs, &g);
+        r = tc__trace_call(f, inputs, outputs, &g, &raw);
         if (r == TC_OK) {
-            tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
-            tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
-            if (ne) f->entries = ne;
-            if (!ne || !ins) {
-                TC_FREE(ins);
-                tc__graph_free(g); /* results are fine; the cache just misses */
+            tc__sym *sym = NULL;
+            int nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
+            if (nsym >= 0) {
+                if (f->logs & TC__LOG_RECOMPILES)
+                    tc__log(ctx, TC_LOG_WARN, "automatic dynamic: input %d dim %d (%d symbolic attributes)", di, dd, nsym);
+                cand->dyn_in = di;
+                cand->dyn_dim = dd;
+                TC_FREE(cand->sym);
+                cand->sym = sym;
+                cand->nsym = nsym;
+                cand->verified = 0;
+                cand->ins[di].shape[dd] = inputs[di]->shape[dd];
+                tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
             } else {
-                for (i = 0; i < f->nin; i++) {
-                    ins[i].dt = inputs[i]->dtype;
-                    ins[i].ndim = inputs[i]->ndim;
-                    memcpy(ins[i].shape, inputs[i]->shape, sizeof ins[i].shape);
-                    memcpy(ins[i].strides, inputs[i]->strides, sizeof ins[i].strides);
-                }
-                ne[f->nentries].ins = ins;
-                ne[f->nentries].g = g;
-                ne[f->nentries].prog = NULL;
-                ne[f->nentries].nparams = 0;
-                if (g)
-                    for (i = 0; i < g->n; i++) ne[f->nentries].nparams += g->nodes[i].kind == TC__NODE_PARAM;
-                f->nentries++;
+                tc__add_entry(f, inputs, g, raw);
             }
         }
     }
@@ -7363,6 +7678,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     for (i = 0; i < f->nentries; i++) {
         const tc__graph *g = f->entries[i].g;
         in.guards += f->nin * 3 + f->entries[i].nparams;
+        in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         in.graphs++;
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
@@ -7385,8 +7701,8 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
-    TC__W_("  calls %d (cached %d, eager %d), intermediates arena %lld bytes\n", in.calls, in.cached_calls,
-           in.eager_calls, (long long)in.arena_bytes);
+    TC__W_("  calls %d (cached %d, eager %d), intermediates arena %lld bytes, dynamic dims %d\n", in.calls,
+           in.cached_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);
@@ -7395,9 +7711,23 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         TC__W_("  entry %d guards:", i);
         for (k = 0; k < f->nin; k++) {
             char shp[96];
+            int d;
             tc__shape_str(e->ins[k].ndim, e->ins[k].shape, shp, sizeof shp);
+            if (k == e->dyn_in) { /* print the dynamic dim as '*' */
+                size_t at = 1;
+                for (d = 0; d < e->dyn_dim; d++) at = (size_t)(strchr(shp + at, ',') - shp) + 1;
+                {
+                    char rest[96];
+                    const char *end = strpbrk(shp + at, ",]");
+                    snprintf(rest, sizeof rest, "%s", end ? end : "]");
+                    snprintf(shp + at, sizeof shp - at, "*%s", rest);
+                }
+            }
             TC__W_(" in%d=%s%s", k, tc__dtype_names[e->ins[k].dt], shp);
         }
+        if (e->dyn_in >= 0)
+            TC__W_(" [dynamic: %d symbolic attributes, %s, now %lld]", e->nsym, e->verified ? "verified" : "unverified",
+                   (long long)e->cur);
         TC__W_(", %d params by identity%s\n", e->nparams, e->g ? "" : " (trace had breaks: runs eagerly)");
         if (e->g && n + 1 < cap) n += tc__graph_print(e->g, text + n, cap - n);
         if (n >= cap) n = cap - 1;

@@ -429,6 +429,9 @@ typedef enum tc_mode {
 #ifndef TC_FULLGRAPH
 #define TC_FULLGRAPH 0
 #endif
+#ifndef TC_DYNAMIC
+#define TC_DYNAMIC 1   /* automatic dynamic shapes (torch's dynamic=None) */
+#endif
 
 /* Zero-initialise, then set what you need. */
 typedef struct tc_compile_options {
@@ -437,6 +440,8 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
+    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; -1: off (every
+                                new size is a recompile)                    */
     int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
                                 primitives (for a fusing backend; slower on
                                 the node-by-node executor); 0: off          */
@@ -451,8 +456,9 @@ typedef struct tc_fn tc_fn;
 
 /* NULL only when ctx or fn is NULL or memory runs out. */
 TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, TC_AT_);
-#define tc_compile(ctx, fn, user, opts) tc_compile_at(ctx, fn, user, opts, TC_DEFAULT_MODE, TC_FULLGRAPH, TC_HERE_)
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, TC_AT_);
+#define tc_compile(ctx, fn, user, opts) \
+    tc_compile_at(ctx, fn, user, opts, TC_DEFAULT_MODE, TC_FULLGRAPH, TC_DYNAMIC, TC_HERE_)
 /* Runs f: the first call with a new signature traces and compiles, later
  * calls whose guards match run the compiled graph.  outputs[] receives new
  * tensors in the caller's current scope (errored tensors on failure, as an
@@ -473,6 +479,7 @@ typedef struct tc_explain_info {
     int kernels;             /* launches per call (views are free)          */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
+    int dynamic_dims;        /* input dims made dynamic automatically       */
     int calls, cached_calls, eager_calls;
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
 } tc_explain_info;

@@ -268,3 +268,153 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
+
+/* ---- automatic dynamic shapes ------------------------------------------------
+ * C has no symbolic integers: a function that reads tc_dim() bakes sizes into
+ * attributes (reshape targets, arange bounds).  So a dynamic dim is inferred
+ * from two traces at sizes s1 != s2: every attribute or shape entry that
+ * differs must be an affine function of the size, v = a*s + b (integer a, b
+ * for integer slots), fitted from the two values; a third trace verifies the
+ * fit before the graph is instantiated from it without tracing. */
+
+#define TC__NSLOTS (TC__MAX_IATTR + 4 + TC_MAX_DIMS)
+
+typedef struct tc__sym {
+    int node, slot;            /* slot: a.i[k], then a.f[k], then shape[k] */
+    double a, b;
+} tc__sym;
+
+TC__FN double tc__slot_get(const tc__node *n, int s) {
+    if (s < TC__MAX_IATTR) return (double)n->a.i[s];
+    if (s < TC__MAX_IATTR + 4) return n->a.f[s - TC__MAX_IATTR];
+    return (double)n->shape[s - TC__MAX_IATTR - 4];
+}
+
+TC__FN void tc__slot_set(tc__node *n, int s, double v) {
+    if (s < TC__MAX_IATTR) n->a.i[s] = (int64_t)v;
+    else if (s < TC__MAX_IATTR + 4) n->a.f[s - TC__MAX_IATTR] = v;
+    else n->shape[s - TC__MAX_IATTR - 4] = (int64_t)v;
+}
+
+/* Bytes of a FROM_DATA node's payload. */
+TC__FN size_t tc__payload_bytes(const tc__node *n) {
+    return (size_t)tc__numel_of(n->ndim, n->shape) * tc__dtype_sizes[n->dt];
+}
+
+/* Same structure: everything but the numeric slots (payloads compared by
+ * content, which needs equal shapes). */
+TC__FN int tc__graph_same_structure(const tc__graph *x, const tc__graph *y) {
+    int i, k;
+    if (x->n != y->n || x->nout != y->nout) return 0;
+    for (i = 0; i < x->nout; i++)
+        if (x->outputs[i] != y->outputs[i]) return 0;
+    for (i = 0; i < x->n; i++) {
+        const tc__node *p = &x->nodes[i], *q = &y->nodes[i];
+        if (p->kind != q->kind || p->op != q->op || p->nin != q->nin || p->dt != q->dt || p->ndim != q->ndim ||
+            p->param != q->param || p->wrapped != q->wrapped || p->a.dt != q->a.dt)
+            return 0;
+        for (k = 0; k < p->nin; k++)
+            if (p->in[k] != q->in[k]) return 0;
+        if (p->kind == TC__NODE_OP && p->op == TC__OP_FROM_DATA) {
+            if (memcmp(p->shape, q->shape, sizeof p->shape) != 0 ||
+                memcmp(p->a.ptr, q->a.ptr, tc__payload_bytes(p)) != 0)
+                return 0;
+        } else if (p->a.ptr != q->a.ptr) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Equal in every slot too (the verification of a fit). */
+TC__FN int tc__graph_equal(const tc__graph *x, const tc__graph *y) {
+    int i, s;
+    if (!tc__graph_same_structure(x, y)) return 0;
+    for (i = 0; i < x->n; i++)
+        for (s = 0; s < TC__NSLOTS; s++)
+            if (tc__slot_get(&x->nodes[i], s) != tc__slot_get(&y->nodes[i], s)) return 0;
+    return 1;
+}
+
+/* Fits every differing slot of g1 (traced at s1) and g2 (at s2).  Returns the
+ * number of symbolic slots (>= 0) with *out allocated, or -1 when some slot
+ * is not affine with integer coefficients where it must be. */
+TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, int64_t s2, tc__sym **out) {
+    tc__sym *sym = NULL;
+    int i, s, n = 0, cap = 0;
+    *out = NULL;
+    if (s1 == s2 || !tc__graph_same_structure(g1, g2)) return -1;
+    for (i = 0; i < g1->n; i++)
+        for (s = 0; s < TC__NSLOTS; s++) {
+            double v1 = tc__slot_get(&g1->nodes[i], s), v2 = tc__slot_get(&g2->nodes[i], s), a, b;
+            if (v1 == v2 || (v1 != v1 && v2 != v2)) continue;
+            a = (v2 - v1) / (double)(s2 - s1);
+            b = v1 - a * (double)s1;
+            if ((s < TC__MAX_IATTR || s >= TC__MAX_IATTR + 4) && (a != floor(a) || b != floor(b))) {
+                TC_FREE(sym);
+                return -1;
+            }
+            if (n == cap) {
+                tc__sym *ns;
+                cap = cap ? cap * 2 : 16;
+                ns = (tc__sym *)TC_REALLOC(sym, sizeof(tc__sym) * (size_t)cap);
+                if (!ns) {
+                    TC_FREE(sym);
+                    return -1;
+                }
+                sym = ns;
+            }
+            sym[n].node = i;
+            sym[n].slot = s;
+            sym[n].a = a;
+            sym[n].b = b;
+            n++;
+        }
+    *out = sym;
+    return n;
+}
+
+/* A deep copy (payloads duplicated, so each graph owns its own). */
+TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
+    tc__graph *c = tc__graph_new();
+    int i, fresh, ok = c != NULL;
+    for (i = 0; ok && i < g->n; i++) {
+        tc__node nd = g->nodes[i];
+        if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {
+            size_t bytes = tc__payload_bytes(&nd);
+            void *p = tc__malloc(bytes);
+            if (!p || tc__graph_own(c, p)) {
+                TC_FREE(p);
+                ok = 0;
+                break;
+            }
+            memcpy(p, nd.a.ptr, bytes);
+            nd.a.ptr = p;
+        }
+        /* the original has no duplicates (CSE), so each node keeps its id */
+        if (tc__graph_add(c, &nd, &fresh) != i) ok = 0;
+    }
+    if (ok) {
+        c->outputs = (int *)tc__malloc(sizeof(int) * (size_t)(g->nout ? g->nout : 1));
+        if (!c->outputs) ok = 0;
+        else {
+            memcpy(c->outputs, g->outputs, sizeof(int) * (size_t)g->nout);
+            c->nout = g->nout;
+        }
+    }
+    if (!ok) {
+        tc__graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The template with every symbolic slot evaluated at size s. */
+TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sym, int nsym, int64_t s) {
+    tc__graph *c = tc__graph_copy(tmpl);
+    int k;
+    if (!c) return NULL;
+    for (k = 0; k < nsym; k++) tc__slot_set(&c->nodes[sym[k].node], sym[k].slot, sym[k].a * (double)s + sym[k].b);
+    /* the hash table keys are stale now; instances are never added to */
+    return c;
+}

@@ -123,6 +123,7 @@ TC_TEST(test_recompile_on_new_shape_and_limit) {
     int64_t t;
     memset(&o, 0, sizeof o);
     o.recompile_limit = 2;
+    o.dynamic = -1; /* every new size is a recompile */
     f = tc_compile(ctx, block_fn, &m, &o);
     tc_scope_begin(ctx);
     for (t = 4; t <= 6; t++) {
@@ -149,6 +150,75 @@ TC_TEST(test_recompile_on_new_shape_and_limit) {
         TC_CHECKF(info.recompiles == 1, "strided input: recompiles %d", info.recompiles);
         tc_fn_free(g);
     }
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
+/* ---- automatic dynamic shapes ----------------------------------------------- */
+
+/* T changes every call (like a growing sequence): the first recompile makes
+ * dim 1 dynamic, the next size verifies the fit, later sizes neither trace
+ * nor recompile.  Sizes 0 and 1 stay specialised. */
+TC_TEST(test_automatic_dynamic) {
+    block m = make_block(16, 2);
+    tc_fn *f = tc_compile(ctx, block_fn, &m, NULL);
+    tc_tensor *y, *ye;
+    tc_explain_info info;
+    char text[16384];
+    int64_t t;
+    int calls_before = 0;
+    tc_scope_begin(ctx);
+    for (t = 4; t <= 12; t++) {
+        tc_tensor *x = randn(3, 2, t, 16, (uint64_t)(100 + t));
+        if (t == 7) calls_before = m.calls;
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        m.calls--; /* do not count the eager reference below */
+        block_fn(ctx, &m, &x, &ye);
+        TC_CHECKF(maxdiff(ye, y) < 1e-5, "T=%d: differs by %g (%s)", (int)t, maxdiff(ye, y), tc_fn_error(f));
+    }
+    /* T=4 traced, T=5 recompiled (dim goes dynamic), T=6 verified by a
+     * trace; T=7..12 instantiated without running block_fn */
+    TC_CHECKF(m.calls == calls_before, "block_fn ran %d times for T=7..12", m.calls - calls_before);
+    tc_explain(f, &info, text, sizeof text);
+    TC_CHECKF(info.recompiles == 1 && info.graphs == 1 && info.dynamic_dims == 1,
+              "recompiles %d graphs %d dynamic %d\n%s", info.recompiles, info.graphs, info.dynamic_dims, text);
+    TC_CHECK(strstr(text, "in0=f32[2,*,16]") != NULL && strstr(text, "verified") != NULL);
+    {
+        /* size 1 is specialised: a separate, static entry */
+        tc_tensor *x1 = randn(3, 2, 1, 16, 7);
+        TC_CHECK(tc_call(f, &x1, &y) == TC_OK);
+        block_fn(ctx, &m, &x1, &ye);
+        TC_CHECK(maxdiff(ye, y) < 1e-5);
+        tc_explain(f, &info, NULL, 0);
+        TC_CHECK(info.graphs == 2 && info.recompiles == 2);
+    }
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
+/* A size used non-affinely (here squared) must not be instantiated wrongly:
+ * the verification trace catches it and the dim goes back to static. */
+static void square_size_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int64_t n = tc_dim(in[0], 0);
+    (void)user;
+    out[0] = tc_add(c, in[0], tc_sum(c, tc_arange(c, TC_F32, 0, (double)(n * n), 1), 0, NULL, 0));
+}
+
+TC_TEST(test_dynamic_not_affine_falls_back) {
+    tc_fn *f = tc_compile(ctx, square_size_fn, NULL, NULL);
+    tc_tensor *y, *ye;
+    tc_explain_info info;
+    int64_t n;
+    tc_scope_begin(ctx);
+    for (n = 2; n <= 6; n++) {
+        tc_tensor *x = randn(1, n, 0, 0, (uint64_t)n);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        square_size_fn(ctx, NULL, &x, &ye);
+        TC_CHECKF(maxdiff(ye, y) < 1e-3, "n=%d differs by %g", (int)n, maxdiff(ye, y));
+    }
+    tc_explain(f, &info, NULL, 0);
+    TC_CHECKF(info.dynamic_dims == 0, "dynamic dims %d", info.dynamic_dims);
     tc_scope_end(ctx);
     tc_fn_free(f);
 }
@@ -573,6 +643,8 @@ int main(void) {
     TC_RUN(test_compiled_matches_eager_and_caches);
     TC_RUN(test_recompile_on_new_shape_and_limit);
     TC_RUN(test_cse_and_dce);
+    TC_RUN(test_automatic_dynamic);
+    TC_RUN(test_dynamic_not_affine_falls_back);
     TC_RUN(test_graph_break_both_paths);
     TC_RUN(test_fullgraph_error_names_site);
     TC_RUN(test_errors_in_compiled_functions);
