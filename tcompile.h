@@ -84,6 +84,16 @@
  * a pure function of its inputs and of the tensors it reads.  A guard miss
  * traces again (a recompile) up to compile option recompile_limit (default
  * 8); past it new signatures run eagerly, with a log line.
+ * Automatic dynamic shapes (TC_DYNAMIC / options.dynamic, on by default):
+ * when a recompile is caused only by the size of one input dim, that dim
+ * becomes dynamic.  C has no symbolic integers, so sizes `forward` reads
+ * with tc_dim() are baked into attributes; tcompile fits every attribute
+ * that changed between the two traces as size*a + b (integers where sizes
+ * are), checks the fit with one more trace at the next size, and from then
+ * on builds the graph for any size >= 2 without tracing or recompiling.
+ * Sizes 0 and 1 stay specialised; a size used non-affinely (n*n) fails the
+ * check and the dim stays static.  A graph compiled for one size is planned
+ * again (cheaply) when the size changes.
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
  * explicit tc_graph_break) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that
@@ -91,9 +101,14 @@
  * a break runs eagerly on later calls.  tc_explain reports graphs, breaks
  * (reason, file:line), ops, kernels, guards and recompiles;
  * TC_LOGS=graph_breaks,recompiles,guards,output_code logs them as they
- * happen.  Modes (TC_DEFAULT_MODE / options.mode) and fullgraph
+ * happen; tc_fn_dot writes a graph as Graphviz DOT.  Modes
+ * (TC_DEFAULT_MODE / options.mode) and fullgraph
  * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
- * including the header and overridden per compile.  A tc_fn, like its
+ * including the header and overridden per compile.  reduce-overhead keeps
+ * the intermediates' arena, the launch list and the kernels' scratch across
+ * calls, so a cached call allocates nothing; its outputs belong to the
+ * tc_fn and are overwritten by the next call (tc_clone to keep one).  A
+ * tc_fn, like its
  * context, serves one thread at a time; a concurrent tc_call is refused
  * with TC_ERR_STATE.
  *
@@ -132,6 +147,7 @@
  *   TC_DEFAULT_MODE          tc_compile's mode when options leave it 0
  *                            (TC_MODE_DEFAULT / _REDUCE_OVERHEAD / _MAX_AUTOTUNE)
  *   TC_FULLGRAPH             1: graph breaks are errors unless options say -1
+ *   TC_DYNAMIC               0: no automatic dynamic shapes (default 1)
  *
  * ===========================================================================
  *  WHAT IT DOES NOT DO (YET)
@@ -139,9 +155,11 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - compiled graphs run node by node on the eager kernels: fusion, the
- *     SIMD code generator, automatic dynamic shapes, reduce-overhead's static
- *     buffers, max-autotune and the CUDA backend are being built (README);
+ *   - compiled graphs run as a launch list of the eager kernels over a
+ *     planned arena: fusion, the SIMD code generator, max-autotune's
+ *     measured variants and the CUDA backend are being built (README);
+ *   - a signature whose trace had a graph break runs eagerly on later calls
+ *     (its segments are not cached yet);
  *   - tc_copy (writing into a tensor) is not supported inside a compiled
  *     function.
  *
