@@ -481,6 +481,8 @@ typedef struct tc_explain_info {
     int recompiles;          /* traces after the first                      */
     int dynamic_dims;        /* input dims made dynamic automatically       */
     int calls, cached_calls, eager_calls;
+    int recorded_calls;      /* traces with breaks: recorded again, each
+                                segment run from its cached program         */
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:

@@ -21,8 +21,10 @@ typedef struct tc__in_guard {
     int64_t shape[TC_MAX_DIMS], strides[TC_MAX_DIMS];
 } tc__in_guard;
 
+typedef struct tc__segcache tc__segcache;
 typedef struct tc__entry {
     tc__in_guard *ins;
+    tc__segcache *segs;        /* a trace with breaks: its segments       */
     tc__graph *g;              /* NULL when the trace had breaks (eager)  */
     tc__program *prog;         /* built on first use                      */
     int nparams;
@@ -43,7 +45,7 @@ struct tc_fn {
     int line;
     tc__entry *entries;
     int nentries;
-    int recompiles, calls, cached_calls, eager_calls, dyn_traces, dyn_instances;
+    int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
     tc__break *breaks;
     int nbreaks;
@@ -52,14 +54,44 @@ struct tc_fn {
     char err[TC__MSG_CAP];
 };
 
+/* The compiled segments of a signature whose trace has graph breaks: later
+ * calls record the function again (cheap) and each recorded segment that
+ * equals a cached one runs that segment's program. */
+typedef struct tc__segment {
+    tc__graph *raw;            /* as recorded: the lookup key            */
+    tc__graph *g;              /* after the passes                       */
+    tc__program *prog;
+} tc__segment;
+
+struct tc__segcache {
+    tc__segment *s;
+    int n, hits, misses;
+};
+
 struct tc__trace {
     tc_fn *f;
     tc__graph *g;              /* the segment being recorded              */
     tc_tensor *const *inputs;  /* the call's concrete inputs              */
+    tc_tensor **allin;         /* inputs, then values made concrete by breaks */
+    int nall, capall;
+    unsigned gen;              /* this trace's stamp for segment values   */
+    tc__segcache *cache;       /* where segments are looked up            */
     int breaks;                /* in this trace                           */
     int failed;                /* a break under fullgraph, or OOM         */
     tc_result status;
 };
+
+TC__FN void tc__segcache_free(tc__segcache *c) {
+    int i;
+    if (!c) return;
+    for (i = 0; i < c->n; i++) {
+        tc__program_free(c->s[i].prog);
+        tc__graph_free(c->s[i].g);
+        tc__graph_free(c->s[i].raw);
+    }
+    TC_FREE(c->s);
+    TC_FREE(c);
+}
 
 enum { TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8 };
 
@@ -117,6 +149,19 @@ TC__FN int tc__trace_leaf(tc__trace *tr, tc_tensor *t) {
 TC__FN int tc__trace_input(tc__trace *tr, tc_tensor *t) {
     int id;
     if (!t) return -1;
+    if (!t->lazy && t->seg > 0 && t->seg_gen == tr->gen) {
+        /* made concrete by an earlier break: an input of this segment */
+        tc__node nd;
+        int fresh;
+        memset(&nd, 0, sizeof nd);
+        nd.kind = TC__NODE_INPUT;
+        nd.a.i[0] = tr->f->nin + t->seg - 1;
+        nd.dt = t->dtype;
+        nd.ndim = t->ndim;
+        memcpy(nd.shape, t->shape, sizeof nd.shape);
+        nd.in = nd.in_small;
+        return tc__graph_add(tr->g, &nd, &fresh);
+    }
     if (!t->lazy) return tc__trace_leaf(tr, t);
     id = t->lazy - 1;
     if (t->is_wrapped && !tr->g->nodes[id].wrapped) {
@@ -208,77 +253,16 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     return out;
 }
 
-/* ---- executing a graph on the eager kernels ------------------------------ */
-
-/* Runs g with its inputs bound; vals[i] receives node i's value for every
- * node with keep[i] set (others are freed after their last use).  Returns
- * TC_OK or the first error (*err_t then holds the errored tensor). */
-TC__FN tc_result tc__graph_exec(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, const char *keep,
-                                tc_tensor **vals, tc_tensor **err_t) {
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
-    tc__trace *saved = ctx->trace;
-    int i, k;
-    tc_result r = TC_OK;
-    *err_t = NULL;
-    if (!uses) return TC_ERR_OOM;
-    memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
-    for (i = 0; i < g->n; i++)
-        for (k = 0; k < g->nodes[i].nin; k++)
-            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
-    memset(vals, 0, sizeof(tc_tensor *) * (size_t)g->n);
-    ctx->trace = NULL; /* the kernels run eagerly */
-    for (i = 0; i < g->n && r == TC_OK; i++) {
-        const tc__node *nd = &g->nodes[i];
-        if (nd->kind == TC__NODE_INPUT) vals[i] = inputs[nd->a.i[0]];
-        else if (nd->kind == TC__NODE_PARAM) vals[i] = nd->param;
-        else {
-            tc__call c;
-            tc_tensor *small[TC__MAX_IN], **ins = small;
-            tc__call_init(&c, ctx, nd->op, nd->file, nd->line);
-            c.a = nd->a;
-            c.nin = nd->nin;
-            c.optional = ~0u;
-            if (nd->nin > TC__MAX_IN && !(ins = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)nd->nin))) {
-                r = TC_ERR_OOM;
-                break;
-            }
-            for (k = 0; k < nd->nin; k++) ins[k] = nd->in[k] >= 0 ? vals[nd->in[k]] : NULL;
-            if (nd->nin <= TC__MAX_IN) memcpy(c.in, ins, sizeof(tc_tensor *) * (size_t)nd->nin);
-            else c.ins = ins;
-            vals[i] = tc__run(&c);
-            if (ins != small) TC_FREE(ins);
-            if (vals[i]->status != TC_OK) {
-                r = vals[i]->status;
-                *err_t = vals[i];
-                vals[i] = NULL;
-                break;
-            }
-            vals[i]->is_wrapped = nd->wrapped;
-        }
-        /* free op values after their last use (leaves are borrowed) */
-        for (k = 0; k < nd->nin; k++) {
-            int j = nd->in[k];
-            if (j >= 0 && --uses[j] == 0 && !keep[j] && g->nodes[j].kind == TC__NODE_OP) {
-                tc_free(vals[j]);
-                vals[j] = NULL;
-            }
-        }
-    }
-    if (r != TC_OK)
-        for (i = 0; i < g->n; i++)
-            if (vals[i] && g->nodes[i].kind == TC__NODE_OP) {
-                tc_free(vals[i]);
-                vals[i] = NULL;
-            }
-    ctx->trace = saved;
-    TC_FREE(uses);
-    return r;
-}
-
 /* ---- graph breaks -------------------------------------------------------------- */
 
 TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int line) {
-    tc__break *b = (tc__break *)TC_REALLOC(f->breaks, sizeof(tc__break) * (size_t)(f->nbreaks + 1));
+    tc__break *b;
+    int i;
+    /* one record per break site (recording calls pass the same sites again) */
+    for (i = 0; i < f->nbreaks; i++)
+        if (f->breaks[i].line == line && f->breaks[i].file == file && strncmp(f->breaks[i].reason, what, sizeof f->breaks[i].reason - 1) == 0)
+            return;
+    b = (tc__break *)TC_REALLOC(f->breaks, sizeof(tc__break) * (size_t)(f->nbreaks + 1));
     if (!b) return;
     f->breaks = b;
     b += f->nbreaks++;
@@ -289,59 +273,129 @@ TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int 
         tc__log(f->ctx, TC_LOG_WARN, "graph break: %s at %s:%d", what, file ? file : "?", line);
 }
 
-/* Executes the pending segment and turns every live traced tensor of the
- * context concrete; tracing then continues in a fresh segment. */
+static tc_result tc__run_passes(tc_fn *f, tc__graph **g);
+
+/* Runs segment graph *gp (its outputs set) through the segment cache: an
+ * equal cached segment runs its program; otherwise the segment is passed,
+ * planned and cached (*gp moves into the cache).  outs[] gets fresh tensors. */
+TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs) {
+    tc_fn *f = tr->f;
+    tc__segcache *c = tr->cache;
+    tc__segment *seg = NULL, *ns;
+    tc__graph *g = *gp;
+    int i;
+    if (tc__pass_dce(g) < 0) return TC_ERR_OOM;
+    for (i = 0; i < c->n && !seg; i++)
+        if (tc__graph_equal(c->s[i].raw, g)) seg = &c->s[i];
+    if (seg) {
+        c->hits++;
+        tc__graph_free(g);
+        *gp = NULL;
+    } else {
+        tc__segment add;
+        memset(&add, 0, sizeof add);
+        c->misses++;
+        if (!(add.raw = tc__graph_copy(g))) return TC_ERR_OOM;
+        *gp = NULL;
+        add.g = g;
+        if (tc__run_passes(f, &add.g) != TC_OK ||
+            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->err, sizeof f->err)) ||
+            !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
+            tc__program_free(add.prog);
+            tc__graph_free(add.g);
+            tc__graph_free(add.raw);
+            return f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
+        }
+        c->s = ns;
+        c->s[c->n] = add;
+        seg = &c->s[c->n++];
+    }
+    return tc__program_run(seg->prog, f->ctx, tr->allin, outs, f->err, sizeof f->err);
+}
+
+TC__FN int tc__trace_keep_value(tc__trace *tr, tc_tensor *t) {
+    if (tr->nall == tr->capall) {
+        int cap = tr->capall * 2 + 8;
+        tc_tensor **a = (tc_tensor **)TC_REALLOC(tr->allin, sizeof(tc_tensor *) * (size_t)cap);
+        if (!a) return -1;
+        tr->allin = a;
+        tr->capall = cap;
+    }
+    tr->allin[tr->nall++] = t;
+    t->seg = tr->nall - tr->f->nin;
+    t->seg_gen = tr->gen;
+    return 0;
+}
+
+/* Runs the pending segment for the traced tensors still alive and makes
+ * them concrete; tracing then continues in a fresh segment. */
 TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
-    tc_tensor **vals = NULL, *err_t = NULL;
-    char *keep = NULL;
+    tc_tensor **outs = NULL, *t;
+    int *ids = NULL, nid = 0, d, k;
     tc_result r = TC_OK;
-    int d;
-    if (g->n == 0) return TC_OK;
-    vals = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
-    keep = (char *)tc__malloc((size_t)g->n);
-    if (!vals || !keep) r = TC_ERR_OOM;
-    if (r == TC_OK) {
-        memset(keep, 1, (size_t)g->n); /* any node may be held by the user */
-        r = tc__graph_exec(ctx, g, tr->inputs, keep, vals, &err_t);
-    }
-    if (r == TC_OK) {
-        for (d = 0; d <= ctx->depth; d++) {
-            tc_tensor *t;
+    if (g->n > 0) {
+        ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (!ids || !outs) r = TC_ERR_OOM;
+        /* the segment's outputs: every node a live traced tensor refers to
+         * (an input node needs no output: it is the input itself) */
+        for (d = 0; r == TC_OK && d <= ctx->depth; d++)
             for (t = ctx->scope_head[d]; t; t = t->next) {
-                tc_tensor *v;
                 if (!t->lazy) continue;
-                v = vals[t->lazy - 1];
-                t->lazy = 0;
-                t->st = v->st;
-                v->st->refs++;
-                memcpy(t->strides, v->strides, sizeof t->strides);
-                t->offset = v->offset;
+                if (g->nodes[t->lazy - 1].kind == TC__NODE_INPUT) {
+                    const tc_tensor *in = tr->allin[g->nodes[t->lazy - 1].a.i[0]];
+                    t->lazy = 0;
+                    t->st = in->st;
+                    in->st->refs++;
+                    memcpy(t->strides, in->strides, sizeof t->strides);
+                    t->offset = in->offset;
+                    if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
+                    continue;
+                }
+                for (k = 0; k < nid && ids[k] != t->lazy - 1; k++) continue;
+                if (k == nid) ids[nid++] = t->lazy - 1;
+            }
+        if (r == TC_OK && nid > 0) {
+            g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
+            if (!g->outputs) r = TC_ERR_OOM;
+            else {
+                memcpy(g->outputs, ids, sizeof(int) * (size_t)nid);
+                g->nout = nid;
+                r = tc__segment_run(tr, &tr->g, outs);
             }
         }
-    } else {
+        if (r == TC_OK && nid > 0) {
+            for (d = 0; d <= ctx->depth; d++)
+                for (t = ctx->scope_head[d]; t; t = t->next) {
+                    tc_tensor *v;
+                    if (!t->lazy) continue;
+                    for (k = 0; ids[k] != t->lazy - 1; k++) continue;
+                    v = outs[k];
+                    t->lazy = 0;
+                    t->st = v->st;
+                    v->st->refs++;
+                    memcpy(t->strides, v->strides, sizeof t->strides);
+                    t->offset = v->offset;
+                    if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
+                }
+            for (k = 0; k < nid; k++) tc_free(outs[k]);
+        }
+    }
+    TC_FREE(ids);
+    TC_FREE(outs);
+    if (r != TC_OK) {
         tr->failed = 1;
         tr->status = r;
     }
-    if (vals && r == TC_OK) {
-        int i;
-        for (i = 0; i < g->n; i++)
-            if (vals[i] && g->nodes[i].kind == TC__NODE_OP) tc_free(vals[i]);
-    }
-    if (err_t) tc_free(err_t);
-    TC_FREE(vals);
-    TC_FREE(keep);
-    /* a new segment: the old graph's values now live in concrete tensors */
-    {
-        tc__graph *ng = tc__graph_new();
-        if (!ng) {
-            tr->failed = 1;
-            tr->status = TC_ERR_OOM;
-            return TC_ERR_OOM;
-        }
-        tc__graph_free(g);
-        tr->g = ng;
+    /* a new segment: the old one's values now live in concrete tensors */
+    tc__graph_free(tr->g);
+    tr->g = tc__graph_new();
+    if (!tr->g) {
+        tr->failed = 1;
+        tr->status = TC_ERR_OOM;
+        return TC_ERR_OOM;
     }
     return r;
 }
@@ -426,6 +480,7 @@ TCDEF void tc_fn_free(tc_fn *f) {
         tc__program_free(f->entries[i].prog);
         tc__graph_free(f->entries[i].g);
         tc__graph_free(f->entries[i].raw);
+        tc__segcache_free(f->entries[i].segs);
         TC_FREE(f->entries[i].sym);
         TC_FREE(f->entries[i].ins);
     }
@@ -512,7 +567,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
  * it before the passes in *rawout (both NULL when the trace had breaks) and
  * fills outputs with this call's results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                tc__graph **rawout) {
+                                tc__graph **rawout, tc__segcache **segs) {
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
@@ -523,12 +578,22 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
+    tr.gen = ++ctx->trace_gen;
     tr.g = tc__graph_new();
-    if (!lazy_in || !tr.g) {
+    tr.capall = f->nin + 8;
+    tr.allin = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)tr.capall);
+    tr.cache = *segs;
+    if (!tr.cache && (tr.cache = (tc__segcache *)tc__malloc(sizeof(tc__segcache))) != NULL)
+        memset(tr.cache, 0, sizeof(tc__segcache));
+    if (!lazy_in || !tr.g || !tr.allin || !tr.cache) {
         TC_FREE(lazy_in);
+        TC_FREE(tr.allin);
         tc__graph_free(tr.g);
+        if (tr.cache != *segs) tc__segcache_free(tr.cache);
         return TC_ERR_OOM;
     }
+    for (i = 0; i < f->nin; i++) tr.allin[i] = inputs[i];
+    tr.nall = f->nin;
     tc_scope_begin(ctx); /* the trace's tensors; outputs are kept out of it */
     for (i = 0; i < f->nin && r == TC_OK; i++) {
         tc__node nd;
@@ -576,14 +641,20 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         tr.g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
         if (!tr.g->outputs) r = TC_ERR_OOM;
         for (i = 0; r == TC_OK && i < f->nout; i++)
-            tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_leaf(&tr, outputs[i]);
+            if ((tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_input(&tr, outputs[i])) < 0)
+                r = TC_ERR_OOM;
+    }
+    if (r == TC_OK && tr.breaks > 0) {
+        /* a trace with breaks: its last segment goes through the cache too */
+        r = tc__segment_run(&tr, &tr.g, outputs);
+        if (r != TC_OK)
+            for (i = 0; i < f->nout; i++) outputs[i] = NULL;
+    } else if (r == TC_OK) {
         /* the template for automatic dynamic shapes: the trace as recorded */
-        if (r == TC_OK && tr.breaks == 0) {
-            if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
-        }
+        if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
         if (r == TC_OK) r = tc__run_passes(f, &tr.g);
     }
-    if (r == TC_OK) {
+    if (r == TC_OK && tr.breaks == 0) {
         tc__entry e;
         memset(&e, 0, sizeof e);
         e.g = tr.g;
@@ -601,11 +672,11 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
          * its own program, persistent in reduce-overhead, on its first replay */
         r = tc__replay(f, &e, inputs, outputs, 0);
         tc__program_free(e.prog);
-        if (r == TC_OK && tr.breaks == 0) {
+        if (r == TC_OK) {
             *gout = tr.g;
             tr.g = NULL;
         }
-    } else {
+    } else if (r != TC_OK) {
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
@@ -614,15 +685,20 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         tc__graph_free(*rawout);
         *rawout = NULL;
     }
+    /* the segment cache goes to the entry when the trace had breaks */
+    if (r == TC_OK && tr.breaks > 0) *segs = tr.cache;
+    else if (tr.cache != *segs) tc__segcache_free(tr.cache);
     tc__hand_out(ctx, outputs, f->nout); /* results and errors alike, as an op's */
     tc_scope_end(ctx);
     tc__graph_free(tr.g);
     TC_FREE(lazy_in);
+    TC_FREE(tr.allin);
     return r;
 }
 
-/* Caches (g, raw) for the inputs' signature; on OOM the cache just misses. */
-TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw) {
+/* Caches (g, raw) or the segments of a trace with breaks for the inputs'
+ * signature; on OOM the cache just misses. */
+TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw, tc__segcache *segs) {
     tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
     tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
     tc__entry *e;
@@ -632,6 +708,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
         TC_FREE(ins);
         tc__graph_free(g);
         tc__graph_free(raw);
+        tc__segcache_free(segs);
         return;
     }
     for (i = 0; i < f->nin; i++) {
@@ -645,6 +722,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
     e->ins = ins;
     e->g = g;
     e->raw = raw;
+    e->segs = segs;
     e->dyn_in = e->dyn_dim = -1;
     if (g)
         for (i = 0; i < g->n; i++) e->nparams += g->nodes[i].kind == TC__NODE_PARAM;
@@ -752,7 +830,9 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         } else {
             /* the first new size after the fit: trace once more and compare */
             tc__graph *raw = NULL;
-            r = tc__trace_call(f, inputs, outputs, &g, &raw);
+            tc__segcache *segs = NULL;
+            r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+            tc__segcache_free(segs); /* a break now: this size just isn't cached */
             if (r == TC_OK && g) {
                 tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
                 if (inst && tc__graph_equal(inst, raw)) {
@@ -770,7 +850,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                     e->sym = NULL;
                     e->nsym = 0;
                     f->recompiles++;
-                    tc__add_entry(f, inputs, g, raw);
+                    tc__add_entry(f, inputs, g, raw, NULL);
                 }
                 tc__graph_free(inst);
             }
@@ -785,8 +865,15 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
         tc__hand_out(ctx, outputs, f->nout);
         tc_scope_end(ctx);
         f->cached_calls++;
+    } else if (e && e->segs) {
+        /* a trace with breaks: record again, run each segment's program */
+        tc__graph *raw = NULL;
+        r = tc__trace_call(f, inputs, outputs, &g, &raw, &e->segs);
+        tc__graph_free(g); /* a break-free path this time: not cached here */
+        tc__graph_free(raw);
+        f->recorded_calls++;
     } else if (e || f->nentries >= f->limit) {
-        /* a signature whose trace had breaks, or past the recompile limit */
+        /* past the recompile limit (or an entry that could not be cached) */
         if (!e)
             tc__log(ctx, TC_LOG_WARN, "compiled function (%s:%d) hit the recompile limit (%d); running eagerly (%s)",
                     f->file ? f->file : "?", f->line, f->limit, why);
@@ -808,6 +895,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
          * entry, this recompile may make that dim dynamic */
         tc__entry *cand = NULL;
         tc__graph *raw = NULL;
+        tc__segcache *segs = NULL;
         int di = -1, dd = -1;
         for (i = 0; f->dynamic && i < f->nentries && !cand; i++)
             if (tc__size_only_miss(f, &f->entries[i], inputs, &di, &dd) &&
@@ -818,7 +906,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
             if (f->logs & TC__LOG_RECOMPILES)
                 tc__log(ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
         }
-        r = tc__trace_call(f, inputs, outputs, &g, &raw);
+        r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
         if (r == TC_OK) {
             tc__sym *sym = NULL;
             int nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
@@ -834,7 +922,7 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 cand->ins[di].shape[dd] = inputs[di]->shape[dd];
                 tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
             } else {
-                tc__add_entry(f, inputs, g, raw);
+                tc__add_entry(f, inputs, g, raw, segs);
             }
         }
     }
@@ -864,9 +952,20 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.calls = f->calls;
     in.cached_calls = f->cached_calls;
     in.eager_calls = f->eager_calls;
+    in.recorded_calls = f->recorded_calls;
     for (i = 0; i < f->nentries; i++) {
         const tc__graph *g = f->entries[i].g;
+        const tc__segcache *sc = f->entries[i].segs;
         in.guards += f->nin * 3 + f->entries[i].nparams;
+        for (k = 0; sc && k < sc->n; k++) {
+            int q;
+            in.graphs++;
+            for (q = 0; q < sc->s[k].g->n; q++) {
+                if (sc->s[k].g->nodes[q].kind != TC__NODE_OP) continue;
+                in.ops++;
+                in.kernels += tc__optable[sc->s[k].g->nodes[q].op].cls != TC__CLASS_VIEW;
+            }
+        }
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         in.graphs++;
@@ -890,8 +989,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
-    TC__W_("  calls %d (cached %d, eager %d), intermediates arena %lld bytes, dynamic dims %d\n", in.calls,
-           in.cached_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);
+    TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
+           "dynamic dims %d\n",
+           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);
@@ -917,7 +1017,16 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         if (e->dyn_in >= 0)
             TC__W_(" [dynamic: %d symbolic attributes, %s, now %lld]", e->nsym, e->verified ? "verified" : "unverified",
                    (long long)e->cur);
-        TC__W_(", %d params by identity%s\n", e->nparams, e->g ? "" : " (trace had breaks: runs eagerly)");
+        TC__W_(", %d params by identity", e->nparams);
+        if (e->segs)
+            TC__W_(" (trace had breaks: %d segments, %d runs from cache, %d compiled)", e->segs->n, e->segs->hits,
+                   e->segs->misses);
+        TC__W_("\n");
+        for (k = 0; e->segs && k < e->segs->n; k++) {
+            TC__W_("  segment %d:\n", k);
+            if (n + 1 < cap) n += tc__graph_print(e->segs->s[k].g, text + n, cap - n);
+            if (n >= cap) n = cap - 1;
+        }
         if (e->g && n + 1 < cap) n += tc__graph_print(e->g, text + n, cap - n);
         if (n >= cap) n = cap - 1;
     }

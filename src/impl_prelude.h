@@ -74,6 +74,10 @@ struct tc_tensor {
     tc_tensor *prev, *next;         /* links in the owning scope's list   */
     int lazy;                       /* 0: concrete; k > 0: value of node k-1
                                        of the context's trace (no storage) */
+    int seg;                        /* k > 0: made concrete by graph break
+                                       number ... of trace seg_gen: the
+                                       next segment's input k-1            */
+    unsigned seg_gen;
 };
 
 typedef struct tc__pool tc__pool;
@@ -91,6 +95,7 @@ struct tc_ctx {
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
+    unsigned trace_gen;             /* counts traces (segment value stamps) */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
 };

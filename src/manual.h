@@ -97,8 +97,11 @@
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
  * explicit tc_graph_break) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that
- * names the read's file:line.  In this version a signature whose trace had
- * a break runs eagerly on later calls.  tc_explain reports graphs, breaks
+ * names the read's file:line.  Later calls of a signature whose trace had
+ * breaks record the function again (cheap: no kernel runs while recording)
+ * and run each recorded segment from the program cached for an equal
+ * segment, so each path of a data-dependent branch compiles once.
+ * tc_explain reports graphs, breaks
  * (reason, file:line), ops, kernels, guards and recompiles;
  * TC_LOGS=graph_breaks,recompiles,guards,output_code logs them as they
  * happen; tc_fn_dot writes a graph as Graphviz DOT.  Modes
@@ -158,8 +161,6 @@
  *   - compiled graphs run as a launch list of the eager kernels over a
  *     planned arena: fusion, the SIMD code generator, max-autotune's
  *     measured variants and the CUDA backend are being built (README);
- *   - a signature whose trace had a graph break runs eagerly on later calls
- *     (its segments are not cached yet);
  *   - tc_copy (writing into a tensor) is not supported inside a compiled
  *     function.
  *

@@ -210,6 +210,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                                  char *err, size_t errcap) {
     const tc__graph *g = p->g;
     tc__scratch_cache *saved = ctx->scratch;
+    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
     tc_tensor **fresh_t = NULL;
     tc_result r = TC_OK;
     int i, k;
@@ -242,6 +243,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->scratch = p->cache;
+    ctx->trace = NULL;
     for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         tc_tensor *out = &p->hdr[l->node];
@@ -270,6 +272,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
         }
     }
+    ctx->trace = saved_trace;
     if (!p->persistent) {
         if (fresh_t)
             for (i = 0; i < g->n; i++)

@@ -6,9 +6,9 @@ static int tc__host_access(const tc_tensor *t, const char *what, const char *fil
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0};
 
 /* ---- context ------------------------------------------------------------- */
 

@@ -280,6 +280,12 @@ TC_TEST(test_graph_break_both_paths) {
     }
     tc_explain(f, &info, text, sizeof text);
     TC_CHECKF(info.graph_breaks >= 1, "breaks %d", info.graph_breaks);
+    /* later calls re-record and run cached segment programs: the sum
+     * before the break, then one segment per branch taken */
+    TC_CHECKF(info.eager_calls == 0 && info.recorded_calls == 3, "eager %d recorded %d", info.eager_calls,
+              info.recorded_calls);
+    TC_CHECKF(info.graphs == 3 && strstr(text, "segment 2") && !strstr(text, "segment 3"), "segments:\n%s", text);
+    TC_CHECKF(strstr(text, "relu") && strstr(text, "square"), "both branches compiled:\n%s", text);
     sprintf(site, "test_compile.c:%d", break_line);
     TC_CHECKF(strstr(text, site) != NULL && strstr(text, "tc_item") != NULL, "explain lacks the break site %s:\n%s", site, text);
     tc_scope_end(ctx);
