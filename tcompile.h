@@ -107,7 +107,9 @@
  * happen; tc_fn_dot writes a graph as Graphviz DOT.  Modes
  * (TC_DEFAULT_MODE / options.mode) and fullgraph
  * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
- * including the header and overridden per compile.  reduce-overhead keeps
+ * including the header and overridden per compile.  max-autotune measures
+ * each launch's variants on the first replay and keeps the fastest (today:
+ * all threads vs one).  reduce-overhead keeps
  * the intermediates' arena, the launch list and the kernels' scratch across
  * calls, so a cached call allocates nothing; its outputs belong to the
  * tc_fn and are overwritten by the next call (tc_clone to keep one).  A
@@ -667,6 +669,8 @@ typedef struct tc_explain_info {
     int recorded_calls;      /* traces with breaks: recorded again, each
                                 segment run from its cached program         */
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
+    int tuned_launches;      /* max-autotune: launches measured             */
+    int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -791,6 +795,8 @@ struct tc_ctx {
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
     unsigned trace_gen;             /* counts traces (segment value stamps) */
+    int thread_cap;                 /* > 0: at most this many threads per
+                                       kernel (a tuned launch's choice)    */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
 };
@@ -1442,6 +1448,7 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
             int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
             int64_t by_work = work / half;
             nparts = p->nworkers + 1;
+            if (ctx->thread_cap > 0 && nparts > ctx->thread_cap) nparts = ctx->thread_cap;
             if ((int64_t)nparts > n) nparts = (int)n;
             if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
             if (nparts > 1) {
@@ -6562,6 +6569,8 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
 typedef struct tc__launch {
     int node;
     int is_view;               /* recompute the header; no kernel      */
+    int threads;               /* 0: the context's; else a tuned cap    */
+    double tuned_ms;           /* max-autotune: the winner's time       */
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
 
@@ -6577,6 +6586,8 @@ typedef struct tc__program {
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
+    int tune;                  /* max-autotune: measure on the next run   */
+    int tuned, tuned_single;   /* launches measured; of them, 1-thread wins */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -6755,6 +6766,41 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
     return p;
 }
 
+/* max-autotune's hook: the variants of one launch are measured on the real
+ * data and the fastest kept.  Today a launch's variants are its thread
+ * splits (all threads vs one: small kernels lose to the synchronisation);
+ * the contraction templates add GEMM blockings and microkernels here. */
+TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    int caps[2], v, rep;
+    double best = -1;
+    caps[0] = 0;
+    caps[1] = 1;
+    if (ctx->num_threads <= 1) return TC_OK;
+    for (v = 0; v < 2; v++) {
+        double t_min = -1;
+        ctx->thread_cap = caps[v];
+        for (rep = 0; rep < 3; rep++) {
+            double t0 = tc__now_sec(), t;
+            tc_result r = tc__optable[l->call.op].run(&l->call, out);
+            t = tc__now_sec() - t0;
+            if (r != TC_OK) {
+                ctx->thread_cap = 0;
+                return r;
+            }
+            if (t_min < 0 || t < t_min) t_min = t;
+        }
+        if (best < 0 || t_min < best) {
+            best = t_min;
+            l->threads = caps[v];
+        }
+    }
+    ctx->thread_cap = 0;
+    l->tuned_ms = best * 1e3;
+    p->tuned++;
+    p->tuned_single += l->threads == 1;
+    return TC_OK;
+}
+
 /* Runs the program.  Default mode: outputs[] get fresh tensors in the
  * caller's scope.  Persistent: outputs[] are the program's headers, valid
  * until the next call.  On error *err_t holds an errored tensor. */
@@ -6804,7 +6850,12 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             continue;
         }
         if (tc__numel(out) == 0) continue;
-        r = tc__optable[l->call.op].run(&l->call, out);
+        if (p->tune) r = tc__tune_launch(p, ctx, l, out);
+        if (r == TC_OK) {
+            ctx->thread_cap = l->threads;
+            r = tc__optable[l->call.op].run(&l->call, out);
+            ctx->thread_cap = 0;
+        }
         if (r != TC_OK) {
             const char *name = l->call.name ? l->call.name : tc__optable[l->call.op].name;
             if (l->call.file) tc__fmt(err, errcap, "tc_%s (%s:%d): %s", name, l->call.file, l->call.line, l->call.msg);
@@ -6825,6 +6876,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->trace = saved_trace;
+    if (r == TC_OK) p->tune = 0;
     if (!p->persistent) {
         if (fresh_t)
             for (i = 0; i < g->n; i++)
@@ -7393,6 +7445,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     if (!e->prog) {
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
+        else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
     if (r != TC_OK) {
@@ -7811,6 +7864,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.graphs++;
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
+        if (f->entries[i].prog) {
+            in.tuned_launches += f->entries[i].prog->tuned;
+            in.tuned_single_thread += f->entries[i].prog->tuned_single;
+        }
         for (k = 0; k < g->n; k++) {
             if (g->nodes[k].kind != TC__NODE_OP) continue;
             in.ops++;
@@ -7829,6 +7886,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
+    if (f->mode == TC_MODE_MAX_AUTOTUNE)
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
+               in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);

@@ -484,6 +484,8 @@ typedef struct tc_explain_info {
     int recorded_calls;      /* traces with breaks: recorded again, each
                                 segment run from its cached program         */
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
+    int tuned_launches;      /* max-autotune: launches measured             */
+    int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

@@ -553,6 +553,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     if (!e->prog) {
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
+        else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
     if (r != TC_OK) {
@@ -971,6 +972,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.graphs++;
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
+        if (f->entries[i].prog) {
+            in.tuned_launches += f->entries[i].prog->tuned;
+            in.tuned_single_thread += f->entries[i].prog->tuned_single;
+        }
         for (k = 0; k < g->n; k++) {
             if (g->nodes[k].kind != TC__NODE_OP) continue;
             in.ops++;
@@ -989,6 +994,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            f->fullgraph ? ", fullgraph" : "");
     TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
            in.kernels, in.guards, in.recompiles, in.graph_breaks);
+    if (f->mode == TC_MODE_MAX_AUTOTUNE)
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
+               in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);

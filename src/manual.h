@@ -107,7 +107,9 @@
  * happen; tc_fn_dot writes a graph as Graphviz DOT.  Modes
  * (TC_DEFAULT_MODE / options.mode) and fullgraph
  * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
- * including the header and overridden per compile.  reduce-overhead keeps
+ * including the header and overridden per compile.  max-autotune measures
+ * each launch's variants on the first replay and keeps the fastest (today:
+ * all threads vs one).  reduce-overhead keeps
  * the intermediates' arena, the launch list and the kernels' scratch across
  * calls, so a cached call allocates nothing; its outputs belong to the
  * tc_fn and are overwritten by the next call (tc_clone to keep one).  A

@@ -10,6 +10,8 @@
 typedef struct tc__launch {
     int node;
     int is_view;               /* recompute the header; no kernel      */
+    int threads;               /* 0: the context's; else a tuned cap    */
+    double tuned_ms;           /* max-autotune: the winner's time       */
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
 
@@ -25,6 +27,8 @@ typedef struct tc__program {
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
+    int tune;                  /* max-autotune: measure on the next run   */
+    int tuned, tuned_single;   /* launches measured; of them, 1-thread wins */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -203,6 +207,41 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
     return p;
 }
 
+/* max-autotune's hook: the variants of one launch are measured on the real
+ * data and the fastest kept.  Today a launch's variants are its thread
+ * splits (all threads vs one: small kernels lose to the synchronisation);
+ * the contraction templates add GEMM blockings and microkernels here. */
+TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    int caps[2], v, rep;
+    double best = -1;
+    caps[0] = 0;
+    caps[1] = 1;
+    if (ctx->num_threads <= 1) return TC_OK;
+    for (v = 0; v < 2; v++) {
+        double t_min = -1;
+        ctx->thread_cap = caps[v];
+        for (rep = 0; rep < 3; rep++) {
+            double t0 = tc__now_sec(), t;
+            tc_result r = tc__optable[l->call.op].run(&l->call, out);
+            t = tc__now_sec() - t0;
+            if (r != TC_OK) {
+                ctx->thread_cap = 0;
+                return r;
+            }
+            if (t_min < 0 || t < t_min) t_min = t;
+        }
+        if (best < 0 || t_min < best) {
+            best = t_min;
+            l->threads = caps[v];
+        }
+    }
+    ctx->thread_cap = 0;
+    l->tuned_ms = best * 1e3;
+    p->tuned++;
+    p->tuned_single += l->threads == 1;
+    return TC_OK;
+}
+
 /* Runs the program.  Default mode: outputs[] get fresh tensors in the
  * caller's scope.  Persistent: outputs[] are the program's headers, valid
  * until the next call.  On error *err_t holds an errored tensor. */
@@ -252,7 +291,12 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             continue;
         }
         if (tc__numel(out) == 0) continue;
-        r = tc__optable[l->call.op].run(&l->call, out);
+        if (p->tune) r = tc__tune_launch(p, ctx, l, out);
+        if (r == TC_OK) {
+            ctx->thread_cap = l->threads;
+            r = tc__optable[l->call.op].run(&l->call, out);
+            ctx->thread_cap = 0;
+        }
         if (r != TC_OK) {
             const char *name = l->call.name ? l->call.name : tc__optable[l->call.op].name;
             if (l->call.file) tc__fmt(err, errcap, "tc_%s (%s:%d): %s", name, l->call.file, l->call.line, l->call.msg);
@@ -273,6 +317,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->trace = saved_trace;
+    if (r == TC_OK) p->tune = 0;
     if (!p->persistent) {
         if (fresh_t)
             for (i = 0; i < g->n; i++)

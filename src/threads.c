@@ -124,6 +124,7 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
             int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
             int64_t by_work = work / half;
             nparts = p->nworkers + 1;
+            if (ctx->thread_cap > 0 && nparts > ctx->thread_cap) nparts = ctx->thread_cap;
             if ((int64_t)nparts > n) nparts = (int)n;
             if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
             if (nparts > 1) {

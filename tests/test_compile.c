@@ -515,7 +515,7 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
     tc_tensor *in[2];
     in[0] = randn(3, 4, 3, 5, 31);
     in[1] = randn(3, 4, 3, 5, 32);
-    for (mode = 0; mode < 2; mode++)
+    for (mode = 0; mode < 3; mode++)
         for (k = 0; k < sizeof op_cases / sizeof op_cases[0]; k++) {
             tc_compile_options o;
             tc_fn *f;
@@ -523,7 +523,7 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
             int call;
             memset(&o, 0, sizeof o);
             o.num_inputs = 2;
-            o.mode = mode ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_DEFAULT;
+            o.mode = mode == 0 ? TC_MODE_DEFAULT : mode == 1 ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_MAX_AUTOTUNE;
             cur_case = &op_cases[k];
             f = tc_compile(ctx, case_fn, NULL, &o);
             tc_scope_begin(ctx);
@@ -640,6 +640,18 @@ TC_TEST(test_modes_observable) {
     f = tc_compile(ctx, dup_fn, NULL, &o);
     tc_explain(f, &info, text, sizeof text);
     TC_CHECK(info.mode == TC_MODE_MAX_AUTOTUNE && info.fullgraph == 1 && strstr(text, "fullgraph") != NULL);
+    {
+        /* the first replay measures each launch's variants (when there are
+         * threads to choose from) and keeps the fastest */
+        tc_tensor *x = randn(2, 64, 64, 0, 51), *y;
+        tc_scope_begin(ctx);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+        TC_CHECK(maxdiff(y, tc_mul_scalar(ctx, tc_exp(ctx, x), 2.0)) < 1e-5);
+        tc_explain(f, &info, text, sizeof text);
+        TC_CHECKF(tc_ctx_num_threads(ctx) <= 1 || info.tuned_launches == 2, "tuned %d\n%s", info.tuned_launches, text);
+        TC_CHECK(strstr(text, "max-autotune:") != NULL);
+        tc_scope_end(ctx);
+    }
     tc_fn_free(f);
 }
 
