@@ -310,6 +310,33 @@ TC_TEST(test_fullgraph_error_names_site) {
     tc_fn_free(f);
 }
 
+/* The other break kinds: tc_read and an explicit tc_graph_break. */
+static void read_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    float first[1];
+    tc_tensor *h = tc_exp(c, in[0]);
+    (void)user;
+    tc_read(tc_slice(c, h, 0, 0, 1, 1), TC_F32, first, sizeof first); /* break 1 */
+    h = tc_mul_scalar(c, h, first[0]);
+    tc_graph_break(c);                                                  /* break 2 */
+    out[0] = tc_neg(c, h);
+}
+
+TC_TEST(test_other_break_kinds) {
+    tc_fn *f = tc_compile(ctx, read_fn, NULL, NULL);
+    tc_tensor *x = randn(1, 5, 0, 0, 61), *y, *ye;
+    tc_explain_info info;
+    char text[8192];
+    int k;
+    tc_scope_begin(ctx);
+    read_fn(ctx, NULL, &x, &ye);
+    for (k = 0; k < 3; k++) TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    tc_explain(f, &info, text, sizeof text);
+    TC_CHECKF(info.graph_breaks == 2 && strstr(text, "tc_read") && strstr(text, "tc_graph_break"), "%s", text);
+    TC_CHECK(info.recorded_calls == 2 && info.eager_calls == 0);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
 /* ---- errors inside compiled functions -------------------------------------------- */
 
 static int bad_line;
@@ -477,6 +504,26 @@ static tc_tensor *oc_index(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
     return tc_add(c, tc_index_select(c, x, 1, i), tc_embedding(c, tc_select(c, x, 0, 3), tc_reshape(c, i, 1, &n)));
 }
 
+static tc_tensor *oc_misc(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
+    int32_t idx[60];
+    int64_t sz[2], k;
+    tc_pool2d_opts po;
+    tc_tensor *gi, *p[2], *cmp;
+    for (k = 0; k < 60; k++) idx[k] = (int32_t)((k * 7) % 3);
+    gi = tc_from_data(c, TC_I32, 3, tc_shape(x), idx);
+    sz[0] = 1;
+    sz[1] = 2;
+    tc_split_sizes(c, w, 2, sz, 1, p);
+    memset(&po, 0, sizeof po);
+    po.kernel[0] = po.kernel[1] = 2;
+    po.padding[1] = 1;
+    po.ceil_mode = 1;
+    cmp = tc_cast(c, tc_add(c, tc_cast(c, tc_le(c, x, w), TC_I32), tc_cast(c, tc_ne(c, tc_eq(c, x, x), tc_gt_scalar(c, w, 0.0)), TC_I32)), TC_F32);
+    return tc_add(c, tc_add(c, tc_gather(c, x, 1, gi), cmp),
+                  tc_add(c, tc_sum(c, tc_avg_pool2d(c, tc_reciprocal(c, tc_sqrt(c, tc_add_scalar(c, tc_abs(c, x), 1.0))), &po), 0, NULL, 0),
+                         tc_sum(c, tc_sub(c, p[0], tc_slice(c, p[1], 1, 0, 1, 1)), 0, NULL, 0)));
+}
+
 /* depthwise 3x3 conv (groups 4, padding 1) then a 2x2 max pool, stride 1 */
 static tc_tensor *oc_conv(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
     tc_pool2d_opts po;
@@ -501,7 +548,7 @@ static const op_case op_cases[] = {
     {"int", oc_int}, {"half", oc_half}, {"reduce", oc_reduce}, {"reduce2", oc_reduce2}, {"rows", oc_rows},
     {"norms", oc_norms}, {"matmul", oc_matmul}, {"linear", oc_linear}, {"views", oc_views}, {"pad", oc_pad},
     {"attn", oc_attn}, {"attn_mask", oc_attn_mask}, {"flatten", oc_flatten}, {"pool", oc_pool}, {"bn", oc_bn},
-    {"concat", oc_concat}, {"chunk", oc_chunk}, {"index", oc_index}, {"conv", oc_conv}};
+    {"concat", oc_concat}, {"chunk", oc_chunk}, {"index", oc_index}, {"conv", oc_conv}, {"misc", oc_misc}};
 
 static const op_case *cur_case;
 static void case_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -665,6 +712,7 @@ int main(void) {
     TC_RUN(test_dynamic_not_affine_falls_back);
     TC_RUN(test_graph_break_both_paths);
     TC_RUN(test_fullgraph_error_names_site);
+    TC_RUN(test_other_break_kinds);
     TC_RUN(test_errors_in_compiled_functions);
     TC_RUN(test_modes_observable);
     TC_RUN(test_pass_simplify);
