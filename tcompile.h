@@ -795,6 +795,8 @@ struct tc_ctx {
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
     unsigned trace_gen;             /* counts traces (segment value stamps) */
+    int cpu_features;               /* TC__CPU_* bits, read once: cpuid can
+                                       trap to the hypervisor in a VM      */
     int thread_cap;                 /* > 0: at most this many threads per
                                        kernel (a tuned launch's choice)    */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
@@ -970,6 +972,24 @@ TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
 #endif
     memset(m, 0, sizeof *m);
 }
+
+/* ---- atomics (for the thread pool's spin phase) ------------------------------ */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TC__HAVE_ATOMICS 1
+TC__FN TC__UNUSED uint64_t tc__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+TC__FN TC__UNUSED void tc__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+TC__FN TC__UNUSED int tc__atomic_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+TC__FN TC__UNUSED void tc__atomic_store_int(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+TC__FN TC__UNUSED int tc__atomic_dec_int(int *p) { return __atomic_sub_fetch(p, 1, __ATOMIC_ACQ_REL); }
+TC__FN TC__UNUSED void tc__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+#endif
 
 /* ---- threads ------------------------------------------------------------- */
 
@@ -1323,7 +1343,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
 
 /* ===== src/threads.c ===== */
 /* Thread pool: persistent workers per context, one synchronisation per
- * parallel loop.  Work [0, n) is split into equal contiguous ranges, one per
+ * parallel loop.  Between jobs a worker spins for a while before it sleeps
+ * on the condition variable (and so does the caller waiting for the job to
+ * finish): waking a sleeping thread costs tens of microseconds, more than a
+ * small kernel takes, and back-to-back kernels are the common case.  Work [0, n) is split into equal contiguous ranges, one per
  * thread (the caller takes the first), so a kernel's memory access stays
  * sequential within each thread and results never depend on timing. */
 
@@ -1357,11 +1380,28 @@ TC__FN void tc__run_part(tc__pool *p, int part) {
     if (b < e) p->fn(p->arg, b, e);
 }
 
+#ifdef TC__HAVE_ATOMICS
+#define TC__SPIN 20000
+#define TC__GEN_LOAD(p) tc__atomic_load_u64(&(p)->generation)
+#define TC__QUIT_LOAD(p) tc__atomic_load_int(&(p)->quit)
+#else
+#define TC__SPIN 0
+#define TC__GEN_LOAD(p) ((p)->generation)
+#define TC__QUIT_LOAD(p) ((p)->quit)
+#endif
+
 TC__FN void *tc__worker_main(void *varg) {
     tc__worker_arg *wa = (tc__worker_arg *)varg;
     tc__pool *p = wa->pool;
     uint64_t seen = 0;
     for (;;) {
+        int spins = 0, last;
+#ifdef TC__HAVE_ATOMICS
+        while (TC__GEN_LOAD(p) == seen && !TC__QUIT_LOAD(p) && spins < TC__SPIN) {
+            tc__cpu_relax();
+            spins++;
+        }
+#endif
         tc__mutex_lock(&p->mu);
         while (!p->quit && p->generation == seen) tc__cond_wait(&p->wake, &p->mu);
         if (p->quit) {
@@ -1371,9 +1411,18 @@ TC__FN void *tc__worker_main(void *varg) {
         seen = p->generation;
         tc__mutex_unlock(&p->mu);
         if (wa->index < p->nparts) tc__run_part(p, wa->index);
+#ifdef TC__HAVE_ATOMICS
+        last = tc__atomic_dec_int(&p->pending) == 0;
+#else
         tc__mutex_lock(&p->mu);
-        if (--p->pending == 0) tc__cond_broadcast(&p->done);
+        last = --p->pending == 0;
         tc__mutex_unlock(&p->mu);
+#endif
+        if (last) {
+            tc__mutex_lock(&p->mu);
+            tc__cond_broadcast(&p->done);
+            tc__mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -1381,7 +1430,11 @@ TC__FN void tc__pool_destroy(tc__pool *p) {
     int i;
     if (!p) return;
     tc__mutex_lock(&p->mu);
+#ifdef TC__HAVE_ATOMICS
+    tc__atomic_store_int(&p->quit, 1);
+#else
     p->quit = 1;
+#endif
     tc__cond_broadcast(&p->wake);
     tc__mutex_unlock(&p->mu);
     for (i = 0; i < p->nworkers; i++) tc__thread_join(&p->threads[i]);
@@ -1457,14 +1510,35 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
                 p->arg = arg;
                 p->n = n;
                 p->nparts = nparts;
+#ifdef TC__HAVE_ATOMICS
+                tc__atomic_store_int(&p->pending, p->nworkers);
+#else
                 p->pending = p->nworkers;
+#endif
                 p->busy = 1;
+#ifdef TC__HAVE_ATOMICS
+                tc__atomic_store_u64(&p->generation, p->generation + 1); /* publishes the job */
+#else
                 p->generation++;
+#endif
                 tc__cond_broadcast(&p->wake);
                 tc__mutex_unlock(&p->mu);
                 tc__run_part(p, 0);
+#ifdef TC__HAVE_ATOMICS
+                {
+                    int spins = 0;
+                    while (tc__atomic_load_int(&p->pending) > 0 && spins < TC__SPIN) {
+                        tc__cpu_relax();
+                        spins++;
+                    }
+                }
+#endif
                 tc__mutex_lock(&p->mu);
+#ifdef TC__HAVE_ATOMICS
+                while (tc__atomic_load_int(&p->pending) > 0) tc__cond_wait(&p->done, &p->mu);
+#else
                 while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
+#endif
                 p->busy = 0;
                 tc__mutex_unlock(&p->mu);
                 return;
@@ -1506,6 +1580,7 @@ TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     }
     memset(ctx->scope_head, 0, sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
     if (tc_ctx_set_num_threads(ctx, ctx->opts.num_threads) != TC_OK) ctx->num_threads = 1;
+    ctx->cpu_features = tc__cpu_features();
     return ctx;
 }
 
@@ -4195,10 +4270,12 @@ __attribute__((target("avx2,fma"))) static void tc__micro_avx2(int64_t kc, const
 }
 #endif
 
-TC__FN tc__micro_fn tc__micro_pick(void) {
+TC__FN tc__micro_fn tc__micro_pick(const tc_ctx *ctx) {
 #ifdef TC__HAVE_MICRO_AVX2
-    int f = tc__cpu_features();
+    int f = ctx->cpu_features;
     if ((f & TC__CPU_AVX2) && (f & TC__CPU_FMA)) return tc__micro_avx2;
+#else
+    (void)ctx;
 #endif
     return tc__micro_base;
 }
@@ -4249,18 +4326,78 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
     }
 }
 
+/* Few rows (a GEMV at M = 1, decoding, small batches): packing would cost
+ * more than it saves.  Each output column is a dot product when B's columns
+ * are contiguous in k (linear's weight), else rows of B are accumulated
+ * (axpy); both stream B once.  Parallel over column blocks. */
+#define TC__SKINNY_M 4
+
+typedef struct tc__skinny_job {
+    const tc__gemm *g;
+} tc__skinny_job;
+
+TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
+    const tc__gemm *g = ((const tc__skinny_job *)arg)->g;
+    int64_t i, j, k;
+    for (i = 0; i < g->M; i++) {
+        const float *a = g->A + i * g->rsa;
+        float *c = g->C + i * g->ldc;
+        if (g->rsb == 1 && g->csa == 1) {
+            for (j = jb; j < je; j++) {
+                const float *b = g->B + j * g->csb;
+                float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+                for (k = 0; k + 8 <= g->K; k += 8) {
+                    int q;
+                    for (q = 0; q < 8; q++) acc[q] += a[k + q] * b[k + q];
+                }
+                s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+                for (; k < g->K; k++) s += a[k] * b[k];
+                c[j] = s;
+            }
+        } else {
+            for (j = jb; j < je; j++) c[j] = 0.0f;
+            for (k = 0; k < g->K; k++) {
+                float av = a[k * g->csa];
+                const float *b = g->B + k * g->rsb;
+                if (g->csb == 1)
+                    for (j = jb; j < je; j++) c[j] += av * b[j];
+                else
+                    for (j = jb; j < je; j++) c[j] += av * b[j * g->csb];
+            }
+        }
+        for (j = jb; j < je; j++) {
+            c[j] *= g->alpha;
+            if (g->bias) c[j] += g->bias[j];
+        }
+    }
+}
+
+TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
+    tc__skinny_job j;
+    j.g = g;
+    if (serial) tc__skinny_cols(&j, 0, g->N);
+    else tc__parallel_for(ctx, g->N, g->M * g->N * g->K, tc__skinny_cols, &j);
+    return 0;
+}
+
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj;
     float *bp;
-    tc__micro_fn micro = tc__micro_pick();
+    tc__micro_fn micro = tc__micro_pick(ctx);
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
         return 0;
     }
-    bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
+    if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
+    /* the packed panel is as large as the problem needs, not a fixed 1 MB */
+    {
+        int64_t kc = g->K < TC__KC ? g->K : TC__KC, nc = g->N < TC__NC ? g->N : TC__NC;
+        nc = (nc + TC__NR - 1) / TC__NR * TC__NR;
+        bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
+    }
     if (!bp) return -1;
     for (jc = 0; jc < g->N; jc += TC__NC) {
         int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;

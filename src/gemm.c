@@ -126,10 +126,12 @@ __attribute__((target("avx2,fma"))) static void tc__micro_avx2(int64_t kc, const
 }
 #endif
 
-TC__FN tc__micro_fn tc__micro_pick(void) {
+TC__FN tc__micro_fn tc__micro_pick(const tc_ctx *ctx) {
 #ifdef TC__HAVE_MICRO_AVX2
-    int f = tc__cpu_features();
+    int f = ctx->cpu_features;
     if ((f & TC__CPU_AVX2) && (f & TC__CPU_FMA)) return tc__micro_avx2;
+#else
+    (void)ctx;
 #endif
     return tc__micro_base;
 }
@@ -180,18 +182,78 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
     }
 }
 
+/* Few rows (a GEMV at M = 1, decoding, small batches): packing would cost
+ * more than it saves.  Each output column is a dot product when B's columns
+ * are contiguous in k (linear's weight), else rows of B are accumulated
+ * (axpy); both stream B once.  Parallel over column blocks. */
+#define TC__SKINNY_M 4
+
+typedef struct tc__skinny_job {
+    const tc__gemm *g;
+} tc__skinny_job;
+
+TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
+    const tc__gemm *g = ((const tc__skinny_job *)arg)->g;
+    int64_t i, j, k;
+    for (i = 0; i < g->M; i++) {
+        const float *a = g->A + i * g->rsa;
+        float *c = g->C + i * g->ldc;
+        if (g->rsb == 1 && g->csa == 1) {
+            for (j = jb; j < je; j++) {
+                const float *b = g->B + j * g->csb;
+                float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+                for (k = 0; k + 8 <= g->K; k += 8) {
+                    int q;
+                    for (q = 0; q < 8; q++) acc[q] += a[k + q] * b[k + q];
+                }
+                s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+                for (; k < g->K; k++) s += a[k] * b[k];
+                c[j] = s;
+            }
+        } else {
+            for (j = jb; j < je; j++) c[j] = 0.0f;
+            for (k = 0; k < g->K; k++) {
+                float av = a[k * g->csa];
+                const float *b = g->B + k * g->rsb;
+                if (g->csb == 1)
+                    for (j = jb; j < je; j++) c[j] += av * b[j];
+                else
+                    for (j = jb; j < je; j++) c[j] += av * b[j * g->csb];
+            }
+        }
+        for (j = jb; j < je; j++) {
+            c[j] *= g->alpha;
+            if (g->bias) c[j] += g->bias[j];
+        }
+    }
+}
+
+TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
+    tc__skinny_job j;
+    j.g = g;
+    if (serial) tc__skinny_cols(&j, 0, g->N);
+    else tc__parallel_for(ctx, g->N, g->M * g->N * g->K, tc__skinny_cols, &j);
+    return 0;
+}
+
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj;
     float *bp;
-    tc__micro_fn micro = tc__micro_pick();
+    tc__micro_fn micro = tc__micro_pick(ctx);
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
         return 0;
     }
-    bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)TC__KC * (size_t)(TC__NC + TC__NR));
+    if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
+    /* the packed panel is as large as the problem needs, not a fixed 1 MB */
+    {
+        int64_t kc = g->K < TC__KC ? g->K : TC__KC, nc = g->N < TC__NC ? g->N : TC__NC;
+        nc = (nc + TC__NR - 1) / TC__NR * TC__NR;
+        bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
+    }
     if (!bp) return -1;
     for (jc = 0; jc < g->N; jc += TC__NC) {
         int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;

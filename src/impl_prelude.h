@@ -96,6 +96,8 @@ struct tc_ctx {
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
     unsigned trace_gen;             /* counts traces (segment value stamps) */
+    int cpu_features;               /* TC__CPU_* bits, read once: cpuid can
+                                       trap to the hypervisor in a VM      */
     int thread_cap;                 /* > 0: at most this many threads per
                                        kernel (a tuned launch's choice)    */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a

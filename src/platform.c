@@ -163,6 +163,24 @@ TC__FN TC__UNUSED void tc__unmap_file(tc__mapping *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* ---- atomics (for the thread pool's spin phase) ------------------------------ */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TC__HAVE_ATOMICS 1
+TC__FN TC__UNUSED uint64_t tc__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+TC__FN TC__UNUSED void tc__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+TC__FN TC__UNUSED int tc__atomic_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+TC__FN TC__UNUSED void tc__atomic_store_int(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+TC__FN TC__UNUSED int tc__atomic_dec_int(int *p) { return __atomic_sub_fetch(p, 1, __ATOMIC_ACQ_REL); }
+TC__FN TC__UNUSED void tc__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+#endif
+
 /* ---- threads ------------------------------------------------------------- */
 
 #ifndef TC_NO_THREADS

@@ -25,6 +25,7 @@ TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     }
     memset(ctx->scope_head, 0, sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
     if (tc_ctx_set_num_threads(ctx, ctx->opts.num_threads) != TC_OK) ctx->num_threads = 1;
+    ctx->cpu_features = tc__cpu_features();
     return ctx;
 }
 

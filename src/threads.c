@@ -1,5 +1,8 @@
 /* Thread pool: persistent workers per context, one synchronisation per
- * parallel loop.  Work [0, n) is split into equal contiguous ranges, one per
+ * parallel loop.  Between jobs a worker spins for a while before it sleeps
+ * on the condition variable (and so does the caller waiting for the job to
+ * finish): waking a sleeping thread costs tens of microseconds, more than a
+ * small kernel takes, and back-to-back kernels are the common case.  Work [0, n) is split into equal contiguous ranges, one per
  * thread (the caller takes the first), so a kernel's memory access stays
  * sequential within each thread and results never depend on timing. */
 
@@ -33,11 +36,28 @@ TC__FN void tc__run_part(tc__pool *p, int part) {
     if (b < e) p->fn(p->arg, b, e);
 }
 
+#ifdef TC__HAVE_ATOMICS
+#define TC__SPIN 20000
+#define TC__GEN_LOAD(p) tc__atomic_load_u64(&(p)->generation)
+#define TC__QUIT_LOAD(p) tc__atomic_load_int(&(p)->quit)
+#else
+#define TC__SPIN 0
+#define TC__GEN_LOAD(p) ((p)->generation)
+#define TC__QUIT_LOAD(p) ((p)->quit)
+#endif
+
 TC__FN void *tc__worker_main(void *varg) {
     tc__worker_arg *wa = (tc__worker_arg *)varg;
     tc__pool *p = wa->pool;
     uint64_t seen = 0;
     for (;;) {
+        int spins = 0, last;
+#ifdef TC__HAVE_ATOMICS
+        while (TC__GEN_LOAD(p) == seen && !TC__QUIT_LOAD(p) && spins < TC__SPIN) {
+            tc__cpu_relax();
+            spins++;
+        }
+#endif
         tc__mutex_lock(&p->mu);
         while (!p->quit && p->generation == seen) tc__cond_wait(&p->wake, &p->mu);
         if (p->quit) {
@@ -47,9 +67,18 @@ TC__FN void *tc__worker_main(void *varg) {
         seen = p->generation;
         tc__mutex_unlock(&p->mu);
         if (wa->index < p->nparts) tc__run_part(p, wa->index);
+#ifdef TC__HAVE_ATOMICS
+        last = tc__atomic_dec_int(&p->pending) == 0;
+#else
         tc__mutex_lock(&p->mu);
-        if (--p->pending == 0) tc__cond_broadcast(&p->done);
+        last = --p->pending == 0;
         tc__mutex_unlock(&p->mu);
+#endif
+        if (last) {
+            tc__mutex_lock(&p->mu);
+            tc__cond_broadcast(&p->done);
+            tc__mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -57,7 +86,11 @@ TC__FN void tc__pool_destroy(tc__pool *p) {
     int i;
     if (!p) return;
     tc__mutex_lock(&p->mu);
+#ifdef TC__HAVE_ATOMICS
+    tc__atomic_store_int(&p->quit, 1);
+#else
     p->quit = 1;
+#endif
     tc__cond_broadcast(&p->wake);
     tc__mutex_unlock(&p->mu);
     for (i = 0; i < p->nworkers; i++) tc__thread_join(&p->threads[i]);
@@ -133,14 +166,35 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
                 p->arg = arg;
                 p->n = n;
                 p->nparts = nparts;
+#ifdef TC__HAVE_ATOMICS
+                tc__atomic_store_int(&p->pending, p->nworkers);
+#else
                 p->pending = p->nworkers;
+#endif
                 p->busy = 1;
+#ifdef TC__HAVE_ATOMICS
+                tc__atomic_store_u64(&p->generation, p->generation + 1); /* publishes the job */
+#else
                 p->generation++;
+#endif
                 tc__cond_broadcast(&p->wake);
                 tc__mutex_unlock(&p->mu);
                 tc__run_part(p, 0);
+#ifdef TC__HAVE_ATOMICS
+                {
+                    int spins = 0;
+                    while (tc__atomic_load_int(&p->pending) > 0 && spins < TC__SPIN) {
+                        tc__cpu_relax();
+                        spins++;
+                    }
+                }
+#endif
                 tc__mutex_lock(&p->mu);
+#ifdef TC__HAVE_ATOMICS
+                while (tc__atomic_load_int(&p->pending) > 0) tc__cond_wait(&p->done, &p->mu);
+#else
                 while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
+#endif
                 p->busy = 0;
                 tc__mutex_unlock(&p->mu);
                 return;
