@@ -2178,13 +2178,11 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
 
 static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
 
-TC__FN tc_tensor *tc__run(tc__call *c) {
-    const tc__opinfo *info = &tc__optable[c->op];
-    tc_result r;
-    tc_tensor *out;
+/* The checks every op makes before its rule: NULL inputs (unless optional),
+ * errored inputs (their error propagates), inputs of another context.
+ * Returns the tensor to return instead of running, or NULL to go on. */
+TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
     int i;
-    if (!c->ctx) return &tc__sentinel_null_ctx;
-    if (c->ctx->trace) return tc__trace_op(c);
     for (i = 0; i < c->nin; i++) {
         tc_tensor *t = c->ins[i];
         if (!t) {
@@ -2198,6 +2196,16 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
     }
+    return NULL;
+}
+
+TC__FN tc_tensor *tc__run(tc__call *c) {
+    const tc__opinfo *info = &tc__optable[c->op];
+    tc_result r;
+    tc_tensor *out;
+    if (!c->ctx) return &tc__sentinel_null_ctx;
+    if (c->ctx->trace) return tc__trace_op(c);
+    if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {
@@ -6066,15 +6074,18 @@ TC__FN int tc__pass_dce(tc__graph *g) {
     return removed;
 }
 
-/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
-TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
-    size_t n = 0;
-    int i, k;
+/* Appends printf output to buf[0..cap) at n (counting past cap, like
+ * snprintf, so a NULL buf measures).  Used with `buf`, `cap`, `n` in scope. */
 #define TC__P_(...)                                                       \
     do {                                                                  \
         int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
         if (w_ > 0) n += (size_t)w_;                                      \
     } while (0)
+
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
+TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+    size_t n = 0;
+    int i, k;
     TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
@@ -6089,7 +6100,6 @@ TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
     }
     for (i = 0; i < g->nout; i++) TC__P_("  out%d [shape=plaintext];\n  n%d -> out%d;\n", i, g->outputs[i], i);
     TC__P_("}\n");
-#undef TC__P_
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
@@ -6098,11 +6108,6 @@ TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
 TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     size_t n = 0;
     int i, k;
-#define TC__P_(...)                                                       \
-    do {                                                                  \
-        int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
-        if (w_ > 0) n += (size_t)w_;                                      \
-    } while (0)
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         char shp[96];
@@ -6122,10 +6127,11 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     TC__P_("  return");
     for (i = 0; i < g->nout; i++) TC__P_(i ? ", %%%d" : " %%%d", g->outputs[i]);
     TC__P_("\n");
-#undef TC__P_
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
+
+#undef TC__P_
 
 /* ---- automatic dynamic shapes ------------------------------------------------
  * C has no symbolic integers: a function that reads tc_dim() bakes sizes into
@@ -7212,19 +7218,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     tc__node nd;
     tc_tensor *out;
     tc_result r;
-    for (i = 0; i < c->nin; i++) {
-        tc_tensor *t = c->ins[i];
-        if (!t) {
-            if (c->optional & (1u << i)) continue;
-            tc__msg(c, TC_ERR_NULL, "input %d is NULL", i);
-            return tc__fail(c, TC_ERR_NULL);
-        }
-        if (t->status != TC_OK) return tc__error_tensor(c->ctx, t->status, tc_error(t));
-        if (t->ctx != c->ctx) {
-            tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
-            return tc__fail(c, TC_ERR_INVALID_ARG);
-        }
-    }
+    if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->out_into) {

@@ -183,19 +183,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     tc__node nd;
     tc_tensor *out;
     tc_result r;
-    for (i = 0; i < c->nin; i++) {
-        tc_tensor *t = c->ins[i];
-        if (!t) {
-            if (c->optional & (1u << i)) continue;
-            tc__msg(c, TC_ERR_NULL, "input %d is NULL", i);
-            return tc__fail(c, TC_ERR_NULL);
-        }
-        if (t->status != TC_OK) return tc__error_tensor(c->ctx, t->status, tc_error(t));
-        if (t->ctx != c->ctx) {
-            tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
-            return tc__fail(c, TC_ERR_INVALID_ARG);
-        }
-    }
+    if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->out_into) {

@@ -121,13 +121,11 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
 
 static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
 
-TC__FN tc_tensor *tc__run(tc__call *c) {
-    const tc__opinfo *info = &tc__optable[c->op];
-    tc_result r;
-    tc_tensor *out;
+/* The checks every op makes before its rule: NULL inputs (unless optional),
+ * errored inputs (their error propagates), inputs of another context.
+ * Returns the tensor to return instead of running, or NULL to go on. */
+TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
     int i;
-    if (!c->ctx) return &tc__sentinel_null_ctx;
-    if (c->ctx->trace) return tc__trace_op(c);
     for (i = 0; i < c->nin; i++) {
         tc_tensor *t = c->ins[i];
         if (!t) {
@@ -141,6 +139,16 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
     }
+    return NULL;
+}
+
+TC__FN tc_tensor *tc__run(tc__call *c) {
+    const tc__opinfo *info = &tc__optable[c->op];
+    tc_result r;
+    tc_tensor *out;
+    if (!c->ctx) return &tc__sentinel_null_ctx;
+    if (c->ctx->trace) return tc__trace_op(c);
+    if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {

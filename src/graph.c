@@ -208,15 +208,18 @@ TC__FN int tc__pass_dce(tc__graph *g) {
     return removed;
 }
 
-/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
-TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
-    size_t n = 0;
-    int i, k;
+/* Appends printf output to buf[0..cap) at n (counting past cap, like
+ * snprintf, so a NULL buf measures).  Used with `buf`, `cap`, `n` in scope. */
 #define TC__P_(...)                                                       \
     do {                                                                  \
         int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
         if (w_ > 0) n += (size_t)w_;                                      \
     } while (0)
+
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
+TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+    size_t n = 0;
+    int i, k;
     TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
@@ -231,7 +234,6 @@ TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
     }
     for (i = 0; i < g->nout; i++) TC__P_("  out%d [shape=plaintext];\n  n%d -> out%d;\n", i, g->outputs[i], i);
     TC__P_("}\n");
-#undef TC__P_
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
@@ -240,11 +242,6 @@ TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
 TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     size_t n = 0;
     int i, k;
-#define TC__P_(...)                                                       \
-    do {                                                                  \
-        int w_ = snprintf(buf ? buf + n : NULL, buf && n < cap ? cap - n : 0, __VA_ARGS__); \
-        if (w_ > 0) n += (size_t)w_;                                      \
-    } while (0)
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         char shp[96];
@@ -264,10 +261,11 @@ TC__FN size_t tc__graph_print(const tc__graph *g, char *buf, size_t cap) {
     TC__P_("  return");
     for (i = 0; i < g->nout; i++) TC__P_(i ? ", %%%d" : " %%%d", g->outputs[i]);
     TC__P_("\n");
-#undef TC__P_
     if (buf && cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
 }
+
+#undef TC__P_
 
 /* ---- automatic dynamic shapes ------------------------------------------------
  * C has no symbolic integers: a function that reads tc_dim() bakes sizes into
