@@ -496,6 +496,14 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
  * there is no such graph.  `dot -Tsvg` renders it. */
 TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
 
+/* Host code inside a model: fn gets the concrete tensor x and returns a new
+ * tensor (made with tc_ ops, which run eagerly there, or filled by hand
+ * through tc_data).  Eagerly it is just a call; inside a compiled function
+ * it is a graph break (an error under fullgraph). */
+typedef tc_tensor *(*tc_host_fn)(tc_ctx *ctx, void *user, tc_tensor *x);
+TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tensor *x, TC_AT_);
+#define tc_host_call(ctx, fn, user, x) tc_host_call_at(ctx, fn, user, x, TC_HERE_)
+
 /* An explicit graph break inside a compiled function (an error under
  * fullgraph).  No-op outside tracing. */
 TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);

@@ -398,7 +398,9 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     char reason[160];
     if (!tr) return 0;
     f = tr->f;
-    tc__fmt(reason, sizeof reason, "%s reads tensor data", what);
+    if (strcmp(what, "tc_graph_break") == 0) tc__fmt(reason, sizeof reason, "explicit tc_graph_break");
+    else if (strcmp(what, "tc_host_call") == 0) tc__fmt(reason, sizeof reason, "tc_host_call runs host code");
+    else tc__fmt(reason, sizeof reason, "%s %s tensor data", what, strcmp(what, "tc_write") && strcmp(what, "tc_set") ? "reads" : "writes");
     tr->breaks++;
     tc__fn_note_break(f, reason, file, line);
     if (f->fullgraph) {
@@ -410,6 +412,37 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
         return -1;
     }
     return tc__trace_flush(tr) == TC_OK ? 0 : -1;
+}
+
+TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tensor *x, const char *file, int line) {
+    char text[TC__MSG_CAP];
+    tc__trace *tr;
+    tc_tensor *y;
+    if (!ctx) return &tc__sentinel_null_ctx;
+    if (!fn || !x || x->ctx != ctx) {
+        tc__fmt(text, sizeof text, "tc_host_call (%s:%d): %s", file ? file : "?", line,
+                !fn ? "fn is NULL" : !x ? "input is NULL" : "input belongs to another context");
+        return tc__error_tensor(ctx, TC_ERR_NULL, text);
+    }
+    if (x->status != TC_OK) return tc__error_tensor(ctx, x->status, tc_error(x));
+    tr = ctx->trace;
+    if (tr && tc__host_access(x, "tc_host_call", file, line)) {
+        tc__fmt(text, sizeof text, "tc_host_call (%s:%d): a graph break under fullgraph", file ? file : "?", line);
+        return tc__error_tensor(ctx, TC_ERR_STATE, text);
+    }
+    ctx->trace = NULL; /* the host function computes for real */
+    y = fn(ctx, user, x);
+    ctx->trace = tr;
+    if (!y) {
+        tc__fmt(text, sizeof text, "tc_host_call (%s:%d): the host function returned NULL", file ? file : "?", line);
+        return tc__error_tensor(ctx, TC_ERR_NULL, text);
+    }
+    /* its result feeds the next segment as an input, not as a parameter */
+    if (tr && y->status == TC_OK && !y->is_sentinel && tc__trace_keep_value(tr, y)) {
+        tr->failed = 1;
+        tr->status = TC_ERR_OOM;
+    }
+    return y;
 }
 
 TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {

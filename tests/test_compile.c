@@ -310,7 +310,17 @@ TC_TEST(test_fullgraph_error_names_site) {
     tc_fn_free(f);
 }
 
-/* The other break kinds: tc_read and an explicit tc_graph_break. */
+/* The other break kinds: tc_read, an explicit tc_graph_break, a host call. */
+static tc_tensor *host_clip(tc_ctx *c, void *user, tc_tensor *x) {
+    /* host code reading and writing plain floats */
+    tc_tensor *y = tc_contiguous(c, tc_clone(c, x));
+    float *p = (float *)tc_data(y);
+    int64_t i, n = tc_numel(y);
+    (void)user;
+    for (i = 0; i < n; i++) p[i] = p[i] > 2.0f ? 2.0f : p[i];
+    return y;
+}
+
 static void read_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     float first[1];
     tc_tensor *h = tc_exp(c, in[0]);
@@ -318,6 +328,7 @@ static void read_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out
     tc_read(tc_slice(c, h, 0, 0, 1, 1), TC_F32, first, sizeof first); /* break 1 */
     h = tc_mul_scalar(c, h, first[0]);
     tc_graph_break(c);                                                  /* break 2 */
+    h = tc_host_call(c, host_clip, NULL, h);                            /* break 3 */
     out[0] = tc_neg(c, h);
 }
 
@@ -331,8 +342,11 @@ TC_TEST(test_other_break_kinds) {
     read_fn(ctx, NULL, &x, &ye);
     for (k = 0; k < 3; k++) TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
     tc_explain(f, &info, text, sizeof text);
-    TC_CHECKF(info.graph_breaks == 2 && strstr(text, "tc_read") && strstr(text, "tc_graph_break"), "%s", text);
+    TC_CHECKF(info.graph_breaks == 3 && strstr(text, "tc_read") && strstr(text, "tc_graph_break") &&
+                  strstr(text, "tc_host_call"), "%s", text);
     TC_CHECK(info.recorded_calls == 2 && info.eager_calls == 0);
+    /* every segment after the first call came from the cache */
+    TC_CHECKF(strstr(text, "3 segments, 6 runs from cache, 3 compiled") != NULL, "%s", text);
     tc_scope_end(ctx);
     tc_fn_free(f);
 }
