@@ -412,7 +412,7 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 #define TC_UNARY_API_(X) \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
     X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil)
+    X(floor) X(ceil) X(erf)
 #define TC_DECL_UNARY_(name) \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
 TC_UNARY_API_(TC_DECL_UNARY_)
@@ -435,6 +435,7 @@ TC_UNARY_API_(TC_DECL_UNARY_)
 #define tc_silu(ctx, x) tc_silu_at(ctx, x, TC_HERE_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
+#define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
 
 /* softplus(x) = log1p(exp(beta*x))/beta, linear where beta*x > threshold
  * (PyTorch defaults: beta 1, threshold 20). */
@@ -1943,7 +1944,7 @@ typedef enum tc__opclass {
     R(X, RSQRT, rsqrt) R(X, RECIPROCAL, reciprocal) R(X, SQUARE, square) R(X, SIN, sin)  \
     R(X, COS, cos) R(X, TANH, tanh) R(X, SIGMOID, sigmoid) R(X, RELU, relu)              \
     R(X, GELU, gelu) R(X, GELU_TANH, gelu_tanh) R(X, SILU, silu) R(X, FLOOR, floor)      \
-    R(X, CEIL, ceil) R(X, SOFTPLUS, softplus) R(X, CLAMP, clamp)
+    R(X, CEIL, ceil) R(X, ERF, erf) R(X, SOFTPLUS, softplus) R(X, CLAMP, clamp)
 
 #define TC__BINARY_OPS(R, X)                                                             \
     R(X, ADD, add) R(X, SUB, sub) R(X, MUL, mul) R(X, DIV, div) R(X, POW, pow)           \
@@ -3213,7 +3214,7 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *
     K(COS, cosf(x)) K(TANH, tanhf(x)) K(SIGMOID, TC__SIGMOID_(x)) K(RELU, x < 0.0f ? 0.0f : x)   \
     K(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))                                  \
     K(GELU_TANH, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))))  \
-    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x))                           \
+    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x)) K(ERF, erff(x))           \
     K(SOFTPLUS, x * p0 > p1 ? x : log1pf(expf(x * p0)) / p0)                                     \
     K(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
 
@@ -3339,6 +3340,7 @@ TC__DEF_UNARY_API_(GELU_TANH, gelu_tanh)
 TC__DEF_UNARY_API_(SILU, silu)
 TC__DEF_UNARY_API_(FLOOR, floor)
 TC__DEF_UNARY_API_(CEIL, ceil)
+TC__DEF_UNARY_API_(ERF, erf)
 
 TCDEF tc_tensor *tc_softplus_at(tc_ctx *ctx, tc_tensor *x, double beta, double threshold, const char *file, int line) {
     tc__call c;
@@ -6652,6 +6654,53 @@ TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *fil
     return tc__g_op(g, op, &a, &x, 1, file, line);
 }
 
+/* softmax(q @ k^T * scale [+ mask | causal]) @ v; the softmax node is itself
+ * decomposed by the next round of the pass. */
+TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
+    const char *f = nd->file;
+    int l = nd->line, q = in[0], k = in[1], v = in[2], m = in[3], kt, s, d;
+    const tc__node *kn = &g->nodes[k];
+    int64_t L = g->nodes[q].shape[g->nodes[q].ndim - 2], S = kn->shape[kn->ndim - 2], E = kn->shape[kn->ndim - 1];
+    double scale = nd->a.f[0] > 0 ? nd->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
+    tc__attrs a;
+    int in2[3];
+    memset(&a, 0, sizeof a);
+    for (d = 0; d < kn->ndim; d++) a.i[d] = d;
+    a.i[kn->ndim - 2] = kn->ndim - 1;
+    a.i[kn->ndim - 1] = kn->ndim - 2;
+    kt = tc__g_op(g, TC__OP_PERMUTE, &a, &k, 1, f, l);
+    s = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MATMUL, q, kt, f, l), tc__g_scalar(g, scale, f, l), f, l);
+    if (nd->a.i[0]) {
+        /* causal: keep j <= i, top-left aligned */
+        int ri, ci;
+        memset(&a, 0, sizeof a);
+        a.dt = TC_F32;
+        a.f[1] = (double)L;
+        a.f[2] = 1.0;
+        ri = tc__g_op(g, TC__OP_ARANGE, &a, NULL, 0, f, l);
+        a.f[1] = (double)S;
+        ci = tc__g_op(g, TC__OP_ARANGE, &a, NULL, 0, f, l);
+        memset(&a, 0, sizeof a);
+        a.i[0] = 1;
+        ri = tc__g_op(g, TC__OP_UNSQUEEZE, &a, &ri, 1, f, l);
+        a.i[0] = 0;
+        ci = tc__g_op(g, TC__OP_UNSQUEEZE, &a, &ci, 1, f, l);
+        m = tc__g_binary(g, TC__OP_GE, ri, ci, f, l);
+    }
+    if (m >= 0 && g->nodes[m].dt == TC_BOOL) {
+        in2[0] = m;
+        in2[1] = s;
+        in2[2] = tc__g_scalar(g, -INFINITY, f, l);
+        s = tc__g_op(g, TC__OP_WHERE, NULL, in2, 3, f, l);
+    } else if (m >= 0) {
+        s = tc__g_binary(g, TC__OP_ADD, s, m, f, l);
+    }
+    memset(&a, 0, sizeof a);
+    a.i[0] = -1;
+    s = s < 0 ? -1 : tc__g_op(g, TC__OP_SOFTMAX, &a, &s, 1, f, l);
+    return tc__g_binary(g, TC__OP_MATMUL, s, v, f, l);
+}
+
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
     int l = nd->line, x = in[0], t, u;
@@ -6686,6 +6735,27 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
         return t;
     }
     case TC__OP_SILU: return tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_SIGMOID, x, f, l), f, l);
+    case TC__OP_GELU:
+        /* 0.5 x (1 + erf(x / sqrt(2))) */
+        t = tc__g_unary(g, TC__OP_ERF, tc__g_binary(g, TC__OP_MUL, x, tc__g_scalar(g, 0.7071067811865476, f, l), f, l), f, l);
+        t = tc__g_binary(g, TC__OP_ADD, t, tc__g_scalar(g, 1.0, f, l), f, l);
+        return tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MUL, x, tc__g_scalar(g, 0.5, f, l), f, l), t, f, l);
+    case TC__OP_BATCH_NORM: {
+        /* (x - mean) * (rsqrt(var + eps) * w) + b, per channel [C, 1, ...] */
+        int nd_ = nd->ndim, k, p[4];
+        tc__attrs ra;
+        memset(&ra, 0, sizeof ra);
+        ra.i[0] = g->nodes[x].shape[1];
+        for (k = 1; k < nd_ - 1; k++) ra.i[k] = 1;
+        ra.i[TC__A_NDIM] = nd_ - 1;
+        for (k = 0; k < 4; k++)
+            p[k] = nd->nin > k + 1 && in[k + 1] >= 0 ? tc__g_op(g, TC__OP_RESHAPE, &ra, &in[k + 1], 1, f, l) : -1;
+        u = tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, p[1], tc__g_scalar(g, nd->a.f[0], f, l), f, l), f, l);
+        if (p[2] >= 0) u = tc__g_binary(g, TC__OP_MUL, u, p[2], f, l);
+        t = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_SUB, x, p[0], f, l), u, f, l);
+        return p[3] >= 0 ? tc__g_binary(g, TC__OP_ADD, t, p[3], f, l) : t;
+    }
+    case TC__OP_SDPA: return tc__decompose_sdpa(g, nd, in);
     case TC__OP_GELU_TANH: {
         /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
         int x3 = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_SQUARE, x, f, l), x, f, l);
@@ -6699,8 +6769,9 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     return -2;
 }
 
-/* softmax, log_softmax, layer_norm, rms_norm, silu and gelu_tanh on f32
- * become pointwise ops and reductions, so the fuser sees one vocabulary.
+/* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
+ * batch_norm and scaled_dot_product_attention on f32 become matmuls,
+ * pointwise ops and reductions, so the fuser sees one vocabulary.
  * Not in the default pipeline yet: without fusion each primitive is a pass
  * over memory, slower than the composite kernel it replaces. */
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
@@ -7501,7 +7572,11 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 /* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
-    if (f->decompose) *g = tc__pass_decompose(*g, &changed);
+    /* rounds: a decomposition may emit composites (sdpa emits softmax) */
+    if (f->decompose) {
+        int round;
+        for (round = 0, changed = 1; *g && changed && round < 4; round++) *g = tc__pass_decompose(*g, &changed);
+    }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
     if (!*g || tc__pass_dce(*g) < 0) return TC_ERR_OOM;

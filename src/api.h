@@ -227,7 +227,7 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 #define TC_UNARY_API_(X) \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
     X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil)
+    X(floor) X(ceil) X(erf)
 #define TC_DECL_UNARY_(name) \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
 TC_UNARY_API_(TC_DECL_UNARY_)
@@ -250,6 +250,7 @@ TC_UNARY_API_(TC_DECL_UNARY_)
 #define tc_silu(ctx, x) tc_silu_at(ctx, x, TC_HERE_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
+#define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
 
 /* softplus(x) = log1p(exp(beta*x))/beta, linear where beta*x > threshold
  * (PyTorch defaults: beta 1, threshold 20). */

@@ -458,7 +458,11 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 /* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
-    if (f->decompose) *g = tc__pass_decompose(*g, &changed);
+    /* rounds: a decomposition may emit composites (sdpa emits softmax) */
+    if (f->decompose) {
+        int round;
+        for (round = 0, changed = 1; *g && changed && round < 4; round++) *g = tc__pass_decompose(*g, &changed);
+    }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
     if (!*g || tc__pass_dce(*g) < 0) return TC_ERR_OOM;

@@ -27,7 +27,7 @@ typedef enum tc__opclass {
     R(X, RSQRT, rsqrt) R(X, RECIPROCAL, reciprocal) R(X, SQUARE, square) R(X, SIN, sin)  \
     R(X, COS, cos) R(X, TANH, tanh) R(X, SIGMOID, sigmoid) R(X, RELU, relu)              \
     R(X, GELU, gelu) R(X, GELU_TANH, gelu_tanh) R(X, SILU, silu) R(X, FLOOR, floor)      \
-    R(X, CEIL, ceil) R(X, SOFTPLUS, softplus) R(X, CLAMP, clamp)
+    R(X, CEIL, ceil) R(X, ERF, erf) R(X, SOFTPLUS, softplus) R(X, CLAMP, clamp)
 
 #define TC__BINARY_OPS(R, X)                                                             \
     R(X, ADD, add) R(X, SUB, sub) R(X, MUL, mul) R(X, DIV, div) R(X, POW, pow)           \

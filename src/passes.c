@@ -358,6 +358,53 @@ TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *fil
     return tc__g_op(g, op, &a, &x, 1, file, line);
 }
 
+/* softmax(q @ k^T * scale [+ mask | causal]) @ v; the softmax node is itself
+ * decomposed by the next round of the pass. */
+TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
+    const char *f = nd->file;
+    int l = nd->line, q = in[0], k = in[1], v = in[2], m = in[3], kt, s, d;
+    const tc__node *kn = &g->nodes[k];
+    int64_t L = g->nodes[q].shape[g->nodes[q].ndim - 2], S = kn->shape[kn->ndim - 2], E = kn->shape[kn->ndim - 1];
+    double scale = nd->a.f[0] > 0 ? nd->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
+    tc__attrs a;
+    int in2[3];
+    memset(&a, 0, sizeof a);
+    for (d = 0; d < kn->ndim; d++) a.i[d] = d;
+    a.i[kn->ndim - 2] = kn->ndim - 1;
+    a.i[kn->ndim - 1] = kn->ndim - 2;
+    kt = tc__g_op(g, TC__OP_PERMUTE, &a, &k, 1, f, l);
+    s = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MATMUL, q, kt, f, l), tc__g_scalar(g, scale, f, l), f, l);
+    if (nd->a.i[0]) {
+        /* causal: keep j <= i, top-left aligned */
+        int ri, ci;
+        memset(&a, 0, sizeof a);
+        a.dt = TC_F32;
+        a.f[1] = (double)L;
+        a.f[2] = 1.0;
+        ri = tc__g_op(g, TC__OP_ARANGE, &a, NULL, 0, f, l);
+        a.f[1] = (double)S;
+        ci = tc__g_op(g, TC__OP_ARANGE, &a, NULL, 0, f, l);
+        memset(&a, 0, sizeof a);
+        a.i[0] = 1;
+        ri = tc__g_op(g, TC__OP_UNSQUEEZE, &a, &ri, 1, f, l);
+        a.i[0] = 0;
+        ci = tc__g_op(g, TC__OP_UNSQUEEZE, &a, &ci, 1, f, l);
+        m = tc__g_binary(g, TC__OP_GE, ri, ci, f, l);
+    }
+    if (m >= 0 && g->nodes[m].dt == TC_BOOL) {
+        in2[0] = m;
+        in2[1] = s;
+        in2[2] = tc__g_scalar(g, -INFINITY, f, l);
+        s = tc__g_op(g, TC__OP_WHERE, NULL, in2, 3, f, l);
+    } else if (m >= 0) {
+        s = tc__g_binary(g, TC__OP_ADD, s, m, f, l);
+    }
+    memset(&a, 0, sizeof a);
+    a.i[0] = -1;
+    s = s < 0 ? -1 : tc__g_op(g, TC__OP_SOFTMAX, &a, &s, 1, f, l);
+    return tc__g_binary(g, TC__OP_MATMUL, s, v, f, l);
+}
+
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
     int l = nd->line, x = in[0], t, u;
@@ -392,6 +439,29 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
         return t;
     }
     case TC__OP_SILU: return tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_SIGMOID, x, f, l), f, l);
+    case TC__OP_GELU:
+        /* 0.5 x (1 + erf(x / sqrt(2))) */
+        t = tc__g_unary(g, TC__OP_ERF, tc__g_binary(g, TC__OP_MUL, x, tc__g_scalar(g, 0.7071067811865476, f, l), f, l), f, l);
+        t = tc__g_binary(g, TC__OP_ADD, t, tc__g_scalar(g, 1.0, f, l), f, l);
+        return tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MUL, x, tc__g_scalar(g, 0.5, f, l), f, l), t, f, l);
+    case TC__OP_BATCH_NORM: {
+        /* (x - mean) * (rsqrt(var + eps) * w) + b, per channel [C, 1, ...] */
+        int nd_ = nd->ndim, k, p[4];
+        tc__attrs ra;
+        memset(&ra, 0, sizeof ra);
+        ra.i[0] = g->nodes[x].shape[1];
+        for (k = 1; k < nd_ - 1; k++) ra.i[k] = 1;
+        ra.i[TC__A_NDIM] = nd_ - 1;
+        for (k = 0; k < 4; k++)
+            p[k] = nd->nin > k + 1 && in[k + 1] >= 0 ? tc__g_op(g, TC__OP_RESHAPE, &ra, &in[k + 1], 1, f, l) : -1;
+        u = tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, p[1], tc__g_scalar(g, nd->a.f[0], f, l), f, l), f, l);
+        if (p[2] >= 0) u = tc__g_binary(g, TC__OP_MUL, u, p[2], f, l);
+        t = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_SUB, x, p[0], f, l), u, f, l);
+        return p[3] >= 0 ? tc__g_binary(g, TC__OP_ADD, t, p[3], f, l) : t;
+    }
+    case TC__OP_SDPA:
+        if (g->nodes[in[1]].dt != TC_F32 || g->nodes[in[2]].dt != TC_F32) return -2;
+        return tc__decompose_sdpa(g, nd, in);
     case TC__OP_GELU_TANH: {
         /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
         int x3 = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_SQUARE, x, f, l), x, f, l);
@@ -405,8 +475,9 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     return -2;
 }
 
-/* softmax, log_softmax, layer_norm, rms_norm, silu and gelu_tanh on f32
- * become pointwise ops and reductions, so the fuser sees one vocabulary.
+/* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
+ * batch_norm and scaled_dot_product_attention on f32 become matmuls,
+ * pointwise ops and reductions, so the fuser sees one vocabulary.
  * Not in the default pipeline yet: without fusion each primitive is a pass
  * over memory, slower than the composite kernel it replaces. */
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {

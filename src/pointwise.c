@@ -345,7 +345,7 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *
     K(COS, cosf(x)) K(TANH, tanhf(x)) K(SIGMOID, TC__SIGMOID_(x)) K(RELU, x < 0.0f ? 0.0f : x)   \
     K(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))                                  \
     K(GELU_TANH, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))))  \
-    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x))                           \
+    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x)) K(ERF, erff(x))           \
     K(SOFTPLUS, x * p0 > p1 ? x : log1pf(expf(x * p0)) / p0)                                     \
     K(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
 
@@ -471,6 +471,7 @@ TC__DEF_UNARY_API_(GELU_TANH, gelu_tanh)
 TC__DEF_UNARY_API_(SILU, silu)
 TC__DEF_UNARY_API_(FLOOR, floor)
 TC__DEF_UNARY_API_(CEIL, ceil)
+TC__DEF_UNARY_API_(ERF, erf)
 
 TCDEF tc_tensor *tc_softplus_at(tc_ctx *ctx, tc_tensor *x, double beta, double threshold, const char *file, int line) {
     tc__call c;

@@ -462,6 +462,50 @@ TC_TEST(test_pass_decompose) {
     tc_fn_free(f);
 }
 
+/* gelu (erf), batch_norm, causal and masked attention, all decomposed */
+static void composite_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *x = in[0], *mean = tc_select(c, tc_select(c, x, 0, 0), 1, 0);            /* [4]: x [2,4,6] */
+    tc_tensor *var = tc_add_scalar(c, tc_abs(c, tc_select(c, tc_select(c, x, 0, 1), 1, 1)), 0.5);
+    tc_tensor *bn = tc_batch_norm(c, x, mean, var, tc_exp(c, mean), var, 1e-5);
+    tc_tensor *mask = tc_gt_scalar(c, tc_slice(c, tc_select(c, x, 0, 0), 1, 0, 4, 1), -0.5); /* [4,4] */
+    tc_tensor *a1 = tc_scaled_dot_product_attention(c, bn, x, x, NULL, 1, 0.0);
+    tc_tensor *a2 = tc_scaled_dot_product_attention(c, x, bn, bn, mask, 0, 0.25);
+    (void)user;
+    out[0] = tc_add(c, tc_gelu(c, a1), a2);
+}
+
+TC_TEST(test_pass_decompose_more) {
+    tc_compile_options o;
+    tc_fn *f;
+    tc_tensor *x = randn(3, 2, 4, 6, 24), *y, *ye;
+    char text[32768];
+    memset(&o, 0, sizeof o);
+    o.decompose = 1;
+    f = tc_compile(ctx, composite_fn, NULL, &o);
+    tc_scope_begin(ctx);
+    composite_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    TC_CHECKF(maxdiff(y, ye) < 1e-4, "decomposed differs by %g (%s)", maxdiff(y, ye), tc_fn_error(f));
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) < 1e-4);
+    tc_explain(f, NULL, text, sizeof text);
+    TC_CHECKF(!strstr(text, "scaled_dot") && !strstr(text, "batch_norm") && !strstr(text, " gelu(") &&
+                  !strstr(text, "softmax") && strstr(text, "erf") && strstr(text, "where") && strstr(text, "matmul"),
+              "composites left:\n%s", text);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    {
+        /* the erf primitive itself, against libm in double */
+        tc_tensor *z = tc_mul_scalar(ctx, randn(1, 1000, 0, 0, 25), 3.0), *e = tc_erf(ctx, z);
+        int64_t i, n = tc_numel(z);
+        double worst = 0;
+        for (i = 0; i < n; i++) {
+            double d = fabs(tc_get(e, &i) - erf(tc_get(z, &i)));
+            worst = d > worst ? d : worst;
+        }
+        TC_CHECKF(worst < 1e-6, "erf error %g", worst);
+    }
+}
+
 /* ---- every op family, compiled vs eager ------------------------------------------ */
 
 static const int ax1[1] = {1};
@@ -732,6 +776,7 @@ int main(void) {
     TC_RUN(test_pass_simplify);
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
+    TC_RUN(test_pass_decompose_more);
     TC_RUN(test_every_op_family_compiled_equals_eager);
 #if !defined(_WIN32)
     TC_RUN(test_concurrent_call_refused);
