@@ -93,9 +93,11 @@
  * on builds the graph for any size >= 2 without tracing or recompiling.
  * Sizes 0 and 1 stay specialised; a size used non-affinely (n*n) fails the
  * check and the dim stays static.  A graph compiled for one size is planned
- * again (cheaply) when the size changes.
+ * again (cheaply) when the size changes.  tc_mark_dynamic(f, input, dim)
+ * makes a dim dynamic from the first compile (tcompile traces a zero-padded
+ * copy one longer in that dim to fit the attributes).
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
- * explicit tc_graph_break) is a graph break: the pending graph runs, the
+ * explicit tc_graph_break, tc_host_call) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that
  * names the read's file:line.  Later calls of a signature whose trace had
  * breaks record the function again (cheap: no kernel runs while recording)
@@ -676,6 +678,12 @@ typedef struct tc_explain_info {
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
+
+/* Marks dim `dim` of input `input` dynamic before any recompile: the first
+ * trace of a signature also traces a copy of the input one element longer
+ * in that dim (zero padded) to fit the size-dependent attributes at once.
+ * Sizes 0 and 1 stay specialised.  Call before tc_call. */
+TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as
  * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
@@ -6755,7 +6763,9 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
         t = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_SUB, x, p[0], f, l), u, f, l);
         return p[3] >= 0 ? tc__g_binary(g, TC__OP_ADD, t, p[3], f, l) : t;
     }
-    case TC__OP_SDPA: return tc__decompose_sdpa(g, nd, in);
+    case TC__OP_SDPA:
+        if (g->nodes[in[1]].dt != TC_F32 || g->nodes[in[2]].dt != TC_F32) return -2;
+        return tc__decompose_sdpa(g, nd, in);
     case TC__OP_GELU_TANH: {
         /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
         int x3 = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_SQUARE, x, f, l), x, f, l);
@@ -7161,6 +7171,7 @@ struct tc_fn {
     int nentries;
     int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
+    uint64_t dyn_marked;       /* bit 8*input+dim: tc_mark_dynamic          */
     tc__break *breaks;
     int nbreaks;
     int busy;                  /* set while a call runs (atomic)          */
@@ -7628,6 +7639,17 @@ TCDEF void tc_fn_free(tc_fn *f) {
     TC_FREE(f);
 }
 
+TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim) {
+    if (!f) return TC_ERR_NULL;
+    if (input < 0 || input >= f->nin || input >= 8 || dim < 0 || dim >= TC_MAX_DIMS) {
+        tc__fmt(f->err, sizeof f->err, "tc_mark_dynamic: input %d dim %d out of range (%d inputs, dims < %d)", input, dim,
+                f->nin, TC_MAX_DIMS);
+        return TC_ERR_AXIS;
+    }
+    f->dyn_marked |= (uint64_t)1 << (8 * input + dim);
+    return TC_OK;
+}
+
 TCDEF const char *tc_fn_error(const tc_fn *f) { return f ? f->err : "tcompile: NULL function"; }
 
 /* Checks entry e's guards against the inputs; on a miss writes why. */
@@ -7904,6 +7926,46 @@ TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *con
     return found;
 }
 
+/* For a marked dim of the inputs (size >= 2, contiguous input): traces a
+ * zero-padded copy one longer in that dim and fits raw against it. */
+TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *raw, int *di, int *dd, tc__sym **sym,
+                          int *nsym) {
+    tc_ctx *ctx = f->ctx;
+    int i, d, k, ok = 0;
+    for (i = 0; i < f->nin && i < 8; i++)
+        for (d = 0; d < inputs[i]->ndim; d++) {
+            tc_tensor **alt, **outs, *padded;
+            tc__graph *g2 = NULL, *raw2 = NULL;
+            tc__segcache *segs = NULL;
+            int64_t pad[2 * TC_MAX_DIMS];
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
+            alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
+            if (!alt) return 0;
+            outs = alt + f->nin;
+            memset(pad, 0, sizeof pad);
+            pad[2 * (inputs[i]->ndim - 1 - d) + 1] = 1; /* F.pad order: last dim first */
+            tc_scope_begin(ctx);
+            padded = tc_pad_at(ctx, inputs[i], 2 * inputs[i]->ndim, pad, 0.0, f->file, f->line);
+            for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
+            if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
+                *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);
+            else
+                *nsym = -1;
+            ok = *nsym >= 0;
+            tc__graph_free(g2);
+            tc__graph_free(raw2);
+            tc__segcache_free(segs);
+            tc_scope_end(ctx);
+            TC_FREE(alt);
+            if (ok) {
+                *di = i;
+                *dd = d;
+                return 1;
+            }
+        }
+    return 0;
+}
+
 /* A verified dynamic entry at a new size: the template instantiated and run
  * through the passes; no trace, no call of the user's function. */
 TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
@@ -8061,6 +8123,20 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 cand->verified = 0;
                 cand->ins[di].shape[dd] = inputs[di]->shape[dd];
                 tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
+            } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
+                tc__add_entry(f, inputs, g, raw, segs);
+                {
+                    tc__entry *ne = &f->entries[f->nentries - 1];
+                    if (ne->g == g) {
+                        ne->dyn_in = di;
+                        ne->dyn_dim = dd;
+                        ne->sym = sym;
+                        ne->nsym = nsym;
+                        ne->cur = inputs[di]->shape[dd];
+                    } else {
+                        TC_FREE(sym);
+                    }
+                }
             } else {
                 tc__add_entry(f, inputs, g, raw, segs);
             }

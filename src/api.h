@@ -492,6 +492,12 @@ typedef struct tc_explain_info {
  * counts, each break with its reason and file:line, guards, the graphs. */
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
+/* Marks dim `dim` of input `input` dynamic before any recompile: the first
+ * trace of a signature also traces a copy of the input one element longer
+ * in that dim (zero padded) to fit the size-dependent attributes at once.
+ * Sizes 0 and 1 stay specialised.  Call before tc_call. */
+TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
+
 /* The compiled graph of cache entry `entry` (0 = the first signature) as
  * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
  * there is no such graph.  `dot -Tsvg` renders it. */

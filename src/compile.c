@@ -47,6 +47,7 @@ struct tc_fn {
     int nentries;
     int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
+    uint64_t dyn_marked;       /* bit 8*input+dim: tc_mark_dynamic          */
     tc__break *breaks;
     int nbreaks;
     int busy;                  /* set while a call runs (atomic)          */
@@ -514,6 +515,17 @@ TCDEF void tc_fn_free(tc_fn *f) {
     TC_FREE(f);
 }
 
+TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim) {
+    if (!f) return TC_ERR_NULL;
+    if (input < 0 || input >= f->nin || input >= 8 || dim < 0 || dim >= TC_MAX_DIMS) {
+        tc__fmt(f->err, sizeof f->err, "tc_mark_dynamic: input %d dim %d out of range (%d inputs, dims < %d)", input, dim,
+                f->nin, TC_MAX_DIMS);
+        return TC_ERR_AXIS;
+    }
+    f->dyn_marked |= (uint64_t)1 << (8 * input + dim);
+    return TC_OK;
+}
+
 TCDEF const char *tc_fn_error(const tc_fn *f) { return f ? f->err : "tcompile: NULL function"; }
 
 /* Checks entry e's guards against the inputs; on a miss writes why. */
@@ -790,6 +802,46 @@ TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *con
     return found;
 }
 
+/* For a marked dim of the inputs (size >= 2, contiguous input): traces a
+ * zero-padded copy one longer in that dim and fits raw against it. */
+TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *raw, int *di, int *dd, tc__sym **sym,
+                          int *nsym) {
+    tc_ctx *ctx = f->ctx;
+    int i, d, k, ok = 0;
+    for (i = 0; i < f->nin && i < 8; i++)
+        for (d = 0; d < inputs[i]->ndim; d++) {
+            tc_tensor **alt, **outs, *padded;
+            tc__graph *g2 = NULL, *raw2 = NULL;
+            tc__segcache *segs = NULL;
+            int64_t pad[2 * TC_MAX_DIMS];
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
+            alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
+            if (!alt) return 0;
+            outs = alt + f->nin;
+            memset(pad, 0, sizeof pad);
+            pad[2 * (inputs[i]->ndim - 1 - d) + 1] = 1; /* F.pad order: last dim first */
+            tc_scope_begin(ctx);
+            padded = tc_pad_at(ctx, inputs[i], 2 * inputs[i]->ndim, pad, 0.0, f->file, f->line);
+            for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
+            if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
+                *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);
+            else
+                *nsym = -1;
+            ok = *nsym >= 0;
+            tc__graph_free(g2);
+            tc__graph_free(raw2);
+            tc__segcache_free(segs);
+            tc_scope_end(ctx);
+            TC_FREE(alt);
+            if (ok) {
+                *di = i;
+                *dd = d;
+                return 1;
+            }
+        }
+    return 0;
+}
+
 /* A verified dynamic entry at a new size: the template instantiated and run
  * through the passes; no trace, no call of the user's function. */
 TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
@@ -947,6 +999,20 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 cand->verified = 0;
                 cand->ins[di].shape[dd] = inputs[di]->shape[dd];
                 tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
+            } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
+                tc__add_entry(f, inputs, g, raw, segs);
+                {
+                    tc__entry *ne = &f->entries[f->nentries - 1];
+                    if (ne->g == g) {
+                        ne->dyn_in = di;
+                        ne->dyn_dim = dd;
+                        ne->sym = sym;
+                        ne->nsym = nsym;
+                        ne->cur = inputs[di]->shape[dd];
+                    } else {
+                        TC_FREE(sym);
+                    }
+                }
             } else {
                 tc__add_entry(f, inputs, g, raw, segs);
             }

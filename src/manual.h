@@ -93,9 +93,11 @@
  * on builds the graph for any size >= 2 without tracing or recompiling.
  * Sizes 0 and 1 stay specialised; a size used non-affinely (n*n) fails the
  * check and the dim stays static.  A graph compiled for one size is planned
- * again (cheaply) when the size changes.
+ * again (cheaply) when the size changes.  tc_mark_dynamic(f, input, dim)
+ * makes a dim dynamic from the first compile (tcompile traces a zero-padded
+ * copy one longer in that dim to fit the attributes).
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
- * explicit tc_graph_break) is a graph break: the pending graph runs, the
+ * explicit tc_graph_break, tc_host_call) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that
  * names the read's file:line.  Later calls of a signature whose trace had
  * breaks record the function again (cheap: no kernel runs while recording)

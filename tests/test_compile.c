@@ -196,6 +196,29 @@ TC_TEST(test_automatic_dynamic) {
     tc_fn_free(f);
 }
 
+/* A dim marked up front is dynamic from the first compile: no recompile. */
+TC_TEST(test_mark_dynamic_up_front) {
+    block m = make_block(16, 2);
+    tc_fn *f = tc_compile(ctx, block_fn, &m, NULL);
+    tc_tensor *y, *ye;
+    tc_explain_info info;
+    int64_t t;
+    TC_CHECK(tc_mark_dynamic(f, 0, 1) == TC_OK);
+    TC_CHECK(tc_mark_dynamic(f, 3, 0) == TC_ERR_AXIS && tc_mark_dynamic(NULL, 0, 0) == TC_ERR_NULL);
+    tc_scope_begin(ctx);
+    for (t = 4; t <= 8; t++) {
+        tc_tensor *x = randn(3, 2, t, 16, (uint64_t)(200 + t));
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        block_fn(ctx, &m, &x, &ye);
+        TC_CHECKF(maxdiff(ye, y) < 1e-5, "T=%d: differs by %g (%s)", (int)t, maxdiff(ye, y), tc_fn_error(f));
+    }
+    tc_explain(f, &info, NULL, 0);
+    TC_CHECKF(info.recompiles == 0 && info.graphs == 1 && info.dynamic_dims == 1, "recompiles %d graphs %d dynamic %d",
+              info.recompiles, info.graphs, info.dynamic_dims);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
 /* A size used non-affinely (here squared) must not be instantiated wrongly:
  * the verification trace catches it and the dim goes back to static. */
 static void square_size_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -768,6 +791,7 @@ int main(void) {
     TC_RUN(test_cse_and_dce);
     TC_RUN(test_automatic_dynamic);
     TC_RUN(test_dynamic_not_affine_falls_back);
+    TC_RUN(test_mark_dynamic_up_front);
     TC_RUN(test_graph_break_both_paths);
     TC_RUN(test_fullgraph_error_names_site);
     TC_RUN(test_other_break_kinds);
