@@ -7188,6 +7188,8 @@ typedef struct tc__segment {
     tc__program *prog;
 } tc__segment;
 
+#define TC__MAX_SEGMENTS 64 /* distinct segments cached per signature */
+
 struct tc__segcache {
     tc__segment *s;
     int n, hits, misses;
@@ -7404,6 +7406,18 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         c->hits++;
         tc__graph_free(g);
         *gp = NULL;
+    } else if (c->n >= TC__MAX_SEGMENTS) {
+        /* paths beyond the cap run from a program built for this call only */
+        tc__program *p;
+        tc_result r;
+        c->misses++;
+        *gp = NULL;
+        if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
+        p = tc__program_build(f->ctx, g, tr->allin, 0, f->err, sizeof f->err);
+        r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
+        tc__program_free(p);
+        tc__graph_free(g);
+        return r;
     } else {
         tc__segment add;
         memset(&add, 0, sizeof add);
