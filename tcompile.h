@@ -2730,11 +2730,11 @@ TC__FN tc_result tc__shape_unsqueeze(tc__call *c) {
     return TC_OK;
 }
 
-TC__FN tc_tensor *tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *file, int line, tc__call *c) {
+/* A call with one tensor input (the common case of the front ends). */
+TC__FN void tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *file, int line, tc__call *c) {
     tc__call_init(c, ctx, op, file, line);
     c->nin = 1;
     c->in[0] = x;
-    return NULL;
 }
 
 TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
