@@ -1008,6 +1008,30 @@ TC__FN TC__UNUSED void tc__cpu_relax(void) {
 }
 #endif
 
+/* A flag taken by one thread at a time (a compiled function's busy flag):
+ * nonzero when this caller took it. */
+TC__FN TC__UNUSED int tc__try_enter(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    return __atomic_exchange_n(flag, 1, __ATOMIC_ACQUIRE) == 0;
+#elif defined(_WIN32)
+    return InterlockedExchange((volatile LONG *)flag, 1) == 0;
+#else
+    if (*flag) return 0; /* no atomics known for this compiler: best effort */
+    *flag = 1;
+    return 1;
+#endif
+}
+
+TC__FN TC__UNUSED void tc__leave(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+#elif defined(_WIN32)
+    InterlockedExchange((volatile LONG *)flag, 0);
+#else
+    *flag = 0;
+#endif
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 #ifndef TC_NO_THREADS
@@ -5990,20 +6014,36 @@ TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP 
 TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     tc__node *n;
     uint64_t h;
-    int b, id;
+    int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
-    tmp.in = (int *)proto->in;
+    /* copy the inputs first: proto->in may point into g->nodes, which
+     * growing the array below frees */
+    if (tmp.nin <= TC__MAX_IN) {
+        if (tmp.nin) memmove(tmp.in_small, proto->in, sizeof(int) * (size_t)tmp.nin);
+        tmp.in = tmp.in_small;
+    } else {
+        heap_in = (int *)TC_MALLOC(sizeof(int) * (size_t)tmp.nin);
+        if (!heap_in) return -1;
+        memcpy(heap_in, proto->in, sizeof(int) * (size_t)tmp.nin);
+        tmp.in = heap_in;
+    }
     h = tc__node_hash(&tmp);
     b = (int)(h % (uint64_t)g->nbuckets);
     *fresh = 0;
     if (tc__node_cse_ok(&tmp))
         for (id = g->buckets[b]; id >= 0; id = g->nodes[id].next_same_hash)
-            if (g->nodes[id].hash == h && tc__node_same(&g->nodes[id], &tmp)) return id;
+            if (g->nodes[id].hash == h && tc__node_same(&g->nodes[id], &tmp)) {
+                TC_FREE(heap_in);
+                return id;
+            }
     /* realloc of nodes moves the inline arrays: fix pointers before growing */
     if (g->n == g->cap) {
         int cap = g->cap ? g->cap * 2 : 64, i;
         tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) return -1;
+        if (!nn) {
+            TC_FREE(heap_in);
+            return -1;
+        }
         if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
         for (i = 0; i < g->n; i++)
             if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
@@ -6014,13 +6054,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
-    if (tmp.nin <= TC__MAX_IN) {
-        n->in = n->in_small;
-    } else {
-        n->in = (int *)TC_MALLOC(sizeof(int) * (size_t)tmp.nin);
-        if (!n->in) return -1;
-    }
-    if (tmp.nin) memmove(n->in, proto->in, sizeof(int) * (size_t)tmp.nin);
+    n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;
@@ -6928,6 +6962,13 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             continue;
         }
         if (nd->kind == TC__NODE_PARAM) {
+            /* launches read the parameter itself; hdr[i] is a copy handed
+             * out when a reduce-overhead output is the parameter, so that
+             * tc_free on it cannot free the user's weight */
+            *h = *nd->param;
+            h->is_sentinel = 1;
+            h->scope = -1;
+            h->prev = h->next = NULL;
             p->ref[i] = nd->param;
             continue;
         }
@@ -7041,14 +7082,31 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     const tc__graph *g = p->g;
     tc__scratch_cache *saved = ctx->scratch;
     tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
-    tc_tensor **fresh_t = NULL;
+    tc_tensor **fresh_t = NULL, **copies = NULL;
     tc_result r = TC_OK;
     int i, k;
+    ctx->trace = NULL;
     /* bind the inputs: same shapes (guarded), new memory */
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         if (nd->kind == TC__NODE_INPUT) {
             const tc_tensor *in = inputs[nd->a.i[0]];
+            if (in->st >= p->slice && in->st < p->slice + g->n) {
+                /* last call's output fed back in (reduce-overhead): this
+                 * call overwrites that memory, so read a copy */
+                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
+                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
+                if (!copies) {
+                    r = TC_ERR_OOM;
+                    break;
+                }
+                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                if (copies[i]->status != TC_OK) {
+                    r = copies[i]->status;
+                    break;
+                }
+                in = copies[i];
+            }
             p->hdr[i].st = in->st;
             p->hdr[i].offset = in->offset;
             memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
@@ -7057,8 +7115,8 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     if (!p->persistent) {
         p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
-        else memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
     }
     for (i = 0; r == TC_OK && i < g->n; i++) {
         if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
@@ -7073,7 +7131,6 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->scratch = p->cache;
-    ctx->trace = NULL;
     for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         tc_tensor *out = &p->hdr[l->node];
@@ -7098,7 +7155,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
         if (r != TC_OK) outputs[i] = NULL;
-        else if (p->persistent) outputs[i] = p->ref[o];
+        else if (p->persistent) outputs[i] = g->nodes[o].kind == TC__NODE_PARAM ? &p->hdr[o] : p->ref[o];
         else if (p->fresh[o] && fresh_t[o]) {
             outputs[i] = fresh_t[o];
             fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
@@ -7108,6 +7165,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->trace = saved_trace;
+    if (copies) {
+        for (i = 0; i < g->n; i++) tc_free(copies[i]);
+        TC_FREE(copies);
+    }
     if (r == TC_OK) p->tune = 0;
     if (!p->persistent) {
         if (fresh_t)
@@ -7156,7 +7217,8 @@ typedef struct tc__entry {
     int dyn_in, dyn_dim;       /* automatic dynamic: the symbolic dim, -1 none */
     int64_t cur;               /* the size g and prog are for              */
     tc__sym *sym;              /* slots affine in the dynamic size         */
-    int nsym, verified;        /* verified: a third trace agreed           */
+    int nsym, verified;        /* verified: a trace at a third size agreed */
+    int64_t fit_a, fit_b;      /* the two sizes the fit was made from      */
 } tc__entry;
 
 struct tc_fn {
@@ -7237,26 +7299,6 @@ TC__FN unsigned tc__logs_from_env(void) {
     return f;
 }
 
-/* ---- atomics (the only shared state: a function's busy flag) --------------- */
-
-TC__FN int tc__try_enter(int *flag) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __atomic_exchange_n(flag, 1, __ATOMIC_ACQUIRE) == 0;
-#else
-    if (*flag) return 0; /* best effort without atomics */
-    *flag = 1;
-    return 1;
-#endif
-}
-
-TC__FN void tc__leave(int *flag) {
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
-#else
-    *flag = 0;
-#endif
-}
-
 /* ---- tracing: recording ops ------------------------------------------------- */
 
 TC__FN int tc__trace_leaf(tc__trace *tr, tc_tensor *t) {
@@ -7310,6 +7352,12 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     tc__node nd;
     tc_tensor *out;
     tc_result r;
+    if (tr->failed) {
+        /* a break failed (OOM, or fullgraph): the graph no longer matches
+         * the traced tensors, so nothing more is recorded */
+        tc__msg(c, tr->status, "not recorded: the trace already failed (%s)", tc_result_string(tr->status));
+        return tc__fail(c, tr->status);
+    }
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
@@ -7455,34 +7503,46 @@ TC__FN int tc__trace_keep_value(tc__trace *tr, tc_tensor *t) {
 }
 
 /* Runs the pending segment for the traced tensors still alive and makes
- * them concrete; tracing then continues in a fresh segment. */
+ * them concrete; tracing then continues in a fresh segment.  A traced view
+ * stays a view: the segment outputs the node owning its memory (its root)
+ * and the view keeps the layout it was traced with, so writes through the
+ * base (tc_data after the break) show through the view as in eager mode. */
 TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
     tc_tensor **outs = NULL, *t;
-    int *ids = NULL, nid = 0, d, k;
+    int *ids = NULL, *root = NULL, nid = 0, d, k, i;
     tc_result r = TC_OK;
     if (g->n > 0) {
         ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
         outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
-        if (!ids || !outs) r = TC_ERR_OOM;
-        /* the segment's outputs: every node a live traced tensor refers to
-         * (an input node needs no output: it is the input itself) */
+        if (!ids || !root || !outs) r = TC_ERR_OOM;
+        for (i = 0; r == TC_OK && i < g->n; i++) {
+            const tc__node *nd = &g->nodes[i];
+            int view = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0;
+            root[i] = view && nd->in[0] >= 0 ? root[nd->in[0]] : i;
+        }
+        /* the segment's outputs: the roots of the live traced tensors (an
+         * input or parameter root needs no output: its memory exists) */
         for (d = 0; r == TC_OK && d <= ctx->depth; d++)
             for (t = ctx->scope_head[d]; t; t = t->next) {
+                const tc__node *rn;
+                const tc_tensor *base;
                 if (!t->lazy) continue;
-                if (g->nodes[t->lazy - 1].kind == TC__NODE_INPUT) {
-                    const tc_tensor *in = tr->allin[g->nodes[t->lazy - 1].a.i[0]];
+                rn = &g->nodes[root[t->lazy - 1]];
+                base = rn->kind == TC__NODE_INPUT ? tr->allin[rn->a.i[0]] : rn->kind == TC__NODE_PARAM ? rn->param : NULL;
+                if (base) {
                     t->lazy = 0;
-                    t->st = in->st;
-                    in->st->refs++;
-                    memcpy(t->strides, in->strides, sizeof t->strides);
-                    t->offset = in->offset;
+                    t->st = base->st;
+                    base->st->refs++;
                     if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
                     continue;
                 }
-                for (k = 0; k < nid && ids[k] != t->lazy - 1; k++) continue;
-                if (k == nid) ids[nid++] = t->lazy - 1;
+                /* a view of user memory (tc_wrap) is output itself, copied */
+                k = rn->op == TC__OP_WRAP ? t->lazy - 1 : root[t->lazy - 1];
+                for (i = 0; i < nid && ids[i] != k; i++) continue;
+                if (i == nid) ids[nid++] = k;
             }
         if (r == TC_OK && nid > 0) {
             g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
@@ -7497,20 +7557,25 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
             for (d = 0; d <= ctx->depth; d++)
                 for (t = ctx->scope_head[d]; t; t = t->next) {
                     tc_tensor *v;
+                    int own;
                     if (!t->lazy) continue;
-                    for (k = 0; ids[k] != t->lazy - 1; k++) continue;
+                    for (k = 0; ids[k] != root[t->lazy - 1] && ids[k] != t->lazy - 1; k++) continue;
+                    own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
                     t->st = v->st;
                     v->st->refs++;
-                    memcpy(t->strides, v->strides, sizeof t->strides);
-                    t->offset = v->offset;
+                    if (own) {
+                        memcpy(t->strides, v->strides, sizeof t->strides);
+                        t->offset = v->offset;
+                    } /* else a view: its traced layout over the fresh contiguous root */
                     if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
                 }
             for (k = 0; k < nid; k++) tc_free(outs[k]);
         }
     }
     TC_FREE(ids);
+    TC_FREE(root);
     TC_FREE(outs);
     if (r != TC_OK) {
         tr->failed = 1;
@@ -7536,6 +7601,7 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     tc_fn *f;
     char reason[160];
     if (!tr) return 0;
+    if (tr->failed) return -1;
     f = tr->f;
     if (strcmp(what, "tc_graph_break") == 0) tc__fmt(reason, sizeof reason, "explicit tc_graph_break");
     else if (strcmp(what, "tc_host_call") == 0) tc__fmt(reason, sizeof reason, "tc_host_call runs host code");
@@ -7604,8 +7670,11 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
-    if (!*g || tc__pass_dce(*g) < 0) return TC_ERR_OOM;
-    return TC_OK;
+    if (*g && tc__pass_dce(*g) < 0) {
+        tc__graph_free(*g);
+        *g = NULL;
+    }
+    return *g ? TC_OK : TC_ERR_OOM;
 }
 
 /* ---- compile, guards, call -------------------------------------------------- */
@@ -7739,6 +7808,26 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     return r;
 }
 
+/* A traced tensor kept past the function (tc_keep/tc_persist on a traced
+ * value) has no data and refers to a graph that is gone: make it an error. */
+TC__FN void tc__poison_escaped(tc_fn *f) {
+    tc_ctx *ctx = f->ctx;
+    int d;
+    for (d = 0; d <= ctx->depth; d++) {
+        tc_tensor *t;
+        for (t = ctx->scope_head[d]; t; t = t->next) {
+            char text[TC__MSG_CAP];
+            if (!t->lazy) continue;
+            t->lazy = 0;
+            t->status = TC_ERR_STATE;
+            tc__fmt(text, sizeof text, "a traced value kept past its compiled function (%s:%d) has no data",
+                    f->file ? f->file : "?", f->line);
+            TC_FREE((void *)t->err);
+            t->err = tc__strdup(text);
+        }
+    }
+}
+
 /* Traces one call: returns the new cache entry's graph in *gout and a copy of
  * it before the passes in *rawout (both NULL when the trace had breaks) and
  * fills outputs with this call's results. */
@@ -7789,7 +7878,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         t->ndim = inputs[i]->ndim;
         memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
         memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
-        t->offset = 0; /* a traced input views its own storage from the start */
+        t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
         t->lazy = tc__graph_add(tr.g, &nd, &fresh) + 1;
         if (t->lazy == 0) r = TC_ERR_OOM;
         lazy_in[i] = t;
@@ -7866,6 +7955,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     else if (tr.cache != *segs) tc__segcache_free(tr.cache);
     tc__hand_out(ctx, outputs, f->nout); /* results and errors alike, as an op's */
     tc_scope_end(ctx);
+    tc__poison_escaped(f);
     tc__graph_free(tr.g);
     TC_FREE(lazy_in);
     TC_FREE(tr.allin);
@@ -8049,7 +8139,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
             tc__segcache *segs = NULL;
             r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
             tc__segcache_free(segs); /* a break now: this size just isn't cached */
-            if (r == TC_OK && g) {
+            if (r == TC_OK && g && (s == e->fit_a || s == e->fit_b)) {
+                /* a size the fit was made from proves nothing: keep waiting */
+                tc__entry_set(e, g, raw, s);
+            } else if (r == TC_OK && g) {
                 tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
                 if (inst && tc__graph_equal(inst, raw)) {
                     e->verified = 1;
@@ -8135,21 +8228,23 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                 cand->sym = sym;
                 cand->nsym = nsym;
                 cand->verified = 0;
+                cand->fit_a = cand->ins[di].shape[dd];
+                cand->fit_b = inputs[di]->shape[dd];
                 cand->ins[di].shape[dd] = inputs[di]->shape[dd];
                 tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
             } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
+                int n0 = f->nentries;
                 tc__add_entry(f, inputs, g, raw, segs);
-                {
-                    tc__entry *ne = &f->entries[f->nentries - 1];
-                    if (ne->g == g) {
-                        ne->dyn_in = di;
-                        ne->dyn_dim = dd;
-                        ne->sym = sym;
-                        ne->nsym = nsym;
-                        ne->cur = inputs[di]->shape[dd];
-                    } else {
-                        TC_FREE(sym);
-                    }
+                if (f->nentries == n0 + 1) {
+                    tc__entry *ne = &f->entries[n0];
+                    ne->dyn_in = di;
+                    ne->dyn_dim = dd;
+                    ne->sym = sym;
+                    ne->nsym = nsym;
+                    ne->cur = ne->fit_a = inputs[di]->shape[dd];
+                    ne->fit_b = ne->cur + 1;
+                } else {
+                    TC_FREE(sym); /* out of memory: the entry was not added */
                 }
             } else {
                 tc__add_entry(f, inputs, g, raw, segs);

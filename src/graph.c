@@ -106,20 +106,36 @@ TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP 
 TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     tc__node *n;
     uint64_t h;
-    int b, id;
+    int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
-    tmp.in = (int *)proto->in;
+    /* copy the inputs first: proto->in may point into g->nodes, which
+     * growing the array below frees */
+    if (tmp.nin <= TC__MAX_IN) {
+        if (tmp.nin) memmove(tmp.in_small, proto->in, sizeof(int) * (size_t)tmp.nin);
+        tmp.in = tmp.in_small;
+    } else {
+        heap_in = (int *)TC_MALLOC(sizeof(int) * (size_t)tmp.nin);
+        if (!heap_in) return -1;
+        memcpy(heap_in, proto->in, sizeof(int) * (size_t)tmp.nin);
+        tmp.in = heap_in;
+    }
     h = tc__node_hash(&tmp);
     b = (int)(h % (uint64_t)g->nbuckets);
     *fresh = 0;
     if (tc__node_cse_ok(&tmp))
         for (id = g->buckets[b]; id >= 0; id = g->nodes[id].next_same_hash)
-            if (g->nodes[id].hash == h && tc__node_same(&g->nodes[id], &tmp)) return id;
+            if (g->nodes[id].hash == h && tc__node_same(&g->nodes[id], &tmp)) {
+                TC_FREE(heap_in);
+                return id;
+            }
     /* realloc of nodes moves the inline arrays: fix pointers before growing */
     if (g->n == g->cap) {
         int cap = g->cap ? g->cap * 2 : 64, i;
         tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) return -1;
+        if (!nn) {
+            TC_FREE(heap_in);
+            return -1;
+        }
         if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
         for (i = 0; i < g->n; i++)
             if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
@@ -130,13 +146,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
-    if (tmp.nin <= TC__MAX_IN) {
-        n->in = n->in_small;
-    } else {
-        n->in = (int *)TC_MALLOC(sizeof(int) * (size_t)tmp.nin);
-        if (!n->in) return -1;
-    }
-    if (tmp.nin) memmove(n->in, proto->in, sizeof(int) * (size_t)tmp.nin);
+    n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;

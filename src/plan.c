@@ -137,6 +137,13 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             continue;
         }
         if (nd->kind == TC__NODE_PARAM) {
+            /* launches read the parameter itself; hdr[i] is a copy handed
+             * out when a reduce-overhead output is the parameter, so that
+             * tc_free on it cannot free the user's weight */
+            *h = *nd->param;
+            h->is_sentinel = 1;
+            h->scope = -1;
+            h->prev = h->next = NULL;
             p->ref[i] = nd->param;
             continue;
         }
@@ -250,14 +257,31 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     const tc__graph *g = p->g;
     tc__scratch_cache *saved = ctx->scratch;
     tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
-    tc_tensor **fresh_t = NULL;
+    tc_tensor **fresh_t = NULL, **copies = NULL;
     tc_result r = TC_OK;
     int i, k;
+    ctx->trace = NULL;
     /* bind the inputs: same shapes (guarded), new memory */
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         if (nd->kind == TC__NODE_INPUT) {
             const tc_tensor *in = inputs[nd->a.i[0]];
+            if (in->st >= p->slice && in->st < p->slice + g->n) {
+                /* last call's output fed back in (reduce-overhead): this
+                 * call overwrites that memory, so read a copy */
+                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
+                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
+                if (!copies) {
+                    r = TC_ERR_OOM;
+                    break;
+                }
+                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                if (copies[i]->status != TC_OK) {
+                    r = copies[i]->status;
+                    break;
+                }
+                in = copies[i];
+            }
             p->hdr[i].st = in->st;
             p->hdr[i].offset = in->offset;
             memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
@@ -266,8 +290,8 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     if (!p->persistent) {
         p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
-        else memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
     }
     for (i = 0; r == TC_OK && i < g->n; i++) {
         if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
@@ -282,7 +306,6 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->scratch = p->cache;
-    ctx->trace = NULL;
     for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         tc_tensor *out = &p->hdr[l->node];
@@ -307,7 +330,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
         if (r != TC_OK) outputs[i] = NULL;
-        else if (p->persistent) outputs[i] = p->ref[o];
+        else if (p->persistent) outputs[i] = g->nodes[o].kind == TC__NODE_PARAM ? &p->hdr[o] : p->ref[o];
         else if (p->fresh[o] && fresh_t[o]) {
             outputs[i] = fresh_t[o];
             fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
@@ -317,6 +340,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     ctx->trace = saved_trace;
+    if (copies) {
+        for (i = 0; i < g->n; i++) tc_free(copies[i]);
+        TC_FREE(copies);
+    }
     if (r == TC_OK) p->tune = 0;
     if (!p->persistent) {
         if (fresh_t)

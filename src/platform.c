@@ -181,6 +181,30 @@ TC__FN TC__UNUSED void tc__cpu_relax(void) {
 }
 #endif
 
+/* A flag taken by one thread at a time (a compiled function's busy flag):
+ * nonzero when this caller took it. */
+TC__FN TC__UNUSED int tc__try_enter(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    return __atomic_exchange_n(flag, 1, __ATOMIC_ACQUIRE) == 0;
+#elif defined(_WIN32)
+    return InterlockedExchange((volatile LONG *)flag, 1) == 0;
+#else
+    if (*flag) return 0; /* no atomics known for this compiler: best effort */
+    *flag = 1;
+    return 1;
+#endif
+}
+
+TC__FN TC__UNUSED void tc__leave(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    __atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+#elif defined(_WIN32)
+    InterlockedExchange((volatile LONG *)flag, 0);
+#else
+    *flag = 0;
+#endif
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 #ifndef TC_NO_THREADS

@@ -751,6 +751,113 @@ TC_TEST(test_dot_dump) {
     tc_fn_free(f);
 }
 
+/* ---- regressions found by review ----------------------------------------------- */
+
+/* A chain rewrite must not read node inputs from an array the rewrite grows
+ * (31 nodes put the second permute at the capacity boundary). */
+static void long_chain_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    static const int p120[3] = {1, 2, 0};
+    tc_tensor *x = in[0];
+    int k;
+    (void)user;
+    for (k = 0; k < 31; k++) x = tc_add_scalar(c, x, 0.5);
+    out[0] = tc_permute(c, tc_permute(c, x, p120), p120);
+}
+
+/* 1/n is a float attribute: a fit from n = 4 and 8 "verified" again at n = 4
+ * proves nothing and must not be trusted at n = 16. */
+static void mean_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 0;
+    (void)user;
+    out[0] = tc_mul_scalar(c, tc_sum(c, in[0], 1, &ax, 0), 1.0 / (double)tc_dim(in[0], 0));
+}
+
+static void swap_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    out[0] = tc_matmul(c, in[0], (tc_tensor *)user);
+}
+
+static tc_tensor *g_kept;
+static void keep_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    g_kept = tc_persist(tc_neg(c, in[0])); /* a traced value leaving the function */
+    out[0] = tc_exp(c, in[0]);
+}
+
+/* a view made before a break still shares memory with its base after it */
+static void view_fill_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int64_t s[2] = {2, 2};
+    tc_tensor *buf = tc_zeros(c, TC_F32, 2, s), *row = tc_select(c, buf, 0, 1);
+    float *p = (float *)tc_data(buf); /* the break */
+    (void)user;
+    p[2] = 7.0f;
+    p[3] = 8.0f;
+    out[0] = tc_add(c, in[0], row);
+}
+
+TC_TEST(test_review_regressions) {
+    tc_tensor *y, *ye, *x;
+    tc_fn *f;
+    int64_t n, s2[2] = {2, 2};
+    float swap[4] = {0, 1, 1, 0};
+    tc_compile_options o;
+    tc_scope_begin(ctx);
+    /* long chain */
+    f = tc_compile(ctx, long_chain_fn, NULL, NULL);
+    x = randn(3, 2, 3, 4, 71);
+    long_chain_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) < 1e-5);
+    tc_fn_free(f);
+    /* verification at a fit size */
+    f = tc_compile(ctx, mean_fn, NULL, NULL);
+    for (n = 0; n < 4; n++) {
+        static const int64_t sizes[4] = {4, 8, 4, 16};
+        int64_t s[2];
+        s[0] = sizes[n];
+        s[1] = 3;
+        x = tc_ones(ctx, TC_F32, 2, s);
+        mean_fn(ctx, NULL, &x, &ye);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        TC_CHECKF(maxdiff(y, ye) < 1e-6, "n=%d: compiled differs by %g", (int)s[0], maxdiff(y, ye));
+    }
+    tc_fn_free(f);
+    /* reduce-overhead: the output fed back as the next input */
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_REDUCE_OVERHEAD;
+    f = tc_compile(ctx, swap_fn, tc_from_data(ctx, TC_F32, 2, s2, swap), &o);
+    {
+        int64_t s12[2] = {1, 2};
+        tc_tensor *cur = tc_reshape(ctx, tc_arange(ctx, TC_F32, 1, 3, 1), 2, s12);
+        int step;
+        for (step = 0; step < 5; step++) {
+            int64_t i0[2] = {0, 0};
+            TC_CHECK(tc_call(f, &cur, &y) == TC_OK);
+            TC_CHECKF(tc_get(y, i0) == (step % 2 ? 1.0 : 2.0), "step %d: y[0] = %g", step, tc_get(y, i0));
+            cur = y;
+        }
+    }
+    tc_fn_free(f);
+    /* a traced value kept past the function is an error, and breaks later */
+    f = tc_compile(ctx, keep_fn, NULL, NULL);
+    x = randn(1, 4, 0, 0, 72);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    TC_CHECK(tc_status(g_kept) == TC_ERR_STATE && strstr(tc_error(g_kept), "kept past") != NULL);
+    {
+        tc_fn *g = tc_compile(ctx, branch_fn, NULL, NULL);
+        TC_CHECK(tc_call(g, &x, &y) == TC_OK);
+        tc_fn_free(g);
+    }
+    tc_free(g_kept);
+    tc_fn_free(f);
+    /* view before a break */
+    f = tc_compile(ctx, view_fill_fn, NULL, NULL);
+    x = randn(1, 2, 0, 0, 73);
+    view_fill_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    tc_fn_free(f);
+    tc_scope_end(ctx);
+}
+
 /* Modes and flags are recorded and observable. */
 TC_TEST(test_modes_observable) {
     tc_compile_options o;
@@ -806,6 +913,7 @@ int main(void) {
     TC_RUN(test_concurrent_call_refused);
 #endif
     TC_RUN(test_dot_dump);
+    TC_RUN(test_review_regressions);
     r = TC_TEST_SUMMARY();
     tc_ctx_destroy(ctx);
     return r;
