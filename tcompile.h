@@ -81,7 +81,9 @@
  * drops what the outputs do not need) and the graph executes.  Later calls
  * whose guards match (input dtypes, shapes, strides; parameters are read by
  * identity, in place) replay the graph WITHOUT calling `forward`: it must be
- * a pure function of its inputs and of the tensors it reads.  A guard miss
+ * a pure function of its inputs and of the tensors it reads.  Parameters are
+ * recorded by identity and read in place on every call: keep them alive
+ * (and their shapes unchanged) as long as the tc_fn.  A guard miss
  * traces again (a recompile) up to compile option recompile_limit (default
  * 8); past it new signatures run eagerly, with a log line.
  * Automatic dynamic shapes (TC_DYNAMIC / options.dynamic, on by default):
