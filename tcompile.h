@@ -97,7 +97,8 @@
  * check and the dim stays static.  A graph compiled for one size is planned
  * again (cheaply) when the size changes.  tc_mark_dynamic(f, input, dim)
  * makes a dim dynamic from the first compile (tcompile traces a zero-padded
- * copy one longer in that dim to fit the attributes).
+ * copy one longer in that dim to fit the attributes); options.dynamic = 2
+ * marks every input dim that way.  One dim per signature is dynamic.
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
  * explicit tc_graph_break, tc_host_call) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that
@@ -630,8 +631,10 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
-    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; -1: off (every
-                                new size is a recompile)                    */
+    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; 2: on (every
+                                input dim marked as by tc_mark_dynamic; the
+                                first that fits goes dynamic); -1: off
+                                (every new size is a recompile)             */
     int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
                                 primitives (for a fusing backend; slower on
                                 the node-by-node executor); 0: off          */
@@ -7702,6 +7705,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
     f->decompose = o.decompose > 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
+    if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();

@@ -441,8 +441,10 @@ typedef struct tc_compile_options {
     int num_inputs;          /* tensors passed to the function; 0: 1        */
     int num_outputs;         /* tensors it writes to outputs[]; 0: 1        */
     int recompile_limit;     /* compiled signatures kept; 0: 8              */
-    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; -1: off (every
-                                new size is a recompile)                    */
+    int dynamic;             /* 0: TC_DYNAMIC; 1: automatic; 2: on (every
+                                input dim marked as by tc_mark_dynamic; the
+                                first that fits goes dynamic); -1: off
+                                (every new size is a recompile)             */
     int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
                                 primitives (for a fusing backend; slower on
                                 the node-by-node executor); 0: off          */

@@ -515,6 +515,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
     f->decompose = o.decompose > 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
+    if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();

@@ -97,7 +97,8 @@
  * check and the dim stays static.  A graph compiled for one size is planned
  * again (cheaply) when the size changes.  tc_mark_dynamic(f, input, dim)
  * makes a dim dynamic from the first compile (tcompile traces a zero-padded
- * copy one longer in that dim to fit the attributes).
+ * copy one longer in that dim to fit the attributes); options.dynamic = 2
+ * marks every input dim that way.  One dim per signature is dynamic.
  * Reading data inside `forward` (tc_item, tc_read, tc_data, tc_get, an
  * explicit tc_graph_break, tc_host_call) is a graph break: the pending graph runs, the
  * value is returned and tracing goes on; with fullgraph it is an error that

@@ -215,8 +215,25 @@ TC_TEST(test_mark_dynamic_up_front) {
     tc_explain(f, &info, NULL, 0);
     TC_CHECKF(info.recompiles == 0 && info.graphs == 1 && info.dynamic_dims == 1, "recompiles %d graphs %d dynamic %d",
               info.recompiles, info.graphs, info.dynamic_dims);
-    tc_scope_end(ctx);
     tc_fn_free(f);
+    {
+        /* dynamic = 2 ("on") marks every dim; dim 0 (batch) fits first */
+        tc_compile_options o;
+        memset(&o, 0, sizeof o);
+        o.dynamic = 2;
+        f = tc_compile(ctx, block_fn, &m, &o);
+        for (t = 2; t <= 5; t++) {
+            tc_tensor *x = randn(3, t, 4, 16, (uint64_t)(300 + t));
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+            block_fn(ctx, &m, &x, &ye);
+            TC_CHECKF(maxdiff(ye, y) < 1e-5, "B=%d: differs by %g", (int)t, maxdiff(ye, y));
+        }
+        tc_explain(f, &info, NULL, 0);
+        TC_CHECKF(info.recompiles == 0 && info.dynamic_dims == 1, "on: recompiles %d dynamic %d", info.recompiles,
+                  info.dynamic_dims);
+        tc_fn_free(f);
+    }
+    tc_scope_end(ctx);
 }
 
 /* A size used non-affinely (here squared) must not be instantiated wrongly:
