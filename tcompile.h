@@ -5849,14 +5849,19 @@ TC__FN tc_result tc__run_index_select(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-TCDEF tc_tensor *tc_index_select_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
+/* index_select and gather: (x, dim, idx) */
+TC__FN tc_tensor *tc__index_op(tc_ctx *ctx, tc__op op, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     tc__call c;
-    tc__call_init(&c, ctx, TC__OP_INDEX_SELECT, file, line);
+    tc__call_init(&c, ctx, op, file, line);
     c.nin = 2;
     c.in[0] = x;
     c.in[1] = idx;
     c.a.i[0] = dim;
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_index_select_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
+    return tc__index_op(ctx, TC__OP_INDEX_SELECT, x, dim, idx, file, line);
 }
 
 TC__FN tc_result tc__shape_gather(tc__call *c) {
@@ -5901,13 +5906,7 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 }
 
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
-    tc__call c;
-    tc__call_init(&c, ctx, TC__OP_GATHER, file, line);
-    c.nin = 2;
-    c.in[0] = x;
-    c.in[1] = idx;
-    c.a.i[0] = dim;
-    return tc__run(&c);
+    return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
 
 /* ===== src/graph.c ===== */
@@ -8269,6 +8268,17 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
     return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
+/* One graph's share of tc_explain's counts (views launch no kernel). */
+TC__FN void tc__count_graph(const tc__graph *g, tc_explain_info *in) {
+    int k;
+    in->graphs++;
+    for (k = 0; k < g->n; k++) {
+        if (g->nodes[k].kind != TC__NODE_OP) continue;
+        in->ops++;
+        in->kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+    }
+}
+
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
     tc_explain_info in;
     int i, k;
@@ -8288,28 +8298,15 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
         in.guards += f->nin * 3 + f->entries[i].nparams;
-        for (k = 0; sc && k < sc->n; k++) {
-            int q;
-            in.graphs++;
-            for (q = 0; q < sc->s[k].g->n; q++) {
-                if (sc->s[k].g->nodes[q].kind != TC__NODE_OP) continue;
-                in.ops++;
-                in.kernels += tc__optable[sc->s[k].g->nodes[q].op].cls != TC__CLASS_VIEW;
-            }
-        }
+        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, &in);
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
-        in.graphs++;
+        tc__count_graph(g, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         if (f->entries[i].prog) {
             in.tuned_launches += f->entries[i].prog->tuned;
             in.tuned_single_thread += f->entries[i].prog->tuned_single;
-        }
-        for (k = 0; k < g->n; k++) {
-            if (g->nodes[k].kind != TC__NODE_OP) continue;
-            in.ops++;
-            in.kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
         }
     }
     if (info) *info = in;

@@ -1079,6 +1079,17 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
     return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
+/* One graph's share of tc_explain's counts (views launch no kernel). */
+TC__FN void tc__count_graph(const tc__graph *g, tc_explain_info *in) {
+    int k;
+    in->graphs++;
+    for (k = 0; k < g->n; k++) {
+        if (g->nodes[k].kind != TC__NODE_OP) continue;
+        in->ops++;
+        in->kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+    }
+}
+
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
     tc_explain_info in;
     int i, k;
@@ -1098,28 +1109,15 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
         in.guards += f->nin * 3 + f->entries[i].nparams;
-        for (k = 0; sc && k < sc->n; k++) {
-            int q;
-            in.graphs++;
-            for (q = 0; q < sc->s[k].g->n; q++) {
-                if (sc->s[k].g->nodes[q].kind != TC__NODE_OP) continue;
-                in.ops++;
-                in.kernels += tc__optable[sc->s[k].g->nodes[q].op].cls != TC__CLASS_VIEW;
-            }
-        }
+        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, &in);
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
-        in.graphs++;
+        tc__count_graph(g, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         if (f->entries[i].prog) {
             in.tuned_launches += f->entries[i].prog->tuned;
             in.tuned_single_thread += f->entries[i].prog->tuned_single;
-        }
-        for (k = 0; k < g->n; k++) {
-            if (g->nodes[k].kind != TC__NODE_OP) continue;
-            in.ops++;
-            in.kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
         }
     }
     if (info) *info = in;

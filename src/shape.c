@@ -343,14 +343,19 @@ TC__FN tc_result tc__run_index_select(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-TCDEF tc_tensor *tc_index_select_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
+/* index_select and gather: (x, dim, idx) */
+TC__FN tc_tensor *tc__index_op(tc_ctx *ctx, tc__op op, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     tc__call c;
-    tc__call_init(&c, ctx, TC__OP_INDEX_SELECT, file, line);
+    tc__call_init(&c, ctx, op, file, line);
     c.nin = 2;
     c.in[0] = x;
     c.in[1] = idx;
     c.a.i[0] = dim;
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_index_select_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
+    return tc__index_op(ctx, TC__OP_INDEX_SELECT, x, dim, idx, file, line);
 }
 
 TC__FN tc_result tc__shape_gather(tc__call *c) {
@@ -395,11 +400,5 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 }
 
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
-    tc__call c;
-    tc__call_init(&c, ctx, TC__OP_GATHER, file, line);
-    c.nin = 2;
-    c.in[0] = x;
-    c.in[1] = idx;
-    c.a.i[0] = dim;
-    return tc__run(&c);
+    return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
