@@ -8,7 +8,7 @@ BUILD    = build
 
 SRC = $(wildcard src/*.c src/*.h)
 
-.PHONY: all demo test header examples clean
+.PHONY: all demo test header examples clean bench fuzz
 
 all: header examples
 
@@ -28,6 +28,23 @@ demo: $(BUILD)/quickstart
 
 test: tcompile.h
 	sh tests/run_all.sh
+
+# Benchmarks (not tests): `make bench WORKLOADS="ew softmax_ln"` for a subset.
+WORKLOADS ?=
+BENCH_THREADS ?= 2
+$(BUILD)/bench: bench/bench.c tcompile.h
+	@mkdir -p $(BUILD)
+	$(CC) $(WARN) -O2 -I. $< -o $@ $(LIBS)
+
+bench: $(BUILD)/bench
+	./$(BUILD)/bench -t $(BENCH_THREADS) $(WORKLOADS)
+
+# The long differential fuzzer run (make test runs a bounded one).
+FUZZ_GRAPHS ?= 10000
+fuzz: tcompile.h
+	@mkdir -p $(BUILD)
+	$(CC) -std=c99 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/fuzz_fusion.c -o $(BUILD)/fuzz $(LIBS)
+	./$(BUILD)/fuzz $(FUZZ_GRAPHS)
 
 clean:
 	rm -rf $(BUILD)

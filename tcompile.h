@@ -267,6 +267,19 @@ typedef enum tc_log_level {
 
 typedef void (*tc_log_fn)(void *user, tc_log_level level, const char *msg);
 
+/* SIMD levels of the built-in executor (fused kernels), chosen at run time
+ * from cpuid + XGETBV: the widest the CPU and OS support.  A lower one can
+ * be forced (tests, debugging).  NONE: no executor in this build (compilers
+ * without GNU C vector extensions): compiled graphs run op by op. */
+typedef enum tc_isa {
+    TC_ISA_AUTO = 0,
+    TC_ISA_SCALAR,          /* one lane                                      */
+    TC_ISA_V128,            /* SSE2 on x86-64, NEON on AArch64, 4 lanes      */
+    TC_ISA_AVX2,            /* AVX2 + FMA, 8 lanes                           */
+    TC_ISA_AVX512,          /* AVX-512F, 16 lanes, masked tails              */
+    TC_ISA_NONE = -1
+} tc_isa;
+
 /* Zero-initialise, then set what you need. */
 typedef struct tc_ctx_options {
     int num_threads;        /* 0 = one per online CPU; 1 = no worker threads */
@@ -274,12 +287,19 @@ typedef struct tc_ctx_options {
     void *log_user;
     tc_log_level log_level; /* messages above this level are dropped         */
     int log_op_errors;      /* nonzero: log every op error when it happens   */
+    tc_isa max_isa;         /* AUTO = the best the CPU runs; else a cap      */
 } tc_ctx_options;
 
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts); /* NULL on OOM */
 TCDEF void tc_ctx_destroy(tc_ctx *ctx);                  /* frees all     */
 TCDEF int tc_ctx_num_threads(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
+/* The executor's SIMD level: what runs now, and a cap on it (AUTO = best;
+ * a level the CPU lacks is clamped down).  The environment variable TC_ISA
+ * (scalar, v128, avx2, avx512) caps it at context creation, for debugging. */
+TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx);
+TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa);
+TCDEF const char *tc_isa_name(tc_isa isa);
 /* The first error any op on this context produced since the last clear. */
 TCDEF tc_result tc_ctx_status(const tc_ctx *ctx);
 TCDEF const char *tc_ctx_error(const tc_ctx *ctx);       /* "" when none  */
@@ -635,9 +655,11 @@ typedef struct tc_compile_options {
                                 input dim marked as by tc_mark_dynamic; the
                                 first that fits goes dynamic); -1: off
                                 (every new size is a recompile)             */
-    int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
-                                primitives (for a fusing backend; slower on
-                                the node-by-node executor); 0: off          */
+    int decompose;           /* 0: with fusion on, softmax, log_softmax, the
+                                norms and batch_norm become primitives that
+                                fuse; 1: also silu, gelu, attention; -1 off */
+    int fusion;              /* 0: fused kernels where the executor exists
+                                (tc_ctx_isa != NONE); -1: op by op (debug)  */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes
@@ -669,7 +691,10 @@ typedef struct tc_explain_info {
     int graphs;              /* compiled graphs (segments) in the cache     */
     int graph_breaks;        /* breaks seen while tracing                   */
     int ops;                 /* op nodes over all graphs                    */
-    int kernels;             /* launches per call (views are free)          */
+    int kernels;             /* launches per call (views are free): fused
+                                kernels plus ops that run on their own      */
+    int kernels_unfused;     /* what it would be op by op                   */
+    int fused_kernels;       /* of kernels, those the fuser generated       */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int dynamic_dims;        /* input dims made dynamic automatically       */
@@ -677,6 +702,8 @@ typedef struct tc_explain_info {
     int recorded_calls;      /* traces with breaks: recorded again, each
                                 segment run from its cached program         */
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
+    int64_t peak_bytes;      /* its arena plus its outputs: the most memory
+                                one call holds beyond inputs and weights    */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;
@@ -746,6 +773,16 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #ifndef TC_PARALLEL_MIN_WORK
 #define TC_PARALLEL_MIN_WORK 32768
 #endif
+
+/* The built-in executor needs GNU C vector extensions (gcc, clang). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TC__HAVE_VEXEC 1
+#if defined(__x86_64__) || defined(__i386__)
+#define TC__HAVE_VEXEC_X86 1
+#endif
+#endif
+#define TC__CAT_(a, b) a##b
+#define TC__CAT(a, b) TC__CAT_(a, b)
 
 #ifdef __cplusplus
 #define TC__RESTRICT __restrict__
@@ -823,6 +860,7 @@ struct tc_ctx {
                                        kernel (a tuned launch's choice)    */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
+    tc_isa isa;                     /* the fused-kernel executor's level    */
 };
 
 #ifdef __cplusplus
@@ -1283,6 +1321,24 @@ TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Text appended to a caller's buffer, truncating (snprintf semantics): n
+ * counts what the whole text needs, so callers can size a second try. */
+typedef struct tc__text {
+    char *p;
+    size_t n, cap;
+} tc__text;
+
+TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) TC__PRINTF(2, 3);
+TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) {
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(sb->p ? sb->p + (sb->n < sb->cap ? sb->n : sb->cap) : NULL,
+                  sb->p && sb->n < sb->cap ? sb->cap - sb->n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0) sb->n += (size_t)w;
+}
+
 /* ---- logging ------------------------------------------------------------- */
 
 TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...) TC__PRINTF(3, 4);
@@ -1613,6 +1669,19 @@ static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_
 
 /* ---- context ------------------------------------------------------------- */
 
+/* The executor level: the best there is, capped by the options and, for
+ * debugging, by TC_ISA. */
+TC__FN tc_isa tc__isa_best(int cpu_features);
+TC__FN void tc__ctx_init_isa(tc_ctx *ctx) {
+    static const char *const names[] = {"auto", "scalar", "v128", "avx2", "avx512"};
+    const char *e = getenv("TC_ISA");
+    tc_isa cap = ctx->opts.max_isa;
+    int i;
+    for (i = 0; e && i < 5; i++)
+        if (strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
+    if (tc_ctx_set_isa(ctx, cap) != TC_OK) tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     tc_ctx *ctx = (tc_ctx *)TC_MALLOC(sizeof *ctx);
     if (!ctx) return NULL;
@@ -1627,6 +1696,7 @@ TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     memset(ctx->scope_head, 0, sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
     if (tc_ctx_set_num_threads(ctx, ctx->opts.num_threads) != TC_OK) ctx->num_threads = 1;
     ctx->cpu_features = tc__cpu_features();
+    tc__ctx_init_isa(ctx);
     return ctx;
 }
 
@@ -6749,9 +6819,13 @@ TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
 
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
-    int l = nd->line, x = in[0], t, u;
-    (void)arg;
+    int l = nd->line, x = in[0], t, u, level = *(const int *)arg;
     if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
+    /* level 1 (for the fuser): only what a fused kernel does better as
+     * primitives; the executor has silu and both gelus as single ops */
+    if (level < 2 && nd->op != TC__OP_SOFTMAX && nd->op != TC__OP_LOG_SOFTMAX && nd->op != TC__OP_LAYER_NORM &&
+        nd->op != TC__OP_RMS_NORM && nd->op != TC__OP_BATCH_NORM)
+        return -2;
     switch (nd->op) {
     case TC__OP_SOFTMAX:
     case TC__OP_LOG_SOFTMAX: {
@@ -6768,9 +6842,10 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
         int k = (int)nd->a.i[0], w = nd->nin > 1 ? in[1] : -1, b = nd->nin > 2 ? in[2] : -1;
         int eps = tc__g_scalar(g, nd->a.f[0], f, l);
         if (nd->op == TC__OP_LAYER_NORM) {
-            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l);
-            int var = tc__g_row_stat(g, TC__OP_VAR, x, k, f, l); /* correction 0 (zeroed attrs) */
+            /* two passes, mean((x - mean)^2): the fuser keeps x - mean in cache */
+            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), var;
             t = tc__g_binary(g, TC__OP_SUB, x, mean, f, l);
+            var = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, t, f, l), k, f, l);
             t = tc__g_binary(g, TC__OP_MUL, t, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, var, eps, f, l), f, l), f, l);
         } else {
             int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, x, f, l), k, f, l);
@@ -6820,11 +6895,3497 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
 /* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
  * batch_norm and scaled_dot_product_attention on f32 become matmuls,
  * pointwise ops and reductions, so the fuser sees one vocabulary.
- * Not in the default pipeline yet: without fusion each primitive is a pass
- * over memory, slower than the composite kernel it replaces. */
-TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
-    return tc__graph_rebuild(g, tc__decompose_node, NULL, changed);
+ * Level 2 decomposes all of them; level 1 (the default when fusing) only
+ * the row ops and batch_norm, which fuse into their neighbours. */
+TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
+    return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }
+
+/* ===== src/kernel.c ===== */
+/* Kernel IR: what the fuser produces and every backend lowers from.
+ *
+ * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
+ * the outer (parallel) dims, dims [row0, ndim) the row.  Buffers are reached
+ * through accesses: a graph node's header (resolved at launch, so views of
+ * moving inputs work) and, per dim of that buffer, which domain dim indexes
+ * it with which coefficient and offset, so broadcasts, permutes, slices and
+ * selects are index expressions, never copies.
+ *
+ * The body is a short register program (tc__vins) per stage.  Stages run in
+ * order over each row: every stage but the last may accumulate reductions
+ * (ACC) whose results become row scalars (slots) for the later stages; the
+ * last stage stores the full-domain outputs; an optional scalar stage runs
+ * once per row with the row index at 0 and stores the reduced outputs.  A
+ * value needed by several stages is kept in a row-sized local buffer
+ * (STOREL/LOADL) when that is cheaper than recomputing it.
+ *
+ * Registers are tiles of TC__VM_TILE floats; the executor runs each
+ * instruction over a whole tile, so interpreting costs one dispatch per
+ * TC__VM_TILE elements.  Compute instructions use the op table's ids. */
+
+#define TC__VM_TILE 256
+#define TC__VM_MAXREG 24
+#define TC__VM_MAXACC 48       /* accesses (loads + stores) per kernel       */
+#define TC__VM_MAXSTAGE 8
+#define TC__VM_MAXSLOT 16      /* reductions per kernel                      */
+#define TC__VM_MAXLOCAL 8
+
+/* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
+enum {
+    TC__V_LOAD = TC__OP_COUNT, /* dst <- access a over the tile            */
+    TC__V_CONST,               /* dst <- f0                                 */
+    TC__V_SLOT,                /* dst <- slot a (a row scalar, broadcast)   */
+    TC__V_LOADL,               /* dst <- local buffer a at the tile         */
+    TC__V_STOREL,              /* local a <- register b                     */
+    TC__V_STORE,               /* access a <- register b                    */
+    TC__V_ACC,                 /* accumulator a <- combine(register b); c = combiner */
+    TC__V_FMA,                 /* dst <- a * b + c                          */
+    TC__V_END
+};
+
+enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN };
+
+typedef struct tc__vins {
+    int16_t op, dst, a, b, c;
+    float f0, f1;
+} tc__vins;
+
+/* One buffer access, static part (from the fuser). */
+typedef struct tc__kaccess {
+    int node;                  /* graph node whose header holds the memory   */
+    int store;                 /* written by the kernel                      */
+    int ndim;                  /* the buffer's dims                          */
+    int8_t kdim[TC_MAX_DIMS];  /* per buffer dim: the domain dim, -1 none    */
+    int64_t coef[TC_MAX_DIMS]; /* index = coef * i[kdim] + off               */
+    int64_t off[TC_MAX_DIMS];
+} tc__kaccess;
+
+typedef struct tc__kstage {
+    int begin, end;            /* code range                                */
+    int scalar;                /* run once per row at row index 0           */
+} tc__kstage;
+
+typedef struct tc__kernel {
+    int ndim, row0;
+    int64_t shape[TC_MAX_DIMS];
+    tc__kaccess acc[TC__VM_MAXACC];
+    int nacc;
+    tc__vins *code;
+    int ncode, cap;
+    tc__kstage stage[TC__VM_MAXSTAGE + 1];
+    int nstage;
+    int nreg, nslot, nlocal;
+    int slot_comb[TC__VM_MAXSLOT];
+    float slot_scale[TC__VM_MAXSLOT]; /* mean: 1/n                          */
+    int nodes;                 /* graph ops fused into it                    */
+    int root;                  /* the node it is named after                 */
+    double cost;               /* vector instructions per domain element     */
+} tc__kernel;
+
+/* Run-time state of one thread inside a kernel: register tiles, the current
+ * tile's pointers and strides per access, row scalars, accumulators. */
+typedef struct tc__vst {
+    float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
+    const float *r[TC__VM_MAXREG];   /* what each register reads             */
+    char *ptr[TC__VM_MAXACC];        /* tile start per access                */
+    int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
+    int dt[TC__VM_MAXACC];
+    float slot[TC__VM_MAXSLOT];
+    float *acc[TC__VM_MAXSLOT];      /* accumulator tiles                    */
+    float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
+} tc__vst;
+
+TC__FN const char *tc__vop_name(int op) {
+    static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc", "fma"};
+    if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;
+    if (op >= TC__V_LOAD && op < TC__V_END) return pseudo[op - TC__V_LOAD];
+    return "?";
+}
+
+/* Appends one instruction; -1 when the code buffer cannot grow. */
+TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1) {
+    tc__vins *v;
+    if (k->ncode == k->cap) {
+        int cap = k->cap ? k->cap * 2 : 32;
+        tc__vins *nc = (tc__vins *)TC_REALLOC(k->code, sizeof(tc__vins) * (size_t)cap);
+        if (!nc) return -1;
+        k->code = nc;
+        k->cap = cap;
+    }
+    v = &k->code[k->ncode++];
+    v->op = (int16_t)op;
+    v->dst = (int16_t)dst;
+    v->a = (int16_t)a;
+    v->b = (int16_t)b;
+    v->c = (int16_t)c;
+    v->f0 = f0;
+    v->f1 = f1;
+    return 0;
+}
+
+TC__FN void tc__kernel_free(tc__kernel *k) {
+    if (k) TC_FREE(k->code);
+}
+
+/* Kernel IR as text (TC_LOGS=output_code and tc_fn_kernels). */
+TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
+    static const char *const comb[] = {"sum", "max", "min"};
+    int s, i, d;
+    tc__text_printf(sb, "kernel %d: domain [", index);
+    for (d = 0; d < k->ndim; d++) tc__text_printf(sb, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
+    tc__text_printf(sb, "], row dims %d..%d, %d ops fused, %d registers, %d slots, %d local\n", k->row0, k->ndim - 1,
+                    k->nodes, k->nreg, k->nslot, k->nlocal);
+    for (i = 0; i < k->nacc; i++) {
+        const tc__kaccess *a = &k->acc[i];
+        tc__text_printf(sb, "  %s%d = node %%%d[", a->store ? "out" : "in", i, a->node);
+        for (d = 0; d < a->ndim; d++) {
+            if (d) tc__text_printf(sb, ", ");
+            if (a->kdim[d] < 0) tc__text_printf(sb, "%lld", (long long)a->off[d]);
+            else if (a->coef[d] == 1 && a->off[d] == 0) tc__text_printf(sb, "i%d", a->kdim[d]);
+            else tc__text_printf(sb, "%lld*i%d+%lld", (long long)a->coef[d], a->kdim[d], (long long)a->off[d]);
+        }
+        tc__text_printf(sb, "]\n");
+    }
+    for (s = 0; s < k->nstage; s++) {
+        const tc__kstage *st = &k->stage[s];
+        tc__text_printf(sb, "  stage %d (%s):\n", s, st->scalar ? "once per row" : "over the row");
+        for (i = st->begin; i < st->end; i++) {
+            const tc__vins *v = &k->code[i];
+            switch (v->op) {
+            case TC__V_LOAD: tc__text_printf(sb, "    r%d = load in%d\n", v->dst, v->a); break;
+            case TC__V_CONST: tc__text_printf(sb, "    r%d = %.9g\n", v->dst, v->f0); break;
+            case TC__V_SLOT: tc__text_printf(sb, "    r%d = slot%d\n", v->dst, v->a); break;
+            case TC__V_LOADL: tc__text_printf(sb, "    r%d = local%d\n", v->dst, v->a); break;
+            case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
+            case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
+            case TC__V_ACC:
+                tc__text_printf(sb, "    slot%d %s= r%d%s\n", v->a, comb[v->c], v->b,
+                                k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
+                break;
+            case TC__V_FMA: tc__text_printf(sb, "    r%d = r%d * r%d + r%d\n", v->dst, v->a, v->b, v->c); break;
+            default:
+                tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
+                if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
+                if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
+                if (v->op == TC__OP_CLAMP || v->op == TC__OP_SOFTPLUS) tc__text_printf(sb, "; %g, %g", v->f0, v->f1);
+                tc__text_printf(sb, ")\n");
+            }
+        }
+    }
+}
+
+/* ===== src/fuse.c ===== */
+/* Fusion: the scheduler that groups a graph's nodes into kernels, and the
+ * lowering of each group to kernel IR (kernel.c).
+ *
+ * Every fusible node is either materialized (it has a buffer and a kernel
+ * computes it) or inlined (computed inside each kernel that reads it).  A
+ * kernel is built from one materialized root by walking its inputs through
+ * inlined nodes: views become index expressions, pointwise ops become
+ * instructions, an inlined reduction becomes a stage that leaves one row
+ * scalar (a slot) for the later stages.  Decisions, each with its rule:
+ *   - output:      graph outputs are materialized;
+ *   - boundary:    inputs of contraction / opaque ops (and of views they read)
+ *                  are materialized;
+ *   - fuse:        a node with one consumer is inlined into it;
+ *   - recompute:   a node read by several kernels is recomputed in each when
+ *                  its inlined cost is at most TC__RECOMPUTE_MAX units and it
+ *                  holds no reduction, else it is materialized;
+ *   - broadcast:   a pointwise node broadcast over at least twice its size is
+ *                  recomputed per element only when it costs < 4 units;
+ *   - row:         reductions whose result is broadcast back over the reduced
+ *                  dims join their consumer as stages of one row kernel; when
+ *                  the kernel needs several passes over a row longer than
+ *                  TC__ROW_CACHE_BYTES the reduction is materialized instead;
+ *   - limits:      a kernel over the executor's limits (registers, buffers,
+ *                  slots, stages) materializes the node that overflowed.
+ * The fixed point is reached by rebuilding after each new materialization;
+ * TC_LOGS=fusion prints every decision with its reason. */
+
+#define TC__RECOMPUTE_MAX 8
+#define TC__ROW_CACHE_BYTES (256 * 1024)
+
+typedef struct tc__vmap {
+    int nd;
+    int8_t kdim[TC_MAX_DIMS];
+    int64_t coef[TC_MAX_DIMS];
+    int64_t off[TC_MAX_DIMS];
+} tc__vmap;
+
+/* A (node, map) pair met while building one kernel. */
+typedef struct tc__fval {
+    int node;
+    tc__vmap m;
+    int level;                 /* first stage it can be computed in         */
+    unsigned reach;            /* stages whose code needs it                */
+    int local, local_stage;    /* row buffer id and the stage filling it    */
+    int vreg, vreg_stage;      /* SSA register in the stage being emitted   */
+    int slot;                  /* a reduction's slot, -1 none               */
+} tc__fval;
+
+typedef struct tc__fslot {
+    int val;                   /* the reduction's fval                      */
+    int body;                  /* node reduced                              */
+    tc__vmap mb;               /* its map over the domain (row dims walked) */
+    int level;
+} tc__fslot;
+
+typedef struct tc__fuse {
+    tc_ctx *ctx;
+    const tc__graph *g;
+    const tc_tensor *hdr;      /* concrete shapes per node (the program's)  */
+    int n;
+    char *fusible, *mat, *nofuse, *is_view_ok;
+    int *kcount, *klast;       /* kernels that compute each inlined node    */
+    double *scost;             /* inlined subtree cost, -1 unknown          */
+    signed char *sred;         /* inlined subtree holds a reduction         */
+    int8_t (*vq)[TC_MAX_DIMS]; /* per view node and base dim: the view dim */
+    int64_t (*vc)[TC_MAX_DIMS], (*vo)[TC_MAX_DIMS];
+    int logs;
+    /* one kernel being built */
+    tc__kernel *k;
+    int root, kid;
+    int ndom, row_set, row_appended, nrow;
+    int64_t dom[TC_MAX_DIMS];
+    int8_t row[TC_MAX_DIMS];
+    tc__fval *v;
+    int nv, capv;
+    tc__fslot slot[TC__VM_MAXSLOT];
+    int nslot;
+    int nvreg, stage, scalar_stage;
+    int fail_node;             /* materialize this to make progress         */
+    int oom;
+    char why[160];
+} tc__fuse;
+
+TC__FN double tc__op_cost(tc__op op) {
+    switch (op) {
+    case TC__OP_EXP: case TC__OP_LOG: case TC__OP_TANH: case TC__OP_SIGMOID: case TC__OP_GELU:
+    case TC__OP_GELU_TANH: case TC__OP_SILU: case TC__OP_ERF: case TC__OP_SIN: case TC__OP_COS:
+    case TC__OP_SOFTPLUS: case TC__OP_POW: return 8;
+    case TC__OP_DIV: case TC__OP_SQRT: case TC__OP_RSQRT: case TC__OP_RECIPROCAL: return 2;
+    default: return 1;
+    }
+}
+
+TC__FN int tc__vload_dtype_ok(tc_dtype dt) { return dt == TC_F32 || dt == TC_BOOL || dt == TC_I32 || dt == TC_F16 || dt == TC_BF16; }
+
+/* Ops the executor computes: f32 results (bool for comparisons) of inputs
+ * it can load; reductions sum/mean/max/min. */
+TC__FN int tc__node_fusible(const tc__fuse *f, int i) {
+    const tc__node *nd = &f->g->nodes[i];
+    const tc_tensor *h = &f->hdr[i];
+    int k;
+    if (nd->kind != TC__NODE_OP || nd->nin < 1 || nd->nin > 3) return 0;
+    for (k = 0; k < nd->nin; k++)
+        if (nd->in[k] < 0 || !tc__vload_dtype_ok(f->hdr[nd->in[k]].dtype)) return 0;
+    switch (nd->op) {
+#define TC__FU_(X, ID, name) case TC__OP_##ID:
+        TC__UNARY_OPS(TC__FU_, _)
+        return h->dtype == TC_F32 && nd->nin == 1;
+    case TC__OP_ADD: case TC__OP_SUB: case TC__OP_MUL: case TC__OP_DIV: case TC__OP_POW:
+    case TC__OP_MAXIMUM: case TC__OP_MINIMUM:
+        return h->dtype == TC_F32 && nd->nin == 2;
+    case TC__OP_EQ: case TC__OP_NE: case TC__OP_LT: case TC__OP_LE: case TC__OP_GT: case TC__OP_GE:
+        return h->dtype == TC_BOOL && nd->nin == 2 && f->hdr[nd->in[0]].dtype == TC_F32 &&
+               f->hdr[nd->in[1]].dtype == TC_F32;
+#undef TC__FU_
+    case TC__OP_WHERE: return h->dtype == TC_F32 && nd->nin == 3 && f->hdr[nd->in[0]].dtype == TC_BOOL;
+    case TC__OP_CLONE: case TC__OP_CAST: return h->dtype == TC_F32 && nd->nin == 1;
+    case TC__OP_SUM: case TC__OP_MEAN: case TC__OP_MAX: case TC__OP_MIN: {
+        const tc_tensor *x = &f->hdr[nd->in[0]];
+        for (k = 0; k < x->ndim; k++)
+            if (nd->a.i[k] && x->shape[k] == 0) return 0; /* empty reductions stay eager */
+        return h->dtype == TC_F32;
+    }
+    default: return 0;
+    }
+}
+
+TC__FN int tc__node_is_reduce(const tc__node *nd) {
+    return nd->kind == TC__NODE_OP && (nd->op == TC__OP_SUM || nd->op == TC__OP_MEAN || nd->op == TC__OP_MAX ||
+                                       nd->op == TC__OP_MIN);
+}
+
+/* A view the fuser can see through: each base dim is indexed by at most
+ * one view dim (permute, slice, select, expand, (un)squeeze, and reshapes
+ * that only add or drop size-1 dims).  Fills vq/vc/vo by probing the
+ * view's shape rule with one unit stride per base dim. */
+TC__FN int tc__view_probe(tc__fuse *f, int i) {
+    const tc__node *nd = &f->g->nodes[i];
+    const tc_tensor *vh = &f->hdr[i], *bh;
+    int b = nd->nin > 0 ? nd->in[0] : -1, p, q;
+    if (nd->kind != TC__NODE_OP || tc__optable[nd->op].cls != TC__CLASS_VIEW || b < 0) return 0;
+    bh = &f->hdr[b];
+    if (nd->op == TC__OP_RESHAPE) {
+        int qi = 0;
+        for (p = 0; p < bh->ndim; p++) {
+            f->vq[i][p] = -1;
+            f->vc[i][p] = 0;
+            f->vo[i][p] = 0;
+            if (bh->shape[p] == 1) continue;
+            while (qi < vh->ndim && vh->shape[qi] == 1) qi++;
+            if (qi >= vh->ndim || vh->shape[qi] != bh->shape[p]) return 0;
+            f->vq[i][p] = (int8_t)qi++;
+            f->vc[i][p] = 1;
+        }
+        while (qi < vh->ndim && vh->shape[qi] == 1) qi++;
+        return qi == vh->ndim;
+    }
+    for (p = 0; p < bh->ndim; p++) {
+        tc__call c;
+        tc_tensor probe;
+        int found = -1;
+        memset(&probe, 0, sizeof probe);
+        probe.dtype = bh->dtype;
+        probe.ndim = bh->ndim;
+        memcpy(probe.shape, bh->shape, sizeof probe.shape);
+        probe.strides[p] = 1;
+        tc__call_init(&c, NULL, nd->op, nd->file, nd->line);
+        c.a = nd->a;
+        c.nin = 1;
+        c.in[0] = &probe;
+        if (tc__optable[nd->op].shape(&c) != TC_OK || c.ondim != vh->ndim) return 0;
+        f->vq[i][p] = -1;
+        f->vc[i][p] = 0;
+        f->vo[i][p] = c.ooffset;
+        for (q = 0; q < c.ondim; q++) {
+            if (c.ostrides[q] == 0 || c.oshape[q] <= 1) continue;
+            if (found >= 0) return 0;
+            found = q;
+        }
+        if (found >= 0) {
+            f->vq[i][p] = (int8_t)found;
+            f->vc[i][p] = c.ostrides[found];
+        }
+    }
+    return 1;
+}
+
+TC__FN void tc__vmap_norm(tc__vmap *m, const tc_tensor *h) {
+    int d;
+    for (d = 0; d < m->nd; d++) {
+        if (h->shape[d] <= 1 && m->kdim[d] >= 0) { /* a size-1 dim is index 0 */
+            m->off[d] = 0;
+            m->kdim[d] = -1;
+        }
+        if (m->kdim[d] < 0) m->coef[d] = 0;
+    }
+}
+
+TC__FN int tc__vmap_eq(const tc__vmap *a, const tc__vmap *b) {
+    int d;
+    if (a->nd != b->nd) return 0;
+    for (d = 0; d < a->nd; d++)
+        if (a->kdim[d] != b->kdim[d] || a->coef[d] != b->coef[d] || a->off[d] != b->off[d]) return 0;
+    return 1;
+}
+
+/* The base's map from a view's (see tc__view_probe). */
+TC__FN void tc__vmap_through_view(const tc__fuse *f, int v, const tc__vmap *mv, tc__vmap *mb) {
+    int b = f->g->nodes[v].in[0], p;
+    mb->nd = f->hdr[b].ndim;
+    for (p = 0; p < mb->nd; p++) {
+        int q = f->vq[v][p];
+        if (q < 0) {
+            mb->kdim[p] = -1;
+            mb->coef[p] = 0;
+            mb->off[p] = f->vo[v][p];
+        } else {
+            mb->kdim[p] = mv->kdim[q];
+            mb->coef[p] = mv->kdim[q] >= 0 ? f->vc[v][p] * mv->coef[q] : 0;
+            mb->off[p] = f->vc[v][p] * mv->off[q] + f->vo[v][p];
+        }
+    }
+    tc__vmap_norm(mb, &f->hdr[b]);
+}
+
+/* An elementwise op's input map: right-aligned broadcasting. */
+TC__FN void tc__vmap_broadcast(const tc__fuse *f, int in, int out, const tc__vmap *mo, tc__vmap *mi) {
+    const tc_tensor *hi = &f->hdr[in], *ho = &f->hdr[out];
+    int p, lead = ho->ndim - hi->ndim;
+    mi->nd = hi->ndim;
+    for (p = 0; p < hi->ndim; p++) {
+        int q = p + lead;
+        if (hi->shape[p] == 1 || q < 0) {
+            mi->kdim[p] = -1;
+            mi->coef[p] = 0;
+            mi->off[p] = 0;
+        } else {
+            mi->kdim[p] = mo->kdim[q];
+            mi->coef[p] = mo->coef[q];
+            mi->off[p] = mo->off[q];
+        }
+    }
+    tc__vmap_norm(mi, hi);
+}
+
+TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
+    int i;
+    for (i = 0; i < f->nv; i++)
+        if (f->v[i].node == node && tc__vmap_eq(&f->v[i].m, m)) return i;
+    if (f->nv == f->capv) {
+        int cap = f->capv ? f->capv * 2 : 64;
+        tc__fval *nv = (tc__fval *)TC_REALLOC(f->v, sizeof(tc__fval) * (size_t)cap);
+        if (!nv) {
+            f->oom = 1;
+            return -1;
+        }
+        f->v = nv;
+        f->capv = cap;
+    }
+    memset(&f->v[f->nv], 0, sizeof f->v[0]);
+    f->v[f->nv].node = node;
+    f->v[f->nv].m = *m;
+    f->v[f->nv].level = -1;
+    f->v[f->nv].local = -1;
+    f->v[f->nv].vreg_stage = -1;
+    f->v[f->nv].slot = -1;
+    return f->nv++;
+}
+
+/* Inlined (computed by the kernel that reads it) rather than loaded. */
+TC__FN int tc__inlined(const tc__fuse *f, int i) {
+    const tc__node *nd = &f->g->nodes[i];
+    if (nd->kind != TC__NODE_OP) return 0;
+    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) return f->is_view_ok[i];
+    return f->fusible[i] && !f->nofuse[i] && (!f->mat[i] || i == f->root);
+}
+
+/* Cost in units per element of computing node i with everything it inlines. */
+TC__FN double tc__subtree_cost(tc__fuse *f, int i) {
+    const tc__node *nd = &f->g->nodes[i];
+    double c = 0;
+    int k;
+    if (f->scost[i] >= 0) return f->scost[i];
+    f->sred[i] = 0;
+    if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW) c = tc__op_cost(nd->op);
+    if (tc__node_is_reduce(nd)) f->sred[i] = 1;
+    for (k = 0; k < nd->nin; k++) {
+        int j = nd->in[k];
+        if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
+        c += tc__subtree_cost(f, j);
+        if (f->sred[j]) f->sred[i] = 1;
+    }
+    f->scost[i] = c;
+    return c;
+}
+
+TC__FN int tc__fuse_fail(tc__fuse *f, int node, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN int tc__fuse_fail(tc__fuse *f, int node, const char *fmt, ...) {
+    va_list ap;
+    if (f->fail_node >= 0 || f->oom) return -1;
+    f->fail_node = node;
+    va_start(ap, fmt);
+    vsnprintf(f->why, sizeof f->why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Fixes the kernel's row dims for reduction node q under map mq, and fills
+ * mb, the map of q's input over the domain.  -1: q cannot be a stage. */
+TC__FN int tc__fuse_row(tc__fuse *f, int q, const tc__vmap *mq, tc__vmap *mb) {
+    const tc__node *nd = &f->g->nodes[q];
+    int u = nd->in[0], keep = (int)nd->a.i[TC__A_KEEP], p, d, nf = 0, na = 0, j = 0, qi = 0;
+    const tc_tensor *hu = &f->hdr[u];
+    int used[TC_MAX_DIMS] = {0};
+    int8_t free_[TC_MAX_DIMS];
+    int64_t asz[TC_MAX_DIMS];
+    for (d = 0; d < mq->nd; d++)
+        if (mq->kdim[d] >= 0) used[mq->kdim[d]] = 1;
+    for (d = 0; d < f->ndom; d++)
+        if (f->dom[d] > 1 && !used[d]) free_[nf++] = (int8_t)d;
+    for (p = 0; p < hu->ndim; p++)
+        if (nd->a.i[p] && hu->shape[p] > 1) asz[na++] = hu->shape[p];
+    if (f->row_set) {
+        int same = nf == f->nrow;
+        for (d = 0; d < nf && same; d++) same = free_[d] == f->row[d];
+        if (!same && !(nf == 0 && f->row_appended)) return tc__fuse_fail(f, q, "reduction over other dims than the kernel's row");
+        if (na != f->nrow) return tc__fuse_fail(f, q, "reduction over other dims than the kernel's row");
+        for (d = 0; d < na; d++)
+            if (asz[d] != f->dom[f->row[d]]) return tc__fuse_fail(f, q, "reduction over other dims than the kernel's row");
+        for (d = 0; d < mq->nd; d++)
+            for (j = 0; j < f->nrow; j++)
+                if (mq->kdim[d] == f->row[j]) return tc__fuse_fail(f, q, "reduction result varies along the row");
+    } else if (nf == na && na > 0) {
+        for (d = 0; d < na; d++)
+            if (asz[d] != f->dom[free_[d]]) return tc__fuse_fail(f, q, "reduced dims do not match the broadcast dims");
+        for (d = 0; d < na; d++) f->row[d] = free_[d];
+        f->nrow = na;
+        f->row_set = 1;
+    } else if (nf == 0 && f->ndom + na <= TC_MAX_DIMS) {
+        for (d = 0; d < na; d++) {
+            f->row[d] = (int8_t)f->ndom;
+            f->dom[f->ndom++] = asz[d];
+        }
+        f->nrow = na;
+        f->row_set = f->row_appended = 1;
+    } else {
+        return tc__fuse_fail(f, q, "reduced dims do not match the broadcast dims");
+    }
+    mb->nd = hu->ndim;
+    j = 0;
+    for (p = 0; p < hu->ndim; p++) {
+        mb->coef[p] = 0;
+        mb->off[p] = 0;
+        mb->kdim[p] = -1;
+        if (nd->a.i[p]) {
+            if (hu->shape[p] > 1) {
+                mb->kdim[p] = f->row[j++];
+                mb->coef[p] = 1;
+            }
+            if (keep) qi++;
+        } else {
+            mb->kdim[p] = mq->kdim[qi];
+            mb->coef[p] = mq->coef[qi];
+            mb->off[p] = mq->off[qi];
+            qi++;
+        }
+    }
+    tc__vmap_norm(mb, hu);
+    return 0;
+}
+
+/* A reduction over dims that all have size 1 is its input, re-indexed. */
+TC__FN int tc__reduce_trivial(const tc__fuse *f, int q, const tc__vmap *mq, tc__vmap *mb) {
+    const tc__node *nd = &f->g->nodes[q];
+    const tc_tensor *hu = &f->hdr[nd->in[0]];
+    int p, qi = 0, keep = (int)nd->a.i[TC__A_KEEP];
+    for (p = 0; p < hu->ndim; p++)
+        if (nd->a.i[p] && hu->shape[p] != 1) return 0;
+    mb->nd = hu->ndim;
+    for (p = 0; p < hu->ndim; p++) {
+        if (nd->a.i[p]) {
+            mb->kdim[p] = -1;
+            mb->coef[p] = 0;
+            mb->off[p] = 0;
+            qi += keep;
+        } else {
+            mb->kdim[p] = mq->kdim[qi];
+            mb->coef[p] = mq->coef[qi];
+            mb->off[p] = mq->off[qi];
+            qi++;
+        }
+    }
+    tc__vmap_norm(mb, hu);
+    return 1;
+}
+
+/* Levels: the first stage a value can be computed in (slots it reads come
+ * from earlier stages).  Creates the slots. */
+TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m) {
+    const tc__node *nd = &f->g->nodes[node];
+    int vi, k, lvl = 0;
+    if (f->oom || f->fail_node >= 0) return 0;
+    if (!tc__inlined(f, node)) return 0;
+    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
+        tc__vmap mb;
+        tc__vmap_through_view(f, node, m, &mb);
+        return tc__fuse_level(f, nd->in[0], &mb);
+    }
+    if (tc__node_is_reduce(nd)) {
+        tc__vmap mb;
+        if (tc__reduce_trivial(f, node, m, &mb)) return tc__fuse_level(f, nd->in[0], &mb);
+    }
+    vi = tc__fval_get(f, node, m);
+    if (vi < 0) return 0;
+    if (f->v[vi].level >= 0) return f->v[vi].level;
+    if (tc__node_is_reduce(nd)) {
+        tc__vmap mb;
+        int sl;
+        if (tc__fuse_row(f, node, m, &mb) != 0) return 0;
+        if (f->nslot == TC__VM_MAXSLOT) return tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT), 0;
+        sl = f->nslot++;
+        f->slot[sl].val = vi;
+        f->slot[sl].body = nd->in[0];
+        f->slot[sl].mb = mb;
+        lvl = tc__fuse_level(f, nd->in[0], &mb) + 1;
+        f->slot[sl].level = lvl;
+        f->v[vi].slot = sl;
+    } else {
+        for (k = 0; k < nd->nin; k++) {
+            tc__vmap mi;
+            int l;
+            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
+            l = tc__fuse_level(f, nd->in[k], &mi);
+            if (l > lvl) lvl = l;
+        }
+    }
+    f->v[vi].level = lvl;
+    return lvl;
+}
+
+/* Marks the values stage s needs, walking down from its roots.  A value
+ * an earlier stage computed and that costs 2+ units to recompute becomes a
+ * row buffer (filled by that stage) and the walk stops there, so only the
+ * frontier between stages is kept. */
+TC__FN void tc__fuse_reach(tc__fuse *f, int node, const tc__vmap *m, int s, int64_t rowlen) {
+    const tc__node *nd = &f->g->nodes[node];
+    int vi, k;
+    if (f->oom || !tc__inlined(f, node)) return;
+    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
+        tc__vmap mb;
+        tc__vmap_through_view(f, node, m, &mb);
+        tc__fuse_reach(f, nd->in[0], &mb, s, rowlen);
+        return;
+    }
+    if (tc__node_is_reduce(nd)) {
+        tc__vmap mb;
+        if (tc__reduce_trivial(f, node, m, &mb)) {
+            tc__fuse_reach(f, nd->in[0], &mb, s, rowlen);
+            return;
+        }
+    }
+    vi = tc__fval_get(f, node, m);
+    if (vi < 0 || (f->v[vi].reach & (1u << s))) return;
+    if (f->v[vi].local >= 0) return;
+    if (f->v[vi].reach && f->v[vi].slot < 0 && tc__subtree_cost(f, node) >= 2 && f->k->nlocal < TC__VM_MAXLOCAL &&
+        rowlen * (int64_t)sizeof(float) * (f->k->nlocal + 1) <= 4 * TC__ROW_CACHE_BYTES) {
+        int first = 0;
+        while (!(f->v[vi].reach & (1u << first))) first++;
+        f->v[vi].local = f->k->nlocal++;
+        f->v[vi].local_stage = first;
+        return;
+    }
+    f->v[vi].reach |= 1u << s;
+    if (f->v[vi].slot >= 0) return;
+    for (k = 0; k < nd->nin; k++) {
+        tc__vmap mi;
+        tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
+        tc__fuse_reach(f, nd->in[k], &mi, s, rowlen);
+    }
+}
+
+TC__FN int tc__fuse_access(tc__fuse *f, int node, const tc__vmap *m, int store) {
+    tc__kernel *k = f->k;
+    int i, d;
+    for (i = 0; i < k->nacc; i++) {
+        tc__kaccess *a = &k->acc[i];
+        if (a->node != node || a->store != store || a->ndim != m->nd) continue;
+        for (d = 0; d < m->nd; d++)
+            if (a->kdim[d] != m->kdim[d] || a->coef[d] != m->coef[d] || a->off[d] != m->off[d]) break;
+        if (d == m->nd) return i;
+    }
+    if (k->nacc == TC__VM_MAXACC) return tc__fuse_fail(f, f->root, "more than %d buffers", TC__VM_MAXACC);
+    i = k->nacc++;
+    memset(&k->acc[i], 0, sizeof k->acc[i]);
+    k->acc[i].node = node;
+    k->acc[i].store = store;
+    k->acc[i].ndim = m->nd;
+    for (d = 0; d < m->nd; d++) {
+        k->acc[i].kdim[d] = m->kdim[d];
+        k->acc[i].coef[d] = m->coef[d];
+        k->acc[i].off[d] = m->off[d];
+    }
+    return i;
+}
+
+TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, float f1) {
+    int dst = f->nvreg++;
+    if (tc__kernel_emit(f->k, op, dst, a, b, c, f0, f1) != 0) {
+        f->oom = 1;
+        return -1;
+    }
+    return dst;
+}
+
+/* Emits the code computing (node, m) in the current stage; its register. */
+TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
+    const tc__node *nd = &f->g->nodes[node];
+    int vi, r = -1, k, in[3] = {-1, -1, -1};
+    if (f->oom || f->fail_node >= 0) return -1;
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0)
+        return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
+    if (!tc__inlined(f, node)) {
+        int a = tc__fuse_access(f, node, m, 0);
+        return a < 0 ? -1 : tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+    }
+    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
+        tc__vmap mb;
+        tc__vmap_through_view(f, node, m, &mb);
+        return tc__fuse_emit(f, nd->in[0], &mb);
+    }
+    if (tc__node_is_reduce(nd)) {
+        tc__vmap mb;
+        if (tc__reduce_trivial(f, node, m, &mb)) return tc__fuse_emit(f, nd->in[0], &mb);
+    }
+    vi = tc__fval_get(f, node, m);
+    if (vi < 0) return -1;
+    if (f->v[vi].vreg_stage == f->stage) return f->v[vi].vreg;
+    if (f->v[vi].local >= 0 && f->v[vi].local_stage < f->stage && !f->scalar_stage) {
+        r = tc__fuse_ins(f, TC__V_LOADL, f->v[vi].local, -1, -1, 0, 0);
+    } else if (f->v[vi].slot >= 0) {
+        r = tc__fuse_ins(f, TC__V_SLOT, f->v[vi].slot, -1, -1, 0, 0);
+    } else {
+        int64_t dn = 1, vn = tc__numel_of(f->hdr[node].ndim, f->hdr[node].shape);
+        for (k = 0; k < f->ndom; k++) dn *= f->dom[k];
+        if (node != f->root && vn * 2 <= dn && tc__subtree_cost(f, node) >= 4 && !f->sred[node])
+            return tc__fuse_fail(f, node, "broadcast %lldx: cheaper to materialize than to recompute per element",
+                                 (long long)(vn ? dn / vn : 0));
+        for (k = 0; k < nd->nin; k++) {
+            tc__vmap mi;
+            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
+            in[k] = tc__fuse_emit(f, nd->in[k], &mi);
+            if (in[k] < 0) return -1;
+        }
+        if (f->klast[node] != f->kid) {
+            f->klast[node] = f->kid;
+            f->kcount[node]++;
+            f->k->nodes++;
+        }
+        f->k->cost += tc__op_cost(nd->op);
+        r = tc__fuse_ins(f, nd->op, in[0], in[1], in[2], (float)nd->a.f[0], (float)nd->a.f[1]);
+    }
+    if (r < 0) return -1;
+    if (f->v[vi].local >= 0 && f->v[vi].local_stage == f->stage && !f->scalar_stage)
+        if (tc__kernel_emit(f->k, TC__V_STOREL, -1, f->v[vi].local, r, -1, 0, 0) != 0) f->oom = 1;
+    f->v[vi].vreg = r;
+    f->v[vi].vreg_stage = f->stage;
+    return r;
+}
+
+/* Maps SSA registers of code[begin, end) to at most TC__VM_MAXREG tiles. */
+TC__FN int tc__fuse_regalloc(tc__fuse *f, int begin, int end) {
+    tc__kernel *k = f->k;
+    int *last = NULL, *phys = NULL, i, nv = f->nvreg, free_[TC__VM_MAXREG], nfree = 0, top = 0;
+    if (nv == 0) return 0;
+    last = (int *)tc__malloc(sizeof(int) * (size_t)nv);
+    phys = (int *)tc__malloc(sizeof(int) * (size_t)nv);
+    if (!last || !phys) {
+        TC_FREE(last);
+        TC_FREE(phys);
+        f->oom = 1;
+        return -1;
+    }
+    for (i = 0; i < nv; i++) last[i] = -1;
+    for (i = begin; i < end; i++) {
+        tc__vins *v = &k->code[i];
+        int op = v->op;
+        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) last[v->b] = i;
+        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
+            if (v->a >= 0) last[v->a] = i;
+            if (v->b >= 0) last[v->b] = i;
+            if (v->c >= 0) last[v->c] = i;
+        }
+    }
+    for (i = begin; i < end; i++) {
+        tc__vins *v = &k->code[i];
+        int op = v->op, j, srcs[3], ns = 0;
+        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) srcs[ns++] = v->b;
+        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
+            if (v->a >= 0) srcs[ns++] = v->a;
+            if (v->b >= 0) srcs[ns++] = v->b;
+            if (v->c >= 0) srcs[ns++] = v->c;
+        }
+        /* rename sources, then free those dying here before picking dst */
+        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) v->b = (int16_t)phys[v->b];
+        else if (ns) {
+            if (v->a >= 0) v->a = (int16_t)phys[v->a];
+            if (v->b >= 0) v->b = (int16_t)phys[v->b];
+            if (v->c >= 0) v->c = (int16_t)phys[v->c];
+        }
+        for (j = 0; j < ns; j++) {
+            int dup = 0, t;
+            for (t = 0; t < j; t++) dup |= srcs[t] == srcs[j];
+            if (!dup && last[srcs[j]] == i) free_[nfree++] = phys[srcs[j]];
+        }
+        if (v->dst >= 0) {
+            int d = v->dst, p;
+            if (nfree) p = free_[--nfree];
+            else if (top < TC__VM_MAXREG) p = top++;
+            else {
+                TC_FREE(last);
+                TC_FREE(phys);
+                return tc__fuse_fail(f, f->root, "more than %d live values", TC__VM_MAXREG);
+            }
+            phys[d] = p;
+            v->dst = (int16_t)p;
+            if (last[d] < 0) free_[nfree++] = p; /* never read */
+        }
+    }
+    if (top > k->nreg) k->nreg = top;
+    TC_FREE(last);
+    TC_FREE(phys);
+    return 0;
+}
+
+TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
+    tc__kstage *st;
+    if (f->k->nstage == TC__VM_MAXSTAGE) return tc__fuse_fail(f, f->root, "more than %d stages", TC__VM_MAXSTAGE);
+    st = &f->k->stage[f->k->nstage];
+    st->begin = f->k->ncode;
+    st->scalar = scalar;
+    f->scalar_stage = scalar;
+    f->nvreg = 0;
+    return 0;
+}
+
+TC__FN int tc__fuse_stage_end(tc__fuse *f) {
+    tc__kstage *st = &f->k->stage[f->k->nstage];
+    st->end = f->k->ncode;
+    if (f->oom || f->fail_node >= 0) return -1;
+    if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
+    f->k->nstage++;
+    f->stage++;
+    return 0;
+}
+
+/* Builds the kernel computing materialized node root.  0 ok; -1 with
+ * fail_node set (or oom). */
+TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
+    const tc_tensor *h = &f->hdr[root];
+    tc__vmap id;
+    int d, s, i, lroot, full, nrowstage, perm[TC_MAX_DIMS], inv[TC_MAX_DIMS], np = 0;
+    int64_t rowlen = 1;
+    memset(k, 0, sizeof *k);
+    f->k = k;
+    f->root = root;
+    f->nv = 0;
+    f->nslot = 0;
+    f->stage = 0;
+    f->row_set = f->row_appended = f->nrow = 0;
+    f->ndom = h->ndim;
+    for (d = 0; d < h->ndim; d++) f->dom[d] = h->shape[d];
+    id.nd = h->ndim;
+    for (d = 0; d < h->ndim; d++) {
+        id.kdim[d] = (int8_t)d;
+        id.coef[d] = 1;
+        id.off[d] = 0;
+    }
+    tc__vmap_norm(&id, h);
+    k->root = root;
+    lroot = tc__fuse_level(f, root, &id);
+    if (f->oom || f->fail_node >= 0) return -1;
+    for (d = 0; d < f->nrow; d++) rowlen *= f->dom[f->row[d]];
+    /* the root is stored over the row when its map walks the row dims */
+    full = 0;
+    for (d = 0; d < id.nd; d++)
+        for (i = 0; i < f->nrow; i++) full |= id.kdim[d] == f->row[i];
+    if (!f->row_set) full = 1;
+    nrowstage = lroot + (full ? 1 : 0);
+    if (nrowstage > 1 && rowlen * (int64_t)sizeof(float) > TC__ROW_CACHE_BYTES) {
+        int worst = -1;
+        /* the deepest reduction other than the root itself goes to memory */
+        for (s = 0; s < f->nslot; s++)
+            if (f->v[f->slot[s].val].node != root && (worst < 0 || f->slot[s].level > f->slot[worst].level)) worst = s;
+        if (worst < 0) worst = 0;
+        return tc__fuse_fail(f, f->v[f->slot[worst].val].node,
+                             "row of %lld floats is larger than the cache: %d passes would re-read memory",
+                             (long long)rowlen, nrowstage);
+    }
+    if (nrowstage + 1 > TC__VM_MAXSTAGE) return tc__fuse_fail(f, f->v[f->slot[0].val].node, "too many stages");
+    /* which values several row stages need: kept in row buffers */
+    for (s = 0; s < lroot; s++)
+        for (i = 0; i < f->nslot; i++)
+            if (f->slot[i].level == s + 1) tc__fuse_reach(f, f->slot[i].body, &f->slot[i].mb, s, rowlen);
+    if (full) tc__fuse_reach(f, root, &id, lroot, rowlen);
+    /* code: one stage per slot level, then the root */
+    f->kid++;
+    for (s = 0; s < lroot; s++) {
+        if (tc__fuse_stage_begin(f, 0) != 0) return -1;
+        for (i = 0; i < f->nslot; i++) {
+            const tc__node *q = &f->g->nodes[f->v[f->slot[i].val].node];
+            int r;
+            if (f->slot[i].level != s + 1) continue;
+            r = tc__fuse_emit(f, f->slot[i].body, &f->slot[i].mb);
+            if (r < 0) return -1;
+            k->slot_comb[i] = q->op == TC__OP_MAX ? TC__COMB_MAX : q->op == TC__OP_MIN ? TC__COMB_MIN : TC__COMB_SUM;
+            k->slot_scale[i] = 1.0f;
+            if (q->op == TC__OP_MEAN) k->slot_scale[i] = (float)(1.0 / (double)rowlen);
+            if (f->klast[f->v[f->slot[i].val].node] != f->kid) {
+                f->klast[f->v[f->slot[i].val].node] = f->kid;
+                f->kcount[f->v[f->slot[i].val].node]++;
+                k->nodes++;
+            }
+            if (tc__kernel_emit(k, TC__V_ACC, -1, i, r, k->slot_comb[i], 0, 0) != 0) f->oom = 1;
+        }
+        if (tc__fuse_stage_end(f) != 0) return -1;
+    }
+    if (tc__fuse_stage_begin(f, !full) != 0) return -1;
+    {
+        int r = tc__fuse_emit(f, root, &id), a;
+        if (r < 0) return -1;
+        a = tc__fuse_access(f, root, &id, 1);
+        if (a < 0) return -1;
+        if (tc__kernel_emit(k, TC__V_STORE, -1, a, r, -1, 0, 0) != 0) f->oom = 1;
+    }
+    if (tc__fuse_stage_end(f) != 0) return -1;
+    k->nslot = f->nslot;
+    /* the domain: outer dims first, row dims last */
+    for (d = 0; d < f->ndom; d++) {
+        int in_row = 0;
+        for (i = 0; i < f->nrow; i++) in_row |= f->row[i] == d;
+        if (!in_row) perm[np++] = d;
+    }
+    k->row0 = np;
+    for (i = 0; i < f->nrow; i++) perm[np++] = f->row[i];
+    for (d = 0; d < np; d++) inv[perm[d]] = d;
+    k->ndim = np;
+    for (d = 0; d < np; d++) k->shape[d] = f->dom[perm[d]];
+    for (i = 0; i < k->nacc; i++)
+        for (d = 0; d < k->acc[i].ndim; d++)
+            if (k->acc[i].kdim[d] >= 0) k->acc[i].kdim[d] = (int8_t)inv[k->acc[i].kdim[d]];
+    if (k->ndim == 0) { /* a 0-d result: one element */
+        k->ndim = 1;
+        k->shape[0] = 1;
+        k->row0 = 1;
+    }
+    return 0;
+}
+
+/* The result of fusing one graph. */
+typedef struct tc__fusion {
+    tc__kernel *k;
+    int nk;
+    int *kernel_of;            /* per node: the kernel it roots, -1 none     */
+    char *inl;                 /* per node: computed inside kernels only     */
+} tc__fusion;
+
+TC__FN void tc__fusion_free(tc__fusion *fu) {
+    int i;
+    for (i = 0; i < fu->nk; i++) tc__kernel_free(&fu->k[i]);
+    TC_FREE(fu->k);
+    TC_FREE(fu->kernel_of);
+    TC_FREE(fu->inl);
+    memset(fu, 0, sizeof *fu);
+}
+
+/* Materializes the memory a hard consumer reads: through views to the base. */
+TC__FN void tc__fuse_hard(tc__fuse *f, int i) {
+    while (i >= 0 && f->g->nodes[i].kind == TC__NODE_OP && tc__optable[f->g->nodes[i].op].cls == TC__CLASS_VIEW &&
+           f->g->nodes[i].nin > 0)
+        i = f->g->nodes[i].in[0];
+    if (i >= 0) f->mat[i] = 1;
+}
+
+TC__FN void tc__fuse_mark_hard(tc__fuse *f) {
+    const tc__graph *g = f->g;
+    int i, k;
+    for (i = 0; i < g->nout; i++) tc__fuse_hard(f, g->outputs[i]);
+    for (i = 0; i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        int soft = nd->kind == TC__NODE_OP && ((f->fusible[i] && !f->nofuse[i]) || f->is_view_ok[i]);
+        if (soft) continue;
+        for (k = 0; k < nd->nin; k++)
+            if (nd->in[k] >= 0) tc__fuse_hard(f, nd->in[k]);
+    }
+}
+
+TC__FN void tc__fuse_log(tc__fuse *f, int node, const char *what) {
+    const tc__node *nd = &f->g->nodes[node];
+    if (!(f->logs & 1)) return;
+    tc__log(f->ctx, TC_LOG_WARN, "fusion: %%%d %s (%s:%d): %s: %s", node, tc__optable[nd->op].name,
+            nd->file ? nd->file : "?", nd->line, what, f->why);
+}
+
+/* Groups g into kernels.  hdr: the concrete header of every node.  logs:
+ * bit 0 decisions, bit 1 the kernels' code.  0 ok (out filled), 1 no fusion
+ * possible (out empty), -1 OOM. */
+TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr, int logs, tc__fusion *out) {
+    tc__fuse f;
+    int n = g->n, i, iter, rc = 1;
+    size_t z = (size_t)(n ? n : 1);
+    memset(out, 0, sizeof *out);
+    memset(&f, 0, sizeof f);
+    f.ctx = ctx;
+    f.g = g;
+    f.hdr = hdr;
+    f.n = n;
+    f.logs = logs;
+    f.fusible = (char *)tc__malloc(z);
+    f.mat = (char *)tc__malloc(z);
+    f.nofuse = (char *)tc__malloc(z);
+    f.is_view_ok = (char *)tc__malloc(z);
+    f.kcount = (int *)tc__malloc(sizeof(int) * z);
+    f.klast = (int *)tc__malloc(sizeof(int) * z);
+    f.scost = (double *)tc__malloc(sizeof(double) * z);
+    f.sred = (signed char *)tc__malloc(z);
+    f.vq = (int8_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vq * z);
+    f.vc = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vc * z);
+    f.vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vo * z);
+    out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
+    out->inl = (char *)tc__malloc(z);
+    out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * z);
+    if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
+        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->k) {
+        rc = -1;
+        goto done;
+    }
+    memset(out->k, 0, sizeof(tc__kernel) * z);
+    memset(f.nofuse, 0, z);
+    memset(f.mat, 0, z);
+    for (i = 0; i < n; i++) {
+        f.fusible[i] = (char)tc__node_fusible(&f, i);
+        f.is_view_ok[i] = (char)tc__view_probe(&f, i);
+    }
+    for (iter = 0; iter < 4 * n + 16; iter++) {
+        int failed = 0, again = 0;
+        for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
+        out->nk = 0;
+        tc__fuse_mark_hard(&f);
+        for (i = 0; i < n; i++) {
+            f.kcount[i] = 0;
+            f.klast[i] = -1;
+            f.scost[i] = -1;
+            out->kernel_of[i] = -1;
+        }
+        for (i = 0; i < n && !failed; i++) {
+            if (!f.fusible[i] || f.nofuse[i] || !f.mat[i]) continue;
+            f.fail_node = -1;
+            f.why[0] = 0;
+            if (tc__fuse_build(&f, i, &out->k[out->nk]) != 0) {
+                int fn = f.fail_node;
+                failed = 1;
+                if (f.oom) {
+                    rc = -1;
+                    goto done;
+                }
+                if (fn < 0 || fn == i || !f.fusible[fn] || f.mat[fn]) {
+                    f.nofuse[i] = 1; /* runs as its own eager op */
+                    tc__fuse_log(&f, i, "left unfused");
+                } else {
+                    f.mat[fn] = 1;
+                    tc__fuse_log(&f, fn, "materialized");
+                }
+                tc__kernel_free(&out->k[out->nk]);
+                memset(&out->k[out->nk], 0, sizeof out->k[0]);
+                break;
+            }
+            out->kernel_of[i] = out->nk++;
+        }
+        if (failed) continue;
+        /* recompute rule: a node computed by several kernels */
+        for (i = 0; i < n; i++) {
+            double c;
+            if (f.kcount[i] < 2) continue;
+            f.root = -1;
+            c = tc__subtree_cost(&f, i);
+            if (f.sred[i] || c > TC__RECOMPUTE_MAX) {
+                f.mat[i] = 1;
+                snprintf(f.why, sizeof f.why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f.kcount[i],
+                         c, f.sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
+                tc__fuse_log(&f, i, "materialized");
+                again = 1;
+            }
+        }
+        if (again) continue;
+        rc = 0;
+        break;
+    }
+    if (rc == 0) {
+        for (i = 0; i < n; i++) {
+            const tc__node *nd = &g->nodes[i];
+            out->inl[i] = 0;
+            if (nd->kind != TC__NODE_OP) continue;
+            if (f.fusible[i] && !f.nofuse[i] && !f.mat[i]) out->inl[i] = 1;
+        }
+        /* views over inlined values have no memory of their own */
+        for (i = 0; i < n; i++) {
+            const tc__node *nd = &g->nodes[i];
+            if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0 && nd->in[0] >= 0 &&
+                out->inl[nd->in[0]])
+                out->inl[i] = 1;
+        }
+        if (logs & 1)
+            for (i = 0; i < out->nk; i++) {
+                const tc__kernel *k = &out->k[i];
+                tc__log(ctx, TC_LOG_WARN, "fusion: kernel %d computes %%%d %s: %d ops, %d stages, %d reductions, %d row buffers", i,
+                        k->root, tc__optable[g->nodes[k->root].op].name, k->nodes, k->nstage, k->nslot, k->nlocal);
+            }
+    }
+done:
+    if (rc != 0) tc__fusion_free(out);
+    TC_FREE(f.fusible);
+    TC_FREE(f.mat);
+    TC_FREE(f.nofuse);
+    TC_FREE(f.is_view_ok);
+    TC_FREE(f.kcount);
+    TC_FREE(f.klast);
+    TC_FREE(f.scost);
+    TC_FREE(f.sred);
+    TC_FREE(f.vq);
+    TC_FREE(f.vc);
+    TC_FREE(f.vo);
+    TC_FREE(f.v);
+    return rc;
+}
+
+/* ===== src/vexec_isa.c for avx512 ===== */
+#if defined(TC__HAVE_VEXEC_X86)
+#define TC__ISA_SFX avx512
+#define TC__ISA_W 16
+#define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r, p;
+    TC__VI ni;
+    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
+    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    return TC__VFN(tc__vscale_)(p, ni);
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI far = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= far[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
+        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
+    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register into an accumulator tile; lanes past len keep the
+ * accumulator (the combiner's identity fills it at the row start). */
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    int i, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < nv; i++) {
+        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+        TC__ST(acc + i * TC__W, a);
+    }
+    for (i = nv * TC__W; rem && i < len; i++) {
+        float a = acc[i], v = x[i];
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
+        else a = (v < a || v != v) ? v : a;
+        acc[i] = a;
+    }
+}
+
+/* The whole tile reduced to one value (vectors first, then lanes). */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    TC__VF a = TC__LD(acc);
+    int i;
+    double r;
+    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
+        TC__VF v = TC__LD(acc + i);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+    }
+    r = a[0];
+    for (i = 1; i < TC__W; i++) {
+        float v = a[i];
+        if (comb == TC__COMB_SUM) r += v;
+        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
+        else r = (v < r || v != v) ? v : r;
+    }
+    return r;
+}
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        switch (in->op) {
+        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
+        case TC__V_CONST: {
+            TC__VF c = TC__SPL(in->f0);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_SLOT: {
+            TC__VF c = TC__SPL(s->slot[in->a]);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_STOREL: {
+            const float *x = s->r[in->b];
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_FMA: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            break;
+        }
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            break;
+        }
+        default:
+            if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted */
+                switch (in->op) {
+#define TC__VB_(ID)                                                                                   \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++)                                                                      \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        break;
+                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST:
+                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/vexec_isa.c for avx2 ===== */
+#if defined(TC__HAVE_VEXEC_X86)
+#define TC__ISA_SFX avx2
+#define TC__ISA_W 8
+#define TC__ISA_ATTR __attribute__((target("avx2,fma")))
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r, p;
+    TC__VI ni;
+    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
+    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    return TC__VFN(tc__vscale_)(p, ni);
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI far = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= far[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
+        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
+    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register into an accumulator tile; lanes past len keep the
+ * accumulator (the combiner's identity fills it at the row start). */
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    int i, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < nv; i++) {
+        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+        TC__ST(acc + i * TC__W, a);
+    }
+    for (i = nv * TC__W; rem && i < len; i++) {
+        float a = acc[i], v = x[i];
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
+        else a = (v < a || v != v) ? v : a;
+        acc[i] = a;
+    }
+}
+
+/* The whole tile reduced to one value (vectors first, then lanes). */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    TC__VF a = TC__LD(acc);
+    int i;
+    double r;
+    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
+        TC__VF v = TC__LD(acc + i);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+    }
+    r = a[0];
+    for (i = 1; i < TC__W; i++) {
+        float v = a[i];
+        if (comb == TC__COMB_SUM) r += v;
+        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
+        else r = (v < r || v != v) ? v : r;
+    }
+    return r;
+}
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        switch (in->op) {
+        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
+        case TC__V_CONST: {
+            TC__VF c = TC__SPL(in->f0);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_SLOT: {
+            TC__VF c = TC__SPL(s->slot[in->a]);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_STOREL: {
+            const float *x = s->r[in->b];
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_FMA: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            break;
+        }
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            break;
+        }
+        default:
+            if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted */
+                switch (in->op) {
+#define TC__VB_(ID)                                                                                   \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++)                                                                      \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        break;
+                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST:
+                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/vexec_isa.c for v128 ===== */
+#if defined(TC__HAVE_VEXEC)
+#define TC__ISA_SFX v128
+#define TC__ISA_W 4
+#define TC__ISA_ATTR 
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r, p;
+    TC__VI ni;
+    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
+    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    return TC__VFN(tc__vscale_)(p, ni);
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI far = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= far[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
+        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
+    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register into an accumulator tile; lanes past len keep the
+ * accumulator (the combiner's identity fills it at the row start). */
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    int i, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < nv; i++) {
+        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+        TC__ST(acc + i * TC__W, a);
+    }
+    for (i = nv * TC__W; rem && i < len; i++) {
+        float a = acc[i], v = x[i];
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
+        else a = (v < a || v != v) ? v : a;
+        acc[i] = a;
+    }
+}
+
+/* The whole tile reduced to one value (vectors first, then lanes). */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    TC__VF a = TC__LD(acc);
+    int i;
+    double r;
+    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
+        TC__VF v = TC__LD(acc + i);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+    }
+    r = a[0];
+    for (i = 1; i < TC__W; i++) {
+        float v = a[i];
+        if (comb == TC__COMB_SUM) r += v;
+        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
+        else r = (v < r || v != v) ? v : r;
+    }
+    return r;
+}
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        switch (in->op) {
+        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
+        case TC__V_CONST: {
+            TC__VF c = TC__SPL(in->f0);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_SLOT: {
+            TC__VF c = TC__SPL(s->slot[in->a]);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_STOREL: {
+            const float *x = s->r[in->b];
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_FMA: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            break;
+        }
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            break;
+        }
+        default:
+            if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted */
+                switch (in->op) {
+#define TC__VB_(ID)                                                                                   \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++)                                                                      \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        break;
+                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST:
+                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/vexec_isa.c for scalar ===== */
+#if defined(TC__HAVE_VEXEC)
+#define TC__ISA_SFX scalar
+#define TC__ISA_W 1
+#define TC__ISA_ATTR 
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r, p;
+    TC__VI ni;
+    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
+    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    return TC__VFN(tc__vscale_)(p, ni);
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI far = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= far[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
+        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
+    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register into an accumulator tile; lanes past len keep the
+ * accumulator (the combiner's identity fills it at the row start). */
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    int i, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < nv; i++) {
+        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+        TC__ST(acc + i * TC__W, a);
+    }
+    for (i = nv * TC__W; rem && i < len; i++) {
+        float a = acc[i], v = x[i];
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
+        else a = (v < a || v != v) ? v : a;
+        acc[i] = a;
+    }
+}
+
+/* The whole tile reduced to one value (vectors first, then lanes). */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    TC__VF a = TC__LD(acc);
+    int i;
+    double r;
+    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
+        TC__VF v = TC__LD(acc + i);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+    }
+    r = a[0];
+    for (i = 1; i < TC__W; i++) {
+        float v = a[i];
+        if (comb == TC__COMB_SUM) r += v;
+        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
+        else r = (v < r || v != v) ? v : r;
+    }
+    return r;
+}
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        switch (in->op) {
+        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
+        case TC__V_CONST: {
+            TC__VF c = TC__SPL(in->f0);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_SLOT: {
+            TC__VF c = TC__SPL(s->slot[in->a]);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_STOREL: {
+            const float *x = s->r[in->b];
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_FMA: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            break;
+        }
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            break;
+        }
+        default:
+            if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted */
+                switch (in->op) {
+#define TC__VB_(ID)                                                                                   \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++)                                                                      \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        break;
+                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST:
+                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/vexec.c ===== */
+/* The built-in executor: runs a fused kernel (kernel.c) over its domain.
+ * A launch resolves each access against the live tensor headers (inputs
+ * move between calls), merges dims that every access walks contiguously,
+ * then splits the work over the thread pool (one synchronisation per
+ * kernel): pointwise kernels by element ranges, row kernels by rows.  Each
+ * thread walks its part tile by tile and calls the ISA instance's tile
+ * interpreter (vexec_isa.c).  No code is generated at run time. */
+
+#ifdef TC__HAVE_VEXEC
+
+typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
+typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
+typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
+
+typedef struct tc__isa_impl {
+    tc_isa isa;
+    tc__vm_tile_fn tile;
+    tc__vm_hred_fn hred;
+    tc__vm_math_fn math;
+} tc__isa_impl;
+
+static const tc__isa_impl tc__isa_impls[] = {
+    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar},
+    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128},
+#ifdef TC__HAVE_VEXEC_X86
+    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2},
+    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512},
+#endif
+};
+
+TC__FN const tc__isa_impl *tc__isa_impl_of(tc_isa isa) {
+    size_t i;
+    for (i = 0; i < sizeof tc__isa_impls / sizeof tc__isa_impls[0]; i++)
+        if (tc__isa_impls[i].isa == isa) return &tc__isa_impls[i];
+    return &tc__isa_impls[0];
+}
+#endif
+
+/* The widest level the CPU and OS support. */
+TC__FN tc_isa tc__isa_best(int cpu_features) {
+#ifdef TC__HAVE_VEXEC
+#ifdef TC__HAVE_VEXEC_X86
+    if ((cpu_features & TC__CPU_AVX512F) && (cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA))
+        return TC_ISA_AVX512;
+    if ((cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA)) return TC_ISA_AVX2;
+#endif
+    (void)cpu_features;
+    return TC_ISA_V128;
+#else
+    (void)cpu_features;
+    return TC_ISA_NONE;
+#endif
+}
+
+TCDEF const char *tc_isa_name(tc_isa isa) {
+    switch (isa) {
+    case TC_ISA_SCALAR: return "scalar";
+#if defined(__aarch64__)
+    case TC_ISA_V128: return "neon";
+#elif defined(__x86_64__) || defined(__i386__)
+    case TC_ISA_V128: return "sse2";
+#else
+    case TC_ISA_V128: return "v128";
+#endif
+    case TC_ISA_AVX2: return "avx2";
+    case TC_ISA_AVX512: return "avx512";
+    default: return "none";
+    }
+}
+
+TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx) { return ctx ? ctx->isa : TC_ISA_NONE; }
+
+/* Caps the level (tests force the lower ones); AUTO = the best there is.
+ * A level above what the CPU runs is clamped to what it runs. */
+TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa) {
+    tc_isa best;
+    if (!ctx) return TC_ERR_NULL;
+    if ((int)max_isa < (int)TC_ISA_AUTO || (int)max_isa > (int)TC_ISA_AVX512) return TC_ERR_INVALID_ARG;
+    best = tc__isa_best(ctx->cpu_features);
+    ctx->isa = max_isa == TC_ISA_AUTO || (best != TC_ISA_NONE && (int)max_isa > (int)best) ? best : max_isa;
+    if (best == TC_ISA_NONE) ctx->isa = TC_ISA_NONE;
+    return TC_OK;
+}
+
+#ifdef TC__HAVE_VEXEC
+
+/* A launch's view of the kernel: bases and strides per access over the
+ * (coalesced) domain. */
+typedef struct tc__krun {
+    const tc__kernel *k;
+    const tc__isa_impl *isa;
+    int ndim, row0;            /* after merging dims                        */
+    int rows;                  /* a row kernel (stages); else pointwise     */
+    int64_t shape[TC_MAX_DIMS];
+    int64_t st[TC__VM_MAXACC][TC_MAX_DIMS];
+    char *base[TC__VM_MAXACC];
+    int dt[TC__VM_MAXACC];
+    int64_t rowlen;            /* elements in a row (product of row dims)  */
+    char *ws;                  /* per-thread workspace                      */
+    size_t ws_bytes;
+    int ws_next;               /* claimed workspace slots                   */
+    int ws_slots;
+} tc__krun;
+
+/* Workspace per thread: registers, accumulators, local row buffers. */
+TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
+    size_t tile = sizeof(float) * TC__VM_TILE;
+    size_t local = sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
+}
+
+TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s) {
+    char *w;
+    int i;
+#ifdef TC__HAVE_ATOMICS
+    int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
+#else
+    int slot = kr->ws_next++;
+#endif
+    size_t tile = sizeof(float) * TC__VM_TILE;
+    size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+    w = kr->ws + (size_t)slot * kr->ws_bytes;
+    memset(s, 0, sizeof *s);
+    for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
+    for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
+    for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
+    for (i = 0; i < kr->k->nacc; i++) s->dt[i] = kr->dt[i];
+}
+
+/* Points every access at domain index idx[0..ndim-1) + col along the last dim. */
+TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, int64_t col) {
+    int a, d, last = kr->ndim - 1;
+    for (a = 0; a < kr->k->nacc; a++) {
+        int64_t off = col * kr->st[a][last];
+        for (d = 0; d < last; d++) off += idx[d] * kr->st[a][d];
+        s->ptr[a] = kr->base[a] + off * (int64_t)tc__dtype_sizes[kr->dt[a]];
+        s->stride[a] = kr->st[a][last];
+    }
+}
+
+/* Streams run ahead of the tile being computed: a tile does enough math
+ * that the hardware prefetcher alone lets the next one start cold. */
+#define TC__PREFETCH_TILES 2
+TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t remaining) {
+    int a;
+    for (a = 0; a < kr->k->nacc; a++) {
+        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * TC__VM_TILE, c;
+        const char *p;
+        if (s->stride[a] != 1 || kr->k->acc[a].store || remaining <= TC__VM_TILE * TC__PREFETCH_TILES) continue;
+        p = s->ptr[a] + bytes * TC__PREFETCH_TILES;
+        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+    }
+}
+
+TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
+    int64_t t;
+    int a;
+    for (t = 0; t < n; t += TC__VM_TILE) {
+        int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
+        tc__krun_prefetch(kr, s, n - t);
+        kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
+        if (t + TC__VM_TILE < n)
+            for (a = 0; a < kr->k->nacc; a++)
+                s->ptr[a] += s->stride[a] * TC__VM_TILE * (int64_t)tc__dtype_sizes[s->dt[a]];
+    }
+}
+
+/* Pointwise kernels: elements [b, e) of the flattened domain. */
+TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    tc__vst s;
+    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1];
+    tc__krun_state(kr, &s);
+    while (b < e) {
+        int64_t rest = b / inner, col = b % inner, n = inner - col;
+        int d;
+        for (d = kr->ndim - 2; d >= 0; d--) {
+            idx[d] = rest % kr->shape[d];
+            rest /= kr->shape[d];
+        }
+        if (n > e - b) n = e - b;
+        tc__krun_point(kr, &s, idx, col);
+        tc__krun_tiles(kr, &s, &kr->k->stage[0], n);
+        b += n;
+    }
+}
+
+TC__FN void tc__slot_init(float *acc, int comb) {
+    float v = comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    int i;
+    for (i = 0; i < TC__VM_TILE; i++) acc[i] = v;
+}
+
+TC__FN double tc__slot_combine(double a, double v, int comb) {
+    if (comb == TC__COMB_SUM) return a + v;
+    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
+    return (v < a || v != v) ? v : a;
+}
+
+/* Row kernels: rows [b, e) of the outer dims; every stage walks the row. */
+TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    const tc__kernel *k = kr->k;
+    tc__vst s;
+    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
+    float *lbase[TC__VM_MAXLOCAL];
+    int i;
+    tc__krun_state(kr, &s);
+    for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
+    for (o = b; o < e; o++) {
+        int si, d;
+        int64_t rest = o;
+        for (d = kr->row0 - 1; d >= 0; d--) {
+            idx[d] = rest % kr->shape[d];
+            rest /= kr->shape[d];
+        }
+        for (si = 0; si < k->nstage; si++) {
+            const tc__kstage *stg = &k->stage[si];
+            double dacc[TC__VM_MAXSLOT];
+            int used[TC__VM_MAXSLOT], nused = 0, q;
+            int64_t r, nrows = 1, tiles = 0;
+            if (stg->scalar) {
+                for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
+                tc__krun_point(kr, &s, idx, 0);
+                kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
+                continue;
+            }
+            for (i = stg->begin; i < stg->end; i++)
+                if (k->code[i].op == TC__V_ACC) {
+                    used[nused++] = k->code[i].a;
+                    tc__slot_init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
+                    dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
+                                         : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
+                }
+            for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+            for (r = 0; r < nrows; r++) {
+                int64_t rr = r, pos = r * inner, t;
+                for (d = kr->ndim - 2; d >= kr->row0; d--) {
+                    idx[d] = rr % kr->shape[d];
+                    rr /= kr->shape[d];
+                }
+                tc__krun_point(kr, &s, idx, 0);
+                for (t = 0; t < inner; t += TC__VM_TILE) {
+                    int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
+                    for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
+                    if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
+                    kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
+                    for (a = 0; a < k->nacc; a++)
+                        s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
+                    /* float accumulators are folded into doubles every 64 tiles */
+                    if (nused && ++tiles % 64 == 0)
+                        for (q = 0; q < nused; q++) {
+                            int sl = used[q];
+                            dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                            tc__slot_init(s.acc[sl], k->slot_comb[sl]);
+                        }
+                }
+            }
+            for (q = 0; q < nused; q++) {
+                int sl = used[q];
+                dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                s.slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
+            }
+        }
+    }
+}
+
+/* Merges dim d into d+1 where every access steps over d exactly as one
+ * sweep of d+1 (and drops size-1 dims); never across the row boundary. */
+TC__FN void tc__krun_coalesce(tc__krun *kr) {
+    int d, a, n = 0, row0 = 0, nacc = kr->k->nacc;
+    int64_t shape[TC_MAX_DIMS], st[TC__VM_MAXACC][TC_MAX_DIMS];
+    for (d = 0; d < kr->ndim; d++) {
+        int in_row = d >= kr->row0;
+        if (kr->shape[d] == 1 && kr->ndim > 1) continue;
+        if (n > 0 && (n - 1 >= row0) == in_row) {
+            int ok = 1;
+            for (a = 0; a < nacc && ok; a++) ok = st[a][n - 1] == kr->st[a][d] * kr->shape[d];
+            if (ok) {
+                shape[n - 1] *= kr->shape[d];
+                for (a = 0; a < nacc; a++) st[a][n - 1] = kr->st[a][d];
+                continue;
+            }
+        }
+        if (!in_row) row0 = n + 1;
+        shape[n] = kr->shape[d];
+        for (a = 0; a < nacc; a++) st[a][n] = kr->st[a][d];
+        n++;
+    }
+    if (n == 0) { /* all dims were size 1 */
+        shape[0] = 1;
+        for (a = 0; a < nacc; a++) st[a][0] = 0;
+        n = 1;
+        row0 = 0;
+    }
+    if (!kr->rows) row0 = n; /* pointwise: no row dims */
+    else if (row0 >= n && n < TC_MAX_DIMS) {
+        /* every row dim had size 1: keep one, the stages walk it */
+        shape[n] = 1;
+        for (a = 0; a < nacc; a++) st[a][n] = 0;
+        n++;
+    }
+    kr->ndim = n;
+    kr->row0 = row0;
+    memcpy(kr->shape, shape, sizeof shape);
+    for (a = 0; a < nacc; a++) memcpy(kr->st[a], st[a], sizeof st[a]);
+}
+
+/* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
+ * holds ws_slots per-thread workspaces of ws_bytes each. */
+TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
+                           int ws_slots) {
+    tc__krun kr;
+    int a, d;
+    int64_t outer = 1, numel = 1;
+    memset(&kr, 0, sizeof kr);
+    kr.k = k;
+    kr.isa = tc__isa_impl_of(ctx->isa);
+    kr.ndim = k->ndim;
+    kr.rows = k->nslot > 0 || k->nstage > 1;
+    kr.row0 = kr.rows ? k->row0 : k->ndim;
+    memcpy(kr.shape, k->shape, sizeof kr.shape);
+    for (a = 0; a < k->nacc; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        const tc_tensor *h = ref[ac->node];
+        int64_t esz = (int64_t)tc__dtype_sizes[h->dtype], off = h->offset;
+        for (d = 0; d < TC_MAX_DIMS; d++) kr.st[a][d] = 0;
+        for (d = 0; d < ac->ndim; d++) {
+            if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            off += h->strides[d] * ac->off[d];
+        }
+        kr.base[a] = (char *)h->st->data + off * esz;
+        kr.dt[a] = (int)h->dtype;
+    }
+    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
+    kr.rowlen = 1;
+    for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
+    tc__krun_coalesce(&kr);
+    for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
+    kr.ws = ws;
+    kr.ws_bytes = ws_bytes;
+    kr.ws_slots = ws_slots;
+    if (!kr.rows) {
+        if (numel > 0) tc__parallel_for(ctx, numel, (int64_t)((double)numel * (1.0 + k->cost / 8.0)), tc__krun_pointwise, &kr);
+    } else if (outer > 0) {
+        tc__parallel_for(ctx, outer, (int64_t)((double)(numel > outer ? numel : outer) * (1.0 + k->cost / 8.0)),
+                         tc__krun_rows, &kr);
+    }
+}
+#endif /* TC__HAVE_VEXEC */
 
 /* ===== src/plan.c ===== */
 /* Memory planning and the program: a graph becomes a flat launch list whose
@@ -6838,6 +10399,8 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
 
 typedef struct tc__launch {
     int node;
+    int kernel;                /* a fused kernel (index), -1: the op's own */
+    int inplace;               /* writes over an input: never rerun        */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -6861,6 +10424,13 @@ typedef struct tc__program {
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
+    tc__fusion fu;             /* fused kernels (fu.nk == 0: none)         */
+    char *ws;                  /* their per-thread workspaces              */
+    void *ws_raw;
+    size_t ws_bytes;           /* per thread                               */
+    int ws_slots;
+    int64_t peak_bytes;        /* arena + outputs                          */
+    int inplace;               /* results written over a dying input      */
 } tc__program;
 
 TC__FN void tc__program_free(tc__program *p) {
@@ -6873,6 +10443,8 @@ TC__FN void tc__program_free(tc__program *p) {
     TC_FREE(p->fresh);
     TC_FREE(p->launch);
     TC_FREE(p->arena_raw);
+    TC_FREE(p->ws_raw);
+    tc__fusion_free(&p->fu);
     tc__cache_free(p->cache);
     TC_FREE(p);
 }
@@ -6891,6 +10463,44 @@ TC__FN void tc__view_header(tc__program *p, tc__launch *l) {
     if (base) h->st = base->st;
 }
 
+TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
+    size_t b = (size_t)tc__numel_of(p->hdr[i].ndim, p->hdr[i].shape) * tc__dtype_sizes[p->hdr[i].dtype];
+    return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+}
+
+/* In place: a pointwise fused kernel may write its result over an input
+ * buffer whose last reader it is, when every read of that input walks the
+ * domain exactly as the store does (element i read, then element i
+ * written, tile by tile).  The donor's arena root, or -1. */
+TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
+    const tc__kernel *k;
+    const tc__kaccess *st = NULL;
+    int a, d, donor = -1;
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    k = &p->fu.k[p->fu.kernel_of[i]];
+    if (k->nslot || k->nstage != 1) return -1;
+    for (a = 0; a < k->nacc; a++)
+        if (k->acc[a].store) st = &k->acc[a];
+    if (!st) return -1;
+    for (a = 0; a < k->nacc && donor < 0; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        int r = p->root[ac->node], b, same = 1;
+        if (ac->store || r < 0 || r == i || last[r] != i || p->off[r] < 0 || ac->node != r) continue;
+        if (tc__node_bytes(p, r) != tc__node_bytes(p, i) || p->hdr[r].dtype != p->hdr[i].dtype) continue;
+        /* every access of r must be the store's own walk */
+        for (b = 0; b < k->nacc && same; b++) {
+            const tc__kaccess *x = &k->acc[b];
+            if (x->store || p->root[x->node] != r) continue;
+            same = x->node == r && x->ndim == st->ndim;
+            for (d = 0; same && d < x->ndim; d++)
+                same = x->kdim[d] == st->kdim[d] && x->coef[d] == st->coef[d] && x->off[d] == st->off[d] &&
+                       p->hdr[r].shape[d] == p->hdr[i].shape[d];
+        }
+        if (same) donor = r;
+    }
+    return donor;
+}
+
 /* Greedy first-fit placement of every root buffer over its live range. */
 TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
@@ -6898,19 +10508,34 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1;
+        int moved = 1, donor;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
-        bytes = (size_t)tc__numel_of(p->hdr[i].ndim, p->hdr[i].shape) * tc__dtype_sizes[p->hdr[i].dtype];
-        bytes = (bytes + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+        bytes = tc__node_bytes(p, i);
+        donor = tc__inplace_donor(p, i, last);
+        if (donor >= 0) {
+            /* the donor's slot, if nothing else live overlaps it */
+            size_t d0 = (size_t)p->off[donor];
+            int ok = 1;
+            for (k = 0; k < i && ok; k++) {
+                if (k == donor || p->off[k] < 0 || last[k] < i) continue;
+                if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
+            }
+            if (ok) {
+                p->off[i] = (int64_t)d0;
+                p->inplace++;
+                for (k = 0; k < p->nlaunch; k++)
+                    if (p->launch[k].node == i) p->launch[k].inplace = 1;
+                continue;
+            }
+        }
         /* slide past every buffer still live at i that overlaps [at, at+bytes) */
         while (moved) {
             moved = 0;
             for (k = 0; k < i; k++) {
                 size_t kb;
                 if (p->off[k] < 0 || last[k] < i) continue;
-                kb = (size_t)tc__numel_of(p->hdr[k].ndim, p->hdr[k].shape) * tc__dtype_sizes[p->hdr[k].dtype];
-                kb = (kb + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+                kb = tc__node_bytes(p, k);
                 if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
                     at = (size_t)p->off[k] + kb;
                     moved = 1;
@@ -6924,8 +10549,120 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
 }
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
+#ifdef TC__HAVE_VEXEC
+/* Groups the program's nodes into fused kernels (when the executor exists
+ * and fuse is set): inlined nodes lose their launch and their memory, fused
+ * roots launch their kernel, and each thread gets a workspace. */
+TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
+    const tc__graph *g = p->g;
+    int i, k, nl = 0, rc;
+    size_t ws = 0;
+    rc = tc__fuse_graph(ctx, g, p->hdr, logs, &p->fu);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        int own = l->call.ins == l->call.in;
+        if (p->fu.inl[l->node]) continue;
+        l->kernel = p->fu.kernel_of[l->node];
+        p->launch[nl] = *l;
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in; /* it pointed into the old slot */
+        nl++;
+    }
+    p->nlaunch = nl;
+    /* scalar constants that only fused kernels read are immediates there */
+    {
+        char *need = (char *)tc__malloc((size_t)g->n);
+        if (!need) return -1;
+        memset(need, 0, (size_t)g->n);
+        for (i = 0; i < g->nout; i++) need[g->outputs[i]] = 1;
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            const tc__node *nd = &g->nodes[l->node];
+            int a;
+            if (l->kernel >= 0) {
+                for (a = 0; a < p->fu.k[l->kernel].nacc; a++) need[p->fu.k[l->kernel].acc[a].node] = 1;
+                continue;
+            }
+            for (a = 0; a < nd->nin; a++)
+                if (nd->in[a] >= 0) need[nd->in[a]] = 1;
+        }
+        for (k = 0, nl = 0; k < p->nlaunch; k++) {
+            tc__launch *l = &p->launch[k];
+            int own = l->call.ins == l->call.in;
+            if (g->nodes[l->node].op == TC__OP_FULL && g->nodes[l->node].nin == 0 && !need[l->node]) {
+                p->fu.inl[l->node] = 1;
+                continue;
+            }
+            p->launch[nl] = *l;
+            if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+            nl++;
+        }
+        p->nlaunch = nl;
+        TC_FREE(need);
+    }
+    for (i = 0; i < g->n; i++)
+        if (p->fu.inl[i]) p->root[i] = -1;
+    for (k = 0; k < p->fu.nk; k++) {
+        const tc__kernel *kn = &p->fu.k[k];
+        int64_t rowlen = 1;
+        size_t b;
+        int d;
+        for (d = kn->row0; d < kn->ndim; d++) rowlen *= kn->shape[d];
+        b = tc__kernel_ws_bytes(kn, rowlen);
+        if (b > ws) ws = b;
+    }
+    p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+    p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    if (p->fu.nk > 0) {
+        p->ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)p->ws_slots, &p->ws_raw);
+        if (!p->ws) return -1;
+    }
+    if (logs & 2) {
+        tc__text sb;
+        size_t need;
+        char *txt;
+        memset(&sb, 0, sizeof sb);
+        for (k = 0; k < p->fu.nk; k++) tc__kernel_print(&p->fu.k[k], k, &sb);
+        need = sb.n + 1;
+        txt = (char *)tc__malloc(need);
+        if (txt) {
+            sb.p = txt;
+            sb.cap = need;
+            sb.n = 0;
+            for (k = 0; k < p->fu.nk; k++) tc__kernel_print(&p->fu.k[k], k, &sb);
+            tc__log(ctx, TC_LOG_WARN, "output code (%d kernels):\n%s", p->fu.nk, txt);
+            TC_FREE(txt);
+        }
+    }
+    return 0;
+}
+#endif
+
+/* Liveness over the launch list: a buffer lives until its last reader. */
+TC__FN void tc__program_liveness(tc__program *p, int *last) {
+    const tc__graph *g = p->g;
+    int i, k, a;
+    for (i = 0; i < g->n; i++) last[i] = i;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__launch *l = &p->launch[k];
+        const tc__node *nd = &g->nodes[l->node];
+        if (l->kernel >= 0) {
+            const tc__kernel *kn = &p->fu.k[l->kernel];
+            for (a = 0; a < kn->nacc; a++) {
+                int r = p->root[kn->acc[a].node];
+                if (r >= 0 && last[r] < l->node) last[r] = l->node;
+            }
+            continue;
+        }
+        for (a = 0; a < nd->nin; a++) {
+            int j = nd->in[a], r = j >= 0 ? p->root[j] : -1;
+            if (r >= 0 && last[r] < l->node) last[r] = l->node;
+        }
+    }
+}
+
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
-                                      char *err, size_t errcap) {
+                                      int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
     int *last = NULL, i, k, n = g->n;
     if (!p) return NULL;
@@ -6980,6 +10717,8 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             tc__launch *l = &p->launch[p->nlaunch++];
             tc__call *c = &l->call;
             l->node = i;
+            l->kernel = -1;
+            l->inplace = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -6994,7 +10733,6 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             for (k = 0; k < nd->nin; k++) {
                 int j = nd->in[k];
                 c->in[k] = j >= 0 ? p->ref[j] : NULL;
-                if (j >= 0 && p->root[j] >= 0 && last[p->root[j]] < i) last[p->root[j]] = i;
             }
             if (tc__optable[nd->op].shape(c) != TC_OK) {
                 tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
@@ -7024,6 +10762,17 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             }
         }
     }
+#ifdef TC__HAVE_VEXEC
+    if (fuse && ctx->isa != TC_ISA_NONE && tc__program_fuse(p, ctx, logs) != 0) {
+        TC_FREE(last);
+        tc__program_free(p);
+        return NULL;
+    }
+#else
+    (void)fuse;
+    (void)logs;
+#endif
+    tc__program_liveness(p, last);
     /* outputs live to the end; in default mode they are fresh per call */
     for (i = 0; i < g->nout; i++) {
         int r = p->root[g->outputs[i]];
@@ -7032,6 +10781,11 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         if (!persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
     tc__plan_arena(p, last);
+    p->peak_bytes = (int64_t)p->arena_bytes;
+    for (i = 0; i < g->nout; i++) {
+        int o = g->outputs[i];
+        if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
+    }
     TC_FREE(last);
     if (persistent) {
         p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
@@ -7041,6 +10795,29 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         }
     }
     return p;
+}
+
+/* Runs one launch: its fused kernel or its op's kernel. */
+TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+#ifdef TC__HAVE_VEXEC
+    if (l->kernel >= 0) {
+        if (ctx->num_threads > p->ws_slots) {
+            /* the context gained threads since the build: one workspace each */
+            void *raw = NULL;
+            char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
+            if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
+            TC_FREE(p->ws_raw);
+            p->ws_raw = raw;
+            p->ws = ws;
+            p->ws_slots = ctx->num_threads;
+        }
+        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
+        return TC_OK;
+    }
+#else
+    (void)p;
+#endif
+    return tc__optable[l->call.op].run(&l->call, out);
 }
 
 /* max-autotune's hook: the variants of one launch are measured on the real
@@ -7058,7 +10835,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         ctx->thread_cap = caps[v];
         for (rep = 0; rep < 3; rep++) {
             double t0 = tc__now_sec(), t;
-            tc_result r = tc__optable[l->call.op].run(&l->call, out);
+            tc_result r = tc__launch_exec(p, ctx, l, out);
             t = tc__now_sec() - t0;
             if (r != TC_OK) {
                 ctx->thread_cap = 0;
@@ -7143,10 +10920,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             continue;
         }
         if (tc__numel(out) == 0) continue;
-        if (p->tune) r = tc__tune_launch(p, ctx, l, out);
+        if (p->tune && !l->inplace) r = tc__tune_launch(p, ctx, l, out);
         if (r == TC_OK) {
             ctx->thread_cap = l->threads;
-            r = tc__optable[l->call.op].run(&l->call, out);
+            r = tc__launch_exec(p, ctx, l, out);
             ctx->thread_cap = 0;
         }
         if (r != TC_OK) {
@@ -7230,7 +11007,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit, decompose, dynamic;
+    int fullgraph, nin, nout, limit, decompose, dynamic, fuse;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -7286,12 +11063,16 @@ TC__FN void tc__segcache_free(tc__segcache *c) {
     TC_FREE(c);
 }
 
-enum { TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8 };
+enum {
+    TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
+    TC__LOG_CODE = 32
+};
 
-/* TC_LOGS=graph_breaks,recompiles,guards,output_code (debugging only). */
+/* TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code (debugging). */
 TC__FN unsigned tc__logs_from_env(void) {
-    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph"};
-    static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH, TC__LOG_GRAPH};
+    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion"};
+    static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH | TC__LOG_CODE,
+                                    TC__LOG_GRAPH, TC__LOG_FUSION};
     const char *e = getenv("TC_LOGS");
     unsigned f = 0;
     while (e && *e) {
@@ -7301,6 +11082,11 @@ TC__FN unsigned tc__logs_from_env(void) {
         e += n + (e[n] == ',');
     }
     return f;
+}
+
+/* The fuser's log bits: 1 decisions, 2 the kernels' code. */
+TC__FN int tc__fuse_logs(const tc_fn *f) {
+    return ((f->logs & TC__LOG_FUSION) ? 1 : 0) | ((f->logs & TC__LOG_CODE) ? 2 : 0);
 }
 
 /* ---- tracing: recording ops ------------------------------------------------- */
@@ -7465,7 +11251,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         c->misses++;
         *gp = NULL;
         if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
-        p = tc__program_build(f->ctx, g, tr->allin, 0, f->err, sizeof f->err);
+        p = tc__program_build(f->ctx, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
         tc__program_free(p);
         tc__graph_free(g);
@@ -7478,7 +11264,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         *gp = NULL;
         add.g = g;
         if (tc__run_passes(f, &add.g) != TC_OK ||
-            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->err, sizeof f->err)) ||
+            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
             !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
             tc__program_free(add.prog);
             tc__graph_free(add.g);
@@ -7668,9 +11454,10 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
-    if (f->decompose) {
+    if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
-        for (round = 0, changed = 1; *g && changed && round < 4; round++) *g = tc__pass_decompose(*g, &changed);
+        for (round = 0, changed = 1; *g && changed && round < 4; round++)
+            *g = tc__pass_decompose(*g, f->decompose, &changed);
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
@@ -7702,7 +11489,9 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
-    f->decompose = o.decompose > 0;
+    f->fuse = o.fusion >= 0;
+    /* the fuser wants row ops as primitives; 1 decomposes everything */
+    f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
     if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
     f->file = file;
@@ -7800,7 +11589,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     tc_result r = TC_OK;
     int i;
     if (!e->prog) {
-        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
+        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
     }
@@ -8268,15 +12057,26 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
     return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
-/* One graph's share of tc_explain's counts (views launch no kernel). */
-TC__FN void tc__count_graph(const tc__graph *g, tc_explain_info *in) {
-    int k;
+/* One graph's share of tc_explain's counts (views launch no kernel); with
+ * its program, the launches it really makes. */
+TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain_info *in) {
+    int k, unfused = 0;
     in->graphs++;
     for (k = 0; k < g->n; k++) {
         if (g->nodes[k].kind != TC__NODE_OP) continue;
         in->ops++;
-        in->kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+        unfused += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
     }
+    in->kernels_unfused += unfused;
+    if (!p) {
+        in->kernels += unfused;
+        return;
+    }
+    for (k = 0; k < p->nlaunch; k++) {
+        in->kernels += !p->launch[k].is_view;
+        in->fused_kernels += p->launch[k].kernel >= 0;
+    }
+    if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
@@ -8298,10 +12098,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
         in.guards += f->nin * 3 + f->entries[i].nparams;
-        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, &in);
+        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, sc->s[k].prog, &in);
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
-        tc__count_graph(g, &in);
+        tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         if (f->entries[i].prog) {
@@ -8319,14 +12119,16 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
-           in.kernels, in.guards, in.recompiles, in.graph_breaks);
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
+           in.graph_breaks);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
                in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
-           "dynamic dims %d\n",
-           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);
+           "peak %lld bytes, dynamic dims %d\n",
+           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
+           (long long)in.peak_bytes, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

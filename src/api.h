@@ -77,6 +77,19 @@ typedef enum tc_log_level {
 
 typedef void (*tc_log_fn)(void *user, tc_log_level level, const char *msg);
 
+/* SIMD levels of the built-in executor (fused kernels), chosen at run time
+ * from cpuid + XGETBV: the widest the CPU and OS support.  A lower one can
+ * be forced (tests, debugging).  NONE: no executor in this build (compilers
+ * without GNU C vector extensions): compiled graphs run op by op. */
+typedef enum tc_isa {
+    TC_ISA_AUTO = 0,
+    TC_ISA_SCALAR,          /* one lane                                      */
+    TC_ISA_V128,            /* SSE2 on x86-64, NEON on AArch64, 4 lanes      */
+    TC_ISA_AVX2,            /* AVX2 + FMA, 8 lanes                           */
+    TC_ISA_AVX512,          /* AVX-512F, 16 lanes, masked tails              */
+    TC_ISA_NONE = -1
+} tc_isa;
+
 /* Zero-initialise, then set what you need. */
 typedef struct tc_ctx_options {
     int num_threads;        /* 0 = one per online CPU; 1 = no worker threads */
@@ -84,12 +97,19 @@ typedef struct tc_ctx_options {
     void *log_user;
     tc_log_level log_level; /* messages above this level are dropped         */
     int log_op_errors;      /* nonzero: log every op error when it happens   */
+    tc_isa max_isa;         /* AUTO = the best the CPU runs; else a cap      */
 } tc_ctx_options;
 
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts); /* NULL on OOM */
 TCDEF void tc_ctx_destroy(tc_ctx *ctx);                  /* frees all     */
 TCDEF int tc_ctx_num_threads(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
+/* The executor's SIMD level: what runs now, and a cap on it (AUTO = best;
+ * a level the CPU lacks is clamped down).  The environment variable TC_ISA
+ * (scalar, v128, avx2, avx512) caps it at context creation, for debugging. */
+TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx);
+TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa);
+TCDEF const char *tc_isa_name(tc_isa isa);
 /* The first error any op on this context produced since the last clear. */
 TCDEF tc_result tc_ctx_status(const tc_ctx *ctx);
 TCDEF const char *tc_ctx_error(const tc_ctx *ctx);       /* "" when none  */
@@ -445,9 +465,11 @@ typedef struct tc_compile_options {
                                 input dim marked as by tc_mark_dynamic; the
                                 first that fits goes dynamic); -1: off
                                 (every new size is a recompile)             */
-    int decompose;           /* 1: softmax, norms, silu, gelu_tanh become
-                                primitives (for a fusing backend; slower on
-                                the node-by-node executor); 0: off          */
+    int decompose;           /* 0: with fusion on, softmax, log_softmax, the
+                                norms and batch_norm become primitives that
+                                fuse; 1: also silu, gelu, attention; -1 off */
+    int fusion;              /* 0: fused kernels where the executor exists
+                                (tc_ctx_isa != NONE); -1: op by op (debug)  */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes
@@ -479,7 +501,10 @@ typedef struct tc_explain_info {
     int graphs;              /* compiled graphs (segments) in the cache     */
     int graph_breaks;        /* breaks seen while tracing                   */
     int ops;                 /* op nodes over all graphs                    */
-    int kernels;             /* launches per call (views are free)          */
+    int kernels;             /* launches per call (views are free): fused
+                                kernels plus ops that run on their own      */
+    int kernels_unfused;     /* what it would be op by op                   */
+    int fused_kernels;       /* of kernels, those the fuser generated       */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int dynamic_dims;        /* input dims made dynamic automatically       */
@@ -487,6 +512,8 @@ typedef struct tc_explain_info {
     int recorded_calls;      /* traces with breaks: recorded again, each
                                 segment run from its cached program         */
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
+    int64_t peak_bytes;      /* its arena plus its outputs: the most memory
+                                one call holds beyond inputs and weights    */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;

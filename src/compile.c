@@ -41,7 +41,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit, decompose, dynamic;
+    int fullgraph, nin, nout, limit, decompose, dynamic, fuse;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -97,12 +97,16 @@ TC__FN void tc__segcache_free(tc__segcache *c) {
     TC_FREE(c);
 }
 
-enum { TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8 };
+enum {
+    TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
+    TC__LOG_CODE = 32
+};
 
-/* TC_LOGS=graph_breaks,recompiles,guards,output_code (debugging only). */
+/* TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code (debugging). */
 TC__FN unsigned tc__logs_from_env(void) {
-    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph"};
-    static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH, TC__LOG_GRAPH};
+    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion"};
+    static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH | TC__LOG_CODE,
+                                    TC__LOG_GRAPH, TC__LOG_FUSION};
     const char *e = getenv("TC_LOGS");
     unsigned f = 0;
     while (e && *e) {
@@ -112,6 +116,11 @@ TC__FN unsigned tc__logs_from_env(void) {
         e += n + (e[n] == ',');
     }
     return f;
+}
+
+/* The fuser's log bits: 1 decisions, 2 the kernels' code. */
+TC__FN int tc__fuse_logs(const tc_fn *f) {
+    return ((f->logs & TC__LOG_FUSION) ? 1 : 0) | ((f->logs & TC__LOG_CODE) ? 2 : 0);
 }
 
 /* ---- tracing: recording ops ------------------------------------------------- */
@@ -276,7 +285,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         c->misses++;
         *gp = NULL;
         if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
-        p = tc__program_build(f->ctx, g, tr->allin, 0, f->err, sizeof f->err);
+        p = tc__program_build(f->ctx, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
         tc__program_free(p);
         tc__graph_free(g);
@@ -289,7 +298,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         *gp = NULL;
         add.g = g;
         if (tc__run_passes(f, &add.g) != TC_OK ||
-            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->err, sizeof f->err)) ||
+            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
             !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
             tc__program_free(add.prog);
             tc__graph_free(add.g);
@@ -479,9 +488,10 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
-    if (f->decompose) {
+    if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
-        for (round = 0, changed = 1; *g && changed && round < 4; round++) *g = tc__pass_decompose(*g, &changed);
+        for (round = 0, changed = 1; *g && changed && round < 4; round++)
+            *g = tc__pass_decompose(*g, f->decompose, &changed);
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
@@ -513,7 +523,9 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
-    f->decompose = o.decompose > 0;
+    f->fuse = o.fusion >= 0;
+    /* the fuser wants row ops as primitives; 1 decomposes everything */
+    f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
     if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
     f->file = file;
@@ -611,7 +623,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     tc_result r = TC_OK;
     int i;
     if (!e->prog) {
-        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->err, sizeof f->err);
+        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
     }
@@ -1079,15 +1091,26 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
     return tc__graph_dot(f->entries[entry].g, buf, cap);
 }
 
-/* One graph's share of tc_explain's counts (views launch no kernel). */
-TC__FN void tc__count_graph(const tc__graph *g, tc_explain_info *in) {
-    int k;
+/* One graph's share of tc_explain's counts (views launch no kernel); with
+ * its program, the launches it really makes. */
+TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain_info *in) {
+    int k, unfused = 0;
     in->graphs++;
     for (k = 0; k < g->n; k++) {
         if (g->nodes[k].kind != TC__NODE_OP) continue;
         in->ops++;
-        in->kernels += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+        unfused += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
     }
+    in->kernels_unfused += unfused;
+    if (!p) {
+        in->kernels += unfused;
+        return;
+    }
+    for (k = 0; k < p->nlaunch; k++) {
+        in->kernels += !p->launch[k].is_view;
+        in->fused_kernels += p->launch[k].kernel >= 0;
+    }
+    if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
@@ -1109,10 +1132,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
         in.guards += f->nin * 3 + f->entries[i].nparams;
-        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, &in);
+        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, sc->s[k].prog, &in);
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
-        tc__count_graph(g, &in);
+        tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
         if (f->entries[i].prog) {
@@ -1130,14 +1153,16 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d, guards %d, recompiles %d, graph breaks %d\n", in.graphs, in.ops,
-           in.kernels, in.guards, in.recompiles, in.graph_breaks);
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
+           in.graph_breaks);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
                in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
-           "dynamic dims %d\n",
-           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes, in.dynamic_dims);
+           "peak %lld bytes, dynamic dims %d\n",
+           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
+           (long long)in.peak_bytes, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

@@ -26,6 +26,16 @@
 #define TC_PARALLEL_MIN_WORK 32768
 #endif
 
+/* The built-in executor needs GNU C vector extensions (gcc, clang). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TC__HAVE_VEXEC 1
+#if defined(__x86_64__) || defined(__i386__)
+#define TC__HAVE_VEXEC_X86 1
+#endif
+#endif
+#define TC__CAT_(a, b) a##b
+#define TC__CAT(a, b) TC__CAT_(a, b)
+
 #ifdef __cplusplus
 #define TC__RESTRICT __restrict__
 #else
@@ -102,6 +112,7 @@ struct tc_ctx {
                                        kernel (a tuned launch's choice)    */
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
+    tc_isa isa;                     /* the fused-kernel executor's level    */
 };
 
 #ifdef __cplusplus

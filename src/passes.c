@@ -407,9 +407,13 @@ TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
 
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
-    int l = nd->line, x = in[0], t, u;
-    (void)arg;
+    int l = nd->line, x = in[0], t, u, level = *(const int *)arg;
     if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
+    /* level 1 (for the fuser): only what a fused kernel does better as
+     * primitives; the executor has silu and both gelus as single ops */
+    if (level < 2 && nd->op != TC__OP_SOFTMAX && nd->op != TC__OP_LOG_SOFTMAX && nd->op != TC__OP_LAYER_NORM &&
+        nd->op != TC__OP_RMS_NORM && nd->op != TC__OP_BATCH_NORM)
+        return -2;
     switch (nd->op) {
     case TC__OP_SOFTMAX:
     case TC__OP_LOG_SOFTMAX: {
@@ -426,9 +430,10 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
         int k = (int)nd->a.i[0], w = nd->nin > 1 ? in[1] : -1, b = nd->nin > 2 ? in[2] : -1;
         int eps = tc__g_scalar(g, nd->a.f[0], f, l);
         if (nd->op == TC__OP_LAYER_NORM) {
-            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l);
-            int var = tc__g_row_stat(g, TC__OP_VAR, x, k, f, l); /* correction 0 (zeroed attrs) */
+            /* two passes, mean((x - mean)^2): the fuser keeps x - mean in cache */
+            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), var;
             t = tc__g_binary(g, TC__OP_SUB, x, mean, f, l);
+            var = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, t, f, l), k, f, l);
             t = tc__g_binary(g, TC__OP_MUL, t, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, var, eps, f, l), f, l), f, l);
         } else {
             int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, x, f, l), k, f, l);
@@ -478,8 +483,8 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
 /* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
  * batch_norm and scaled_dot_product_attention on f32 become matmuls,
  * pointwise ops and reductions, so the fuser sees one vocabulary.
- * Not in the default pipeline yet: without fusion each primitive is a pass
- * over memory, slower than the composite kernel it replaces. */
-TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int *changed) {
-    return tc__graph_rebuild(g, tc__decompose_node, NULL, changed);
+ * Level 2 decomposes all of them; level 1 (the default when fusing) only
+ * the row ops and batch_norm, which fuse into their neighbours. */
+TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
+    return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }

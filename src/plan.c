@@ -9,6 +9,8 @@
 
 typedef struct tc__launch {
     int node;
+    int kernel;                /* a fused kernel (index), -1: the op's own */
+    int inplace;               /* writes over an input: never rerun        */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -32,6 +34,13 @@ typedef struct tc__program {
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
+    tc__fusion fu;             /* fused kernels (fu.nk == 0: none)         */
+    char *ws;                  /* their per-thread workspaces              */
+    void *ws_raw;
+    size_t ws_bytes;           /* per thread                               */
+    int ws_slots;
+    int64_t peak_bytes;        /* arena + outputs                          */
+    int inplace;               /* results written over a dying input      */
 } tc__program;
 
 TC__FN void tc__program_free(tc__program *p) {
@@ -44,6 +53,8 @@ TC__FN void tc__program_free(tc__program *p) {
     TC_FREE(p->fresh);
     TC_FREE(p->launch);
     TC_FREE(p->arena_raw);
+    TC_FREE(p->ws_raw);
+    tc__fusion_free(&p->fu);
     tc__cache_free(p->cache);
     TC_FREE(p);
 }
@@ -62,6 +73,44 @@ TC__FN void tc__view_header(tc__program *p, tc__launch *l) {
     if (base) h->st = base->st;
 }
 
+TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
+    size_t b = (size_t)tc__numel_of(p->hdr[i].ndim, p->hdr[i].shape) * tc__dtype_sizes[p->hdr[i].dtype];
+    return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+}
+
+/* In place: a pointwise fused kernel may write its result over an input
+ * buffer whose last reader it is, when every read of that input walks the
+ * domain exactly as the store does (element i read, then element i
+ * written, tile by tile).  The donor's arena root, or -1. */
+TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
+    const tc__kernel *k;
+    const tc__kaccess *st = NULL;
+    int a, d, donor = -1;
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    k = &p->fu.k[p->fu.kernel_of[i]];
+    if (k->nslot || k->nstage != 1) return -1;
+    for (a = 0; a < k->nacc; a++)
+        if (k->acc[a].store) st = &k->acc[a];
+    if (!st) return -1;
+    for (a = 0; a < k->nacc && donor < 0; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        int r = p->root[ac->node], b, same = 1;
+        if (ac->store || r < 0 || r == i || last[r] != i || p->off[r] < 0 || ac->node != r) continue;
+        if (tc__node_bytes(p, r) != tc__node_bytes(p, i) || p->hdr[r].dtype != p->hdr[i].dtype) continue;
+        /* every access of r must be the store's own walk */
+        for (b = 0; b < k->nacc && same; b++) {
+            const tc__kaccess *x = &k->acc[b];
+            if (x->store || p->root[x->node] != r) continue;
+            same = x->node == r && x->ndim == st->ndim;
+            for (d = 0; same && d < x->ndim; d++)
+                same = x->kdim[d] == st->kdim[d] && x->coef[d] == st->coef[d] && x->off[d] == st->off[d] &&
+                       p->hdr[r].shape[d] == p->hdr[i].shape[d];
+        }
+        if (same) donor = r;
+    }
+    return donor;
+}
+
 /* Greedy first-fit placement of every root buffer over its live range. */
 TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
@@ -69,19 +118,34 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1;
+        int moved = 1, donor;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
-        bytes = (size_t)tc__numel_of(p->hdr[i].ndim, p->hdr[i].shape) * tc__dtype_sizes[p->hdr[i].dtype];
-        bytes = (bytes + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+        bytes = tc__node_bytes(p, i);
+        donor = tc__inplace_donor(p, i, last);
+        if (donor >= 0) {
+            /* the donor's slot, if nothing else live overlaps it */
+            size_t d0 = (size_t)p->off[donor];
+            int ok = 1;
+            for (k = 0; k < i && ok; k++) {
+                if (k == donor || p->off[k] < 0 || last[k] < i) continue;
+                if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
+            }
+            if (ok) {
+                p->off[i] = (int64_t)d0;
+                p->inplace++;
+                for (k = 0; k < p->nlaunch; k++)
+                    if (p->launch[k].node == i) p->launch[k].inplace = 1;
+                continue;
+            }
+        }
         /* slide past every buffer still live at i that overlaps [at, at+bytes) */
         while (moved) {
             moved = 0;
             for (k = 0; k < i; k++) {
                 size_t kb;
                 if (p->off[k] < 0 || last[k] < i) continue;
-                kb = (size_t)tc__numel_of(p->hdr[k].ndim, p->hdr[k].shape) * tc__dtype_sizes[p->hdr[k].dtype];
-                kb = (kb + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+                kb = tc__node_bytes(p, k);
                 if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
                     at = (size_t)p->off[k] + kb;
                     moved = 1;
@@ -95,8 +159,120 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
 }
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
+#ifdef TC__HAVE_VEXEC
+/* Groups the program's nodes into fused kernels (when the executor exists
+ * and fuse is set): inlined nodes lose their launch and their memory, fused
+ * roots launch their kernel, and each thread gets a workspace. */
+TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
+    const tc__graph *g = p->g;
+    int i, k, nl = 0, rc;
+    size_t ws = 0;
+    rc = tc__fuse_graph(ctx, g, p->hdr, logs, &p->fu);
+    if (rc != 0) return rc < 0 ? -1 : 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        int own = l->call.ins == l->call.in;
+        if (p->fu.inl[l->node]) continue;
+        l->kernel = p->fu.kernel_of[l->node];
+        p->launch[nl] = *l;
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in; /* it pointed into the old slot */
+        nl++;
+    }
+    p->nlaunch = nl;
+    /* scalar constants that only fused kernels read are immediates there */
+    {
+        char *need = (char *)tc__malloc((size_t)g->n);
+        if (!need) return -1;
+        memset(need, 0, (size_t)g->n);
+        for (i = 0; i < g->nout; i++) need[g->outputs[i]] = 1;
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            const tc__node *nd = &g->nodes[l->node];
+            int a;
+            if (l->kernel >= 0) {
+                for (a = 0; a < p->fu.k[l->kernel].nacc; a++) need[p->fu.k[l->kernel].acc[a].node] = 1;
+                continue;
+            }
+            for (a = 0; a < nd->nin; a++)
+                if (nd->in[a] >= 0) need[nd->in[a]] = 1;
+        }
+        for (k = 0, nl = 0; k < p->nlaunch; k++) {
+            tc__launch *l = &p->launch[k];
+            int own = l->call.ins == l->call.in;
+            if (g->nodes[l->node].op == TC__OP_FULL && g->nodes[l->node].nin == 0 && !need[l->node]) {
+                p->fu.inl[l->node] = 1;
+                continue;
+            }
+            p->launch[nl] = *l;
+            if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+            nl++;
+        }
+        p->nlaunch = nl;
+        TC_FREE(need);
+    }
+    for (i = 0; i < g->n; i++)
+        if (p->fu.inl[i]) p->root[i] = -1;
+    for (k = 0; k < p->fu.nk; k++) {
+        const tc__kernel *kn = &p->fu.k[k];
+        int64_t rowlen = 1;
+        size_t b;
+        int d;
+        for (d = kn->row0; d < kn->ndim; d++) rowlen *= kn->shape[d];
+        b = tc__kernel_ws_bytes(kn, rowlen);
+        if (b > ws) ws = b;
+    }
+    p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
+    p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    if (p->fu.nk > 0) {
+        p->ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)p->ws_slots, &p->ws_raw);
+        if (!p->ws) return -1;
+    }
+    if (logs & 2) {
+        tc__text sb;
+        size_t need;
+        char *txt;
+        memset(&sb, 0, sizeof sb);
+        for (k = 0; k < p->fu.nk; k++) tc__kernel_print(&p->fu.k[k], k, &sb);
+        need = sb.n + 1;
+        txt = (char *)tc__malloc(need);
+        if (txt) {
+            sb.p = txt;
+            sb.cap = need;
+            sb.n = 0;
+            for (k = 0; k < p->fu.nk; k++) tc__kernel_print(&p->fu.k[k], k, &sb);
+            tc__log(ctx, TC_LOG_WARN, "output code (%d kernels):\n%s", p->fu.nk, txt);
+            TC_FREE(txt);
+        }
+    }
+    return 0;
+}
+#endif
+
+/* Liveness over the launch list: a buffer lives until its last reader. */
+TC__FN void tc__program_liveness(tc__program *p, int *last) {
+    const tc__graph *g = p->g;
+    int i, k, a;
+    for (i = 0; i < g->n; i++) last[i] = i;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__launch *l = &p->launch[k];
+        const tc__node *nd = &g->nodes[l->node];
+        if (l->kernel >= 0) {
+            const tc__kernel *kn = &p->fu.k[l->kernel];
+            for (a = 0; a < kn->nacc; a++) {
+                int r = p->root[kn->acc[a].node];
+                if (r >= 0 && last[r] < l->node) last[r] = l->node;
+            }
+            continue;
+        }
+        for (a = 0; a < nd->nin; a++) {
+            int j = nd->in[a], r = j >= 0 ? p->root[j] : -1;
+            if (r >= 0 && last[r] < l->node) last[r] = l->node;
+        }
+    }
+}
+
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
-                                      char *err, size_t errcap) {
+                                      int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
     int *last = NULL, i, k, n = g->n;
     if (!p) return NULL;
@@ -151,6 +327,8 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             tc__launch *l = &p->launch[p->nlaunch++];
             tc__call *c = &l->call;
             l->node = i;
+            l->kernel = -1;
+            l->inplace = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -165,7 +343,6 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             for (k = 0; k < nd->nin; k++) {
                 int j = nd->in[k];
                 c->in[k] = j >= 0 ? p->ref[j] : NULL;
-                if (j >= 0 && p->root[j] >= 0 && last[p->root[j]] < i) last[p->root[j]] = i;
             }
             if (tc__optable[nd->op].shape(c) != TC_OK) {
                 tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
@@ -195,6 +372,17 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             }
         }
     }
+#ifdef TC__HAVE_VEXEC
+    if (fuse && ctx->isa != TC_ISA_NONE && tc__program_fuse(p, ctx, logs) != 0) {
+        TC_FREE(last);
+        tc__program_free(p);
+        return NULL;
+    }
+#else
+    (void)fuse;
+    (void)logs;
+#endif
+    tc__program_liveness(p, last);
     /* outputs live to the end; in default mode they are fresh per call */
     for (i = 0; i < g->nout; i++) {
         int r = p->root[g->outputs[i]];
@@ -203,6 +391,11 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         if (!persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
     tc__plan_arena(p, last);
+    p->peak_bytes = (int64_t)p->arena_bytes;
+    for (i = 0; i < g->nout; i++) {
+        int o = g->outputs[i];
+        if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
+    }
     TC_FREE(last);
     if (persistent) {
         p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
@@ -212,6 +405,29 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         }
     }
     return p;
+}
+
+/* Runs one launch: its fused kernel or its op's kernel. */
+TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+#ifdef TC__HAVE_VEXEC
+    if (l->kernel >= 0) {
+        if (ctx->num_threads > p->ws_slots) {
+            /* the context gained threads since the build: one workspace each */
+            void *raw = NULL;
+            char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
+            if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
+            TC_FREE(p->ws_raw);
+            p->ws_raw = raw;
+            p->ws = ws;
+            p->ws_slots = ctx->num_threads;
+        }
+        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
+        return TC_OK;
+    }
+#else
+    (void)p;
+#endif
+    return tc__optable[l->call.op].run(&l->call, out);
 }
 
 /* max-autotune's hook: the variants of one launch are measured on the real
@@ -229,7 +445,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         ctx->thread_cap = caps[v];
         for (rep = 0; rep < 3; rep++) {
             double t0 = tc__now_sec(), t;
-            tc_result r = tc__optable[l->call.op].run(&l->call, out);
+            tc_result r = tc__launch_exec(p, ctx, l, out);
             t = tc__now_sec() - t0;
             if (r != TC_OK) {
                 ctx->thread_cap = 0;
@@ -314,10 +530,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             continue;
         }
         if (tc__numel(out) == 0) continue;
-        if (p->tune) r = tc__tune_launch(p, ctx, l, out);
+        if (p->tune && !l->inplace) r = tc__tune_launch(p, ctx, l, out);
         if (r == TC_OK) {
             ctx->thread_cap = l->threads;
-            r = tc__optable[l->call.op].run(&l->call, out);
+            r = tc__launch_exec(p, ctx, l, out);
             ctx->thread_cap = 0;
         }
         if (r != TC_OK) {

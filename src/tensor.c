@@ -12,6 +12,19 @@ static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_
 
 /* ---- context ------------------------------------------------------------- */
 
+/* The executor level: the best there is, capped by the options and, for
+ * debugging, by TC_ISA. */
+TC__FN tc_isa tc__isa_best(int cpu_features);
+TC__FN void tc__ctx_init_isa(tc_ctx *ctx) {
+    static const char *const names[] = {"auto", "scalar", "v128", "avx2", "avx512"};
+    const char *e = getenv("TC_ISA");
+    tc_isa cap = ctx->opts.max_isa;
+    int i;
+    for (i = 0; e && i < 5; i++)
+        if (strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
+    if (tc_ctx_set_isa(ctx, cap) != TC_OK) tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     tc_ctx *ctx = (tc_ctx *)TC_MALLOC(sizeof *ctx);
     if (!ctx) return NULL;
@@ -26,6 +39,7 @@ TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     memset(ctx->scope_head, 0, sizeof(tc_tensor *) * (size_t)ctx->scope_cap);
     if (tc_ctx_set_num_threads(ctx, ctx->opts.num_threads) != TC_OK) ctx->num_threads = 1;
     ctx->cpu_features = tc__cpu_features();
+    tc__ctx_init_isa(ctx);
     return ctx;
 }
 

@@ -186,6 +186,24 @@ TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Text appended to a caller's buffer, truncating (snprintf semantics): n
+ * counts what the whole text needs, so callers can size a second try. */
+typedef struct tc__text {
+    char *p;
+    size_t n, cap;
+} tc__text;
+
+TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) TC__PRINTF(2, 3);
+TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) {
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(sb->p ? sb->p + (sb->n < sb->cap ? sb->n : sb->cap) : NULL,
+                  sb->p && sb->n < sb->cap ? sb->cap - sb->n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0) sb->n += (size_t)w;
+}
+
 /* ---- logging ------------------------------------------------------------- */
 
 TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...) TC__PRINTF(3, 4);

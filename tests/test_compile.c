@@ -17,6 +17,28 @@ static tc_tensor *randn(int nd, int64_t a, int64_t b, int64_t c, uint64_t seed) 
 }
 
 /* max |a - b| over equal-shaped tensors; +inf on mismatch */
+/* Largest |a - b| / (1 + |b|): fused kernels may differ from eager by a few
+ * ulp (vector exp, reassociated sums), never by more. */
+#define FUSED_TOL 1e-5
+static double maxrel(tc_tensor *a, tc_tensor *b) {
+    int64_t n = tc_numel(a), i;
+    double m = 0;
+    float *x, *y;
+    if (tc_status(a) || tc_status(b) || n != tc_numel(b) || tc_ndim(a) != tc_ndim(b)) return INFINITY;
+    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
+    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
+        if (x[i] != x[i] && y[i] != y[i]) d = 0; /* NaN in both */
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    free(x);
+    free(y);
+    return m;
+}
+
 static double maxdiff(tc_tensor *a, tc_tensor *b) {
     int64_t n = tc_numel(a), i;
     double m = 0;
@@ -380,7 +402,7 @@ TC_TEST(test_other_break_kinds) {
     int k;
     tc_scope_begin(ctx);
     read_fn(ctx, NULL, &x, &ye);
-    for (k = 0; k < 3; k++) TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    for (k = 0; k < 3; k++) TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
     tc_explain(f, &info, text, sizeof text);
     TC_CHECKF(info.graph_breaks == 3 && strstr(text, "tc_read") && strstr(text, "tc_graph_break") &&
                   strstr(text, "tc_host_call"), "%s", text);
@@ -450,8 +472,8 @@ TC_TEST(test_pass_simplify) {
     char text[4096];
     tc_scope_begin(ctx);
     simplify_fn(ctx, NULL, &x, &ye);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
     tc_explain(f, &info, text, sizeof text);
     TC_CHECKF(info.ops == 3, "ops %d, expected exp, reshape, neg:\n%s", info.ops, text);
     TC_CHECK(strstr(text, "permute") == NULL && strstr(text, "mul") == NULL && strstr(text, "cast") == NULL);
@@ -472,8 +494,8 @@ TC_TEST(test_pass_fold) {
     char text[4096];
     tc_scope_begin(ctx);
     fold_fn(ctx, NULL, &x, &ye);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
     tc_explain(f, &info, text, sizeof text);
     TC_CHECKF(info.ops == 2 && strstr(text, "from_data") && !strstr(text, "sqrt") && !strstr(text, "arange"),
               "expected add(input, from_data):\n%s", text);
@@ -660,7 +682,9 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
     tc_tensor *in[2];
     in[0] = randn(3, 4, 3, 5, 31);
     in[1] = randn(3, 4, 3, 5, 32);
-    for (mode = 0; mode < 3; mode++)
+    /* modes 0-2 fused (within FUSED_TOL of eager); 3-5 the same modes op by
+     * op, which must match eager exactly */
+    for (mode = 0; mode < 6; mode++)
         for (k = 0; k < sizeof op_cases / sizeof op_cases[0]; k++) {
             tc_compile_options o;
             tc_fn *f;
@@ -668,7 +692,8 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
             int call;
             memset(&o, 0, sizeof o);
             o.num_inputs = 2;
-            o.mode = mode == 0 ? TC_MODE_DEFAULT : mode == 1 ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_MAX_AUTOTUNE;
+            o.mode = mode % 3 == 0 ? TC_MODE_DEFAULT : mode % 3 == 1 ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_MAX_AUTOTUNE;
+            o.fusion = mode >= 3 ? -1 : 0;
             cur_case = &op_cases[k];
             f = tc_compile(ctx, case_fn, NULL, &o);
             tc_scope_begin(ctx);
@@ -677,8 +702,12 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
             for (call = 0; call < 3; call++) {
                 tc_result r = tc_call(f, in, &y);
                 TC_CHECKF(r == TC_OK, "%s (mode %d) call %d: %s", cur_case->name, mode, call, tc_fn_error(f));
-                TC_CHECKF(maxdiff(y, ye) == 0, "%s (mode %d) call %d: differs from eager by %g", cur_case->name, mode,
-                          call, maxdiff(y, ye));
+                if (mode >= 3)
+                    TC_CHECKF(maxdiff(y, ye) == 0, "%s (mode %d, op by op) call %d: differs from eager by %g",
+                              cur_case->name, mode, call, maxdiff(y, ye));
+                else
+                    TC_CHECKF(maxrel(y, ye) < FUSED_TOL, "%s (mode %d) call %d: differs from eager by %g (relative)",
+                              cur_case->name, mode, call, maxrel(y, ye));
             }
             tc_scope_end(ctx);
             tc_fn_free(f);
@@ -743,7 +772,7 @@ TC_TEST(test_concurrent_call_refused) {
     pthread_cond_broadcast(&g_gate.cv);
     pthread_mutex_unlock(&g_gate.mu);
     pthread_join(th, NULL);
-    TC_CHECK(a.r == TC_OK && maxdiff(a.y, tc_exp(ctx, a.x)) == 0);
+    TC_CHECK(a.r == TC_OK && maxrel(a.y, tc_exp(ctx, a.x)) < FUSED_TOL);
     TC_CHECK(tc_call(f, &a.x, &y2) == TC_OK); /* usable again afterwards */
     tc_scope_end(ctx);
     pthread_cond_destroy(&g_gate.cv);
@@ -869,8 +898,8 @@ TC_TEST(test_review_regressions) {
     f = tc_compile(ctx, view_fill_fn, NULL, NULL);
     x = randn(1, 2, 0, 0, 73);
     view_fill_fn(ctx, NULL, &x, &ye);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
-    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxdiff(y, ye) == 0);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && maxrel(y, ye) < FUSED_TOL);
     tc_fn_free(f);
     tc_scope_end(ctx);
 }
@@ -900,7 +929,8 @@ TC_TEST(test_modes_observable) {
         TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
         TC_CHECK(maxdiff(y, tc_mul_scalar(ctx, tc_exp(ctx, x), 2.0)) < 1e-5);
         tc_explain(f, &info, text, sizeof text);
-        TC_CHECKF(tc_ctx_num_threads(ctx) <= 1 || info.tuned_launches == 2, "tuned %d\n%s", info.tuned_launches, text);
+        TC_CHECKF(tc_ctx_num_threads(ctx) <= 1 || info.tuned_launches == info.kernels, "tuned %d of %d\n%s",
+                  info.tuned_launches, info.kernels, text);
         TC_CHECK(strstr(text, "max-autotune:") != NULL);
         tc_scope_end(ctx);
     }

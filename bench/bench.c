@@ -1,0 +1,310 @@
+/* tcompile benchmark: eager vs compiled per mode, side by side in one run.
+ *
+ *   make bench                          every workload
+ *   make bench WORKLOADS="ew softmax_ln"
+ *   ./build/bench [-t threads] [-o bench/out/results.csv] [workload...]
+ *
+ * Each row: median ms per call after warm-up (enough calls for ~0.3 s, at
+ * least 5), and for compiled modes the first call's time (trace + compile +
+ * run).  The `bandwidth` rows are the time a STREAM-style copy at the
+ * bandwidth measured in this run needs to read the workload's inputs and
+ * write its outputs once: the floor a memory-bound kernel can reach. */
+#define TCOMPILE_IMPLEMENTATION
+#include "../tcompile.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The library's monotonic clock (the implementation is compiled in here). */
+static double now_ms(void) { return tc__now_sec() * 1e3; }
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- STREAM-style copy bandwidth ------------------------------------------- */
+
+typedef struct copy_part {
+    float *dst;
+    const float *src;
+    size_t n;
+} copy_part;
+
+static void *copy_main(void *arg) {
+    copy_part *p = (copy_part *)arg;
+    size_t i;
+    for (i = 0; i < p->n; i++) p->dst[i] = p->src[i];
+    return NULL;
+}
+
+/* Bytes moved per second (read + write) copying n floats with `threads`. */
+static double copy_bandwidth(int threads, size_t n) {
+    float *a = (float *)malloc(n * sizeof(float)), *b = (float *)malloc(n * sizeof(float));
+    double best = 0;
+    int rep, t;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    for (t = 0; t < (int)n; t++) b[t] = (float)t, a[t] = 0;
+    for (rep = 0; rep < 12; rep++) {
+        pthread_t th[64];
+        copy_part part[64];
+        double t0 = now_ms(), ms;
+        for (t = 0; t < threads && t < 64; t++) {
+            size_t lo = n * (size_t)t / (size_t)threads, hi = n * (size_t)(t + 1) / (size_t)threads;
+            part[t].dst = a + lo;
+            part[t].src = b + lo;
+            part[t].n = hi - lo;
+            if (t > 0) pthread_create(&th[t], NULL, copy_main, &part[t]);
+        }
+        copy_main(&part[0]);
+        for (t = 1; t < threads && t < 64; t++) pthread_join(th[t], NULL);
+        ms = now_ms() - t0;
+        if (ms > 0 && 2.0 * (double)n * sizeof(float) / (ms * 1e-3) > best) best = 2.0 * (double)n * sizeof(float) / (ms * 1e-3);
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+/* ---- workloads ------------------------------------------------------------------ */
+
+typedef struct workload {
+    const char *name;
+    int batch;
+    int nin;
+    int64_t shape[4][4];
+    int ndim[4];
+    tc_model_fn fn;
+    double io_bytes; /* inputs read + outputs written once */
+} workload;
+
+static void model_ew(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *x = in[0];
+    (void)user;
+    out[0] = tc_mul(ctx, tc_gelu_tanh(ctx, tc_add_scalar(ctx, tc_mul_scalar(ctx, x, 1.5), 0.25)), tc_sigmoid(ctx, x));
+}
+
+static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *x = in[0];
+    (void)user;
+    out[0] = tc_layer_norm(ctx, tc_add(ctx, tc_mul_scalar(ctx, tc_softmax(ctx, x, -1), 2.0), x), 1, NULL, NULL, 1e-5);
+}
+
+static workload workloads[] = {
+    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20)},
+    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024},
+};
+#define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
+
+typedef struct row {
+    const char *workload;
+    int batch;
+    const char *mode;
+    int threads;
+    double ms, compile_ms;
+} row;
+
+static row rows[256];
+static int nrows;
+
+static void add_row(const char *w, int batch, const char *mode, int threads, double ms, double compile_ms) {
+    if (nrows < 256) {
+        row r;
+        r.workload = w;
+        r.batch = batch;
+        r.mode = mode;
+        r.threads = threads;
+        r.ms = ms;
+        r.compile_ms = compile_ms;
+        rows[nrows++] = r;
+    }
+}
+
+/* Median ms per call of eager (f == NULL) or compiled f. */
+static double time_calls(tc_ctx *ctx, workload *w, tc_fn *f, tc_tensor **in) {
+    double t[400], t_start = now_ms();
+    int n = 0, i;
+    for (i = 0; i < 3; i++) { /* warm-up */
+        tc_tensor *out[1] = {NULL};
+        tc_scope_begin(ctx);
+        if (f) tc_call(f, in, out);
+        else w->fn(ctx, NULL, in, out);
+        tc_scope_end(ctx);
+    }
+    while (n < 400 && (n < 5 || now_ms() - t_start < 300.0)) {
+        tc_tensor *out[1] = {NULL};
+        double t0;
+        tc_scope_begin(ctx);
+        t0 = now_ms();
+        if (f) tc_call(f, in, out);
+        else w->fn(ctx, NULL, in, out);
+        (void)tc_data(out[0]);
+        t[n++] = now_ms() - t0;
+        tc_scope_end(ctx);
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    return t[n / 2];
+}
+
+/* Checks the compiled result against eager before timing: a benchmark of
+ * wrong answers measures nothing. */
+static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, tc_tensor **in) {
+    tc_tensor *e[1] = {NULL}, *c[1] = {NULL};
+    const float *pe, *pc;
+    double m = 0;
+    int64_t i, n;
+    tc_scope_begin(ctx);
+    w->fn(ctx, NULL, in, e);
+    tc_call(f, in, c);
+    pe = (const float *)tc_data(e[0]);
+    pc = (const float *)tc_data(c[0]);
+    n = tc_numel(e[0]);
+    for (i = 0; pe && pc && i < n; i++) {
+        double d = fabs((double)pe[i] - pc[i]) / (fabs((double)pe[i]) + 1e-3);
+        if (d > m || d != d) m = d;
+    }
+    if (!pe || !pc) m = 1e30;
+    tc_scope_end(ctx);
+    return m;
+}
+
+static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
+    static const struct {
+        const char *name;
+        tc_mode mode;
+    } modes[] = {{"default", TC_MODE_DEFAULT}, {"reduce-overhead", TC_MODE_REDUCE_OVERHEAD}, {"max-autotune", TC_MODE_MAX_AUTOTUNE}};
+    tc_tensor *in[4];
+    int i, m;
+    for (i = 0; i < w->nin; i++) {
+        in[i] = tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
+        tc_persist(in[i]);
+    }
+    add_row(w->name, w->batch, "eager", threads, time_calls(ctx, w, NULL, in), 0);
+    for (m = 0; m < 3; m++) {
+        tc_compile_options o;
+        tc_fn *f;
+        double t0, first, err;
+        tc_tensor *out[1] = {NULL};
+        memset(&o, 0, sizeof o);
+        o.mode = modes[m].mode;
+        o.num_inputs = w->nin;
+        f = tc_compile(ctx, w->fn, NULL, &o);
+        tc_scope_begin(ctx);
+        t0 = now_ms();
+        tc_call(f, in, out);
+        first = now_ms() - t0;
+        tc_scope_end(ctx);
+        err = max_rel_err(ctx, w, f, in);
+        if (err > 1e-3) fprintf(stderr, "bench: %s %s differs from eager (max rel err %g)\n", w->name, modes[m].name, err);
+        add_row(w->name, w->batch, modes[m].name, threads, time_calls(ctx, w, f, in), first);
+        tc_fn_free(f);
+    }
+    if (bw > 0) add_row(w->name, w->batch, "bandwidth", threads, w->io_bytes / bw * 1e3, 0);
+    for (i = 0; i < w->nin; i++) tc_free(in[i]);
+}
+
+static void write_outputs(const char *csv, const char *cpu) {
+    FILE *fp;
+    int i;
+    char dir[512];
+    const char *slash = strrchr(csv, '/');
+    if (slash && (size_t)(slash - csv) < sizeof dir) {
+        char cmd[600];
+        memcpy(dir, csv, (size_t)(slash - csv));
+        dir[slash - csv] = 0;
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "bench: cannot create %s\n", dir);
+    }
+    fp = fopen(csv, "w");
+    if (fp) {
+        fprintf(fp, "workload,batch,device,mode,threads,ms,compile_ms\n");
+        for (i = 0; i < nrows; i++)
+            fprintf(fp, "%s,%d,%s,%s,%d,%.4f,%.2f\n", rows[i].workload, rows[i].batch, cpu, rows[i].mode, rows[i].threads,
+                    rows[i].ms, rows[i].compile_ms);
+        fclose(fp);
+    } else {
+        fprintf(stderr, "bench: cannot write %s\n", csv);
+    }
+    printf("\n%-12s %5s %-16s %7s %10s %11s %9s\n", "workload", "batch", "mode", "threads", "ms", "compile_ms", "vs eager");
+    for (i = 0; i < nrows; i++) {
+        double eager = 0;
+        int j;
+        for (j = 0; j < nrows; j++)
+            if (strcmp(rows[j].workload, rows[i].workload) == 0 && rows[j].batch == rows[i].batch &&
+                strcmp(rows[j].mode, "eager") == 0)
+                eager = rows[j].ms;
+        printf("%-12s %5d %-16s %7d %10.3f %11.2f %8.2fx\n", rows[i].workload, rows[i].batch, rows[i].mode,
+               rows[i].threads, rows[i].ms, rows[i].compile_ms, rows[i].ms > 0 ? eager / rows[i].ms : 0);
+    }
+    printf("\nwrote %s (device %s)\n", csv, cpu);
+}
+
+static void cpu_name(char *buf, size_t cap, tc_ctx *ctx) {
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    snprintf(buf, cap, "cpu");
+    while (fp && fgets(line, sizeof line, fp)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *v = strchr(line, ':'), *p;
+            if (v) {
+                v += 2;
+                v[strcspn(v, "\n")] = 0;
+                for (p = v; *p; p++)
+                    if (*p == ',') *p = ' ';
+                snprintf(buf, cap, "%s", v);
+            }
+            break;
+        }
+    }
+    if (fp) fclose(fp);
+    {
+        size_t n = strlen(buf);
+        snprintf(buf + n, cap - n, " (%s)", tc_isa_name(tc_ctx_isa(ctx)));
+    }
+}
+
+int main(int argc, char **argv) {
+    tc_ctx_options o;
+    tc_ctx *ctx;
+    const char *csv = "bench/out/results.csv";
+    const char *sel[64];
+    int nsel = 0, threads = 2, i, j;
+    double bw;
+    char cpu[256];
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) csv = argv[++i];
+        else if (nsel < 64) sel[nsel++] = argv[i];
+    }
+    for (i = 0; i < nsel; i++) {
+        int ok = 0;
+        for (j = 0; j < NWORK; j++) ok |= strcmp(sel[i], workloads[j].name) == 0;
+        if (!ok) {
+            fprintf(stderr, "bench: unknown workload '%s'; known:", sel[i]);
+            for (j = 0; j < NWORK; j++) fprintf(stderr, " %s", workloads[j].name);
+            fprintf(stderr, "\n");
+            return 2;
+        }
+    }
+    memset(&o, 0, sizeof o);
+    o.num_threads = threads;
+    ctx = tc_ctx_create(&o);
+    if (!ctx) return 1;
+    cpu_name(cpu, sizeof cpu, ctx);
+    bw = copy_bandwidth(threads, (size_t)32 << 20);
+    printf("tcompile bench: %s, %d threads, copy bandwidth %.1f GB/s\n", cpu, threads, bw / 1e9);
+    for (j = 0; j < NWORK; j++) {
+        int want = nsel == 0;
+        for (i = 0; i < nsel; i++) want |= strcmp(sel[i], workloads[j].name) == 0;
+        if (want) run_workload(ctx, &workloads[j], threads, bw);
+    }
+    write_outputs(csv, cpu);
+    tc_ctx_destroy(ctx);
+    return 0;
+}

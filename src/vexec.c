@@ -1,0 +1,351 @@
+/* The built-in executor: runs a fused kernel (kernel.c) over its domain.
+ * A launch resolves each access against the live tensor headers (inputs
+ * move between calls), merges dims that every access walks contiguously,
+ * then splits the work over the thread pool (one synchronisation per
+ * kernel): pointwise kernels by element ranges, row kernels by rows.  Each
+ * thread walks its part tile by tile and calls the ISA instance's tile
+ * interpreter (vexec_isa.c).  No code is generated at run time. */
+
+#ifdef TC__HAVE_VEXEC
+
+typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
+typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
+typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
+
+typedef struct tc__isa_impl {
+    tc_isa isa;
+    tc__vm_tile_fn tile;
+    tc__vm_hred_fn hred;
+    tc__vm_math_fn math;
+} tc__isa_impl;
+
+static const tc__isa_impl tc__isa_impls[] = {
+    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar},
+    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128},
+#ifdef TC__HAVE_VEXEC_X86
+    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2},
+    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512},
+#endif
+};
+
+TC__FN const tc__isa_impl *tc__isa_impl_of(tc_isa isa) {
+    size_t i;
+    for (i = 0; i < sizeof tc__isa_impls / sizeof tc__isa_impls[0]; i++)
+        if (tc__isa_impls[i].isa == isa) return &tc__isa_impls[i];
+    return &tc__isa_impls[0];
+}
+#endif
+
+/* The widest level the CPU and OS support. */
+TC__FN tc_isa tc__isa_best(int cpu_features) {
+#ifdef TC__HAVE_VEXEC
+#ifdef TC__HAVE_VEXEC_X86
+    if ((cpu_features & TC__CPU_AVX512F) && (cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA))
+        return TC_ISA_AVX512;
+    if ((cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA)) return TC_ISA_AVX2;
+#endif
+    (void)cpu_features;
+    return TC_ISA_V128;
+#else
+    (void)cpu_features;
+    return TC_ISA_NONE;
+#endif
+}
+
+TCDEF const char *tc_isa_name(tc_isa isa) {
+    switch (isa) {
+    case TC_ISA_SCALAR: return "scalar";
+#if defined(__aarch64__)
+    case TC_ISA_V128: return "neon";
+#elif defined(__x86_64__) || defined(__i386__)
+    case TC_ISA_V128: return "sse2";
+#else
+    case TC_ISA_V128: return "v128";
+#endif
+    case TC_ISA_AVX2: return "avx2";
+    case TC_ISA_AVX512: return "avx512";
+    default: return "none";
+    }
+}
+
+TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx) { return ctx ? ctx->isa : TC_ISA_NONE; }
+
+/* Caps the level (tests force the lower ones); AUTO = the best there is.
+ * A level above what the CPU runs is clamped to what it runs. */
+TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa) {
+    tc_isa best;
+    if (!ctx) return TC_ERR_NULL;
+    if ((int)max_isa < (int)TC_ISA_AUTO || (int)max_isa > (int)TC_ISA_AVX512) return TC_ERR_INVALID_ARG;
+    best = tc__isa_best(ctx->cpu_features);
+    ctx->isa = max_isa == TC_ISA_AUTO || (best != TC_ISA_NONE && (int)max_isa > (int)best) ? best : max_isa;
+    if (best == TC_ISA_NONE) ctx->isa = TC_ISA_NONE;
+    return TC_OK;
+}
+
+#ifdef TC__HAVE_VEXEC
+
+/* A launch's view of the kernel: bases and strides per access over the
+ * (coalesced) domain. */
+typedef struct tc__krun {
+    const tc__kernel *k;
+    const tc__isa_impl *isa;
+    int ndim, row0;            /* after merging dims                        */
+    int rows;                  /* a row kernel (stages); else pointwise     */
+    int64_t shape[TC_MAX_DIMS];
+    int64_t st[TC__VM_MAXACC][TC_MAX_DIMS];
+    char *base[TC__VM_MAXACC];
+    int dt[TC__VM_MAXACC];
+    int64_t rowlen;            /* elements in a row (product of row dims)  */
+    char *ws;                  /* per-thread workspace                      */
+    size_t ws_bytes;
+    int ws_next;               /* claimed workspace slots                   */
+    int ws_slots;
+} tc__krun;
+
+/* Workspace per thread: registers, accumulators, local row buffers. */
+TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
+    size_t tile = sizeof(float) * TC__VM_TILE;
+    size_t local = sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
+}
+
+TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s) {
+    char *w;
+    int i;
+#ifdef TC__HAVE_ATOMICS
+    int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
+#else
+    int slot = kr->ws_next++;
+#endif
+    size_t tile = sizeof(float) * TC__VM_TILE;
+    size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+    w = kr->ws + (size_t)slot * kr->ws_bytes;
+    memset(s, 0, sizeof *s);
+    for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
+    for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
+    for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
+    for (i = 0; i < kr->k->nacc; i++) s->dt[i] = kr->dt[i];
+}
+
+/* Points every access at domain index idx[0..ndim-1) + col along the last dim. */
+TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, int64_t col) {
+    int a, d, last = kr->ndim - 1;
+    for (a = 0; a < kr->k->nacc; a++) {
+        int64_t off = col * kr->st[a][last];
+        for (d = 0; d < last; d++) off += idx[d] * kr->st[a][d];
+        s->ptr[a] = kr->base[a] + off * (int64_t)tc__dtype_sizes[kr->dt[a]];
+        s->stride[a] = kr->st[a][last];
+    }
+}
+
+/* Streams run ahead of the tile being computed: a tile does enough math
+ * that the hardware prefetcher alone lets the next one start cold. */
+#define TC__PREFETCH_TILES 2
+TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t remaining) {
+    int a;
+    for (a = 0; a < kr->k->nacc; a++) {
+        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * TC__VM_TILE, c;
+        const char *p;
+        if (s->stride[a] != 1 || kr->k->acc[a].store || remaining <= TC__VM_TILE * TC__PREFETCH_TILES) continue;
+        p = s->ptr[a] + bytes * TC__PREFETCH_TILES;
+        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+    }
+}
+
+TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
+    int64_t t;
+    int a;
+    for (t = 0; t < n; t += TC__VM_TILE) {
+        int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
+        tc__krun_prefetch(kr, s, n - t);
+        kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
+        if (t + TC__VM_TILE < n)
+            for (a = 0; a < kr->k->nacc; a++)
+                s->ptr[a] += s->stride[a] * TC__VM_TILE * (int64_t)tc__dtype_sizes[s->dt[a]];
+    }
+}
+
+/* Pointwise kernels: elements [b, e) of the flattened domain. */
+TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    tc__vst s;
+    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1];
+    tc__krun_state(kr, &s);
+    while (b < e) {
+        int64_t rest = b / inner, col = b % inner, n = inner - col;
+        int d;
+        for (d = kr->ndim - 2; d >= 0; d--) {
+            idx[d] = rest % kr->shape[d];
+            rest /= kr->shape[d];
+        }
+        if (n > e - b) n = e - b;
+        tc__krun_point(kr, &s, idx, col);
+        tc__krun_tiles(kr, &s, &kr->k->stage[0], n);
+        b += n;
+    }
+}
+
+TC__FN void tc__slot_init(float *acc, int comb) {
+    float v = comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    int i;
+    for (i = 0; i < TC__VM_TILE; i++) acc[i] = v;
+}
+
+TC__FN double tc__slot_combine(double a, double v, int comb) {
+    if (comb == TC__COMB_SUM) return a + v;
+    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
+    return (v < a || v != v) ? v : a;
+}
+
+/* Row kernels: rows [b, e) of the outer dims; every stage walks the row. */
+TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    const tc__kernel *k = kr->k;
+    tc__vst s;
+    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
+    float *lbase[TC__VM_MAXLOCAL];
+    int i;
+    tc__krun_state(kr, &s);
+    for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
+    for (o = b; o < e; o++) {
+        int si, d;
+        int64_t rest = o;
+        for (d = kr->row0 - 1; d >= 0; d--) {
+            idx[d] = rest % kr->shape[d];
+            rest /= kr->shape[d];
+        }
+        for (si = 0; si < k->nstage; si++) {
+            const tc__kstage *stg = &k->stage[si];
+            double dacc[TC__VM_MAXSLOT];
+            int used[TC__VM_MAXSLOT], nused = 0, q;
+            int64_t r, nrows = 1, tiles = 0;
+            if (stg->scalar) {
+                for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
+                tc__krun_point(kr, &s, idx, 0);
+                kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
+                continue;
+            }
+            for (i = stg->begin; i < stg->end; i++)
+                if (k->code[i].op == TC__V_ACC) {
+                    used[nused++] = k->code[i].a;
+                    tc__slot_init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
+                    dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
+                                         : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
+                }
+            for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+            for (r = 0; r < nrows; r++) {
+                int64_t rr = r, pos = r * inner, t;
+                for (d = kr->ndim - 2; d >= kr->row0; d--) {
+                    idx[d] = rr % kr->shape[d];
+                    rr /= kr->shape[d];
+                }
+                tc__krun_point(kr, &s, idx, 0);
+                for (t = 0; t < inner; t += TC__VM_TILE) {
+                    int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
+                    for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
+                    if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
+                    kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
+                    for (a = 0; a < k->nacc; a++)
+                        s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
+                    /* float accumulators are folded into doubles every 64 tiles */
+                    if (nused && ++tiles % 64 == 0)
+                        for (q = 0; q < nused; q++) {
+                            int sl = used[q];
+                            dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                            tc__slot_init(s.acc[sl], k->slot_comb[sl]);
+                        }
+                }
+            }
+            for (q = 0; q < nused; q++) {
+                int sl = used[q];
+                dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                s.slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
+            }
+        }
+    }
+}
+
+/* Merges dim d into d+1 where every access steps over d exactly as one
+ * sweep of d+1 (and drops size-1 dims); never across the row boundary. */
+TC__FN void tc__krun_coalesce(tc__krun *kr) {
+    int d, a, n = 0, row0 = 0, nacc = kr->k->nacc;
+    int64_t shape[TC_MAX_DIMS], st[TC__VM_MAXACC][TC_MAX_DIMS];
+    for (d = 0; d < kr->ndim; d++) {
+        int in_row = d >= kr->row0;
+        if (kr->shape[d] == 1 && kr->ndim > 1) continue;
+        if (n > 0 && (n - 1 >= row0) == in_row) {
+            int ok = 1;
+            for (a = 0; a < nacc && ok; a++) ok = st[a][n - 1] == kr->st[a][d] * kr->shape[d];
+            if (ok) {
+                shape[n - 1] *= kr->shape[d];
+                for (a = 0; a < nacc; a++) st[a][n - 1] = kr->st[a][d];
+                continue;
+            }
+        }
+        if (!in_row) row0 = n + 1;
+        shape[n] = kr->shape[d];
+        for (a = 0; a < nacc; a++) st[a][n] = kr->st[a][d];
+        n++;
+    }
+    if (n == 0) { /* all dims were size 1 */
+        shape[0] = 1;
+        for (a = 0; a < nacc; a++) st[a][0] = 0;
+        n = 1;
+        row0 = 0;
+    }
+    if (!kr->rows) row0 = n; /* pointwise: no row dims */
+    else if (row0 >= n && n < TC_MAX_DIMS) {
+        /* every row dim had size 1: keep one, the stages walk it */
+        shape[n] = 1;
+        for (a = 0; a < nacc; a++) st[a][n] = 0;
+        n++;
+    }
+    kr->ndim = n;
+    kr->row0 = row0;
+    memcpy(kr->shape, shape, sizeof shape);
+    for (a = 0; a < nacc; a++) memcpy(kr->st[a], st[a], sizeof st[a]);
+}
+
+/* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
+ * holds ws_slots per-thread workspaces of ws_bytes each. */
+TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
+                           int ws_slots) {
+    tc__krun kr;
+    int a, d;
+    int64_t outer = 1, numel = 1;
+    memset(&kr, 0, sizeof kr);
+    kr.k = k;
+    kr.isa = tc__isa_impl_of(ctx->isa);
+    kr.ndim = k->ndim;
+    kr.rows = k->nslot > 0 || k->nstage > 1;
+    kr.row0 = kr.rows ? k->row0 : k->ndim;
+    memcpy(kr.shape, k->shape, sizeof kr.shape);
+    for (a = 0; a < k->nacc; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        const tc_tensor *h = ref[ac->node];
+        int64_t esz = (int64_t)tc__dtype_sizes[h->dtype], off = h->offset;
+        for (d = 0; d < TC_MAX_DIMS; d++) kr.st[a][d] = 0;
+        for (d = 0; d < ac->ndim; d++) {
+            if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            off += h->strides[d] * ac->off[d];
+        }
+        kr.base[a] = (char *)h->st->data + off * esz;
+        kr.dt[a] = (int)h->dtype;
+    }
+    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
+    kr.rowlen = 1;
+    for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
+    tc__krun_coalesce(&kr);
+    for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
+    kr.ws = ws;
+    kr.ws_bytes = ws_bytes;
+    kr.ws_slots = ws_slots;
+    if (!kr.rows) {
+        if (numel > 0) tc__parallel_for(ctx, numel, (int64_t)((double)numel * (1.0 + k->cost / 8.0)), tc__krun_pointwise, &kr);
+    } else if (outer > 0) {
+        tc__parallel_for(ctx, outer, (int64_t)((double)(numel > outer ? numel : outer) * (1.0 + k->cost / 8.0)),
+                         tc__krun_rows, &kr);
+    }
+}
+#endif /* TC__HAVE_VEXEC */

@@ -1,0 +1,496 @@
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r, p;
+    TC__VI ni;
+    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
+    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    return TC__VFN(tc__vscale_)(p, ni);
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI far = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= far[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
+        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
+    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register into an accumulator tile; lanes past len keep the
+ * accumulator (the combiner's identity fills it at the row start). */
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    int i, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < nv; i++) {
+        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+        TC__ST(acc + i * TC__W, a);
+    }
+    for (i = nv * TC__W; rem && i < len; i++) {
+        float a = acc[i], v = x[i];
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
+        else a = (v < a || v != v) ? v : a;
+        acc[i] = a;
+    }
+}
+
+/* The whole tile reduced to one value (vectors first, then lanes). */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    TC__VF a = TC__LD(acc);
+    int i;
+    double r;
+    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
+        TC__VF v = TC__LD(acc + i);
+        if (comb == TC__COMB_SUM) a = a + v;
+        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
+        else a = TC__SEL((v < a) | (v != v), v, a);
+    }
+    r = a[0];
+    for (i = 1; i < TC__W; i++) {
+        float v = a[i];
+        if (comb == TC__COMB_SUM) r += v;
+        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
+        else r = (v < r || v != v) ? v : r;
+    }
+    return r;
+}
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        switch (in->op) {
+        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
+        case TC__V_CONST: {
+            TC__VF c = TC__SPL(in->f0);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_SLOT: {
+            TC__VF c = TC__SPL(s->slot[in->a]);
+            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
+            break;
+        }
+        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_STOREL: {
+            const float *x = s->r[in->b];
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_FMA: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            break;
+        }
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            for (i = 0; i < nv; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            break;
+        }
+        default:
+            if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted */
+                switch (in->op) {
+#define TC__VB_(ID)                                                                                   \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++)                                                                      \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        break;
+                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID:                                                                                 \
+        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST:
+                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST

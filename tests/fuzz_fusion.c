@@ -1,0 +1,444 @@
+/* Differential fuzzer: random graphs compiled (fused) vs eager.
+ *
+ *   fuzz_fusion [graphs [first_seed]]      default 150 graphs from seed 1
+ *
+ * Each graph is a short random program over 1-3 inputs of random shapes
+ * (0- and 1-sized dims included; inputs are non-contiguous views half the
+ * time): pointwise ops with broadcasting, views (permute, slice, select,
+ * (un)squeeze, expand, reshape), reductions, matmul, softmax / log_softmax /
+ * layer and RMS norm, concat.  It is compiled in a random mode on a random
+ * ISA level this machine runs and compared with eager within a relative
+ * tolerance.  A failure prints the seed; `fuzz_fusion 1 SEED` replays it,
+ * and the fixed graph becomes a regression test (test_compile.c).
+ * Discontinuous ops (floor, ceil, comparisons) only read inputs, so a
+ * last-ulp difference upstream cannot flip them. */
+#define TCOMPILE_IMPLEMENTATION
+#include "../tcompile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint32_t rnd(rng *r) {
+    r->s = r->s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(r->s >> 33);
+}
+static int pick(rng *r, int n) { return n > 0 ? (int)(rnd(r) % (uint32_t)n) : 0; }
+
+#define MAXV 24
+#define MAXOPS 14
+
+enum { K_UNARY, K_BINARY, K_SCALAR, K_REDUCE, K_VIEW, K_ROW, K_MATMUL, K_CONCAT, K_LEAFOP, K_COUNT };
+
+typedef struct op {
+    int kind, sub, a, b;
+    int axis, keep;
+    double s;
+} op;
+
+typedef struct prog {
+    int nin, nops, nout;
+    op ops[MAXOPS];
+    int out[2];
+    uint64_t seed;
+} prog;
+
+/* Shapes are tracked while generating so every op is valid by construction. */
+typedef struct vinfo {
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    int leaf, depth;
+} vinfo;
+
+/* the last entry (0) is drawn 1 time in 8; 257 and 1100 make rows of
+ * several tiles (and, for row kernels, several passes over them) */
+static const int64_t dim_pool[] = {1, 1, 2, 3, 4, 5, 7, 16, 17, 33, 257, 1100, 0};
+
+static int same_shape(const vinfo *a, const vinfo *b) {
+    int d;
+    if (a->ndim != b->ndim) return 0;
+    for (d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+static int64_t numel_of(const vinfo *v) {
+    int64_t n = 1;
+    int d;
+    for (d = 0; d < v->ndim; d++) n *= v->shape[d];
+    return n;
+}
+
+/* Runs op o on values v[] (eager or traced: the same code). */
+static tc_tensor *apply(tc_ctx *c, const op *o, tc_tensor **v) {
+    tc_tensor *a = v[o->a], *b = o->b >= 0 ? v[o->b] : NULL;
+    int axes[1];
+    switch (o->kind) {
+    case K_UNARY:
+        switch (o->sub) {
+        case 0: return tc_tanh(c, a);
+        case 1: return tc_sigmoid(c, a);
+        case 2: return tc_sin(c, a);
+        case 3: return tc_cos(c, a);
+        case 4: return tc_gelu(c, a);
+        case 5: return tc_gelu_tanh(c, a);
+        case 6: return tc_silu(c, a);
+        case 7: return tc_exp(c, tc_tanh(c, a));
+        case 8: return tc_log(c, tc_add_scalar(c, tc_abs(c, a), 1.0));
+        case 9: return tc_sqrt(c, tc_add_scalar(c, tc_abs(c, a), 0.25)); /* bounded slope: sqrt near 0 amplifies noise */
+        case 10: return tc_rsqrt(c, tc_add_scalar(c, tc_square(c, a), 1.0));
+        case 11: return tc_relu(c, a);
+        case 12: return tc_erf(c, a);
+        case 13: return tc_softplus(c, a, 1.0, 20.0);
+        case 14: return tc_clamp(c, a, -0.5, 0.75);
+        case 15: return tc_neg(c, a);
+        default: return tc_reciprocal(c, tc_add_scalar(c, tc_abs(c, a), 1.0));
+        }
+    case K_BINARY:
+        switch (o->sub) {
+        case 0: return tc_add(c, a, b);
+        case 1: return tc_sub(c, a, b);
+        case 2: return tc_mul(c, a, b);
+        case 3: return tc_div(c, a, tc_add_scalar(c, tc_abs(c, b), 1.0));
+        case 4: return tc_maximum(c, a, b);
+        default: return tc_minimum(c, a, b);
+        }
+    case K_SCALAR: return o->sub ? tc_mul_scalar(c, a, o->s) : tc_add_scalar(c, a, o->s);
+    case K_REDUCE:
+        axes[0] = o->axis;
+        switch (o->sub) {
+        case 0: return tc_sum(c, a, 1, axes, o->keep);
+        case 1: return tc_mean(c, a, 1, axes, o->keep);
+        case 2: return tc_max(c, a, 1, axes, o->keep);
+        default: return tc_min(c, a, 1, axes, o->keep);
+        }
+    case K_VIEW:
+        switch (o->sub) {
+        case 0: return tc_transpose(c, a, 0, o->axis);
+        case 1: return tc_slice(c, a, o->axis, 1, -1, 2);
+        case 2: return tc_select(c, a, o->axis, 0);
+        case 3: return tc_unsqueeze(c, a, o->axis);
+        case 4: return tc_squeeze(c, a, o->axis);
+        default: {
+            int64_t s[1];
+            s[0] = -1;
+            return tc_reshape(c, a, 1, s);
+        }
+        }
+    case K_ROW:
+        switch (o->sub) {
+        case 0: return tc_softmax(c, a, -1);
+        case 1: return tc_log_softmax(c, a, -1);
+        case 2: return tc_layer_norm(c, a, 1, NULL, NULL, 1e-5);
+        default: return tc_rms_norm(c, a, 1, NULL, 1e-5);
+        }
+    case K_MATMUL: return tc_matmul(c, a, tc_transpose(c, b, 0, 1));
+    case K_CONCAT: {
+        tc_tensor *two[2];
+        two[0] = a;
+        two[1] = b;
+        return tc_concat(c, 2, two, 0);
+    }
+    case K_LEAFOP:
+        switch (o->sub) {
+        case 0: return tc_floor(c, tc_mul_scalar(c, a, 3.0));
+        case 1: return tc_ceil(c, a);
+        default: return tc_where(c, tc_gt(c, a, b), a, tc_mul_scalar(c, b, 0.5));
+        }
+    }
+    return a;
+}
+
+static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const prog *p = (const prog *)user;
+    tc_tensor *v[MAXV];
+    int i;
+    for (i = 0; i < p->nin; i++) v[i] = in[i];
+    for (i = 0; i < p->nops; i++) v[p->nin + i] = apply(c, &p->ops[i], v);
+    for (i = 0; i < p->nout; i++) out[i] = v[p->out[i]];
+}
+
+/* Builds a random valid program; shapes[] receives the input shapes. */
+static void generate(rng *r, prog *p, vinfo *vi) {
+    int i, n, tries;
+    memset(p, 0, sizeof *p);
+    {
+    p->nin = 1 + pick(r, 3);
+    for (i = 0; i < p->nin; i++) {
+        int d;
+        vi[i].ndim = i > 0 && pick(r, 2) ? vi[0].ndim : pick(r, 4) + (pick(r, 4) == 0 ? 0 : 1);
+        for (d = 0; d < vi[i].ndim; d++) {
+            vi[i].shape[d] = dim_pool[pick(r, (int)(sizeof dim_pool / sizeof dim_pool[0]) - (pick(r, 8) ? 1 : 0))];
+            if (i > 0 && vi[i].ndim == vi[0].ndim && pick(r, 3)) vi[i].shape[d] = vi[0].shape[d];
+        }
+        while (numel_of(&vi[i]) > 40000) { /* keep a graph to milliseconds */
+            int big = 0;
+            for (d = 1; d < vi[i].ndim; d++)
+                if (vi[i].shape[d] > vi[i].shape[big]) big = d;
+            vi[i].shape[big] = (vi[i].shape[big] + 1) / 2;
+        }
+        vi[i].leaf = 1;
+        vi[i].depth = 0;
+    }
+    n = p->nin;
+    int want = 4 + pick(r, MAXOPS - 4);
+    for (tries = 0; tries < 400 && p->nops < want && n < MAXV; tries++) {
+        op o;
+        vinfo nv;
+        int a = pick(r, n), b = -1, d;
+        const vinfo *va = &vi[a];
+        memset(&o, 0, sizeof o);
+        o.kind = pick(r, K_COUNT);
+        o.a = a;
+        o.b = -1;
+        nv = *va;
+        nv.leaf = 0;
+        nv.depth = va->depth + 1;
+        switch (o.kind) {
+        case K_UNARY: o.sub = pick(r, 17); break;
+        case K_SCALAR:
+            o.sub = pick(r, 2);
+            o.s = (pick(r, 200) - 100) / 37.0;
+            break;
+        case K_BINARY: {
+            /* a partner of the same shape, or a suffix / size-1 broadcast */
+            int cand[MAXV], nc = 0, k;
+            for (k = 0; k < n; k++) {
+                const vinfo *vb = &vi[k];
+                int ok = vb->ndim <= va->ndim, dd;
+                for (dd = 0; ok && dd < vb->ndim; dd++) {
+                    int64_t x = va->shape[va->ndim - vb->ndim + dd], y = vb->shape[dd];
+                    ok = x == y || y == 1;
+                }
+                if (ok) cand[nc++] = k;
+            }
+            if (!nc) continue;
+            b = cand[pick(r, nc)];
+            o.sub = pick(r, 6);
+            break;
+        }
+        case K_REDUCE:
+            if (va->ndim == 0) continue;
+            o.sub = pick(r, 4);
+            o.axis = pick(r, va->ndim);
+            o.keep = pick(r, 2);
+            if (o.sub >= 2 && va->shape[o.axis] == 0) continue; /* no identity */
+            if (o.keep) nv.shape[o.axis] = 1;
+            else {
+                for (d = o.axis; d < nv.ndim - 1; d++) nv.shape[d] = nv.shape[d + 1];
+                nv.ndim--;
+            }
+            break;
+        case K_VIEW:
+            o.sub = pick(r, 6);
+            if (o.sub == 0) {
+                if (va->ndim < 2) continue;
+                o.axis = 1 + pick(r, va->ndim - 1);
+                nv.shape[0] = va->shape[o.axis];
+                nv.shape[o.axis] = va->shape[0];
+            } else if (o.sub == 1 || o.sub == 2) {
+                if (va->ndim == 0) continue;
+                o.axis = pick(r, va->ndim);
+                if (o.sub == 1) {
+                    int64_t len = va->shape[o.axis], end = len - 1, start = len > 1 ? 1 : len;
+                    nv.shape[o.axis] = end > start ? (end - start - 1) / 2 + 1 : 0;
+                } else {
+                    if (va->shape[o.axis] == 0) continue;
+                    for (d = o.axis; d < nv.ndim - 1; d++) nv.shape[d] = nv.shape[d + 1];
+                    nv.ndim--;
+                }
+            } else if (o.sub == 3) {
+                if (va->ndim >= 6) continue;
+                o.axis = pick(r, va->ndim + 1);
+                for (d = nv.ndim; d > o.axis; d--) nv.shape[d] = nv.shape[d - 1];
+                nv.shape[o.axis] = 1;
+                nv.ndim++;
+            } else if (o.sub == 4) {
+                int k = -1;
+                for (d = 0; d < va->ndim; d++)
+                    if (va->shape[d] == 1) k = d;
+                if (k < 0) continue;
+                o.axis = k;
+                for (d = k; d < nv.ndim - 1; d++) nv.shape[d] = nv.shape[d + 1];
+                nv.ndim--;
+            } else {
+                nv.ndim = 1;
+                nv.shape[0] = numel_of(va);
+            }
+            break;
+        case K_ROW:
+            /* on shallow values only: a norm of a nearly constant row
+             * amplifies last-ulp differences without bound */
+            if (va->ndim == 0 || va->depth > 2 || va->shape[va->ndim - 1] < 2) continue;
+            o.sub = pick(r, 4);
+            break;
+        case K_MATMUL: {
+            int k, cand[MAXV], nc = 0;
+            if (va->ndim != 2) continue;
+            for (k = 0; k < n; k++)
+                if (vi[k].ndim == 2 && vi[k].shape[1] == va->shape[1]) cand[nc++] = k;
+            if (!nc) continue;
+            b = cand[pick(r, nc)];
+            nv.shape[1] = vi[b].shape[0];
+            break;
+        }
+        case K_CONCAT: {
+            int k, cand[MAXV], nc = 0;
+            if (va->ndim == 0) continue;
+            for (k = 0; k < n; k++) {
+                vinfo t = vi[k];
+                t.shape[0] = va->shape[0];
+                if (t.ndim == va->ndim && same_shape(&t, va)) cand[nc++] = k;
+            }
+            b = cand[pick(r, nc)];
+            nv.shape[0] = va->shape[0] + vi[b].shape[0];
+            break;
+        }
+        case K_LEAFOP:
+            if (!va->leaf) continue;
+            o.sub = pick(r, 3);
+            if (o.sub == 2) {
+                int k, cand[MAXV], nc = 0;
+                for (k = 0; k < p->nin; k++)
+                    if (same_shape(&vi[k], va)) cand[nc++] = k;
+                b = cand[pick(r, nc)];
+            }
+            nv.depth = 0;
+            break;
+        }
+        if (b >= 0) {
+            o.b = b;
+            if (o.kind == K_BINARY) {
+                nv.depth = (va->depth > vi[b].depth ? va->depth : vi[b].depth) + 1;
+            }
+        }
+        if (numel_of(&nv) > 100000) continue;
+        p->ops[p->nops++] = o;
+        vi[n++] = nv;
+    }
+    }
+    p->nout = 1 + pick(r, 2);
+    p->out[0] = n - 1;
+    p->out[1] = p->nin + pick(r, p->nops > 0 ? p->nops : 1);
+    if (p->out[1] >= n) p->out[1] = n - 1;
+}
+
+static int check_close(tc_tensor *got, tc_tensor *ref, double tol, double *worst) {
+    int64_t n = tc_numel(ref), i;
+    float *x, *y;
+    *worst = 0;
+    if (tc_status(got) != TC_OK || tc_numel(got) != n || tc_ndim(got) != tc_ndim(ref)) return 0;
+    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(got, TC_F32, x, sizeof(float) * (size_t)n);
+    tc_read(ref, TC_F32, y, sizeof(float) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        double d;
+        if (x[i] != x[i] && y[i] != y[i]) continue;
+        if (x[i] == y[i]) continue; /* equal infinities */
+        d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
+        if (d != d) d = INFINITY;
+        if (d > *worst) *worst = d;
+    }
+    free(x);
+    free(y);
+    return *worst <= tol;
+}
+
+int main(int argc, char **argv) {
+    long graphs = argc > 1 ? atol(argv[1]) : 150, g, failures = 0, skipped = 0, checked = 0;
+    long total_ops = 0, total_kernels = 0, total_fused = 0, total_unfused = 0;
+    uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    tc_ctx_options co;
+    tc_ctx *ctx;
+    memset(&co, 0, sizeof co);
+    co.num_threads = 2;
+    ctx = tc_ctx_create(&co);
+    for (g = 0; g < graphs; g++) {
+        uint64_t seed = first + (uint64_t)g;
+        rng r;
+        prog p;
+        vinfo vi[MAXV];
+        tc_tensor *in[3], *ye[2], *y[2];
+        tc_compile_options o;
+        tc_fn *f;
+        int i, k, isa, ok = 1, bad_eager = 0;
+        r.s = seed * 0x9E3779B97F4A7C15ull + 7;
+        generate(&r, &p, vi);
+        p.seed = seed;
+        tc_scope_begin(ctx);
+        for (i = 0; i < p.nin; i++) {
+            /* half the inputs are non-contiguous: a transpose of a copy */
+            if (vi[i].ndim >= 2 && pick(&r, 2)) {
+                vinfo t = vi[i];
+                int64_t tmp = t.shape[0];
+                t.shape[0] = t.shape[1];
+                t.shape[1] = tmp;
+                in[i] = tc_transpose(ctx, tc_rand_normal(ctx, t.ndim, t.shape, 0.0, 1.0, seed * 31 + (uint64_t)i), 0, 1);
+            } else {
+                in[i] = tc_rand_normal(ctx, vi[i].ndim, vi[i].shape, 0.0, 1.0, seed * 31 + (uint64_t)i);
+            }
+        }
+        model(ctx, &p, in, ye);
+        for (k = 0; k < p.nout; k++) bad_eager |= tc_status(ye[k]) != TC_OK;
+        if (bad_eager) {
+            /* an op the generator thought valid was not: the eager error is
+             * the reference, the compiled call must report it too */
+            skipped++;
+            tc_scope_end(ctx);
+            tc_ctx_clear_error(ctx);
+            continue;
+        }
+        memset(&o, 0, sizeof o);
+        o.num_inputs = p.nin;
+        o.num_outputs = p.nout;
+        o.mode = (tc_mode)(1 + pick(&r, 3));
+        isa = 1 + pick(&r, 4);
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        f = tc_compile(ctx, model, &p, &o);
+        for (i = 0; i < 2 && ok; i++) {
+            tc_result rc = tc_call(f, in, y);
+            for (k = 0; k < p.nout && ok; k++) {
+                double worst;
+                if (rc != TC_OK || !check_close(y[k], ye[k], 2e-4, &worst)) {
+                    fprintf(stderr,
+                            "FAIL seed %llu (call %d, output %d, mode %d, isa %s): %s worst rel err %g\n"
+                            "  replay: fuzz_fusion 1 %llu\n",
+                            (unsigned long long)seed, i, k, (int)o.mode, tc_isa_name(tc_ctx_isa(ctx)),
+                            rc != TC_OK ? tc_fn_error(f) : "", rc != TC_OK ? 0.0 : worst, (unsigned long long)seed);
+                    ok = 0;
+                }
+            }
+        }
+        if (!ok && getenv("FUZZ_VERBOSE")) {
+            char *buf = (char *)malloc(1 << 16);
+            tc_explain(f, NULL, buf, 1 << 16);
+            fprintf(stderr, "%s\n", buf);
+            free(buf);
+        }
+        {
+            tc_explain_info info;
+            tc_explain(f, &info, NULL, 0);
+            total_ops += info.ops;
+            total_kernels += info.kernels;
+            total_fused += info.fused_kernels;
+            total_unfused += info.kernels_unfused;
+        }
+        failures += !ok;
+        checked++;
+        tc_fn_free(f);
+        tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+        tc_scope_end(ctx);
+        tc_ctx_clear_error(ctx);
+    }
+    printf("fuzz: %ld graphs compiled and compared, %ld skipped (eager error), %ld failed\n", checked, skipped, failures);
+    printf("fuzz: %ld graph ops, %ld launches op by op -> %ld launches (%ld fused kernels)\n", total_ops, total_unfused,
+           total_kernels, total_fused);
+    printf("%ld passed, %ld failed\n", checked - failures, failures);
+    tc_ctx_destroy(ctx);
+    return failures != 0;
+}

@@ -1,0 +1,310 @@
+/* The fused-kernel executor: vector math against libm, every ISA level this
+ * machine runs, tails and strided/broadcast inputs, and the fuser's
+ * decisions (kernel counts, row kernels, materialization, in-place reuse). */
+#define TCOMPILE_IMPLEMENTATION
+#include "../tcompile.h"
+#include "tc_test.h"
+
+static tc_ctx *ctx;
+
+#ifdef TC__HAVE_VEXEC
+/* ---- vector math vs libm (double precision reference) ------------------------ */
+
+static double ref_op(int op, double x) {
+    switch (op) {
+    case TC__OP_EXP: return exp(x);
+    case TC__OP_LOG: return log(x);
+    case TC__OP_TANH: return tanh(x);
+    case TC__OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case TC__OP_ERF: return erf(x);
+    case TC__OP_SIN: return sin(x);
+    case TC__OP_COS: return cos(x);
+    case TC__OP_FLOOR: return floor(x);
+    case TC__OP_CEIL: return ceil(x);
+    case TC__OP_SQRT: return sqrt(x);
+    case TC__OP_SILU: return x / (1.0 + exp(-x));
+    case TC__OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case TC__OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case TC__OP_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x));
+    default: return NAN;
+    }
+}
+
+/* Error of r against the double reference, in units of the float ulp at
+ * the reference (denormal ulp below FLT_MIN). */
+static double ulp_err(float r, double ref) {
+    float rf = (float)ref;
+    double ulp;
+    if (ref != ref) return r != r ? 0 : INFINITY;
+    if (isinf(rf) || isinf(r)) return r == rf ? 0 : INFINITY;
+    ulp = (double)nextafterf(fabsf(rf), INFINITY) - fabs((double)rf);
+    if (ulp == 0 || ulp != ulp) ulp = 1.4e-45;
+    return fabs((double)r - ref) / ulp;
+}
+
+typedef struct math_case {
+    int op;
+    float lo, hi;   /* sampled range                                   */
+    double ulps;    /* documented bound in ulp (relative)              */
+    double abs_tol; /* or this absolute error, whichever is larger     */
+} math_case;
+
+/* The bounds the header documents (vexec_isa.c). */
+static const math_case math_cases[] = {
+    {TC__OP_EXP, -104.0f, 89.0f, 2, 0},        {TC__OP_LOG, 1e-38f, 3e38f, 2, 0},
+    {TC__OP_TANH, -12.0f, 12.0f, 2, 0},        {TC__OP_SIGMOID, -100.0f, 100.0f, 3, 1.2e-38},
+    {TC__OP_ERF, -6.0f, 6.0f, 3, 2e-7},         {TC__OP_SIN, -8192.0f, 8192.0f, 2, 2e-7},
+    {TC__OP_COS, -8192.0f, 8192.0f, 2, 2e-7},   {TC__OP_SIN, -1e30f, 1e30f, 2, 2e-7},
+    {TC__OP_FLOOR, -1e9f, 1e9f, 0, 0},          {TC__OP_CEIL, -300.0f, 300.0f, 0, 0},
+    {TC__OP_SQRT, 0.0f, 1e30f, 0.5, 0},         {TC__OP_SILU, -90.0f, 90.0f, 4, 1e-7},
+    {TC__OP_GELU, -10.0f, 10.0f, 4, 2e-7},      {TC__OP_GELU_TANH, -10.0f, 10.0f, 4, 2e-7},
+    {TC__OP_SOFTPLUS, -80.0f, 30.0f, 4, 1e-7},
+};
+
+/* Samples: a uniform grid over the range, a log grid of each sign, and the
+ * specials (zeros, denormals, infinities, NaN). */
+static int64_t fill_samples(float *x, int64_t cap, float lo, float hi) {
+    static const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -3e-39f, 1.17549435e-38f, 1e-30f, 0.5f,
+                                     -0.5f, 1.0f, -1.0f, 2.5f, -2.5f, 1e10f, -1e10f, 3.4e38f, -3.4e38f};
+    int64_t n = 0, i, grid = cap / 2;
+    for (i = 0; i < grid && n < cap; i++) x[n++] = lo + (hi - lo) * (float)((double)i / (double)(grid - 1));
+    for (i = 0; n < cap - 40 && i < cap / 4; i++) {
+        float v = powf(10.0f, -40.0f + 78.0f * (float)i / (float)(cap / 4));
+        x[n++] = v;
+        if (n < cap - 40) x[n++] = -v;
+    }
+    for (i = 0; i < (int64_t)(sizeof specials / sizeof specials[0]); i++) x[n++] = specials[i];
+    x[n++] = INFINITY;
+    x[n++] = -INFINITY;
+    x[n++] = NAN;
+    return n;
+}
+
+TC_TEST(test_vector_math_matches_libm) {
+    int64_t cap = 200000, n, i;
+    float *x = (float *)malloc(sizeof(float) * (size_t)cap), *y = (float *)malloc(sizeof(float) * (size_t)cap);
+    size_t c;
+    int isa;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        const tc__isa_impl *impl;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue; /* not on this CPU */
+        impl = tc__isa_impl_of((tc_isa)isa);
+        for (c = 0; c < sizeof math_cases / sizeof math_cases[0]; c++) {
+            const math_case *mc = &math_cases[c];
+            double worst = 0, worst_x = 0, worst_abs = 0;
+            n = fill_samples(x, cap, mc->lo, mc->hi);
+            impl->math(mc->op, x, y, n, mc->op == TC__OP_SOFTPLUS ? 1.0f : 0, mc->op == TC__OP_SOFTPLUS ? 20.0f : 0);
+            for (i = 0; i < n; i++) {
+                double ref = ref_op(mc->op, (double)x[i]), e, ae;
+                if (mc->op == TC__OP_LOG && x[i] < 0) ref = NAN;
+                /* the float reference: round, then compare (inputs out of the
+                 * documented range only need libm's special-value behaviour) */
+                if (x[i] == x[i] && !isinf(x[i]) && (x[i] < mc->lo || x[i] > mc->hi)) {
+                    if (mc->op == TC__OP_EXP || mc->op == TC__OP_SIGMOID || mc->op == TC__OP_TANH ||
+                        mc->op == TC__OP_ERF || mc->op == TC__OP_SILU || mc->op == TC__OP_GELU || mc->op == TC__OP_GELU_TANH)
+                        ; /* still exact enough: saturates */
+                    else
+                        continue;
+                }
+                e = ulp_err(y[i], ref);
+                ae = fabs((double)y[i] - ref);
+                if (e > mc->ulps && !(ae <= mc->abs_tol)) {
+                    if (e > worst) {
+                        worst = e;
+                        worst_x = x[i];
+                        worst_abs = ae;
+                    }
+                }
+            }
+            TC_CHECKF(worst == 0, "%s on %s: %.2f ulp (abs %.3g) at x = %.9g (bound %.1f ulp or %.1g abs)",
+                      tc__optable[mc->op].name, tc_isa_name((tc_isa)isa), worst, worst_abs, worst_x, mc->ulps,
+                      mc->abs_tol);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    free(x);
+    free(y);
+}
+#endif
+
+/* ---- compiled vs eager on every ISA level ------------------------------------------ */
+
+static double maxrel(tc_tensor *a, tc_tensor *b) {
+    int64_t n = tc_numel(a), i;
+    double m = 0;
+    float *x, *y;
+    if (tc_status(a) || tc_status(b) || n != tc_numel(b)) return INFINITY;
+    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
+    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
+        if (x[i] != x[i] && y[i] != y[i]) d = 0;
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    free(x);
+    free(y);
+    return m;
+}
+
+static void ew_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_mul(c, tc_gelu_tanh(c, tc_add_scalar(c, tc_mul_scalar(c, in[0], 1.5), 0.25)), tc_sigmoid(c, in[0]));
+}
+
+static void softmax_ln_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_layer_norm(c, tc_add(c, tc_mul_scalar(c, tc_softmax(c, in[0], -1), 2.0), in[0]), 1, NULL, NULL, 1e-5);
+}
+
+/* x [.., n] non-contiguous (a transpose) broadcast against a row vector */
+static void strided_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *xt = tc_transpose(c, in[0], 0, 1);
+    (void)u;
+    out[0] = tc_sub(c, tc_exp(c, tc_mul(c, xt, in[1])), tc_tanh(c, in[1]));
+}
+
+static tc_tensor *randn(int ndim, int64_t a, int64_t b, uint64_t seed) {
+    int64_t s[2];
+    s[0] = a;
+    s[1] = b;
+    return tc_rand_normal(ctx, ndim, s, 0.0, 1.0, seed);
+}
+
+TC_TEST(test_every_isa_and_tail_matches_eager) {
+    static const int64_t sizes[] = {1, 3, 15, 16, 17, 33, 255, 256, 257, 1000};
+    int isa;
+    size_t si;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            tc_tensor *x, *ye, *y, *in[2];
+            tc_fn *f1 = tc_compile(ctx, ew_fn, NULL, NULL), *f2 = tc_compile(ctx, softmax_ln_fn, NULL, NULL);
+            tc_compile_options o;
+            tc_fn *f3;
+            memset(&o, 0, sizeof o);
+            o.num_inputs = 2;
+            f3 = tc_compile(ctx, strided_fn, NULL, &o);
+            tc_scope_begin(ctx);
+            x = randn(2, 3, sizes[si], 7 + si);
+            ew_fn(ctx, NULL, &x, &ye);
+            TC_CHECK(tc_call(f1, &x, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 1e-5, "ew %s n=%lld: %g", tc_isa_name((tc_isa)isa), (long long)sizes[si], maxrel(y, ye));
+            softmax_ln_fn(ctx, NULL, &x, &ye);
+            TC_CHECK(tc_call(f2, &x, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 2e-5, "softmax_ln %s n=%lld: %g", tc_isa_name((tc_isa)isa), (long long)sizes[si],
+                      maxrel(y, ye));
+            in[0] = randn(2, sizes[si], 3, 9 + si);
+            in[1] = randn(1, sizes[si], 0, 11 + si);
+            strided_fn(ctx, NULL, in, &ye);
+            TC_CHECK(tc_call(f3, in, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 1e-5, "strided %s n=%lld: %g", tc_isa_name((tc_isa)isa), (long long)sizes[si],
+                      maxrel(y, ye));
+            tc_scope_end(ctx);
+            tc_fn_free(f1);
+            tc_fn_free(f2);
+            tc_fn_free(f3);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* ---- the fuser's decisions ---------------------------------------------------------- */
+
+static int kernels_of(tc_model_fn fn, int nin, tc_tensor **in, int *fused, int64_t *peak, double *err) {
+    tc_compile_options o;
+    tc_explain_info info;
+    tc_tensor *y, *ye;
+    tc_fn *f;
+    memset(&o, 0, sizeof o);
+    o.num_inputs = nin;
+    f = tc_compile(ctx, fn, NULL, &o);
+    tc_scope_begin(ctx);
+    fn(ctx, NULL, in, &ye);
+    tc_call(f, in, &y);
+    tc_call(f, in, &y);
+    *err = maxrel(y, ye);
+    tc_scope_end(ctx);
+    tc_explain(f, &info, NULL, 0);
+    tc_fn_free(f);
+    if (fused) *fused = info.fused_kernels;
+    if (peak) *peak = info.peak_bytes;
+    return info.kernels;
+}
+
+/* exp(x) feeds two different reductions: a reduction is never recomputed in
+ * two kernels, so the sums are one kernel each and exp is recomputed (cheap
+ * enough: 8 units) in both */
+static void two_sums_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax0 = 0, ax1 = 1;
+    tc_tensor *e = tc_exp(c, in[0]);
+    (void)u;
+    out[0] = tc_add(c, tc_sum(c, e, 1, &ax1, 0), tc_sum(c, tc_sum(c, e, 1, &ax0, 0), 0, NULL, 0));
+}
+
+/* an expensive value read by two kernels (one through a matmul) is
+ * materialized once rather than recomputed */
+static void shared_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *h = tc_gelu(c, tc_tanh(c, tc_sigmoid(c, in[0])));
+    (void)u;
+    out[0] = tc_add(c, tc_matmul(c, h, in[0]), tc_exp(c, h));
+}
+
+/* a row too long for the cache: softmax's reductions become kernels of
+ * their own instead of re-reading memory in several passes */
+static void long_row_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_softmax(c, in[0], -1);
+}
+
+/* matmul's result dies at the add: the add writes over it */
+static void inplace_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *m = tc_matmul(c, in[0], in[0]);
+    (void)u;
+    out[0] = tc_matmul(c, tc_relu(c, tc_add_scalar(c, m, 1.0)), in[0]);
+}
+
+TC_TEST(test_fusion_decisions) {
+    tc_tensor *x, *in[2];
+    int fused, k;
+    int64_t peak;
+    double err;
+    tc_scope_begin(ctx);
+    x = randn(2, 64, 300, 21);
+    k = kernels_of(ew_fn, 1, &x, &fused, NULL, &err);
+    TC_CHECKF(k == 1 && fused == 1 && err < 1e-5, "ew: %d kernels (%d fused), err %g", k, fused, err);
+    k = kernels_of(softmax_ln_fn, 1, &x, &fused, NULL, &err);
+    TC_CHECKF(k == 1 && fused == 1 && err < 2e-5, "softmax_ln: %d kernels, err %g", k, err);
+    k = kernels_of(two_sums_fn, 1, &x, &fused, NULL, &err);
+    TC_CHECKF(fused >= 2 && err < 1e-5, "two sums: %d kernels (%d fused), err %g", k, fused, err);
+    in[0] = randn(2, 32, 32, 22);
+    k = kernels_of(shared_fn, 1, in, &fused, NULL, &err);
+    TC_CHECKF(k == 3 && fused == 2 && err < 1e-5, "shared: %d kernels (%d fused), err %g", k, fused, err);
+    in[0] = randn(2, 2, 200000, 23);
+    k = kernels_of(long_row_fn, 1, in, &fused, NULL, &err);
+    /* max, exp (9 units: over the recompute limit), sum, div */
+    TC_CHECKF(k == 4 && fused == 4 && err < 1e-5, "long rows: %d kernels, err %g", k, err);
+    in[0] = randn(2, 64, 64, 24);
+    k = kernels_of(inplace_fn, 1, in, &fused, &peak, &err);
+    /* arena: one 64x64 buffer shared by matmul and relu, plus the output */
+    TC_CHECKF(k == 3 && err < 1e-5 && peak == 2 * 64 * 64 * 4, "in place: %d kernels, peak %lld, err %g", k,
+              (long long)peak, err);
+    tc_scope_end(ctx);
+}
+
+int main(void) {
+    tc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.num_threads = 2;
+    ctx = tc_ctx_create(&o);
+#ifdef TC__HAVE_VEXEC
+    TC_RUN(test_vector_math_matches_libm);
+#endif
+    TC_RUN(test_every_isa_and_tail_matches_eager);
+    TC_RUN(test_fusion_decisions);
+    tc_ctx_destroy(ctx);
+    return TC_TEST_SUMMARY();
+}
