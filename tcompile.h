@@ -694,7 +694,9 @@ typedef struct tc_explain_info {
     int kernels;             /* launches per call (views are free): fused
                                 kernels plus ops that run on their own      */
     int kernels_unfused;     /* what it would be op by op                   */
-    int fused_kernels;       /* of kernels, those the fuser generated       */
+    int fused_kernels;       /* of kernels, those running generated code
+                                (a fused kernel, or a contraction with a
+                                fused epilogue)                             */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int dynamic_dims;        /* input dims made dynamic automatically       */
@@ -2144,8 +2146,18 @@ typedef struct tc__call {
     int64_t ostrides[TC_MAX_DIMS];
     int64_t ooffset;
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
+    const struct tc__epilogue *epi; /* contractions: run on each finished
+                                  output tile (a fused pointwise kernel)    */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
+
+/* The epilogue interface of the contraction templates: fn runs on rows
+ * [row, row + m) x columns [col, col + n) of the f32 output seen as
+ * [rows, ldc], once those elements are final, while they are in cache. */
+typedef struct tc__epilogue {
+    void (*fn)(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc);
+    void *arg;
+} tc__epilogue;
 
 typedef tc_result (*tc__shape_fn)(tc__call *c);
 typedef tc_result (*tc__run_fn)(tc__call *c, tc_tensor *out);
@@ -4292,7 +4304,13 @@ typedef struct tc__gemm {
     int64_t ldc;             /* C(i,j) = C[i*ldc + j]     */
     float alpha;
     const float *bias;       /* bias[j] added to column j, or NULL */
+    const tc__epilogue *epi; /* after alpha and bias, per finished block */
+    int64_t epi_row0;        /* this problem's first row in the epilogue's view */
 } tc__gemm;
+
+TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
+    if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
+}
 
 TC__FN void tc__pack_b(const tc__gemm *g, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float *bp) {
     int64_t js, k, j;
@@ -4448,6 +4466,8 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
                 }
             }
         }
+        /* the block (mc rows x the chunk) is final and still in cache */
+        if (j->last) tc__gemm_epi(g, ic, mc, j->jc + j0, j1 - j0);
     }
 }
 
@@ -4495,6 +4515,7 @@ TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
             if (g->bias) c[j] += g->bias[j];
         }
     }
+    tc__gemm_epi(g, 0, g->M, jb, je - jb);
 }
 
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
@@ -4514,6 +4535,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
+        tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
     if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
@@ -4572,6 +4594,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.A += j->aoff[i];
         gi.B += j->boff[i];
         gi.C += j->coff[i];
+        gi.epi_row0 = gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
         if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
     }
 }
@@ -4595,6 +4618,7 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
         gi.A += aoff[i];
         gi.B += boff[i];
         gi.C += coff[i];
+        gi.epi_row0 = g->ldc > 0 ? coff[i] / g->ldc : 0;
         if (tc__gemm_run(ctx, &gi, 0)) return -1;
     }
     return 0;
@@ -4717,6 +4741,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.ldc = g.N;
     g.alpha = alpha;
     g.bias = bias;
+    g.epi = c->epi;
     /* fold A's batch dims into M when every batch stride continues the rows */
     {
         int64_t next = g.rsa * g.M;
@@ -7153,6 +7178,7 @@ typedef struct tc__fuse {
     tc__fslot slot[TC__VM_MAXSLOT];
     int nslot;
     int nvreg, stage, scalar_stage;
+    int acc_vreg[TC__VM_MAXACC], acc_stage[TC__VM_MAXACC]; /* loads done this stage */
     int fail_node;             /* materialize this to make progress         */
     int oom;
     char why[160];
@@ -7598,7 +7624,12 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
         return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
     if (!tc__inlined(f, node)) {
         int a = tc__fuse_access(f, node, m, 0);
-        return a < 0 ? -1 : tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+        if (a < 0) return -1;
+        if (f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
+            f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+            f->acc_stage[a] = f->stage;
+        }
+        return f->acc_vreg[a];
     }
     if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
         tc__vmap mb;
@@ -7744,6 +7775,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
     f->nslot = 0;
     f->stage = 0;
     f->row_set = f->row_appended = f->nrow = 0;
+    for (d = 0; d < TC__VM_MAXACC; d++) f->acc_stage[d] = -1;
     f->ndom = h->ndim;
     for (d = 0; d < h->ndim; d++) f->dom[d] = h->shape[d];
     id.nd = h->ndim;
@@ -10146,18 +10178,20 @@ TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
     return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
 }
 
-TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s) {
-    char *w;
+/* Lays the thread state over workspace w (NULL: claim the next slot). */
+TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-#ifdef TC__HAVE_ATOMICS
-    int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
-#else
-    int slot = kr->ws_next++;
-#endif
     size_t tile = sizeof(float) * TC__VM_TILE;
     size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
-    if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
-    w = kr->ws + (size_t)slot * kr->ws_bytes;
+    if (!w) {
+#ifdef TC__HAVE_ATOMICS
+        int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
+#else
+        int slot = kr->ws_next++;
+#endif
+        if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+        w = kr->ws + (size_t)slot * kr->ws_bytes;
+    }
     memset(s, 0, sizeof *s);
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
@@ -10203,12 +10237,9 @@ TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg
     }
 }
 
-/* Pointwise kernels: elements [b, e) of the flattened domain. */
-TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
-    tc__krun *kr = (tc__krun *)arg;
-    tc__vst s;
+/* Elements [b, e) of the flattened domain of a pointwise kernel. */
+TC__FN void tc__krun_span(tc__krun *kr, tc__vst *s, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1];
-    tc__krun_state(kr, &s);
     while (b < e) {
         int64_t rest = b / inner, col = b % inner, n = inner - col;
         int d;
@@ -10217,10 +10248,17 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
             rest /= kr->shape[d];
         }
         if (n > e - b) n = e - b;
-        tc__krun_point(kr, &s, idx, col);
-        tc__krun_tiles(kr, &s, &kr->k->stage[0], n);
+        tc__krun_point(kr, s, idx, col);
+        tc__krun_tiles(kr, s, &kr->k->stage[0], n);
         b += n;
     }
+}
+
+TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    tc__vst s;
+    tc__krun_state(kr, &s, NULL);
+    tc__krun_span(kr, &s, b, e);
 }
 
 TC__FN void tc__slot_init(float *acc, int comb) {
@@ -10243,7 +10281,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i;
-    tc__krun_state(kr, &s);
+    tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
         int si, d;
@@ -10346,11 +10384,9 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
 
 /* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
  * holds ws_slots per-thread workspaces of ws_bytes each. */
-TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
-                           int ws_slots) {
+TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     tc__krun kr;
     int a, d;
-    int64_t outer = 1, numel = 1;
     memset(&kr, 0, sizeof kr);
     kr.k = k;
     kr.isa = tc__isa_impl_of(ctx->isa);
@@ -10370,10 +10406,36 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
         kr.base[a] = (char *)h->st->data + off * esz;
         kr.dt[a] = (int)h->dtype;
     }
-    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     kr.rowlen = 1;
     for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
     tc__krun_coalesce(&kr);
+    *kr_ = kr;
+}
+
+/* A fused pointwise kernel as a contraction's epilogue: the tile's rows
+ * are spans of the kernel's flattened domain (the contraction's output
+ * shape).  Runs on the contraction's thread with a workspace on the stack. */
+typedef struct tc__epi_run {
+    tc__krun kr;
+} tc__epi_run;
+
+TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
+    tc__epi_run *er = (tc__epi_run *)arg;
+    float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
+    char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
+    tc__vst s;
+    int64_t r;
+    tc__krun_state(&er->kr, &s, w);
+    for (r = row; r < row + m; r++) tc__krun_span(&er->kr, &s, r * ldc + col, r * ldc + col + n);
+}
+
+TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
+                           int ws_slots) {
+    tc__krun kr;
+    int d;
+    int64_t outer = 1, numel = 1;
+    tc__krun_prepare(&kr, ctx, k, ref);
+    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
     kr.ws_bytes = ws_bytes;
@@ -10401,6 +10463,8 @@ typedef struct tc__launch {
     int node;
     int kernel;                /* a fused kernel (index), -1: the op's own */
     int inplace;               /* writes over an input: never rerun        */
+    int epi;                   /* a contraction: fused kernel run on its
+                                  output tiles (index), -1 none            */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -10409,6 +10473,7 @@ typedef struct tc__launch {
 
 typedef struct tc__program {
     const tc__graph *g;
+    tc_ctx *ctx;
     tc_tensor *hdr;            /* one header per node (not in any scope) */
     tc_tensor **ref;           /* what a node's users read: a header or a param */
     tc__storage *slice;        /* per node: its arena slice               */
@@ -10476,8 +10541,13 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
+    int only = -1;
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
+    /* an epilogue runs inside its contraction, whose inputs are still being
+     * read then: only the contraction's own output can be written over */
+    for (a = 0; a < p->nlaunch; a++)
+        if (p->launch[a].epi == p->fu.kernel_of[i]) only = p->launch[a].node;
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
         if (k->acc[a].store) st = &k->acc[a];
@@ -10486,6 +10556,7 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
         const tc__kaccess *ac = &k->acc[a];
         int r = p->root[ac->node], b, same = 1;
         if (ac->store || r < 0 || r == i || last[r] != i || p->off[r] < 0 || ac->node != r) continue;
+        if (only >= 0 && r != only) continue;
         if (tc__node_bytes(p, r) != tc__node_bytes(p, i) || p->hdr[r].dtype != p->hdr[i].dtype) continue;
         /* every access of r must be the store's own walk */
         for (b = 0; b < k->nacc && same; b++) {
@@ -10550,6 +10621,69 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
 #ifdef TC__HAVE_VEXEC
+/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
+ * of its own shape, read element for element and by nothing else, runs on
+ * the contraction's output tiles while they are in cache instead of as a
+ * pass of its own.  Its other inputs must exist before the contraction. */
+TC__FN void tc__program_epilogues(tc__program *p, int logs) {
+    const tc__graph *g = p->g;
+    int k, c, a, d, nl = 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        const tc__kernel *kn;
+        int src = -1, ok = 1;
+        if (l->kernel < 0) continue;
+        kn = &p->fu.k[l->kernel];
+        if (kn->nslot || kn->nstage != 1) continue;
+        for (a = 0; a < kn->nacc && src < 0; a++) {
+            const tc__kaccess *ac = &kn->acc[a];
+            const tc__node *cn = &g->nodes[ac->node];
+            const tc_tensor *ch = &p->hdr[ac->node], *rh = &p->hdr[l->node];
+            int same = !ac->store && cn->kind == TC__NODE_OP &&
+                       (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) && ch->dtype == TC_F32 &&
+                       ch->ndim == rh->ndim && ac->ndim == ch->ndim;
+            for (d = 0; same && d < ch->ndim; d++)
+                same = ch->shape[d] == rh->shape[d] &&
+                       (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
+            if (same) src = ac->node;
+        }
+        if (src < 0) continue;
+        /* the contraction's only reader, every other input older than it */
+        for (a = 0; a < kn->nacc && ok; a++)
+            if (!kn->acc[a].store && kn->acc[a].node != src && kn->acc[a].node > src) ok = 0;
+        for (a = 0; a < g->nout && ok; a++)
+            if (p->root[g->outputs[a]] == src) ok = 0;
+        for (c = 0; c < p->nlaunch && ok; c++) {
+            const tc__launch *o = &p->launch[c];
+            const tc__node *nd = &g->nodes[o->node];
+            if (c == k) continue;
+            if (o->kernel >= 0) {
+                for (a = 0; a < p->fu.k[o->kernel].nacc; a++)
+                    if (p->root[p->fu.k[o->kernel].acc[a].node] == src) ok = 0;
+            } else {
+                for (a = 0; a < nd->nin; a++)
+                    if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
+            }
+        }
+        for (c = 0; c < k && ok; c++)
+            if (p->launch[c].node == src) break;
+        if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
+        p->launch[c].epi = l->kernel;
+        l->kernel = -2; /* dropped below */
+        if (logs & 1)
+            tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
+                    tc__optable[g->nodes[src].op].name);
+    }
+    for (k = 0; k < p->nlaunch; k++) {
+        int own = p->launch[k].call.ins == p->launch[k].call.in;
+        if (p->launch[k].kernel == -2) continue;
+        p->launch[nl] = p->launch[k];
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+        nl++;
+    }
+    p->nlaunch = nl;
+}
+
 /* Groups the program's nodes into fused kernels (when the executor exists
  * and fuse is set): inlined nodes lose their launch and their memory, fused
  * roots launch their kernel, and each thread gets a workspace. */
@@ -10602,6 +10736,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
+    tc__program_epilogues(p, logs);
     for (k = 0; k < p->fu.nk; k++) {
         const tc__kernel *kn = &p->fu.k[k];
         int64_t rowlen = 1;
@@ -10638,7 +10773,9 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
 }
 #endif
 
-/* Liveness over the launch list: a buffer lives until its last reader. */
+/* Liveness over the launch list: a buffer lives until its last reader.  An
+ * epilogue writes its kernel's result at the contraction's launch, so the
+ * buffers born between the two stay clear of it. */
 TC__FN void tc__program_liveness(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i, k, a;
@@ -10646,6 +10783,16 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     for (k = 0; k < p->nlaunch; k++) {
         const tc__launch *l = &p->launch[k];
         const tc__node *nd = &g->nodes[l->node];
+        if (l->epi >= 0) {
+            const tc__kernel *kn = &p->fu.k[l->epi];
+            int r = kn->root, j;
+            for (j = l->node + 1; j < r; j++)
+                if (p->root[j] == j && last[j] < r) last[j] = r;
+            for (a = 0; a < kn->nacc; a++) {
+                int rr = p->root[kn->acc[a].node];
+                if (rr >= 0 && last[rr] < r) last[rr] = r;
+            }
+        }
         if (l->kernel >= 0) {
             const tc__kernel *kn = &p->fu.k[l->kernel];
             for (a = 0; a < kn->nacc; a++) {
@@ -10668,6 +10815,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
+    p->ctx = ctx;
     p->persistent = persistent;
     p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
     p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
@@ -10719,6 +10867,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             l->node = i;
             l->kernel = -1;
             l->inplace = 0;
+            l->epi = -1;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -10813,6 +10962,18 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         }
         tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
         return TC_OK;
+    }
+    if (l->epi >= 0) {
+        tc__epi_run er;
+        tc__epilogue e;
+        tc_result r;
+        tc__krun_prepare(&er.kr, ctx, &p->fu.k[l->epi], p->ref);
+        e.fn = tc__epilogue_tile;
+        e.arg = &er;
+        l->call.epi = &e;
+        r = tc__optable[l->call.op].run(&l->call, out);
+        l->call.epi = NULL;
+        return r;
     }
 #else
     (void)p;
@@ -12074,7 +12235,7 @@ TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain
     }
     for (k = 0; k < p->nlaunch; k++) {
         in->kernels += !p->launch[k].is_view;
-        in->fused_kernels += p->launch[k].kernel >= 0;
+        in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
     }
     if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
 }

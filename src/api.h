@@ -504,7 +504,9 @@ typedef struct tc_explain_info {
     int kernels;             /* launches per call (views are free): fused
                                 kernels plus ops that run on their own      */
     int kernels_unfused;     /* what it would be op by op                   */
-    int fused_kernels;       /* of kernels, those the fuser generated       */
+    int fused_kernels;       /* of kernels, those running generated code
+                                (a fused kernel, or a contraction with a
+                                fused epilogue)                             */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
     int dynamic_dims;        /* input dims made dynamic automatically       */

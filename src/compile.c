@@ -1108,7 +1108,7 @@ TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain
     }
     for (k = 0; k < p->nlaunch; k++) {
         in->kernels += !p->launch[k].is_view;
-        in->fused_kernels += p->launch[k].kernel >= 0;
+        in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
     }
     if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
 }

@@ -76,6 +76,7 @@ typedef struct tc__fuse {
     tc__fslot slot[TC__VM_MAXSLOT];
     int nslot;
     int nvreg, stage, scalar_stage;
+    int acc_vreg[TC__VM_MAXACC], acc_stage[TC__VM_MAXACC]; /* loads done this stage */
     int fail_node;             /* materialize this to make progress         */
     int oom;
     char why[160];
@@ -521,7 +522,12 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
         return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
     if (!tc__inlined(f, node)) {
         int a = tc__fuse_access(f, node, m, 0);
-        return a < 0 ? -1 : tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+        if (a < 0) return -1;
+        if (f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
+            f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+            f->acc_stage[a] = f->stage;
+        }
+        return f->acc_vreg[a];
     }
     if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
         tc__vmap mb;
@@ -667,6 +673,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
     f->nslot = 0;
     f->stage = 0;
     f->row_set = f->row_appended = f->nrow = 0;
+    for (d = 0; d < TC__VM_MAXACC; d++) f->acc_stage[d] = -1;
     f->ndom = h->ndim;
     for (d = 0; d < h->ndim; d++) f->dom[d] = h->shape[d];
     id.nd = h->ndim;

@@ -23,7 +23,13 @@ typedef struct tc__gemm {
     int64_t ldc;             /* C(i,j) = C[i*ldc + j]     */
     float alpha;
     const float *bias;       /* bias[j] added to column j, or NULL */
+    const tc__epilogue *epi; /* after alpha and bias, per finished block */
+    int64_t epi_row0;        /* this problem's first row in the epilogue's view */
 } tc__gemm;
+
+TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
+    if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
+}
 
 TC__FN void tc__pack_b(const tc__gemm *g, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float *bp) {
     int64_t js, k, j;
@@ -179,6 +185,8 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
                 }
             }
         }
+        /* the block (mc rows x the chunk) is final and still in cache */
+        if (j->last) tc__gemm_epi(g, ic, mc, j->jc + j0, j1 - j0);
     }
 }
 
@@ -226,6 +234,7 @@ TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
             if (g->bias) c[j] += g->bias[j];
         }
     }
+    tc__gemm_epi(g, 0, g->M, jb, je - jb);
 }
 
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
@@ -245,6 +254,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
             for (jj = 0; jj < g->N; jj++) g->C[i * g->ldc + jj] = g->bias ? g->bias[jj] : 0.0f;
+        tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
     if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
@@ -303,6 +313,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.A += j->aoff[i];
         gi.B += j->boff[i];
         gi.C += j->coff[i];
+        gi.epi_row0 = gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
         if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
     }
 }
@@ -326,6 +337,7 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
         gi.A += aoff[i];
         gi.B += boff[i];
         gi.C += coff[i];
+        gi.epi_row0 = g->ldc > 0 ? coff[i] / g->ldc : 0;
         if (tc__gemm_run(ctx, &gi, 0)) return -1;
     }
     return 0;

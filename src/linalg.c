@@ -114,6 +114,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.ldc = g.N;
     g.alpha = alpha;
     g.bias = bias;
+    g.epi = c->epi;
     /* fold A's batch dims into M when every batch stride continues the rows */
     {
         int64_t next = g.rsa * g.M;

@@ -120,8 +120,18 @@ typedef struct tc__call {
     int64_t ostrides[TC_MAX_DIMS];
     int64_t ooffset;
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
+    const struct tc__epilogue *epi; /* contractions: run on each finished
+                                  output tile (a fused pointwise kernel)    */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
+
+/* The epilogue interface of the contraction templates: fn runs on rows
+ * [row, row + m) x columns [col, col + n) of the f32 output seen as
+ * [rows, ldc], once those elements are final, while they are in cache. */
+typedef struct tc__epilogue {
+    void (*fn)(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc);
+    void *arg;
+} tc__epilogue;
 
 typedef tc_result (*tc__shape_fn)(tc__call *c);
 typedef tc_result (*tc__run_fn)(tc__call *c, tc_tensor *out);

@@ -11,6 +11,8 @@ typedef struct tc__launch {
     int node;
     int kernel;                /* a fused kernel (index), -1: the op's own */
     int inplace;               /* writes over an input: never rerun        */
+    int epi;                   /* a contraction: fused kernel run on its
+                                  output tiles (index), -1 none            */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -19,6 +21,7 @@ typedef struct tc__launch {
 
 typedef struct tc__program {
     const tc__graph *g;
+    tc_ctx *ctx;
     tc_tensor *hdr;            /* one header per node (not in any scope) */
     tc_tensor **ref;           /* what a node's users read: a header or a param */
     tc__storage *slice;        /* per node: its arena slice               */
@@ -86,8 +89,13 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
+    int only = -1;
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
+    /* an epilogue runs inside its contraction, whose inputs are still being
+     * read then: only the contraction's own output can be written over */
+    for (a = 0; a < p->nlaunch; a++)
+        if (p->launch[a].epi == p->fu.kernel_of[i]) only = p->launch[a].node;
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
         if (k->acc[a].store) st = &k->acc[a];
@@ -96,6 +104,7 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
         const tc__kaccess *ac = &k->acc[a];
         int r = p->root[ac->node], b, same = 1;
         if (ac->store || r < 0 || r == i || last[r] != i || p->off[r] < 0 || ac->node != r) continue;
+        if (only >= 0 && r != only) continue;
         if (tc__node_bytes(p, r) != tc__node_bytes(p, i) || p->hdr[r].dtype != p->hdr[i].dtype) continue;
         /* every access of r must be the store's own walk */
         for (b = 0; b < k->nacc && same; b++) {
@@ -160,6 +169,69 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
 #ifdef TC__HAVE_VEXEC
+/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
+ * of its own shape, read element for element and by nothing else, runs on
+ * the contraction's output tiles while they are in cache instead of as a
+ * pass of its own.  Its other inputs must exist before the contraction. */
+TC__FN void tc__program_epilogues(tc__program *p, int logs) {
+    const tc__graph *g = p->g;
+    int k, c, a, d, nl = 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        const tc__kernel *kn;
+        int src = -1, ok = 1;
+        if (l->kernel < 0) continue;
+        kn = &p->fu.k[l->kernel];
+        if (kn->nslot || kn->nstage != 1) continue;
+        for (a = 0; a < kn->nacc && src < 0; a++) {
+            const tc__kaccess *ac = &kn->acc[a];
+            const tc__node *cn = &g->nodes[ac->node];
+            const tc_tensor *ch = &p->hdr[ac->node], *rh = &p->hdr[l->node];
+            int same = !ac->store && cn->kind == TC__NODE_OP &&
+                       (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) && ch->dtype == TC_F32 &&
+                       ch->ndim == rh->ndim && ac->ndim == ch->ndim;
+            for (d = 0; same && d < ch->ndim; d++)
+                same = ch->shape[d] == rh->shape[d] &&
+                       (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
+            if (same) src = ac->node;
+        }
+        if (src < 0) continue;
+        /* the contraction's only reader, every other input older than it */
+        for (a = 0; a < kn->nacc && ok; a++)
+            if (!kn->acc[a].store && kn->acc[a].node != src && kn->acc[a].node > src) ok = 0;
+        for (a = 0; a < g->nout && ok; a++)
+            if (p->root[g->outputs[a]] == src) ok = 0;
+        for (c = 0; c < p->nlaunch && ok; c++) {
+            const tc__launch *o = &p->launch[c];
+            const tc__node *nd = &g->nodes[o->node];
+            if (c == k) continue;
+            if (o->kernel >= 0) {
+                for (a = 0; a < p->fu.k[o->kernel].nacc; a++)
+                    if (p->root[p->fu.k[o->kernel].acc[a].node] == src) ok = 0;
+            } else {
+                for (a = 0; a < nd->nin; a++)
+                    if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
+            }
+        }
+        for (c = 0; c < k && ok; c++)
+            if (p->launch[c].node == src) break;
+        if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
+        p->launch[c].epi = l->kernel;
+        l->kernel = -2; /* dropped below */
+        if (logs & 1)
+            tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
+                    tc__optable[g->nodes[src].op].name);
+    }
+    for (k = 0; k < p->nlaunch; k++) {
+        int own = p->launch[k].call.ins == p->launch[k].call.in;
+        if (p->launch[k].kernel == -2) continue;
+        p->launch[nl] = p->launch[k];
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+        nl++;
+    }
+    p->nlaunch = nl;
+}
+
 /* Groups the program's nodes into fused kernels (when the executor exists
  * and fuse is set): inlined nodes lose their launch and their memory, fused
  * roots launch their kernel, and each thread gets a workspace. */
@@ -212,6 +284,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
+    tc__program_epilogues(p, logs);
     for (k = 0; k < p->fu.nk; k++) {
         const tc__kernel *kn = &p->fu.k[k];
         int64_t rowlen = 1;
@@ -248,7 +321,9 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
 }
 #endif
 
-/* Liveness over the launch list: a buffer lives until its last reader. */
+/* Liveness over the launch list: a buffer lives until its last reader.  An
+ * epilogue writes its kernel's result at the contraction's launch, so the
+ * buffers born between the two stay clear of it. */
 TC__FN void tc__program_liveness(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i, k, a;
@@ -256,6 +331,16 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     for (k = 0; k < p->nlaunch; k++) {
         const tc__launch *l = &p->launch[k];
         const tc__node *nd = &g->nodes[l->node];
+        if (l->epi >= 0) {
+            const tc__kernel *kn = &p->fu.k[l->epi];
+            int r = kn->root, j;
+            for (j = l->node + 1; j < r; j++)
+                if (p->root[j] == j && last[j] < r) last[j] = r;
+            for (a = 0; a < kn->nacc; a++) {
+                int rr = p->root[kn->acc[a].node];
+                if (rr >= 0 && last[rr] < r) last[rr] = r;
+            }
+        }
         if (l->kernel >= 0) {
             const tc__kernel *kn = &p->fu.k[l->kernel];
             for (a = 0; a < kn->nacc; a++) {
@@ -278,6 +363,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
+    p->ctx = ctx;
     p->persistent = persistent;
     p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
     p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
@@ -329,6 +415,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             l->node = i;
             l->kernel = -1;
             l->inplace = 0;
+            l->epi = -1;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -423,6 +510,18 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         }
         tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
         return TC_OK;
+    }
+    if (l->epi >= 0) {
+        tc__epi_run er;
+        tc__epilogue e;
+        tc_result r;
+        tc__krun_prepare(&er.kr, ctx, &p->fu.k[l->epi], p->ref);
+        e.fn = tc__epilogue_tile;
+        e.arg = &er;
+        l->call.epi = &e;
+        r = tc__optable[l->call.op].run(&l->call, out);
+        l->call.epi = NULL;
+        return r;
     }
 #else
     (void)p;

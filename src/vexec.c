@@ -109,18 +109,20 @@ TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
     return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
 }
 
-TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s) {
-    char *w;
+/* Lays the thread state over workspace w (NULL: claim the next slot). */
+TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-#ifdef TC__HAVE_ATOMICS
-    int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
-#else
-    int slot = kr->ws_next++;
-#endif
     size_t tile = sizeof(float) * TC__VM_TILE;
     size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
-    if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
-    w = kr->ws + (size_t)slot * kr->ws_bytes;
+    if (!w) {
+#ifdef TC__HAVE_ATOMICS
+        int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
+#else
+        int slot = kr->ws_next++;
+#endif
+        if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+        w = kr->ws + (size_t)slot * kr->ws_bytes;
+    }
     memset(s, 0, sizeof *s);
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
@@ -166,12 +168,9 @@ TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg
     }
 }
 
-/* Pointwise kernels: elements [b, e) of the flattened domain. */
-TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
-    tc__krun *kr = (tc__krun *)arg;
-    tc__vst s;
+/* Elements [b, e) of the flattened domain of a pointwise kernel. */
+TC__FN void tc__krun_span(tc__krun *kr, tc__vst *s, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1];
-    tc__krun_state(kr, &s);
     while (b < e) {
         int64_t rest = b / inner, col = b % inner, n = inner - col;
         int d;
@@ -180,10 +179,17 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
             rest /= kr->shape[d];
         }
         if (n > e - b) n = e - b;
-        tc__krun_point(kr, &s, idx, col);
-        tc__krun_tiles(kr, &s, &kr->k->stage[0], n);
+        tc__krun_point(kr, s, idx, col);
+        tc__krun_tiles(kr, s, &kr->k->stage[0], n);
         b += n;
     }
+}
+
+TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
+    tc__krun *kr = (tc__krun *)arg;
+    tc__vst s;
+    tc__krun_state(kr, &s, NULL);
+    tc__krun_span(kr, &s, b, e);
 }
 
 TC__FN void tc__slot_init(float *acc, int comb) {
@@ -206,7 +212,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i;
-    tc__krun_state(kr, &s);
+    tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
         int si, d;
@@ -309,11 +315,9 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
 
 /* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
  * holds ws_slots per-thread workspaces of ws_bytes each. */
-TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
-                           int ws_slots) {
+TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     tc__krun kr;
     int a, d;
-    int64_t outer = 1, numel = 1;
     memset(&kr, 0, sizeof kr);
     kr.k = k;
     kr.isa = tc__isa_impl_of(ctx->isa);
@@ -333,10 +337,36 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
         kr.base[a] = (char *)h->st->data + off * esz;
         kr.dt[a] = (int)h->dtype;
     }
-    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     kr.rowlen = 1;
     for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
     tc__krun_coalesce(&kr);
+    *kr_ = kr;
+}
+
+/* A fused pointwise kernel as a contraction's epilogue: the tile's rows
+ * are spans of the kernel's flattened domain (the contraction's output
+ * shape).  Runs on the contraction's thread with a workspace on the stack. */
+typedef struct tc__epi_run {
+    tc__krun kr;
+} tc__epi_run;
+
+TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
+    tc__epi_run *er = (tc__epi_run *)arg;
+    float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
+    char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
+    tc__vst s;
+    int64_t r;
+    tc__krun_state(&er->kr, &s, w);
+    for (r = row; r < row + m; r++) tc__krun_span(&er->kr, &s, r * ldc + col, r * ldc + col + n);
+}
+
+TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
+                           int ws_slots) {
+    tc__krun kr;
+    int d;
+    int64_t outer = 1, numel = 1;
+    tc__krun_prepare(&kr, ctx, k, ref);
+    for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
     kr.ws_bytes = ws_bytes;

@@ -81,7 +81,20 @@ else
     skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
 fi
 
-# 2b. allocation hooks are all-or-none: a partial set must not compile
+# 2b. AArch64 (the NEON level of the executor) under qemu-user when the
+#     cross compiler and emulator are installed
+ARMCC=${ARMCC:-aarch64-linux-gnu-gcc}
+if have "$ARMCC" && have qemu-aarch64 && [ -d /usr/aarch64-linux-gnu ]; then
+    for t in test_vexec fuzz_fusion test_compile; do
+        if $ARMCC -std=c99 $OPT $WARN -I. "tests/$t.c" -o "$B/$t.arm64" $LIBS 2> "$B/$t.arm64.log"; then
+            run_counted "$t (AArch64 NEON, qemu)" qemu-aarch64 -L /usr/aarch64-linux-gnu "$B/$t.arm64"
+        else fail "cross-compile $t for AArch64"; head -n 20 "$B/$t.arm64.log"; fi
+    done
+else
+    skip "AArch64/NEON under emulation: $ARMCC or qemu-aarch64 not installed (apt-get install gcc-aarch64-linux-gnu qemu-user)"
+fi
+
+# 2c. allocation hooks are all-or-none: a partial set must not compile
 printf '#define TC_MALLOC(n) malloc(n)\n#define TCOMPILE_IMPLEMENTATION\n#include "tcompile.h"\n' > "$B/partial_hooks.c"
 if $CC -std=c99 -I. -c "$B/partial_hooks.c" -o "$B/partial.o" 2> "$B/partial.log"; then
     fail "partial allocation hooks compiled (must be an #error)"
@@ -89,7 +102,7 @@ elif grep -q "TC_MALLOC, TC_REALLOC and TC_FREE" "$B/partial.log"; then pass "pa
 else fail "partial allocation hooks failed for another reason"; head -n 5 "$B/partial.log"; fi
 
 # 3. unit tests (optimised, as users build), then the oracle
-TESTS="test_ops test_errors test_hooks test_compile"
+TESTS="test_ops test_errors test_hooks test_compile test_vexec fuzz_fusion"
 for t in $TESTS; do
     if $CC -std=c99 -O2 -g $WARN -I. "tests/$t.c" -o "$B/$t" $LIBS 2> "$B/$t.build.log"; then
         run_counted "$t" "$B/$t"
