@@ -106,10 +106,29 @@
  * breaks record the function again (cheap: no kernel runs while recording)
  * and run each recorded segment from the program cached for an equal
  * segment, so each path of a data-dependent branch compiles once.
+ * Fusion: a compiled graph runs as a few fused kernels.  Pointwise chains,
+ * broadcasts and views (permute, slice, select, expand, (un)squeeze) fuse
+ * into one kernel; pointwise producers fuse into reductions and pointwise
+ * consumers after them; softmax, log_softmax, layer/RMS norm and batch norm
+ * become one row kernel (a pass per reduction over a row held in cache,
+ * values several passes need kept in row buffers); the pointwise work after
+ * a matmul/linear (bias, activation, residual, scale) runs on the GEMM's
+ * output tiles as its epilogue.  A kernel is a short register program run by
+ * a built-in executor over 256-element tiles with the widest SIMD the CPU
+ * has (AVX-512, AVX2+FMA, SSE2/NEON, scalar; cpuid + XGETBV; no compiler or
+ * executable memory at run time); tc_ctx_set_isa forces a lower level.  Its
+ * vector exp, log, tanh, sigmoid are within 2-3 ulp of libm, erf within 3
+ * ulp or 2e-7, sin/cos within 2e-7 absolute up to |x| = 8192 (libm beyond);
+ * results may differ from eager in the last bits (reassociated sums, vector
+ * math).  Do not compile the implementation with -ffast-math.  Results
+ * whose input dies at that kernel are written in place; tc_explain reports
+ * kernels before and after fusion and the peak memory of a call.
  * tc_explain reports graphs, breaks
  * (reason, file:line), ops, kernels, guards and recompiles;
- * TC_LOGS=graph_breaks,recompiles,guards,output_code logs them as they
- * happen; tc_fn_dot writes a graph as Graphviz DOT.  Modes
+ * TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code logs them as they
+ * happen (fusion: every materialize/recompute decision with its reason;
+ * output_code: the graph and each kernel's program); tc_fn_dot writes a
+ * graph as Graphviz DOT.  Modes
  * (TC_DEFAULT_MODE / options.mode) and fullgraph
  * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
  * including the header and overridden per compile.  max-autotune measures
@@ -165,9 +184,12 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - compiled graphs run as a launch list of the eager kernels over a
- *     planned arena: fusion, the SIMD code generator, max-autotune's
- *     measured variants and the CUDA backend are being built (README);
+ *   - max-autotune measures thread splits only (GEMM blockings and the
+ *     on-disk cache come with the contraction templates); the C emitter and
+ *     the CUDA backend are being built (README);
+ *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
+ *     argmax/var run as their own eager kernels; compilers without GNU C
+ *     vector extensions (MSVC) run compiled graphs op by op;
  *   - tc_copy (writing into a tensor) is not supported inside a compiled
  *     function.
  *
@@ -8232,9 +8254,9 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
 TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
     TC__VI j, sign, usec;
-    TC__VI far = ~(ax <= 8192.0f);
+    TC__VI huge = ~(ax <= 8192.0f);
     int i, any = 0;
-    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
     t = ax * 1.27323954473516f;
     y = (t + 12582912.0f) - 12582912.0f;
     y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
@@ -8257,10 +8279,10 @@ TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     pc = pc * z * z - 0.5f * z + 1.0f;
     res = TC__SEL(usec, pc, ps);
     res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= far[i];
+    for (i = 0; i < TC__W; i++) any |= huge[i];
     if (any)
         for (i = 0; i < TC__W; i++)
-            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
     return res;
 }
 
@@ -8738,9 +8760,9 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
 TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
     TC__VI j, sign, usec;
-    TC__VI far = ~(ax <= 8192.0f);
+    TC__VI huge = ~(ax <= 8192.0f);
     int i, any = 0;
-    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
     t = ax * 1.27323954473516f;
     y = (t + 12582912.0f) - 12582912.0f;
     y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
@@ -8763,10 +8785,10 @@ TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     pc = pc * z * z - 0.5f * z + 1.0f;
     res = TC__SEL(usec, pc, ps);
     res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= far[i];
+    for (i = 0; i < TC__W; i++) any |= huge[i];
     if (any)
         for (i = 0; i < TC__W; i++)
-            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
     return res;
 }
 
@@ -9244,9 +9266,9 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
 TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
     TC__VI j, sign, usec;
-    TC__VI far = ~(ax <= 8192.0f);
+    TC__VI huge = ~(ax <= 8192.0f);
     int i, any = 0;
-    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
     t = ax * 1.27323954473516f;
     y = (t + 12582912.0f) - 12582912.0f;
     y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
@@ -9269,10 +9291,10 @@ TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     pc = pc * z * z - 0.5f * z + 1.0f;
     res = TC__SEL(usec, pc, ps);
     res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= far[i];
+    for (i = 0; i < TC__W; i++) any |= huge[i];
     if (any)
         for (i = 0; i < TC__W; i++)
-            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
     return res;
 }
 
@@ -9750,9 +9772,9 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
 TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
     TC__VI j, sign, usec;
-    TC__VI far = ~(ax <= 8192.0f);
+    TC__VI huge = ~(ax <= 8192.0f);
     int i, any = 0;
-    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
     t = ax * 1.27323954473516f;
     y = (t + 12582912.0f) - 12582912.0f;
     y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
@@ -9775,10 +9797,10 @@ TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     pc = pc * z * z - 0.5f * z + 1.0f;
     res = TC__SEL(usec, pc, ps);
     res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= far[i];
+    for (i = 0; i < TC__W; i++) any |= huge[i];
     if (any)
         for (i = 0; i < TC__W; i++)
-            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
     return res;
 }
 

@@ -183,9 +183,9 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
 TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
     TC__VI j, sign, usec;
-    TC__VI far = ~(ax <= 8192.0f);
+    TC__VI huge = ~(ax <= 8192.0f);
     int i, any = 0;
-    ax = TC__SEL(far, TC__SPL(0.0f), ax);
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
     t = ax * 1.27323954473516f;
     y = (t + 12582912.0f) - 12582912.0f;
     y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
@@ -208,10 +208,10 @@ TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
     pc = pc * z * z - 0.5f * z + 1.0f;
     res = TC__SEL(usec, pc, ps);
     res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= far[i];
+    for (i = 0; i < TC__W; i++) any |= huge[i];
     if (any)
         for (i = 0; i < TC__W; i++)
-            if (far[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
     return res;
 }
 
