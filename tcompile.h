@@ -7034,6 +7034,8 @@ typedef struct tc__kernel {
 typedef struct tc__vst {
     float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
     const float *r[TC__VM_MAXREG];   /* what each register reads             */
+    int u[TC__VM_MAXREG];            /* uniform: one vector stands for all   */
+    float uv[TC__VM_MAXREG][16];     /* that vector (up to 16 lanes)         */
     char *ptr[TC__VM_MAXACC];        /* tile start per access                */
     int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
     int dt[TC__VM_MAXACC];
@@ -8445,6 +8447,13 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     }
 }
 
+/* An accumulator tile set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    int i;
+    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+}
+
 /* The whole tile reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc);
@@ -8466,43 +8475,82 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     return r;
 }
 
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
         switch (in->op) {
-        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
-        case TC__V_CONST: {
-            TC__VF c = TC__SPL(in->f0);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_SLOT: {
-            TC__VF c = TC__SPL(s->slot[in->a]);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
         case TC__V_STOREL: {
-            const float *x = s->r[in->b];
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
             float *l = s->local[in->a];
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        default: break;
+        }
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        switch (in->op) {
         case TC__V_FMA: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
             break;
         }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            for (i = 0; i < m; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -8512,8 +8560,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++)                                                                      \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        for (i = 0; i < m; i++)                                                                       \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -8526,19 +8574,20 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
             }
         }
         s->r[in->dst] = d;
+        s->u[in->dst] = uni;
     }
 }
 
@@ -8951,6 +9000,13 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     }
 }
 
+/* An accumulator tile set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    int i;
+    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+}
+
 /* The whole tile reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc);
@@ -8972,43 +9028,82 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     return r;
 }
 
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
         switch (in->op) {
-        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
-        case TC__V_CONST: {
-            TC__VF c = TC__SPL(in->f0);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_SLOT: {
-            TC__VF c = TC__SPL(s->slot[in->a]);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
         case TC__V_STOREL: {
-            const float *x = s->r[in->b];
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
             float *l = s->local[in->a];
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        default: break;
+        }
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        switch (in->op) {
         case TC__V_FMA: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
             break;
         }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            for (i = 0; i < m; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -9018,8 +9113,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++)                                                                      \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        for (i = 0; i < m; i++)                                                                       \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -9032,19 +9127,20 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
             }
         }
         s->r[in->dst] = d;
+        s->u[in->dst] = uni;
     }
 }
 
@@ -9457,6 +9553,13 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     }
 }
 
+/* An accumulator tile set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    int i;
+    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+}
+
 /* The whole tile reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc);
@@ -9478,43 +9581,82 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     return r;
 }
 
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
         switch (in->op) {
-        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
-        case TC__V_CONST: {
-            TC__VF c = TC__SPL(in->f0);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_SLOT: {
-            TC__VF c = TC__SPL(s->slot[in->a]);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
         case TC__V_STOREL: {
-            const float *x = s->r[in->b];
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
             float *l = s->local[in->a];
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        default: break;
+        }
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        switch (in->op) {
         case TC__V_FMA: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
             break;
         }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            for (i = 0; i < m; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -9524,8 +9666,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++)                                                                      \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        for (i = 0; i < m; i++)                                                                       \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -9538,19 +9680,20 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
             }
         }
         s->r[in->dst] = d;
+        s->u[in->dst] = uni;
     }
 }
 
@@ -9963,6 +10106,13 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     }
 }
 
+/* An accumulator tile set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    int i;
+    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+}
+
 /* The whole tile reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc);
@@ -9984,43 +10134,82 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     return r;
 }
 
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
         switch (in->op) {
-        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
-        case TC__V_CONST: {
-            TC__VF c = TC__SPL(in->f0);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_SLOT: {
-            TC__VF c = TC__SPL(s->slot[in->a]);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
         case TC__V_STOREL: {
-            const float *x = s->r[in->b];
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
             float *l = s->local[in->a];
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        default: break;
+        }
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        switch (in->op) {
         case TC__V_FMA: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
             break;
         }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            for (i = 0; i < m; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -10030,8 +10219,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++)                                                                      \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        for (i = 0; i < m; i++)                                                                       \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -10044,19 +10233,20 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
             }
         }
         s->r[in->dst] = d;
+        s->u[in->dst] = uni;
     }
 }
 
@@ -10101,6 +10291,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 
 typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
 typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
+typedef void (*tc__vm_init_fn)(float *acc, int comb);
 typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
 
 typedef struct tc__isa_impl {
@@ -10108,14 +10299,15 @@ typedef struct tc__isa_impl {
     tc__vm_tile_fn tile;
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
+    tc__vm_init_fn init;
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar},
-    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128},
+    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
+    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2},
-    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512},
+    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
+    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
 #endif
 };
 
@@ -10246,6 +10438,18 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t rema
     }
 }
 
+/* The same tile of the next outer row (the innermost outer dim + 1). */
+TC__FN void tc__krun_prefetch_row(const tc__krun *kr, const tc__vst *s, int64_t next, int len) {
+    int a;
+    for (a = 0; a < kr->k->nacc; a++) {
+        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
+        const char *p;
+        if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
+        p = s->ptr[a] + kr->st[a][kr->row0 - 1] * next * (int64_t)esz;
+        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+    }
+}
+
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
     int a;
@@ -10283,12 +10487,6 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__krun_span(kr, &s, b, e);
 }
 
-TC__FN void tc__slot_init(float *acc, int comb) {
-    float v = comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
-    int i;
-    for (i = 0; i < TC__VM_TILE; i++) acc[i] = v;
-}
-
 TC__FN double tc__slot_combine(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
     if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
@@ -10303,6 +10501,8 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i;
+    /* the next row is fetched while this one is reduced */
+    int64_t next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1 ? 1 : 0;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
@@ -10326,7 +10526,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
             for (i = stg->begin; i < stg->end; i++)
                 if (k->code[i].op == TC__V_ACC) {
                     used[nused++] = k->code[i].a;
-                    tc__slot_init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
+                    kr->isa->init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
                     dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
                                          : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
                 }
@@ -10342,6 +10542,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
                     int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
                     for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
                     if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
+                    if (si == 0 && next_row) tc__krun_prefetch_row(kr, &s, next_row, len);
                     kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
                     for (a = 0; a < k->nacc; a++)
                         s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
@@ -10350,7 +10551,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
                         for (q = 0; q < nused; q++) {
                             int sl = used[q];
                             dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                            tc__slot_init(s.acc[sl], k->slot_comb[sl]);
+                            kr->isa->init(s.acc[sl], k->slot_comb[sl]);
                         }
                 }
             }

@@ -83,6 +83,8 @@ typedef struct tc__kernel {
 typedef struct tc__vst {
     float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
     const float *r[TC__VM_MAXREG];   /* what each register reads             */
+    int u[TC__VM_MAXREG];            /* uniform: one vector stands for all   */
+    float uv[TC__VM_MAXREG][16];     /* that vector (up to 16 lanes)         */
     char *ptr[TC__VM_MAXACC];        /* tile start per access                */
     int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
     int dt[TC__VM_MAXACC];

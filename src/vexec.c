@@ -10,6 +10,7 @@
 
 typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
 typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
+typedef void (*tc__vm_init_fn)(float *acc, int comb);
 typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
 
 typedef struct tc__isa_impl {
@@ -17,14 +18,15 @@ typedef struct tc__isa_impl {
     tc__vm_tile_fn tile;
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
+    tc__vm_init_fn init;
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar},
-    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128},
+    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
+    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2},
-    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512},
+    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
+    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
 #endif
 };
 
@@ -155,6 +157,18 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t rema
     }
 }
 
+/* The same tile of the next outer row (the innermost outer dim + 1). */
+TC__FN void tc__krun_prefetch_row(const tc__krun *kr, const tc__vst *s, int64_t next, int len) {
+    int a;
+    for (a = 0; a < kr->k->nacc; a++) {
+        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
+        const char *p;
+        if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
+        p = s->ptr[a] + kr->st[a][kr->row0 - 1] * next * (int64_t)esz;
+        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+    }
+}
+
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
     int a;
@@ -192,12 +206,6 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__krun_span(kr, &s, b, e);
 }
 
-TC__FN void tc__slot_init(float *acc, int comb) {
-    float v = comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
-    int i;
-    for (i = 0; i < TC__VM_TILE; i++) acc[i] = v;
-}
-
 TC__FN double tc__slot_combine(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
     if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
@@ -212,6 +220,8 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i;
+    /* the next row is fetched while this one is reduced */
+    int64_t next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1 ? 1 : 0;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
@@ -235,7 +245,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
             for (i = stg->begin; i < stg->end; i++)
                 if (k->code[i].op == TC__V_ACC) {
                     used[nused++] = k->code[i].a;
-                    tc__slot_init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
+                    kr->isa->init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
                     dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
                                          : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
                 }
@@ -251,6 +261,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
                     int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
                     for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
                     if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
+                    if (si == 0 && next_row) tc__krun_prefetch_row(kr, &s, next_row, len);
                     kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
                     for (a = 0; a < k->nacc; a++)
                         s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
@@ -259,7 +270,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
                         for (q = 0; q < nused; q++) {
                             int sl = used[q];
                             dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                            tc__slot_init(s.acc[sl], k->slot_comb[sl]);
+                            kr->isa->init(s.acc[sl], k->slot_comb[sl]);
                         }
                 }
             }

@@ -374,6 +374,13 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     }
 }
 
+/* An accumulator tile set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    int i;
+    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+}
+
 /* The whole tile reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc);
@@ -395,43 +402,82 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     return r;
 }
 
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
         switch (in->op) {
-        case TC__V_LOAD: s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len); continue;
-        case TC__V_CONST: {
-            TC__VF c = TC__SPL(in->f0);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_SLOT: {
-            TC__VF c = TC__SPL(s->slot[in->a]);
-            for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, c);
-            break;
-        }
-        case TC__V_LOADL: s->r[in->dst] = s->local[in->a]; continue;
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
         case TC__V_STOREL: {
-            const float *x = s->r[in->b];
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
             float *l = s->local[in->a];
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, s->r[in->b], len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], s->r[in->b], len, in->c); continue;
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        default: break;
+        }
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        switch (in->op) {
         case TC__V_FMA: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__LD(a + i * TC__W) * TC__LD(b + i * TC__W) + TC__LD(c + i * TC__W));
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
             break;
         }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < nv; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * TC__W) != 0.0f, TC__LD(b + i * TC__W), TC__LD(c + i * TC__W)));
+            for (i = 0; i < m; i++)
+                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -441,8 +487,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++)                                                                      \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+        for (i = 0; i < m; i++)                                                                       \
+            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -455,19 +501,20 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); \
+        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < nv; i++) TC__ST(d + i * TC__W, TC__LD(a + i * TC__W));
+                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
             }
         }
         s->r[in->dst] = d;
+        s->u[in->dst] = uni;
     }
 }
 
