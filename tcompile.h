@@ -8537,6 +8537,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
             m = 1;
             d = s->uv[in->dst];
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+            /* a value kept for later stages is computed straight into its row
+             * buffer (a stage never reads the buffer it fills) */
+            d = s->local[code[k + 1].a];
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -9090,6 +9095,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
             m = 1;
             d = s->uv[in->dst];
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+            /* a value kept for later stages is computed straight into its row
+             * buffer (a stage never reads the buffer it fills) */
+            d = s->local[code[k + 1].a];
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -9643,6 +9653,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
             m = 1;
             d = s->uv[in->dst];
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+            /* a value kept for later stages is computed straight into its row
+             * buffer (a stage never reads the buffer it fills) */
+            d = s->local[code[k + 1].a];
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -10196,6 +10211,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
             m = 1;
             d = s->uv[in->dst];
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+            /* a value kept for later stages is computed straight into its row
+             * buffer (a stage never reads the buffer it fills) */
+            d = s->local[code[k + 1].a];
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
