@@ -742,8 +742,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as
- * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
- * there is no such graph.  `dot -Tsvg` renders it. */
+ * Graphviz DOT text, each fused kernel a cluster once the entry has run;
+ * returns the length it needs (like snprintf), 0 when there is no such
+ * graph.  `dot -Tsvg` renders it. */
 TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
 
 /* Host code inside a model: fn gets the concrete tensor x and returns a new
@@ -6255,11 +6256,20 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         if (w_ > 0) n += (size_t)w_;                                      \
     } while (0)
 
-/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
-TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site);
+ * with group[] (node -> fused kernel, -1 none) each kernel is a cluster. */
+TC__FN size_t tc__graph_dot(const tc__graph *g, const int *group, char *buf, size_t cap) {
     size_t n = 0;
-    int i, k;
+    int i, k, maxg = -1;
     TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
+    for (i = 0; group && i < g->n; i++)
+        if (group[i] > maxg) maxg = group[i];
+    for (k = 0; k <= maxg; k++) {
+        TC__P_("  subgraph cluster_k%d {\n    label=\"kernel %d\"; style=filled; color=lightgrey;\n", k, k);
+        for (i = 0; i < g->n; i++)
+            if (group[i] == k) TC__P_("    n%d;\n", i);
+        TC__P_("  }\n");
+    }
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         char shp[96];
@@ -7186,6 +7196,7 @@ typedef struct tc__fuse {
     int n;
     char *fusible, *mat, *nofuse, *is_view_ok;
     int *kcount, *klast;       /* kernels that compute each inlined node    */
+    int *group, cur;           /* the (last) kernel computing each node     */
     double *scost;             /* inlined subtree cost, -1 unknown          */
     signed char *sred;         /* inlined subtree holds a reduction         */
     int8_t (*vq)[TC_MAX_DIMS]; /* per view node and base dim: the view dim */
@@ -7686,6 +7697,7 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
         if (f->klast[node] != f->kid) {
             f->klast[node] = f->kid;
             f->kcount[node]++;
+            if (f->group) f->group[node] = f->cur;
             f->k->nodes++;
         }
         f->k->cost += tc__op_cost(nd->op);
@@ -7851,6 +7863,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             if (f->klast[f->v[f->slot[i].val].node] != f->kid) {
                 f->klast[f->v[f->slot[i].val].node] = f->kid;
                 f->kcount[f->v[f->slot[i].val].node]++;
+                if (f->group) f->group[f->v[f->slot[i].val].node] = f->cur;
                 k->nodes++;
             }
             if (tc__kernel_emit(k, TC__V_ACC, -1, i, r, k->slot_comb[i], 0, 0) != 0) f->oom = 1;
@@ -7894,6 +7907,7 @@ typedef struct tc__fusion {
     tc__kernel *k;
     int nk;
     int *kernel_of;            /* per node: the kernel it roots, -1 none     */
+    int *group;                /* per node: a kernel computing it, -1 none   */
     char *inl;                 /* per node: computed inside kernels only     */
 } tc__fusion;
 
@@ -7902,6 +7916,7 @@ TC__FN void tc__fusion_free(tc__fusion *fu) {
     for (i = 0; i < fu->nk; i++) tc__kernel_free(&fu->k[i]);
     TC_FREE(fu->k);
     TC_FREE(fu->kernel_of);
+    TC_FREE(fu->group);
     TC_FREE(fu->inl);
     memset(fu, 0, sizeof *fu);
 }
@@ -7961,9 +7976,11 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     f.vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vo * z);
     out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
     out->inl = (char *)tc__malloc(z);
+    out->group = (int *)tc__malloc(sizeof(int) * z);
+    f.group = out->group;
     out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * z);
     if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
-        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->k) {
+        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
         rc = -1;
         goto done;
     }
@@ -7984,11 +8001,13 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
             f.klast[i] = -1;
             f.scost[i] = -1;
             out->kernel_of[i] = -1;
+            out->group[i] = -1;
         }
         for (i = 0; i < n && !failed; i++) {
             if (!f.fusible[i] || f.nofuse[i] || !f.mat[i]) continue;
             f.fail_node = -1;
             f.why[0] = 0;
+            f.cur = out->nk;
             if (tc__fuse_build(&f, i, &out->k[out->nk]) != 0) {
                 int fn = f.fail_node;
                 failed = 1;
@@ -8007,7 +8026,8 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
                 memset(&out->k[out->nk], 0, sizeof out->k[0]);
                 break;
             }
-            out->kernel_of[i] = out->nk++;
+            out->kernel_of[i] = out->nk;
+            out->group[i] = out->nk++;
         }
         if (failed) continue;
         /* recompute rule: a node computed by several kernels */
@@ -11474,9 +11494,10 @@ enum {
 
 /* TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code (debugging). */
 TC__FN unsigned tc__logs_from_env(void) {
-    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion"};
+    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion",
+                                        "schedule"};
     static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH | TC__LOG_CODE,
-                                    TC__LOG_GRAPH, TC__LOG_FUSION};
+                                    TC__LOG_GRAPH, TC__LOG_FUSION, TC__LOG_FUSION};
     const char *e = getenv("TC_LOGS");
     unsigned f = 0;
     while (e && *e) {
@@ -12458,7 +12479,10 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
         if (buf && cap) buf[0] = 0;
         return 0;
     }
-    return tc__graph_dot(f->entries[entry].g, buf, cap);
+    {
+        const tc__program *p = f->entries[entry].prog;
+        return tc__graph_dot(f->entries[entry].g, p && p->fu.group ? p->fu.group : NULL, buf, cap);
+    }
 }
 
 /* One graph's share of tc_explain's counts (views launch no kernel); with

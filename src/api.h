@@ -530,8 +530,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as
- * Graphviz DOT text; returns the length it needs (like snprintf), 0 when
- * there is no such graph.  `dot -Tsvg` renders it. */
+ * Graphviz DOT text, each fused kernel a cluster once the entry has run;
+ * returns the length it needs (like snprintf), 0 when there is no such
+ * graph.  `dot -Tsvg` renders it. */
 TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
 
 /* Host code inside a model: fn gets the concrete tensor x and returns a new

@@ -104,9 +104,10 @@ enum {
 
 /* TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code (debugging). */
 TC__FN unsigned tc__logs_from_env(void) {
-    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion"};
+    static const char *const names[] = {"graph_breaks", "recompiles", "guards", "output_code", "graph", "fusion",
+                                        "schedule"};
     static const unsigned bits[] = {TC__LOG_BREAKS, TC__LOG_RECOMPILES, TC__LOG_GUARDS, TC__LOG_GRAPH | TC__LOG_CODE,
-                                    TC__LOG_GRAPH, TC__LOG_FUSION};
+                                    TC__LOG_GRAPH, TC__LOG_FUSION, TC__LOG_FUSION};
     const char *e = getenv("TC_LOGS");
     unsigned f = 0;
     while (e && *e) {
@@ -1088,7 +1089,10 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
         if (buf && cap) buf[0] = 0;
         return 0;
     }
-    return tc__graph_dot(f->entries[entry].g, buf, cap);
+    {
+        const tc__program *p = f->entries[entry].prog;
+        return tc__graph_dot(f->entries[entry].g, p && p->fu.group ? p->fu.group : NULL, buf, cap);
+    }
 }
 
 /* One graph's share of tc_explain's counts (views launch no kernel); with

@@ -60,6 +60,7 @@ typedef struct tc__fuse {
     int n;
     char *fusible, *mat, *nofuse, *is_view_ok;
     int *kcount, *klast;       /* kernels that compute each inlined node    */
+    int *group, cur;           /* the (last) kernel computing each node     */
     double *scost;             /* inlined subtree cost, -1 unknown          */
     signed char *sred;         /* inlined subtree holds a reduction         */
     int8_t (*vq)[TC_MAX_DIMS]; /* per view node and base dim: the view dim */
@@ -560,6 +561,7 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
         if (f->klast[node] != f->kid) {
             f->klast[node] = f->kid;
             f->kcount[node]++;
+            if (f->group) f->group[node] = f->cur;
             f->k->nodes++;
         }
         f->k->cost += tc__op_cost(nd->op);
@@ -725,6 +727,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             if (f->klast[f->v[f->slot[i].val].node] != f->kid) {
                 f->klast[f->v[f->slot[i].val].node] = f->kid;
                 f->kcount[f->v[f->slot[i].val].node]++;
+                if (f->group) f->group[f->v[f->slot[i].val].node] = f->cur;
                 k->nodes++;
             }
             if (tc__kernel_emit(k, TC__V_ACC, -1, i, r, k->slot_comb[i], 0, 0) != 0) f->oom = 1;
@@ -768,6 +771,7 @@ typedef struct tc__fusion {
     tc__kernel *k;
     int nk;
     int *kernel_of;            /* per node: the kernel it roots, -1 none     */
+    int *group;                /* per node: a kernel computing it, -1 none   */
     char *inl;                 /* per node: computed inside kernels only     */
 } tc__fusion;
 
@@ -776,6 +780,7 @@ TC__FN void tc__fusion_free(tc__fusion *fu) {
     for (i = 0; i < fu->nk; i++) tc__kernel_free(&fu->k[i]);
     TC_FREE(fu->k);
     TC_FREE(fu->kernel_of);
+    TC_FREE(fu->group);
     TC_FREE(fu->inl);
     memset(fu, 0, sizeof *fu);
 }
@@ -835,9 +840,11 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     f.vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vo * z);
     out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
     out->inl = (char *)tc__malloc(z);
+    out->group = (int *)tc__malloc(sizeof(int) * z);
+    f.group = out->group;
     out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * z);
     if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
-        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->k) {
+        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
         rc = -1;
         goto done;
     }
@@ -858,11 +865,13 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
             f.klast[i] = -1;
             f.scost[i] = -1;
             out->kernel_of[i] = -1;
+            out->group[i] = -1;
         }
         for (i = 0; i < n && !failed; i++) {
             if (!f.fusible[i] || f.nofuse[i] || !f.mat[i]) continue;
             f.fail_node = -1;
             f.why[0] = 0;
+            f.cur = out->nk;
             if (tc__fuse_build(&f, i, &out->k[out->nk]) != 0) {
                 int fn = f.fail_node;
                 failed = 1;
@@ -881,7 +890,8 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
                 memset(&out->k[out->nk], 0, sizeof out->k[0]);
                 break;
             }
-            out->kernel_of[i] = out->nk++;
+            out->kernel_of[i] = out->nk;
+            out->group[i] = out->nk++;
         }
         if (failed) continue;
         /* recompute rule: a node computed by several kernels */

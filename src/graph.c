@@ -226,11 +226,20 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         if (w_ > 0) n += (size_t)w_;                                      \
     } while (0)
 
-/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site). */
-TC__FN size_t tc__graph_dot(const tc__graph *g, char *buf, size_t cap) {
+/* Graph as Graphviz DOT: one box per node (op, dtype, shape, call site);
+ * with group[] (node -> fused kernel, -1 none) each kernel is a cluster. */
+TC__FN size_t tc__graph_dot(const tc__graph *g, const int *group, char *buf, size_t cap) {
     size_t n = 0;
-    int i, k;
+    int i, k, maxg = -1;
     TC__P_("digraph tcompile {\n  node [shape=box, fontname=monospace];\n");
+    for (i = 0; group && i < g->n; i++)
+        if (group[i] > maxg) maxg = group[i];
+    for (k = 0; k <= maxg; k++) {
+        TC__P_("  subgraph cluster_k%d {\n    label=\"kernel %d\"; style=filled; color=lightgrey;\n", k, k);
+        for (i = 0; i < g->n; i++)
+            if (group[i] == k) TC__P_("    n%d;\n", i);
+        TC__P_("  }\n");
+    }
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
         char shp[96];

@@ -793,6 +793,13 @@ TC_TEST(test_dot_dump) {
     TC_CHECK(need > 0 && need < sizeof dot && tc_fn_dot(f, 0, dot, sizeof dot) == need);
     TC_CHECK(strncmp(dot, "digraph", 7) == 0 && strstr(dot, "exp") && strstr(dot, "n0 -> n1") && strstr(dot, "out0"));
     TC_CHECK(tc_fn_dot(f, 1, dot, sizeof dot) == 0 && dot[0] == 0);
+    /* once the cached entry has its program, the fused kernel is a cluster
+     * holding exp and add */
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    tc_fn_dot(f, 0, dot, sizeof dot);
+    TC_CHECKF(tc_ctx_isa(ctx) == TC_ISA_NONE ||
+                  (strstr(dot, "subgraph cluster_k0") && strstr(dot, "    n1;") && strstr(dot, "    n2;")),
+              "%s", dot);
     tc_scope_end(ctx);
     tc_fn_free(f);
 }
