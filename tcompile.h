@@ -7049,6 +7049,7 @@ typedef struct tc__vst {
     char *ptr[TC__VM_MAXACC];        /* tile start per access                */
     int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
     int dt[TC__VM_MAXACC];
+    int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
     float slot[TC__VM_MAXSLOT];
     float *acc[TC__VM_MAXSLOT];      /* accumulator tiles                    */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
@@ -8426,7 +8427,20 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     int i;
     if (s->dt[k] == TC_F32 && st == 1) {
         float *fp = (float *)p;
-        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
 #if TC__ISA_W == 16
         if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
 #else
@@ -8984,7 +8998,20 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     int i;
     if (s->dt[k] == TC_F32 && st == 1) {
         float *fp = (float *)p;
-        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
 #if TC__ISA_W == 16
         if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
 #else
@@ -9542,7 +9569,20 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     int i;
     if (s->dt[k] == TC_F32 && st == 1) {
         float *fp = (float *)p;
-        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
 #if TC__ISA_W == 16
         if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
 #else
@@ -10100,7 +10140,20 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     int i;
     if (s->dt[k] == TC_F32 && st == 1) {
         float *fp = (float *)p;
-        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
 #if TC__ISA_W == 16
         if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
 #else
@@ -10327,6 +10380,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
  * thread walks its part tile by tile and calls the ISA instance's tile
  * interpreter (vexec_isa.c).  No code is generated at run time. */
 
+#ifndef TC__NT_STORE_BYTES
+#define TC__NT_STORE_BYTES ((int64_t)8 << 20)
+#endif
+
 #ifdef TC__HAVE_VEXEC
 
 typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
@@ -10418,6 +10475,7 @@ typedef struct tc__krun {
     int64_t st[TC__VM_MAXACC][TC_MAX_DIMS];
     char *base[TC__VM_MAXACC];
     int dt[TC__VM_MAXACC];
+    int nt[TC__VM_MAXACC];
     int64_t rowlen;            /* elements in a row (product of row dims)  */
     char *ws;                  /* per-thread workspace                      */
     size_t ws_bytes;
@@ -10450,7 +10508,10 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
-    for (i = 0; i < kr->k->nacc; i++) s->dt[i] = kr->dt[i];
+    for (i = 0; i < kr->k->nacc; i++) {
+        s->dt[i] = kr->dt[i];
+        s->nt[i] = kr->nt[i];
+    }
 }
 
 /* Points every access at domain index idx[0..ndim-1) + col along the last dim. */
@@ -10520,11 +10581,19 @@ TC__FN void tc__krun_span(tc__krun *kr, tc__vst *s, int64_t b, int64_t e) {
     }
 }
 
+/* Non-temporal stores are weakly ordered: fenced before the part ends. */
+TC__FN void tc__store_fence(void) {
+#if defined(TC__HAVE_VEXEC_X86)
+    _mm_sfence();
+#endif
+}
+
 TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     tc__vst s;
     tc__krun_state(kr, &s, NULL);
     tc__krun_span(kr, &s, b, e);
+    tc__store_fence();
 }
 
 TC__FN double tc__slot_combine(double a, double v, int comb) {
@@ -10602,6 +10671,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
             }
         }
     }
+    tc__store_fence();
 }
 
 /* Merges dim d into d+1 where every access steps over d exactly as one
@@ -10668,6 +10738,10 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         }
         kr.base[a] = (char *)h->st->data + off * esz;
         kr.dt[a] = (int)h->dtype;
+        /* a result larger than the caches streams past them: no read for
+         * ownership of lines about to be overwritten whole */
+        kr.nt[a] = ac->store && h->dtype == TC_F32 &&
+                   tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
     kr.rowlen = 1;
     for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];

@@ -88,6 +88,7 @@ typedef struct tc__vst {
     char *ptr[TC__VM_MAXACC];        /* tile start per access                */
     int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
     int dt[TC__VM_MAXACC];
+    int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
     float slot[TC__VM_MAXSLOT];
     float *acc[TC__VM_MAXSLOT];      /* accumulator tiles                    */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */

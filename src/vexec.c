@@ -6,6 +6,10 @@
  * thread walks its part tile by tile and calls the ISA instance's tile
  * interpreter (vexec_isa.c).  No code is generated at run time. */
 
+#ifndef TC__NT_STORE_BYTES
+#define TC__NT_STORE_BYTES ((int64_t)8 << 20)
+#endif
+
 #ifdef TC__HAVE_VEXEC
 
 typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len);
@@ -97,6 +101,7 @@ typedef struct tc__krun {
     int64_t st[TC__VM_MAXACC][TC_MAX_DIMS];
     char *base[TC__VM_MAXACC];
     int dt[TC__VM_MAXACC];
+    int nt[TC__VM_MAXACC];
     int64_t rowlen;            /* elements in a row (product of row dims)  */
     char *ws;                  /* per-thread workspace                      */
     size_t ws_bytes;
@@ -129,7 +134,10 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
-    for (i = 0; i < kr->k->nacc; i++) s->dt[i] = kr->dt[i];
+    for (i = 0; i < kr->k->nacc; i++) {
+        s->dt[i] = kr->dt[i];
+        s->nt[i] = kr->nt[i];
+    }
 }
 
 /* Points every access at domain index idx[0..ndim-1) + col along the last dim. */
@@ -199,11 +207,19 @@ TC__FN void tc__krun_span(tc__krun *kr, tc__vst *s, int64_t b, int64_t e) {
     }
 }
 
+/* Non-temporal stores are weakly ordered: fenced before the part ends. */
+TC__FN void tc__store_fence(void) {
+#if defined(TC__HAVE_VEXEC_X86)
+    _mm_sfence();
+#endif
+}
+
 TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     tc__vst s;
     tc__krun_state(kr, &s, NULL);
     tc__krun_span(kr, &s, b, e);
+    tc__store_fence();
 }
 
 TC__FN double tc__slot_combine(double a, double v, int comb) {
@@ -281,6 +297,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
             }
         }
     }
+    tc__store_fence();
 }
 
 /* Merges dim d into d+1 where every access steps over d exactly as one
@@ -347,6 +364,10 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         }
         kr.base[a] = (char *)h->st->data + off * esz;
         kr.dt[a] = (int)h->dtype;
+        /* a result larger than the caches streams past them: no read for
+         * ownership of lines about to be overwritten whole */
+        kr.nt[a] = ac->store && h->dtype == TC_F32 &&
+                   tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
     kr.rowlen = 1;
     for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];

@@ -333,7 +333,20 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     int i;
     if (s->dt[k] == TC_F32 && st == 1) {
         float *fp = (float *)p;
-        for (i = 0; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
 #if TC__ISA_W == 16
         if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
 #else

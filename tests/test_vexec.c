@@ -212,6 +212,25 @@ TC_TEST(test_every_isa_and_tail_matches_eager) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* Results of 8 MiB and more are written with non-temporal stores where the
+ * ISA has them: an odd size splits the threads' parts off alignment. */
+TC_TEST(test_large_outputs_stream) {
+    tc_tensor *x, *ye, *y;
+    tc_fn *f = tc_compile(ctx, ew_fn, NULL, NULL), *g = tc_compile(ctx, softmax_ln_fn, NULL, NULL);
+    tc_scope_begin(ctx);
+    x = randn(2, 3, (2 << 20) / 3 + 37, 41);
+    ew_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+    TC_CHECKF(maxrel(y, ye) < 1e-5, "ew, %lld elements: %g", (long long)tc_numel(x), maxrel(y, ye));
+    x = randn(2, 2100, 1001, 42);
+    softmax_ln_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(g, &x, &y) == TC_OK);
+    TC_CHECKF(maxrel(y, ye) < 2e-5, "softmax_ln, %lld elements: %g", (long long)tc_numel(x), maxrel(y, ye));
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    tc_fn_free(g);
+}
+
 /* ---- the fuser's decisions ---------------------------------------------------------- */
 
 static int kernels_of(tc_model_fn fn, int nin, tc_tensor **in, int *fused, int64_t *peak, double *err) {
@@ -372,6 +391,7 @@ int main(void) {
     TC_RUN(test_vector_math_matches_libm);
 #endif
     TC_RUN(test_every_isa_and_tail_matches_eager);
+    TC_RUN(test_large_outputs_stream);
     TC_RUN(test_fusion_decisions);
     TC_RUN(test_epilogues_and_regressions);
     tc_ctx_destroy(ctx);
