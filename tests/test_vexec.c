@@ -226,6 +226,14 @@ TC_TEST(test_large_outputs_stream) {
     softmax_ln_fn(ctx, NULL, &x, &ye);
     TC_CHECK(tc_call(g, &x, &y) == TC_OK);
     TC_CHECKF(maxrel(y, ye) < 2e-5, "softmax_ln, %lld elements: %g", (long long)tc_numel(x), maxrel(y, ye));
+    /* more threads than the program was built for: workspaces grow */
+    tc_scope_begin(ctx);
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 4) == TC_OK);
+    x = randn(2, 2100, 1001, 43);
+    softmax_ln_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tc_call(g, &x, &y) == TC_OK);
+    TC_CHECKF(maxrel(y, ye) < 2e-5, "softmax_ln on 4 threads: %g", maxrel(y, ye));
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 2) == TC_OK);
     tc_scope_end(ctx);
     tc_fn_free(f);
     tc_fn_free(g);
