@@ -728,6 +728,7 @@ typedef struct tc_explain_info {
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
     int64_t peak_bytes;      /* its arena plus its outputs: the most memory
                                 one call holds beyond inputs and weights    */
+    int inplace;             /* results written over an input that dies there */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;
@@ -1067,6 +1068,8 @@ TC__FN TC__UNUSED void tc__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_
 TC__FN TC__UNUSED int tc__atomic_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 TC__FN TC__UNUSED void tc__atomic_store_int(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 TC__FN TC__UNUSED int tc__atomic_dec_int(int *p) { return __atomic_sub_fetch(p, 1, __ATOMIC_ACQ_REL); }
+/* the value before adding v (claims, e.g. a workspace slot) */
+TC__FN TC__UNUSED int tc__atomic_fetch_add_int(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 TC__FN TC__UNUSED void tc__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("pause");
@@ -1703,7 +1706,7 @@ TC__FN void tc__ctx_init_isa(tc_ctx *ctx) {
     tc_isa cap = ctx->opts.max_isa;
     int i;
     for (i = 0; e && i < 5; i++)
-        if (strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
+        if (i > 0 && strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
     if (tc_ctx_set_isa(ctx, cap) != TC_OK) tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
@@ -6540,7 +6543,7 @@ TC__FN int tc__g_scalar(tc__graph *g, double v, const char *file, int line) {
 }
 
 TC__FN int tc__g_unary(tc__graph *g, tc__op op, int x, const char *file, int line) {
-    return tc__g_op(g, op, NULL, &x, 1, file, line);
+    return x < 0 ? -1 : tc__g_op(g, op, NULL, &x, 1, file, line);
 }
 
 TC__FN int tc__g_binary(tc__graph *g, tc__op op, int x, int y, const char *file, int line) {
@@ -6878,6 +6881,9 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     const char *f = nd->file;
     int l = nd->line, x = in[0], t, u, level = *(const int *)arg;
     if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
+    /* empty: max has no identity, and there is nothing to compute */
+    if (tc__numel_of(nd->ndim, nd->shape) == 0 || (x >= 0 && tc__numel_of(g->nodes[x].ndim, g->nodes[x].shape) == 0))
+        return -2;
     /* level 1 (for the fuser): only what a fused kernel does better as
      * primitives; the executor has silu and both gelus as single ops */
     if (level < 2 && nd->op != TC__OP_SOFTMAX && nd->op != TC__OP_LOG_SOFTMAX && nd->op != TC__OP_LAYER_NORM &&
@@ -6996,7 +7002,6 @@ enum {
     TC__V_STOREL,              /* local a <- register b                     */
     TC__V_STORE,               /* access a <- register b                    */
     TC__V_ACC,                 /* accumulator a <- combine(register b); c = combiner */
-    TC__V_FMA,                 /* dst <- a * b + c                          */
     TC__V_END
 };
 
@@ -7056,7 +7061,7 @@ typedef struct tc__vst {
 } tc__vst;
 
 TC__FN const char *tc__vop_name(int op) {
-    static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc", "fma"};
+    static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
     if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;
     if (op >= TC__V_LOAD && op < TC__V_END) return pseudo[op - TC__V_LOAD];
     return "?";
@@ -7122,7 +7127,6 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                 tc__text_printf(sb, "    slot%d %s= r%d%s\n", v->a, comb[v->c], v->b,
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
                 break;
-            case TC__V_FMA: tc__text_printf(sb, "    r%d = r%d * r%d + r%d\n", v->dst, v->a, v->b, v->c); break;
             default:
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
                 if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
@@ -7656,7 +7660,8 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
     const tc__node *nd = &f->g->nodes[node];
     int vi, r = -1, k, in[3] = {-1, -1, -1};
     if (f->oom || f->fail_node >= 0) return -1;
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0)
+    /* an f32 fill is an immediate (other dtypes round the value: loaded) */
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[node].dtype == TC_F32)
         return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
     if (!tc__inlined(f, node)) {
         int a = tc__fuse_access(f, node, m, 0);
@@ -8103,7 +8108,8 @@ done:
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
  * NaN, signed zero and denormals follow libm. */
@@ -8581,11 +8587,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         switch (in->op) {
-        case TC__V_FMA: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
-            break;
-        }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
@@ -8674,7 +8675,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
  * NaN, signed zero and denormals follow libm. */
@@ -9152,11 +9154,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         switch (in->op) {
-        case TC__V_FMA: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
-            break;
-        }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
@@ -9245,7 +9242,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
  * NaN, signed zero and denormals follow libm. */
@@ -9723,11 +9721,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         switch (in->op) {
-        case TC__V_FMA: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
-            break;
-        }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
@@ -9816,7 +9809,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
  * NaN, signed zero and denormals follow libm. */
@@ -10294,11 +10288,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         switch (in->op) {
-        case TC__V_FMA: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
-            break;
-        }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
@@ -10483,25 +10472,34 @@ typedef struct tc__krun {
     int ws_slots;
 } tc__krun;
 
+/* Elements in one row of k (the product of its row dims). */
+TC__FN int64_t tc__kernel_rowlen(const tc__kernel *k) {
+    int64_t n = 1;
+    int d;
+    for (d = k->row0; d < k->ndim; d++) n *= k->shape[d];
+    return n;
+}
+
+/* Bytes of one row buffer: the row, rounded up, plus a tile of slack for
+ * the last tile's whole vectors. */
+TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
+    return sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+}
+
 /* Workspace per thread: registers, accumulators, local row buffers. */
-TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
+TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
     size_t tile = sizeof(float) * TC__VM_TILE;
-    size_t local = sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
-    return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
+    return tile * (size_t)(k->nreg + k->nslot) + tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal +
+           TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * TC__VM_TILE;
-    size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    size_t tile = sizeof(float) * TC__VM_TILE, local = tc__row_buffer_bytes(kr->rowlen);
     if (!w) {
-#ifdef TC__HAVE_ATOMICS
-        int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
-#else
-        int slot = kr->ws_next++;
-#endif
-        if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+        /* one slot per part: tc__kernel_run caps the parts at the slots */
+        int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
         w = kr->ws + (size_t)slot * kr->ws_bytes;
     }
     memset(s, 0, sizeof *s);
@@ -10743,33 +10741,29 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         kr.nt[a] = ac->store && h->dtype == TC_F32 &&
                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
-    kr.rowlen = 1;
-    for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
+    kr.rowlen = tc__kernel_rowlen(k);
     tc__krun_coalesce(&kr);
     *kr_ = kr;
 }
 
-/* A fused pointwise kernel as a contraction's epilogue: the tile's rows
- * are spans of the kernel's flattened domain (the contraction's output
- * shape).  Runs on the contraction's thread with a workspace on the stack. */
-typedef struct tc__epi_run {
-    tc__krun kr;
-} tc__epi_run;
-
+/* A fused pointwise kernel as a contraction's epilogue (arg: its prepared
+ * tc__krun): the tile's rows are spans of the kernel's flattened domain
+ * (the contraction's output shape).  Runs on the contraction's thread with
+ * a workspace on the stack. */
 TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
-    tc__epi_run *er = (tc__epi_run *)arg;
+    tc__krun *kr = (tc__krun *)arg;
     float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
     char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
     tc__vst s;
     int64_t r;
-    tc__krun_state(&er->kr, &s, w);
-    for (r = row; r < row + m; r++) tc__krun_span(&er->kr, &s, r * ldc + col, r * ldc + col + n);
+    tc__krun_state(kr, &s, w);
+    for (r = row; r < row + m; r++) tc__krun_span(kr, &s, r * ldc + col, r * ldc + col + n);
 }
 
 TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
                            int ws_slots) {
     tc__krun kr;
-    int d;
+    int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
@@ -10777,12 +10771,16 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     kr.ws = ws;
     kr.ws_bytes = ws_bytes;
     kr.ws_slots = ws_slots;
+    /* at most one part per workspace */
+    saved_cap = ctx->thread_cap;
+    if (ctx->thread_cap <= 0 || ctx->thread_cap > ws_slots) ctx->thread_cap = ws_slots;
     if (!kr.rows) {
         if (numel > 0) tc__parallel_for(ctx, numel, (int64_t)((double)numel * (1.0 + k->cost / 8.0)), tc__krun_pointwise, &kr);
     } else if (outer > 0) {
         tc__parallel_for(ctx, outer, (int64_t)((double)(numel > outer ? numel : outer) * (1.0 + k->cost / 8.0)),
                          tc__krun_rows, &kr);
     }
+    ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
 
@@ -10802,6 +10800,7 @@ typedef struct tc__launch {
     int inplace;               /* writes over an input: never rerun        */
     int epi;                   /* a contraction: fused kernel run on its
                                   output tiles (index), -1 none            */
+    int drop;                  /* to be removed (tc__program_compact)      */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -10870,6 +10869,15 @@ TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
     return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
 }
 
+/* The contraction node whose epilogue computes node i, or -1. */
+TC__FN int tc__epilogue_host(const tc__program *p, int i) {
+    int a;
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    for (a = 0; a < p->nlaunch; a++)
+        if (p->launch[a].epi == p->fu.kernel_of[i]) return p->launch[a].node;
+    return -1;
+}
+
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
@@ -10878,13 +10886,11 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
-    int only = -1;
-    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
-    k = &p->fu.k[p->fu.kernel_of[i]];
     /* an epilogue runs inside its contraction, whose inputs are still being
      * read then: only the contraction's own output can be written over */
-    for (a = 0; a < p->nlaunch; a++)
-        if (p->launch[a].epi == p->fu.kernel_of[i]) only = p->launch[a].node;
+    int only = tc__epilogue_host(p, i);
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
         if (k->acc[a].store) st = &k->acc[a];
@@ -10909,24 +10915,27 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     return donor;
 }
 
-/* Greedy first-fit placement of every root buffer over its live range. */
+/* Greedy first-fit placement of every root buffer over its live range.  A
+ * buffer is born at its node, except an epilogue's result: it is written
+ * while its contraction runs, so it is born there. */
 TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
     int i, k;
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1, donor;
+        int moved = 1, donor, born = i;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
         bytes = tc__node_bytes(p, i);
+        if (tc__epilogue_host(p, i) >= 0) born = tc__epilogue_host(p, i);
         donor = tc__inplace_donor(p, i, last);
         if (donor >= 0) {
             /* the donor's slot, if nothing else live overlaps it */
             size_t d0 = (size_t)p->off[donor];
             int ok = 1;
             for (k = 0; k < i && ok; k++) {
-                if (k == donor || p->off[k] < 0 || last[k] < i) continue;
+                if (k == donor || p->off[k] < 0 || last[k] < born) continue;
                 if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
             }
             if (ok) {
@@ -10942,7 +10951,7 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
             moved = 0;
             for (k = 0; k < i; k++) {
                 size_t kb;
-                if (p->off[k] < 0 || last[k] < i) continue;
+                if (p->off[k] < 0 || last[k] < born) continue;
                 kb = tc__node_bytes(p, k);
                 if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
                     at = (size_t)p->off[k] + kb;
@@ -10956,15 +10965,38 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     p->arena_bytes = top;
 }
 
-/* Builds the program for g traced on `inputs`.  NULL on OOM. */
 #ifdef TC__HAVE_VEXEC
+/* Removes the launches marked `drop`; a call whose `ins` pointed at its own
+ * `in` array is re-pointed at the copy's. */
+TC__FN void tc__program_compact(tc__program *p) {
+    int k, nl = 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        int own = p->launch[k].call.ins == p->launch[k].call.in;
+        if (p->launch[k].drop) continue;
+        p->launch[nl] = p->launch[k];
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+        nl++;
+    }
+    p->nlaunch = nl;
+}
+
+/* Does fused kernel q read anything stored in src's buffer? */
+TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
+    int a;
+    for (a = 0; a < p->fu.k[q].nacc; a++)
+        if (!p->fu.k[q].acc[a].store && p->root[p->fu.k[q].acc[a].node] == src) return 1;
+    return 0;
+}
+
 /* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
- * of its own shape, read element for element and by nothing else, runs on
- * the contraction's output tiles while they are in cache instead of as a
- * pass of its own.  Its other inputs must exist before the contraction. */
+ * of its own shape runs on the contraction's output tiles while they are in
+ * cache, instead of as a pass of its own.  Conditions: every read of that
+ * result is the identity walk (a tile is all the epilogue may see), no
+ * other launch or kernel reads it (it is written over: see the planner),
+ * and the kernel's other inputs exist before the contraction runs. */
 TC__FN void tc__program_epilogues(tc__program *p, int logs) {
     const tc__graph *g = p->g;
-    int k, c, a, d, nl = 0;
+    int k, c, a, d, q;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         const tc__kernel *kn;
@@ -10973,52 +11005,47 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
         kn = &p->fu.k[l->kernel];
         if (kn->nslot || kn->nstage != 1) continue;
         for (a = 0; a < kn->nacc && src < 0; a++) {
-            const tc__kaccess *ac = &kn->acc[a];
-            const tc__node *cn = &g->nodes[ac->node];
-            const tc_tensor *ch = &p->hdr[ac->node], *rh = &p->hdr[l->node];
-            int same = !ac->store && cn->kind == TC__NODE_OP &&
-                       (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) && ch->dtype == TC_F32 &&
-                       ch->ndim == rh->ndim && ac->ndim == ch->ndim;
-            for (d = 0; same && d < ch->ndim; d++)
-                same = ch->shape[d] == rh->shape[d] &&
-                       (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
-            if (same) src = ac->node;
+            const tc__node *cn = &g->nodes[kn->acc[a].node];
+            if (!kn->acc[a].store && cn->kind == TC__NODE_OP && (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) &&
+                p->hdr[kn->acc[a].node].dtype == TC_F32)
+                src = kn->acc[a].node;
         }
         if (src < 0) continue;
-        /* the contraction's only reader, every other input older than it */
-        for (a = 0; a < kn->nacc && ok; a++)
-            if (!kn->acc[a].store && kn->acc[a].node != src && kn->acc[a].node > src) ok = 0;
+        for (a = 0; a < kn->nacc && ok; a++) {
+            const tc__kaccess *ac = &kn->acc[a];
+            const tc_tensor *ch = &p->hdr[src], *rh = &p->hdr[l->node];
+            if (ac->store) continue;
+            if (p->root[ac->node] != src) {
+                ok = ac->node < src; /* exists before the contraction */
+                continue;
+            }
+            ok = ac->node == src && ch->ndim == rh->ndim && ac->ndim == ch->ndim;
+            for (d = 0; ok && d < ch->ndim; d++)
+                ok = ch->shape[d] == rh->shape[d] &&
+                     (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
+        }
         for (a = 0; a < g->nout && ok; a++)
             if (p->root[g->outputs[a]] == src) ok = 0;
+        /* no other reader: op launches (views included) and every other
+         * fused kernel, launched or already attached as an epilogue */
         for (c = 0; c < p->nlaunch && ok; c++) {
-            const tc__launch *o = &p->launch[c];
-            const tc__node *nd = &g->nodes[o->node];
-            if (c == k) continue;
-            if (o->kernel >= 0) {
-                for (a = 0; a < p->fu.k[o->kernel].nacc; a++)
-                    if (p->root[p->fu.k[o->kernel].acc[a].node] == src) ok = 0;
-            } else {
-                for (a = 0; a < nd->nin; a++)
-                    if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
-            }
+            const tc__node *nd = &g->nodes[p->launch[c].node];
+            if (p->launch[c].kernel >= 0) continue;
+            for (a = 0; a < nd->nin; a++)
+                if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
         }
+        for (q = 0; q < p->fu.nk && ok; q++)
+            if (q != l->kernel && tc__kernel_reads_root(p, q, src)) ok = 0;
         for (c = 0; c < k && ok; c++)
             if (p->launch[c].node == src) break;
         if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
         p->launch[c].epi = l->kernel;
-        l->kernel = -2; /* dropped below */
+        l->drop = 1;
         if (logs & 1)
             tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
                     tc__optable[g->nodes[src].op].name);
     }
-    for (k = 0; k < p->nlaunch; k++) {
-        int own = p->launch[k].call.ins == p->launch[k].call.in;
-        if (p->launch[k].kernel == -2) continue;
-        p->launch[nl] = p->launch[k];
-        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
-        nl++;
-    }
-    p->nlaunch = nl;
+    tc__program_compact(p);
 }
 
 /* Groups the program's nodes into fused kernels (when the executor exists
@@ -11026,20 +11053,16 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
  * roots launch their kernel, and each thread gets a workspace. */
 TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     const tc__graph *g = p->g;
-    int i, k, nl = 0, rc;
+    int i, k, rc;
     size_t ws = 0;
     rc = tc__fuse_graph(ctx, g, p->hdr, logs, &p->fu);
     if (rc != 0) return rc < 0 ? -1 : 0;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
-        int own = l->call.ins == l->call.in;
-        if (p->fu.inl[l->node]) continue;
+        l->drop = p->fu.inl[l->node];
         l->kernel = p->fu.kernel_of[l->node];
-        p->launch[nl] = *l;
-        if (own) p->launch[nl].call.ins = p->launch[nl].call.in; /* it pointed into the old slot */
-        nl++;
     }
-    p->nlaunch = nl;
+    tc__program_compact(p);
     /* scalar constants that only fused kernels read are immediates there */
     {
         char *need = (char *)tc__malloc((size_t)g->n);
@@ -11057,32 +11080,21 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
             for (a = 0; a < nd->nin; a++)
                 if (nd->in[a] >= 0) need[nd->in[a]] = 1;
         }
-        for (k = 0, nl = 0; k < p->nlaunch; k++) {
+        for (k = 0; k < p->nlaunch; k++) {
             tc__launch *l = &p->launch[k];
-            int own = l->call.ins == l->call.in;
             if (g->nodes[l->node].op == TC__OP_FULL && g->nodes[l->node].nin == 0 && !need[l->node]) {
                 p->fu.inl[l->node] = 1;
-                continue;
+                l->drop = 1;
             }
-            p->launch[nl] = *l;
-            if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
-            nl++;
         }
-        p->nlaunch = nl;
+        tc__program_compact(p);
         TC_FREE(need);
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
     tc__program_epilogues(p, logs);
-    for (k = 0; k < p->fu.nk; k++) {
-        const tc__kernel *kn = &p->fu.k[k];
-        int64_t rowlen = 1;
-        size_t b;
-        int d;
-        for (d = kn->row0; d < kn->ndim; d++) rowlen *= kn->shape[d];
-        b = tc__kernel_ws_bytes(kn, rowlen);
-        if (b > ws) ws = b;
-    }
+    for (k = 0; k < p->fu.nk; k++)
+        if (tc__kernel_ws_bytes(&p->fu.k[k]) > ws) ws = tc__kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
     p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (p->fu.nk > 0) {
@@ -11110,9 +11122,9 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
 }
 #endif
 
-/* Liveness over the launch list: a buffer lives until its last reader.  An
- * epilogue writes its kernel's result at the contraction's launch, so the
- * buffers born between the two stay clear of it. */
+/* Liveness over the launch list: a buffer lives until its last reader (an
+ * epilogue's inputs until its kernel's root, whose buffer the planner
+ * treats as born at the contraction). */
 TC__FN void tc__program_liveness(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i, k, a;
@@ -11122,9 +11134,7 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
         const tc__node *nd = &g->nodes[l->node];
         if (l->epi >= 0) {
             const tc__kernel *kn = &p->fu.k[l->epi];
-            int r = kn->root, j;
-            for (j = l->node + 1; j < r; j++)
-                if (p->root[j] == j && last[j] < r) last[j] = r;
+            int r = kn->root;
             for (a = 0; a < kn->nacc; a++) {
                 int rr = p->root[kn->acc[a].node];
                 if (rr >= 0 && last[rr] < r) last[rr] = r;
@@ -11145,6 +11155,7 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
+/* Builds the program for g traced on `inputs`.  NULL on OOM. */
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
                                       int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
@@ -11205,6 +11216,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             l->kernel = -1;
             l->inplace = 0;
             l->epi = -1;
+            l->drop = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -11301,12 +11313,12 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         return TC_OK;
     }
     if (l->epi >= 0) {
-        tc__epi_run er;
+        tc__krun kr;
         tc__epilogue e;
         tc_result r;
-        tc__krun_prepare(&er.kr, ctx, &p->fu.k[l->epi], p->ref);
+        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
         e.fn = tc__epilogue_tile;
-        e.arg = &er;
+        e.arg = &kr;
         l->call.epi = &e;
         r = tc__optable[l->call.op].run(&l->call, out);
         l->call.epi = NULL;
@@ -12579,6 +12591,7 @@ TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain
         in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
     }
     if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
+    in->inplace += p->inplace;
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
@@ -12628,9 +12641,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
                in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
-           "peak %lld bytes, dynamic dims %d\n",
+           "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
-           (long long)in.peak_bytes, in.dynamic_dims);
+           (long long)in.peak_bytes, in.inplace, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

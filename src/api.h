@@ -516,6 +516,7 @@ typedef struct tc_explain_info {
     int64_t arena_bytes;     /* planned intermediates of the largest graph  */
     int64_t peak_bytes;      /* its arena plus its outputs: the most memory
                                 one call holds beyond inputs and weights    */
+    int inplace;             /* results written over an input that dies there */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
 } tc_explain_info;

@@ -1115,6 +1115,7 @@ TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain
         in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
     }
     if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
+    in->inplace += p->inplace;
 }
 
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
@@ -1164,9 +1165,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
                in.tuned_single_thread);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
-           "peak %lld bytes, dynamic dims %d\n",
+           "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
-           (long long)in.peak_bytes, in.dynamic_dims);
+           (long long)in.peak_bytes, in.inplace, in.dynamic_dims);
     for (i = 0; i < f->nbreaks; i++)
         TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
                f->breaks[i].line);

@@ -519,7 +519,8 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
     const tc__node *nd = &f->g->nodes[node];
     int vi, r = -1, k, in[3] = {-1, -1, -1};
     if (f->oom || f->fail_node >= 0) return -1;
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0)
+    /* an f32 fill is an immediate (other dtypes round the value: loaded) */
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[node].dtype == TC_F32)
         return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
     if (!tc__inlined(f, node)) {
         int a = tc__fuse_access(f, node, m, 0);

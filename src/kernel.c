@@ -35,7 +35,6 @@ enum {
     TC__V_STOREL,              /* local a <- register b                     */
     TC__V_STORE,               /* access a <- register b                    */
     TC__V_ACC,                 /* accumulator a <- combine(register b); c = combiner */
-    TC__V_FMA,                 /* dst <- a * b + c                          */
     TC__V_END
 };
 
@@ -95,7 +94,7 @@ typedef struct tc__vst {
 } tc__vst;
 
 TC__FN const char *tc__vop_name(int op) {
-    static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc", "fma"};
+    static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
     if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;
     if (op >= TC__V_LOAD && op < TC__V_END) return pseudo[op - TC__V_LOAD];
     return "?";
@@ -161,7 +160,6 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                 tc__text_printf(sb, "    slot%d %s= r%d%s\n", v->a, comb[v->c], v->b,
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
                 break;
-            case TC__V_FMA: tc__text_printf(sb, "    r%d = r%d * r%d + r%d\n", v->dst, v->a, v->b, v->c); break;
             default:
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
                 if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);

@@ -71,7 +71,7 @@ TC__FN int tc__g_scalar(tc__graph *g, double v, const char *file, int line) {
 }
 
 TC__FN int tc__g_unary(tc__graph *g, tc__op op, int x, const char *file, int line) {
-    return tc__g_op(g, op, NULL, &x, 1, file, line);
+    return x < 0 ? -1 : tc__g_op(g, op, NULL, &x, 1, file, line);
 }
 
 TC__FN int tc__g_binary(tc__graph *g, tc__op op, int x, int y, const char *file, int line) {
@@ -409,6 +409,9 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     const char *f = nd->file;
     int l = nd->line, x = in[0], t, u, level = *(const int *)arg;
     if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
+    /* empty: max has no identity, and there is nothing to compute */
+    if (tc__numel_of(nd->ndim, nd->shape) == 0 || (x >= 0 && tc__numel_of(g->nodes[x].ndim, g->nodes[x].shape) == 0))
+        return -2;
     /* level 1 (for the fuser): only what a fused kernel does better as
      * primitives; the executor has silu and both gelus as single ops */
     if (level < 2 && nd->op != TC__OP_SOFTMAX && nd->op != TC__OP_LOG_SOFTMAX && nd->op != TC__OP_LAYER_NORM &&

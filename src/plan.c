@@ -13,6 +13,7 @@ typedef struct tc__launch {
     int inplace;               /* writes over an input: never rerun        */
     int epi;                   /* a contraction: fused kernel run on its
                                   output tiles (index), -1 none            */
+    int drop;                  /* to be removed (tc__program_compact)      */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
     double tuned_ms;           /* max-autotune: the winner's time       */
@@ -81,6 +82,15 @@ TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
     return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
 }
 
+/* The contraction node whose epilogue computes node i, or -1. */
+TC__FN int tc__epilogue_host(const tc__program *p, int i) {
+    int a;
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    for (a = 0; a < p->nlaunch; a++)
+        if (p->launch[a].epi == p->fu.kernel_of[i]) return p->launch[a].node;
+    return -1;
+}
+
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
@@ -89,13 +99,11 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
-    int only = -1;
-    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
-    k = &p->fu.k[p->fu.kernel_of[i]];
     /* an epilogue runs inside its contraction, whose inputs are still being
      * read then: only the contraction's own output can be written over */
-    for (a = 0; a < p->nlaunch; a++)
-        if (p->launch[a].epi == p->fu.kernel_of[i]) only = p->launch[a].node;
+    int only = tc__epilogue_host(p, i);
+    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
+    k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
         if (k->acc[a].store) st = &k->acc[a];
@@ -120,24 +128,27 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
     return donor;
 }
 
-/* Greedy first-fit placement of every root buffer over its live range. */
+/* Greedy first-fit placement of every root buffer over its live range.  A
+ * buffer is born at its node, except an epilogue's result: it is written
+ * while its contraction runs, so it is born there. */
 TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
     int i, k;
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1, donor;
+        int moved = 1, donor, born = i;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
         bytes = tc__node_bytes(p, i);
+        if (tc__epilogue_host(p, i) >= 0) born = tc__epilogue_host(p, i);
         donor = tc__inplace_donor(p, i, last);
         if (donor >= 0) {
             /* the donor's slot, if nothing else live overlaps it */
             size_t d0 = (size_t)p->off[donor];
             int ok = 1;
             for (k = 0; k < i && ok; k++) {
-                if (k == donor || p->off[k] < 0 || last[k] < i) continue;
+                if (k == donor || p->off[k] < 0 || last[k] < born) continue;
                 if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
             }
             if (ok) {
@@ -153,7 +164,7 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
             moved = 0;
             for (k = 0; k < i; k++) {
                 size_t kb;
-                if (p->off[k] < 0 || last[k] < i) continue;
+                if (p->off[k] < 0 || last[k] < born) continue;
                 kb = tc__node_bytes(p, k);
                 if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
                     at = (size_t)p->off[k] + kb;
@@ -167,15 +178,38 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     p->arena_bytes = top;
 }
 
-/* Builds the program for g traced on `inputs`.  NULL on OOM. */
 #ifdef TC__HAVE_VEXEC
+/* Removes the launches marked `drop`; a call whose `ins` pointed at its own
+ * `in` array is re-pointed at the copy's. */
+TC__FN void tc__program_compact(tc__program *p) {
+    int k, nl = 0;
+    for (k = 0; k < p->nlaunch; k++) {
+        int own = p->launch[k].call.ins == p->launch[k].call.in;
+        if (p->launch[k].drop) continue;
+        p->launch[nl] = p->launch[k];
+        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
+        nl++;
+    }
+    p->nlaunch = nl;
+}
+
+/* Does fused kernel q read anything stored in src's buffer? */
+TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
+    int a;
+    for (a = 0; a < p->fu.k[q].nacc; a++)
+        if (!p->fu.k[q].acc[a].store && p->root[p->fu.k[q].acc[a].node] == src) return 1;
+    return 0;
+}
+
 /* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
- * of its own shape, read element for element and by nothing else, runs on
- * the contraction's output tiles while they are in cache instead of as a
- * pass of its own.  Its other inputs must exist before the contraction. */
+ * of its own shape runs on the contraction's output tiles while they are in
+ * cache, instead of as a pass of its own.  Conditions: every read of that
+ * result is the identity walk (a tile is all the epilogue may see), no
+ * other launch or kernel reads it (it is written over: see the planner),
+ * and the kernel's other inputs exist before the contraction runs. */
 TC__FN void tc__program_epilogues(tc__program *p, int logs) {
     const tc__graph *g = p->g;
-    int k, c, a, d, nl = 0;
+    int k, c, a, d, q;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         const tc__kernel *kn;
@@ -184,52 +218,47 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
         kn = &p->fu.k[l->kernel];
         if (kn->nslot || kn->nstage != 1) continue;
         for (a = 0; a < kn->nacc && src < 0; a++) {
-            const tc__kaccess *ac = &kn->acc[a];
-            const tc__node *cn = &g->nodes[ac->node];
-            const tc_tensor *ch = &p->hdr[ac->node], *rh = &p->hdr[l->node];
-            int same = !ac->store && cn->kind == TC__NODE_OP &&
-                       (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) && ch->dtype == TC_F32 &&
-                       ch->ndim == rh->ndim && ac->ndim == ch->ndim;
-            for (d = 0; same && d < ch->ndim; d++)
-                same = ch->shape[d] == rh->shape[d] &&
-                       (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
-            if (same) src = ac->node;
+            const tc__node *cn = &g->nodes[kn->acc[a].node];
+            if (!kn->acc[a].store && cn->kind == TC__NODE_OP && (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) &&
+                p->hdr[kn->acc[a].node].dtype == TC_F32)
+                src = kn->acc[a].node;
         }
         if (src < 0) continue;
-        /* the contraction's only reader, every other input older than it */
-        for (a = 0; a < kn->nacc && ok; a++)
-            if (!kn->acc[a].store && kn->acc[a].node != src && kn->acc[a].node > src) ok = 0;
+        for (a = 0; a < kn->nacc && ok; a++) {
+            const tc__kaccess *ac = &kn->acc[a];
+            const tc_tensor *ch = &p->hdr[src], *rh = &p->hdr[l->node];
+            if (ac->store) continue;
+            if (p->root[ac->node] != src) {
+                ok = ac->node < src; /* exists before the contraction */
+                continue;
+            }
+            ok = ac->node == src && ch->ndim == rh->ndim && ac->ndim == ch->ndim;
+            for (d = 0; ok && d < ch->ndim; d++)
+                ok = ch->shape[d] == rh->shape[d] &&
+                     (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
+        }
         for (a = 0; a < g->nout && ok; a++)
             if (p->root[g->outputs[a]] == src) ok = 0;
+        /* no other reader: op launches (views included) and every other
+         * fused kernel, launched or already attached as an epilogue */
         for (c = 0; c < p->nlaunch && ok; c++) {
-            const tc__launch *o = &p->launch[c];
-            const tc__node *nd = &g->nodes[o->node];
-            if (c == k) continue;
-            if (o->kernel >= 0) {
-                for (a = 0; a < p->fu.k[o->kernel].nacc; a++)
-                    if (p->root[p->fu.k[o->kernel].acc[a].node] == src) ok = 0;
-            } else {
-                for (a = 0; a < nd->nin; a++)
-                    if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
-            }
+            const tc__node *nd = &g->nodes[p->launch[c].node];
+            if (p->launch[c].kernel >= 0) continue;
+            for (a = 0; a < nd->nin; a++)
+                if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
         }
+        for (q = 0; q < p->fu.nk && ok; q++)
+            if (q != l->kernel && tc__kernel_reads_root(p, q, src)) ok = 0;
         for (c = 0; c < k && ok; c++)
             if (p->launch[c].node == src) break;
         if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
         p->launch[c].epi = l->kernel;
-        l->kernel = -2; /* dropped below */
+        l->drop = 1;
         if (logs & 1)
             tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
                     tc__optable[g->nodes[src].op].name);
     }
-    for (k = 0; k < p->nlaunch; k++) {
-        int own = p->launch[k].call.ins == p->launch[k].call.in;
-        if (p->launch[k].kernel == -2) continue;
-        p->launch[nl] = p->launch[k];
-        if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
-        nl++;
-    }
-    p->nlaunch = nl;
+    tc__program_compact(p);
 }
 
 /* Groups the program's nodes into fused kernels (when the executor exists
@@ -237,20 +266,16 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
  * roots launch their kernel, and each thread gets a workspace. */
 TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     const tc__graph *g = p->g;
-    int i, k, nl = 0, rc;
+    int i, k, rc;
     size_t ws = 0;
     rc = tc__fuse_graph(ctx, g, p->hdr, logs, &p->fu);
     if (rc != 0) return rc < 0 ? -1 : 0;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
-        int own = l->call.ins == l->call.in;
-        if (p->fu.inl[l->node]) continue;
+        l->drop = p->fu.inl[l->node];
         l->kernel = p->fu.kernel_of[l->node];
-        p->launch[nl] = *l;
-        if (own) p->launch[nl].call.ins = p->launch[nl].call.in; /* it pointed into the old slot */
-        nl++;
     }
-    p->nlaunch = nl;
+    tc__program_compact(p);
     /* scalar constants that only fused kernels read are immediates there */
     {
         char *need = (char *)tc__malloc((size_t)g->n);
@@ -268,32 +293,21 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
             for (a = 0; a < nd->nin; a++)
                 if (nd->in[a] >= 0) need[nd->in[a]] = 1;
         }
-        for (k = 0, nl = 0; k < p->nlaunch; k++) {
+        for (k = 0; k < p->nlaunch; k++) {
             tc__launch *l = &p->launch[k];
-            int own = l->call.ins == l->call.in;
             if (g->nodes[l->node].op == TC__OP_FULL && g->nodes[l->node].nin == 0 && !need[l->node]) {
                 p->fu.inl[l->node] = 1;
-                continue;
+                l->drop = 1;
             }
-            p->launch[nl] = *l;
-            if (own) p->launch[nl].call.ins = p->launch[nl].call.in;
-            nl++;
         }
-        p->nlaunch = nl;
+        tc__program_compact(p);
         TC_FREE(need);
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
     tc__program_epilogues(p, logs);
-    for (k = 0; k < p->fu.nk; k++) {
-        const tc__kernel *kn = &p->fu.k[k];
-        int64_t rowlen = 1;
-        size_t b;
-        int d;
-        for (d = kn->row0; d < kn->ndim; d++) rowlen *= kn->shape[d];
-        b = tc__kernel_ws_bytes(kn, rowlen);
-        if (b > ws) ws = b;
-    }
+    for (k = 0; k < p->fu.nk; k++)
+        if (tc__kernel_ws_bytes(&p->fu.k[k]) > ws) ws = tc__kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
     p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (p->fu.nk > 0) {
@@ -321,9 +335,9 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
 }
 #endif
 
-/* Liveness over the launch list: a buffer lives until its last reader.  An
- * epilogue writes its kernel's result at the contraction's launch, so the
- * buffers born between the two stay clear of it. */
+/* Liveness over the launch list: a buffer lives until its last reader (an
+ * epilogue's inputs until its kernel's root, whose buffer the planner
+ * treats as born at the contraction). */
 TC__FN void tc__program_liveness(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i, k, a;
@@ -333,9 +347,7 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
         const tc__node *nd = &g->nodes[l->node];
         if (l->epi >= 0) {
             const tc__kernel *kn = &p->fu.k[l->epi];
-            int r = kn->root, j;
-            for (j = l->node + 1; j < r; j++)
-                if (p->root[j] == j && last[j] < r) last[j] = r;
+            int r = kn->root;
             for (a = 0; a < kn->nacc; a++) {
                 int rr = p->root[kn->acc[a].node];
                 if (rr >= 0 && last[rr] < r) last[rr] = r;
@@ -356,6 +368,7 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
+/* Builds the program for g traced on `inputs`.  NULL on OOM. */
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
                                       int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
@@ -416,6 +429,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             l->kernel = -1;
             l->inplace = 0;
             l->epi = -1;
+            l->drop = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;
@@ -512,12 +526,12 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         return TC_OK;
     }
     if (l->epi >= 0) {
-        tc__epi_run er;
+        tc__krun kr;
         tc__epilogue e;
         tc_result r;
-        tc__krun_prepare(&er.kr, ctx, &p->fu.k[l->epi], p->ref);
+        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
         e.fn = tc__epilogue_tile;
-        e.arg = &er;
+        e.arg = &kr;
         l->call.epi = &e;
         r = tc__optable[l->call.op].run(&l->call, out);
         l->call.epi = NULL;

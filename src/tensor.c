@@ -21,7 +21,7 @@ TC__FN void tc__ctx_init_isa(tc_ctx *ctx) {
     tc_isa cap = ctx->opts.max_isa;
     int i;
     for (i = 0; e && i < 5; i++)
-        if (strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
+        if (i > 0 && strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
     if (tc_ctx_set_isa(ctx, cap) != TC_OK) tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 

@@ -109,25 +109,34 @@ typedef struct tc__krun {
     int ws_slots;
 } tc__krun;
 
+/* Elements in one row of k (the product of its row dims). */
+TC__FN int64_t tc__kernel_rowlen(const tc__kernel *k) {
+    int64_t n = 1;
+    int d;
+    for (d = k->row0; d < k->ndim; d++) n *= k->shape[d];
+    return n;
+}
+
+/* Bytes of one row buffer: the row, rounded up, plus a tile of slack for
+ * the last tile's whole vectors. */
+TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
+    return sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+}
+
 /* Workspace per thread: registers, accumulators, local row buffers. */
-TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k, int64_t rowlen) {
+TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
     size_t tile = sizeof(float) * TC__VM_TILE;
-    size_t local = sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
-    return tile * (size_t)(k->nreg + k->nslot) + local * (size_t)k->nlocal + TC__ALIGN;
+    return tile * (size_t)(k->nreg + k->nslot) + tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal +
+           TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * TC__VM_TILE;
-    size_t local = sizeof(float) * (size_t)((kr->rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    size_t tile = sizeof(float) * TC__VM_TILE, local = tc__row_buffer_bytes(kr->rowlen);
     if (!w) {
-#ifdef TC__HAVE_ATOMICS
-        int slot = __atomic_fetch_add(&kr->ws_next, 1, __ATOMIC_RELAXED);
-#else
-        int slot = kr->ws_next++;
-#endif
-        if (slot >= kr->ws_slots) slot = kr->ws_slots - 1; /* cannot happen: parts <= threads */
+        /* one slot per part: tc__kernel_run caps the parts at the slots */
+        int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
         w = kr->ws + (size_t)slot * kr->ws_bytes;
     }
     memset(s, 0, sizeof *s);
@@ -369,33 +378,29 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         kr.nt[a] = ac->store && h->dtype == TC_F32 &&
                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
-    kr.rowlen = 1;
-    for (d = kr.row0; d < k->ndim; d++) kr.rowlen *= k->shape[d];
+    kr.rowlen = tc__kernel_rowlen(k);
     tc__krun_coalesce(&kr);
     *kr_ = kr;
 }
 
-/* A fused pointwise kernel as a contraction's epilogue: the tile's rows
- * are spans of the kernel's flattened domain (the contraction's output
- * shape).  Runs on the contraction's thread with a workspace on the stack. */
-typedef struct tc__epi_run {
-    tc__krun kr;
-} tc__epi_run;
-
+/* A fused pointwise kernel as a contraction's epilogue (arg: its prepared
+ * tc__krun): the tile's rows are spans of the kernel's flattened domain
+ * (the contraction's output shape).  Runs on the contraction's thread with
+ * a workspace on the stack. */
 TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
-    tc__epi_run *er = (tc__epi_run *)arg;
+    tc__krun *kr = (tc__krun *)arg;
     float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
     char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
     tc__vst s;
     int64_t r;
-    tc__krun_state(&er->kr, &s, w);
-    for (r = row; r < row + m; r++) tc__krun_span(&er->kr, &s, r * ldc + col, r * ldc + col + n);
+    tc__krun_state(kr, &s, w);
+    for (r = row; r < row + m; r++) tc__krun_span(kr, &s, r * ldc + col, r * ldc + col + n);
 }
 
 TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
                            int ws_slots) {
     tc__krun kr;
-    int d;
+    int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
@@ -403,11 +408,15 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     kr.ws = ws;
     kr.ws_bytes = ws_bytes;
     kr.ws_slots = ws_slots;
+    /* at most one part per workspace */
+    saved_cap = ctx->thread_cap;
+    if (ctx->thread_cap <= 0 || ctx->thread_cap > ws_slots) ctx->thread_cap = ws_slots;
     if (!kr.rows) {
         if (numel > 0) tc__parallel_for(ctx, numel, (int64_t)((double)numel * (1.0 + k->cost / 8.0)), tc__krun_pointwise, &kr);
     } else if (outer > 0) {
         tc__parallel_for(ctx, outer, (int64_t)((double)(numel > outer ? numel : outer) * (1.0 + k->cost / 8.0)),
                          tc__krun_rows, &kr);
     }
+    ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */

@@ -9,7 +9,8 @@
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, sigmoid, tanh: <= 2 ulp; erf: <= 3
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
  * NaN, signed zero and denormals follow libm. */
@@ -487,11 +488,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         switch (in->op) {
-        case TC__V_FMA: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa) * TC__LD(b + i * sb) + TC__LD(c + i * sc));
-            break;
-        }
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)

@@ -150,6 +150,11 @@ static tc_tensor *apply(tc_ctx *c, const op *o, tc_tensor **v) {
         switch (o->sub) {
         case 0: return tc_floor(c, tc_mul_scalar(c, a, 3.0));
         case 1: return tc_ceil(c, a);
+        case 2: { /* a constant of another dtype: its value is rounded first */
+            static const tc_dtype dts[4] = {TC_I32, TC_BOOL, TC_F16, TC_BF16};
+            int64_t n = tc_ndim(a) > 0 ? tc_dim(a, tc_ndim(a) - 1) : 1;
+            return tc_mul(c, a, tc_full(c, dts[o->axis & 3], 1, &n, o->s));
+        }
         default: return tc_where(c, tc_gt(c, a, b), a, tc_mul_scalar(c, b, 0.5));
         }
     }
@@ -277,7 +282,8 @@ static void generate(rng *r, prog *p, vinfo *vi) {
         case K_ROW:
             /* on shallow values only: a norm of a nearly constant row
              * amplifies last-ulp differences without bound */
-            if (va->ndim == 0 || va->depth > 2 || va->normed || va->shape[va->ndim - 1] < 2) continue;
+            /* rows of 0 elements (empty results) or of 2+ */
+            if (va->ndim == 0 || va->depth > 2 || va->normed || va->shape[va->ndim - 1] == 1) continue;
             o.sub = pick(r, 4);
             nv.normed = 1;
             break;
@@ -305,8 +311,10 @@ static void generate(rng *r, prog *p, vinfo *vi) {
         }
         case K_LEAFOP:
             if (!va->leaf) continue;
-            o.sub = pick(r, 3);
-            if (o.sub == 2) {
+            o.sub = pick(r, 4);
+            o.axis = pick(r, 4);
+            o.s = (pick(r, 400) - 200) / 7.0;
+            if (o.sub == 3) {
                 int k, cand[MAXV], nc = 0;
                 for (k = 0; k < p->nin; k++)
                     if (same_shape(&vi[k], va)) cand[nc++] = k;

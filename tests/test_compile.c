@@ -16,7 +16,6 @@ static tc_tensor *randn(int nd, int64_t a, int64_t b, int64_t c, uint64_t seed) 
     return tc_rand_normal(ctx, nd, s, 0.0, 1.0, seed);
 }
 
-/* max |a - b| over equal-shaped tensors; +inf on mismatch */
 /* Largest |a - b| / (1 + |b|): fused kernels may differ from eager by a few
  * ulp (vector exp, reassociated sums), never by more. */
 #define FUSED_TOL 1e-5
@@ -39,6 +38,7 @@ static double maxrel(tc_tensor *a, tc_tensor *b) {
     return m;
 }
 
+/* max |a - b| over equal-shaped tensors; +inf on mismatch */
 static double maxdiff(tc_tensor *a, tc_tensor *b) {
     int64_t n = tc_numel(a), i;
     double m = 0;

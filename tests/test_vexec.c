@@ -355,6 +355,84 @@ static void epi_inplace_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor *
     out[0] = tc_maximum(c, tc_sub(c, w, x), tc_matmul(c, w, tc_transpose(c, x, 0, 1)));
 }
 
+/* Review finds.  An epilogue also reading its matmul through a transpose
+ * (of an inlined value) would read tiles the GEMM has not written yet. */
+static void epi_transpose_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *m = tc_matmul(c, in[0], in[1]);
+    (void)u;
+    out[0] = tc_add(c, m, tc_transpose(c, tc_mul_scalar(c, m, 2.0), 0, 1));
+}
+
+/* m2 is read by m1's epilogue (through tanh) and is itself the host of an
+ * in-place epilogue: that one ran first and overwrote m2 */
+static void two_epilogues_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *a = in[0], *b = in[1], *m2 = tc_matmul(c, a, b), *m1 = tc_matmul(c, b, a);
+    tc_tensor *e1 = tc_add(c, m1, tc_tanh(c, m2)), *e2 = tc_mul_scalar(c, m2, 2.0);
+    (void)u;
+    out[0] = tc_matmul(c, e1, tc_matmul(c, e2, a));
+}
+
+/* a constant filled in i32/bool/f16/bf16 is rounded to its dtype first */
+static tc_dtype g_fill_dt;
+static double g_fill_v;
+static void fill_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int64_t n = tc_dim(in[0], 1);
+    (void)u;
+    out[0] = tc_tanh(c, tc_mul(c, in[0], tc_full(c, g_fill_dt, 1, &n, g_fill_v)));
+}
+
+/* softmax and the norms over an empty dim: decomposition must leave them */
+static void empty_row_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_add(c, tc_softmax(c, in[0], -1), tc_log_softmax(c, in[0], 0));
+    out[0] = tc_add(c, out[0], tc_layer_norm(c, in[0], 1, NULL, NULL, 1e-5));
+}
+
+static double compiled_err(tc_model_fn fn, int nin, tc_tensor **in, int mode) {
+    tc_compile_options o;
+    tc_fn *f;
+    tc_tensor *y, *ye;
+    double worst = 0;
+    int call;
+    memset(&o, 0, sizeof o);
+    o.num_inputs = nin;
+    o.mode = (tc_mode)mode;
+    f = tc_compile(ctx, fn, NULL, &o);
+    fn(ctx, NULL, in, &ye);
+    for (call = 0; call < 3; call++) {
+        double e = tc_call(f, in, &y) == TC_OK ? maxrel(y, ye) : INFINITY;
+        if (e > worst) worst = e;
+    }
+    tc_fn_free(f);
+    return worst;
+}
+
+TC_TEST(test_review_regressions) {
+    static const tc_dtype dts[4] = {TC_I32, TC_BOOL, TC_F16, TC_BF16};
+    static const double vals[4] = {0.5, 3.0, 70000.0, 0.3};
+    tc_tensor *in[2];
+    int mode, k;
+    tc_scope_begin(ctx);
+    in[0] = randn(2, 96, 96, 51);
+    in[1] = randn(2, 96, 96, 52);
+    for (mode = 1; mode <= 3; mode++) {
+        double e1 = compiled_err(epi_transpose_fn, 2, in, mode), e2 = compiled_err(two_epilogues_fn, 2, in, mode);
+        TC_CHECKF(e1 < 1e-5 && e2 < 1e-4, "mode %d: epilogue + transpose %g, two epilogues %g", mode, e1, e2);
+    }
+    for (k = 0; k < 4; k++) {
+        double e;
+        g_fill_dt = dts[k];
+        g_fill_v = vals[k];
+        e = compiled_err(fill_fn, 1, in, 1);
+        TC_CHECKF(e < 1e-5, "full(%s, %g): %g", tc_dtype_name(dts[k]), vals[k], e);
+    }
+    in[0] = randn(2, 3, 0, 53);
+    TC_CHECK(compiled_err(empty_row_fn, 1, in, 1) < 1e-5);
+    in[0] = randn(2, 0, 3, 54);
+    TC_CHECK(compiled_err(empty_row_fn, 1, in, 2) < 1e-5);
+    tc_scope_end(ctx);
+}
+
 TC_TEST(test_epilogues_and_regressions) {
     tc_tensor *x, *in[1];
     int fused, k, mode;
@@ -402,6 +480,7 @@ int main(void) {
     TC_RUN(test_large_outputs_stream);
     TC_RUN(test_fusion_decisions);
     TC_RUN(test_epilogues_and_regressions);
+    TC_RUN(test_review_regressions);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
