@@ -6879,7 +6879,7 @@ TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
 
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
-    int l = nd->line, x = in[0], t, u, level = *(const int *)arg;
+    int l = nd->line, x = nd->nin > 0 ? in[0] : -1, t, u, level = *(const int *)arg;
     if (nd->dt != TC_F32 || (nd->nin > 0 && x >= 0 && g->nodes[x].dt != TC_F32)) return -2;
     /* empty: max has no identity, and there is nothing to compute */
     if (tc__numel_of(nd->ndim, nd->shape) == 0 || (x >= 0 && tc__numel_of(g->nodes[x].ndim, g->nodes[x].shape) == 0))
