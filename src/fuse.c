@@ -396,22 +396,30 @@ TC__FN int tc__reduce_trivial(const tc__fuse *f, int q, const tc__vmap *mq, tc__
     return 1;
 }
 
+/* Follows views and size-1 reductions from (node, m) down to the node whose
+ * value it is; stops at anything not inlined. */
+TC__FN void tc__fuse_resolve(const tc__fuse *f, int *node, tc__vmap *m) {
+    for (;;) {
+        const tc__node *nd = &f->g->nodes[*node];
+        tc__vmap mb;
+        if (!tc__inlined(f, *node)) return;
+        if (tc__optable[nd->op].cls == TC__CLASS_VIEW) tc__vmap_through_view(f, *node, m, &mb);
+        else if (!tc__node_is_reduce(nd) || !tc__reduce_trivial(f, *node, m, &mb)) return;
+        *node = nd->in[0];
+        *m = mb;
+    }
+}
+
 /* Levels: the first stage a value can be computed in (slots it reads come
  * from earlier stages).  Creates the slots. */
-TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m) {
-    const tc__node *nd = &f->g->nodes[node];
+TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m0) {
+    const tc__node *nd;
+    tc__vmap mr = *m0, *m = &mr;
     int vi, k, lvl = 0;
     if (f->oom || f->fail_node >= 0) return 0;
+    tc__fuse_resolve(f, &node, m);
+    nd = &f->g->nodes[node];
     if (!tc__inlined(f, node)) return 0;
-    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
-        tc__vmap mb;
-        tc__vmap_through_view(f, node, m, &mb);
-        return tc__fuse_level(f, nd->in[0], &mb);
-    }
-    if (tc__node_is_reduce(nd)) {
-        tc__vmap mb;
-        if (tc__reduce_trivial(f, node, m, &mb)) return tc__fuse_level(f, nd->in[0], &mb);
-    }
     vi = tc__fval_get(f, node, m);
     if (vi < 0) return 0;
     if (f->v[vi].level >= 0) return f->v[vi].level;
@@ -444,23 +452,14 @@ TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m) {
  * an earlier stage computed and that costs 2+ units to recompute becomes a
  * row buffer (filled by that stage) and the walk stops there, so only the
  * frontier between stages is kept. */
-TC__FN void tc__fuse_reach(tc__fuse *f, int node, const tc__vmap *m, int s, int64_t rowlen) {
-    const tc__node *nd = &f->g->nodes[node];
+TC__FN void tc__fuse_reach(tc__fuse *f, int node, const tc__vmap *m0, int s, int64_t rowlen) {
+    const tc__node *nd;
+    tc__vmap mr = *m0, *m = &mr;
     int vi, k;
-    if (f->oom || !tc__inlined(f, node)) return;
-    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
-        tc__vmap mb;
-        tc__vmap_through_view(f, node, m, &mb);
-        tc__fuse_reach(f, nd->in[0], &mb, s, rowlen);
-        return;
-    }
-    if (tc__node_is_reduce(nd)) {
-        tc__vmap mb;
-        if (tc__reduce_trivial(f, node, m, &mb)) {
-            tc__fuse_reach(f, nd->in[0], &mb, s, rowlen);
-            return;
-        }
-    }
+    if (f->oom) return;
+    tc__fuse_resolve(f, &node, m);
+    nd = &f->g->nodes[node];
+    if (!tc__inlined(f, node)) return;
     vi = tc__fval_get(f, node, m);
     if (vi < 0 || (f->v[vi].reach & (1u << s))) return;
     if (f->v[vi].local >= 0) return;
@@ -515,10 +514,13 @@ TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, floa
 }
 
 /* Emits the code computing (node, m) in the current stage; its register. */
-TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
-    const tc__node *nd = &f->g->nodes[node];
+TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m0) {
+    const tc__node *nd;
+    tc__vmap mr = *m0, *m = &mr;
     int vi, r = -1, k, in[3] = {-1, -1, -1};
     if (f->oom || f->fail_node >= 0) return -1;
+    tc__fuse_resolve(f, &node, m);
+    nd = &f->g->nodes[node];
     /* an f32 fill is an immediate (other dtypes round the value: loaded) */
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[node].dtype == TC_F32)
         return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
@@ -530,15 +532,6 @@ TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m) {
             f->acc_stage[a] = f->stage;
         }
         return f->acc_vreg[a];
-    }
-    if (tc__optable[nd->op].cls == TC__CLASS_VIEW) {
-        tc__vmap mb;
-        tc__vmap_through_view(f, node, m, &mb);
-        return tc__fuse_emit(f, nd->in[0], &mb);
-    }
-    if (tc__node_is_reduce(nd)) {
-        tc__vmap mb;
-        if (tc__reduce_trivial(f, node, m, &mb)) return tc__fuse_emit(f, nd->in[0], &mb);
     }
     vi = tc__fval_get(f, node, m);
     if (vi < 0) return -1;

@@ -45,4 +45,28 @@ static const char *tct_current = "";
 #define TC_TEST_SUMMARY()                                                   \
     (printf("%d passed, %d failed\n", tct_passed, tct_tests_failed),      \
      tct_tests_failed != 0)
+#ifdef TCOMPILE_H
+/* Largest |a - b| / (1 + |b|) over two f32-readable tensors of equal size
+ * (NaN in both counts as equal); +inf on an error or a size mismatch.  The
+ * tolerance fused kernels are held to: a few ulp (vector math, reassociated
+ * sums), never more. */
+static inline double tct_maxrel(tc_tensor *a, tc_tensor *b) {
+    int64_t n = tc_numel(a), i;
+    double m = 0;
+    float *x, *y;
+    if (tc_status(a) || tc_status(b) || n != tc_numel(b) || tc_ndim(a) != tc_ndim(b)) return INFINITY;
+    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
+    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
+        if (x[i] != x[i] && y[i] != y[i]) d = 0;
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    free(x);
+    free(y);
+    return m;
+}
+#endif
 #endif

@@ -130,24 +130,7 @@ TC_TEST(test_vector_math_matches_libm) {
 
 /* ---- compiled vs eager on every ISA level ------------------------------------------ */
 
-static double maxrel(tc_tensor *a, tc_tensor *b) {
-    int64_t n = tc_numel(a), i;
-    double m = 0;
-    float *x, *y;
-    if (tc_status(a) || tc_status(b) || n != tc_numel(b)) return INFINITY;
-    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
-    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
-    for (i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
-        if (x[i] != x[i] && y[i] != y[i]) d = 0;
-        if (d > m || d != d) m = d != d ? INFINITY : d;
-    }
-    free(x);
-    free(y);
-    return m;
-}
+#define maxrel tct_maxrel
 
 static void ew_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     (void)u;
