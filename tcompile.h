@@ -7007,6 +7007,16 @@ enum {
 
 enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN };
 
+/* The combiners, as the eager reductions define them (NaN wins max/min). */
+TC__FN double tc__comb_identity(int comb) {
+    return comb == TC__COMB_SUM ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+}
+TC__FN double tc__comb_apply(double a, double v, int comb) {
+    if (comb == TC__COMB_SUM) return a + v;
+    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
+    return (v < a || v != v) ? v : a;
+}
+
 typedef struct tc__vins {
     int16_t op, dst, a, b, c;
     float f0, f1;
@@ -7098,8 +7108,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
     int s, i, d;
     tc__text_printf(sb, "kernel %d: domain [", index);
     for (d = 0; d < k->ndim; d++) tc__text_printf(sb, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
-    tc__text_printf(sb, "], row dims %d..%d, %d ops fused, %d registers, %d slots, %d local\n", k->row0, k->ndim - 1,
-                    k->nodes, k->nreg, k->nslot, k->nlocal);
+    if (k->row0 < k->ndim) tc__text_printf(sb, "], row dims %d..%d", k->row0, k->ndim - 1);
+    else tc__text_printf(sb, "], pointwise");
+    tc__text_printf(sb, ", %d ops fused, %d registers, %d slots, %d local\n", k->nodes, k->nreg, k->nslot, k->nlocal);
     for (i = 0; i < k->nacc; i++) {
         const tc__kaccess *a = &k->acc[i];
         tc__text_printf(sb, "  %s%d = node %%%d[", a->store ? "out" : "in", i, a->node);
@@ -7568,7 +7579,10 @@ TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m0) {
         tc__vmap mb;
         int sl;
         if (tc__fuse_row(f, node, m, &mb) != 0) return 0;
-        if (f->nslot == TC__VM_MAXSLOT) return tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT), 0;
+        if (f->nslot == TC__VM_MAXSLOT) {
+            tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
+            return 0;
+        }
         sl = f->nslot++;
         f->slot[sl].val = vi;
         f->slot[sl].body = nd->in[0];
@@ -8471,18 +8485,12 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         else a = TC__SEL((v < a) | (v != v), v, a);
         TC__ST(acc + i * TC__W, a);
     }
-    for (i = nv * TC__W; rem && i < len; i++) {
-        float a = acc[i], v = x[i];
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
-        else a = (v < a || v != v) ? v : a;
-        acc[i] = a;
-    }
+    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
 }
 
 /* An accumulator tile set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
     for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
 }
@@ -8499,12 +8507,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         else a = TC__SEL((v < a) | (v != v), v, a);
     }
     r = a[0];
-    for (i = 1; i < TC__W; i++) {
-        float v = a[i];
-        if (comb == TC__COMB_SUM) r += v;
-        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
-        else r = (v < r || v != v) ? v : r;
-    }
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 
@@ -9038,18 +9041,12 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         else a = TC__SEL((v < a) | (v != v), v, a);
         TC__ST(acc + i * TC__W, a);
     }
-    for (i = nv * TC__W; rem && i < len; i++) {
-        float a = acc[i], v = x[i];
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
-        else a = (v < a || v != v) ? v : a;
-        acc[i] = a;
-    }
+    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
 }
 
 /* An accumulator tile set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
     for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
 }
@@ -9066,12 +9063,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         else a = TC__SEL((v < a) | (v != v), v, a);
     }
     r = a[0];
-    for (i = 1; i < TC__W; i++) {
-        float v = a[i];
-        if (comb == TC__COMB_SUM) r += v;
-        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
-        else r = (v < r || v != v) ? v : r;
-    }
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 
@@ -9605,18 +9597,12 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         else a = TC__SEL((v < a) | (v != v), v, a);
         TC__ST(acc + i * TC__W, a);
     }
-    for (i = nv * TC__W; rem && i < len; i++) {
-        float a = acc[i], v = x[i];
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
-        else a = (v < a || v != v) ? v : a;
-        acc[i] = a;
-    }
+    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
 }
 
 /* An accumulator tile set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
     for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
 }
@@ -9633,12 +9619,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         else a = TC__SEL((v < a) | (v != v), v, a);
     }
     r = a[0];
-    for (i = 1; i < TC__W; i++) {
-        float v = a[i];
-        if (comb == TC__COMB_SUM) r += v;
-        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
-        else r = (v < r || v != v) ? v : r;
-    }
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 
@@ -10172,18 +10153,12 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         else a = TC__SEL((v < a) | (v != v), v, a);
         TC__ST(acc + i * TC__W, a);
     }
-    for (i = nv * TC__W; rem && i < len; i++) {
-        float a = acc[i], v = x[i];
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
-        else a = (v < a || v != v) ? v : a;
-        acc[i] = a;
-    }
+    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
 }
 
 /* An accumulator tile set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
     for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
 }
@@ -10200,12 +10175,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         else a = TC__SEL((v < a) | (v != v), v, a);
     }
     r = a[0];
-    for (i = 1; i < TC__W; i++) {
-        float v = a[i];
-        if (comb == TC__COMB_SUM) r += v;
-        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
-        else r = (v < r || v != v) ? v : r;
-    }
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 
@@ -10516,42 +10486,36 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Streams run ahead of the tile being computed: a tile does enough math
- * that the hardware prefetcher alone lets the next one start cold. */
-#define TC__PREFETCH_TILES 2
-TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t remaining) {
-    int a;
-    for (a = 0; a < kr->k->nacc; a++) {
-        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * TC__VM_TILE, c;
-        const char *p;
-        if (s->stride[a] != 1 || kr->k->acc[a].store || remaining <= TC__VM_TILE * TC__PREFETCH_TILES) continue;
-        p = s->ptr[a] + bytes * TC__PREFETCH_TILES;
-        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
-    }
-}
-
-/* The same tile of the next outer row (the innermost outer dim + 1). */
-TC__FN void tc__krun_prefetch_row(const tc__krun *kr, const tc__vst *s, int64_t next, int len) {
+/* Prefetches len elements of every contiguous input, `steps` along domain
+ * dim `dim` past its current tile (dim < 0: along the stream itself).  The
+ * tiles do enough math that the hardware prefetcher alone lets the next
+ * one start cold. */
+TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int dim, int64_t steps, int len) {
     int a;
     for (a = 0; a < kr->k->nacc; a++) {
         size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
         const char *p;
         if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
-        p = s->ptr[a] + kr->st[a][kr->row0 - 1] * next * (int64_t)esz;
+        p = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * (int64_t)esz;
         for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
     }
+}
+#define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */
+
+/* Moves every access past the tile just run (len elements). */
+TC__FN void tc__vst_advance(tc__vst *s, int nacc, int len) {
+    int a;
+    for (a = 0; a < nacc; a++) s->ptr[a] += s->stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s->dt[a]];
 }
 
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
-    int a;
     for (t = 0; t < n; t += TC__VM_TILE) {
         int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
-        tc__krun_prefetch(kr, s, n - t);
+        if (n - t > TC__VM_TILE * TC__PREFETCH_TILES)
+            tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
-        if (t + TC__VM_TILE < n)
-            for (a = 0; a < kr->k->nacc; a++)
-                s->ptr[a] += s->stride[a] * TC__VM_TILE * (int64_t)tc__dtype_sizes[s->dt[a]];
+        tc__vst_advance(s, kr->k->nacc, len);
     }
 }
 
@@ -10587,26 +10551,67 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__store_fence();
 }
 
-TC__FN double tc__slot_combine(double a, double v, int comb) {
-    if (comb == TC__COMB_SUM) return a + v;
-    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
-    return (v < a || v != v) ? v : a;
+/* One row stage over the row at outer index idx[0..row0): every tile of
+ * every row dim; the stage's accumulators end as row scalars (slots),
+ * folded into doubles every 64 tiles.  The first stage also fetches the
+ * next row along the innermost outer dim (when next_row is set). */
+TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int first,
+                               float *const *lbase, int next_row) {
+    const tc__kernel *k = kr->k;
+    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, tiles = 0;
+    double dacc[TC__VM_MAXSLOT];
+    int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
+    for (i = stg->begin; i < stg->end; i++)
+        if (k->code[i].op == TC__V_ACC) {
+            int sl = k->code[i].a;
+            used[nused++] = sl;
+            kr->isa->init(s->acc[sl], k->slot_comb[sl]);
+            dacc[sl] = tc__comb_identity(k->slot_comb[sl]);
+        }
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+    for (r = 0; r < nrows; r++) {
+        int64_t rr = r, t;
+        for (d = kr->ndim - 2; d >= kr->row0; d--) {
+            idx[d] = rr % kr->shape[d];
+            rr /= kr->shape[d];
+        }
+        tc__krun_point(kr, s, idx, 0);
+        for (t = 0; t < inner; t += TC__VM_TILE) {
+            int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE);
+            for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
+            if (first && inner - t > TC__VM_TILE * TC__PREFETCH_TILES)
+                tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+            if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
+            tc__vst_advance(s, k->nacc, len);
+            if (nused && ++tiles % 64 == 0)
+                for (q = 0; q < nused; q++) {
+                    int sl = used[q];
+                    dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                    kr->isa->init(s->acc[sl], k->slot_comb[sl]);
+                }
+        }
+    }
+    for (q = 0; q < nused; q++) {
+        int sl = used[q];
+        dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+        s->slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
+    }
 }
 
-/* Row kernels: rows [b, e) of the outer dims; every stage walks the row. */
+/* Row kernels: rows [b, e) of the outer dims; every stage walks the row,
+ * a scalar stage runs once at row index 0. */
 TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     const tc__kernel *k = kr->k;
     tc__vst s;
-    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
+    int64_t idx[TC_MAX_DIMS], o;
     float *lbase[TC__VM_MAXLOCAL];
-    int i;
-    /* the next row is fetched while this one is reduced */
-    int64_t next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1 ? 1 : 0;
+    int i, si, d;
+    int next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
-        int si, d;
         int64_t rest = o;
         for (d = kr->row0 - 1; d >= 0; d--) {
             idx[d] = rest % kr->shape[d];
@@ -10614,52 +10619,13 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
         }
         for (si = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
-            double dacc[TC__VM_MAXSLOT];
-            int used[TC__VM_MAXSLOT], nused = 0, q;
-            int64_t r, nrows = 1, tiles = 0;
-            if (stg->scalar) {
-                for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
-                tc__krun_point(kr, &s, idx, 0);
-                kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
+            if (!stg->scalar) {
+                tc__krun_row_stage(kr, &s, idx, stg, si == 0, lbase, next_row);
                 continue;
             }
-            for (i = stg->begin; i < stg->end; i++)
-                if (k->code[i].op == TC__V_ACC) {
-                    used[nused++] = k->code[i].a;
-                    kr->isa->init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
-                    dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
-                                         : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
-                }
-            for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
-            for (r = 0; r < nrows; r++) {
-                int64_t rr = r, pos = r * inner, t;
-                for (d = kr->ndim - 2; d >= kr->row0; d--) {
-                    idx[d] = rr % kr->shape[d];
-                    rr /= kr->shape[d];
-                }
-                tc__krun_point(kr, &s, idx, 0);
-                for (t = 0; t < inner; t += TC__VM_TILE) {
-                    int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
-                    for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
-                    if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
-                    if (si == 0 && next_row) tc__krun_prefetch_row(kr, &s, next_row, len);
-                    kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
-                    for (a = 0; a < k->nacc; a++)
-                        s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
-                    /* float accumulators are folded into doubles every 64 tiles */
-                    if (nused && ++tiles % 64 == 0)
-                        for (q = 0; q < nused; q++) {
-                            int sl = used[q];
-                            dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                            kr->isa->init(s.acc[sl], k->slot_comb[sl]);
-                        }
-                }
-            }
-            for (q = 0; q < nused; q++) {
-                int sl = used[q];
-                dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                s.slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
-            }
+            for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
+            tc__krun_point(kr, &s, idx, 0);
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
         }
     }
     tc__store_fence();
@@ -10874,14 +10840,13 @@ TC__FN int tc__epilogue_host(const tc__program *p, int i) {
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
- * written, tile by tile).  The donor's arena root, or -1. */
-TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
+ * written, tile by tile).  An epilogue runs inside its contraction, whose
+ * inputs are still being read then: `only` (its contraction, or -1) is
+ * then the one buffer it may write over.  The donor's arena root, or -1. */
+TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
-    /* an epilogue runs inside its contraction, whose inputs are still being
-     * read then: only the contraction's own output can be written over */
-    int only = tc__epilogue_host(p, i);
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
@@ -10917,12 +10882,13 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1, donor, born = i;
+        int moved = 1, donor, born = i, host;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
         bytes = tc__node_bytes(p, i);
-        if (tc__epilogue_host(p, i) >= 0) born = tc__epilogue_host(p, i);
-        donor = tc__inplace_donor(p, i, last);
+        host = tc__epilogue_host(p, i);
+        if (host >= 0) born = host;
+        donor = tc__inplace_donor(p, i, host, last);
         if (donor >= 0) {
             /* the donor's slot, if nothing else live overlaps it */
             size_t d0 = (size_t)p->off[donor];

@@ -427,7 +427,10 @@ TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m0) {
         tc__vmap mb;
         int sl;
         if (tc__fuse_row(f, node, m, &mb) != 0) return 0;
-        if (f->nslot == TC__VM_MAXSLOT) return tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT), 0;
+        if (f->nslot == TC__VM_MAXSLOT) {
+            tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
+            return 0;
+        }
         sl = f->nslot++;
         f->slot[sl].val = vi;
         f->slot[sl].body = nd->in[0];

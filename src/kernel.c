@@ -40,6 +40,16 @@ enum {
 
 enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN };
 
+/* The combiners, as the eager reductions define them (NaN wins max/min). */
+TC__FN double tc__comb_identity(int comb) {
+    return comb == TC__COMB_SUM ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+}
+TC__FN double tc__comb_apply(double a, double v, int comb) {
+    if (comb == TC__COMB_SUM) return a + v;
+    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
+    return (v < a || v != v) ? v : a;
+}
+
 typedef struct tc__vins {
     int16_t op, dst, a, b, c;
     float f0, f1;
@@ -131,8 +141,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
     int s, i, d;
     tc__text_printf(sb, "kernel %d: domain [", index);
     for (d = 0; d < k->ndim; d++) tc__text_printf(sb, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
-    tc__text_printf(sb, "], row dims %d..%d, %d ops fused, %d registers, %d slots, %d local\n", k->row0, k->ndim - 1,
-                    k->nodes, k->nreg, k->nslot, k->nlocal);
+    if (k->row0 < k->ndim) tc__text_printf(sb, "], row dims %d..%d", k->row0, k->ndim - 1);
+    else tc__text_printf(sb, "], pointwise");
+    tc__text_printf(sb, ", %d ops fused, %d registers, %d slots, %d local\n", k->nodes, k->nreg, k->nslot, k->nlocal);
     for (i = 0; i < k->nacc; i++) {
         const tc__kaccess *a = &k->acc[i];
         tc__text_printf(sb, "  %s%d = node %%%d[", a->store ? "out" : "in", i, a->node);

@@ -94,14 +94,13 @@ TC__FN int tc__epilogue_host(const tc__program *p, int i) {
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
- * written, tile by tile).  The donor's arena root, or -1. */
-TC__FN int tc__inplace_donor(const tc__program *p, int i, const int *last) {
+ * written, tile by tile).  An epilogue runs inside its contraction, whose
+ * inputs are still being read then: `only` (its contraction, or -1) is
+ * then the one buffer it may write over.  The donor's arena root, or -1. */
+TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *last) {
     const tc__kernel *k;
     const tc__kaccess *st = NULL;
     int a, d, donor = -1;
-    /* an epilogue runs inside its contraction, whose inputs are still being
-     * read then: only the contraction's own output can be written over */
-    int only = tc__epilogue_host(p, i);
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
@@ -137,12 +136,13 @@ TC__FN void tc__plan_arena(tc__program *p, const int *last) {
     size_t top = 0;
     for (i = 0; i < g->n; i++) {
         size_t bytes, at = 0;
-        int moved = 1, donor, born = i;
+        int moved = 1, donor, born = i, host;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
         bytes = tc__node_bytes(p, i);
-        if (tc__epilogue_host(p, i) >= 0) born = tc__epilogue_host(p, i);
-        donor = tc__inplace_donor(p, i, last);
+        host = tc__epilogue_host(p, i);
+        if (host >= 0) born = host;
+        donor = tc__inplace_donor(p, i, host, last);
         if (donor >= 0) {
             /* the donor's slot, if nothing else live overlaps it */
             size_t d0 = (size_t)p->off[donor];

@@ -160,42 +160,36 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Streams run ahead of the tile being computed: a tile does enough math
- * that the hardware prefetcher alone lets the next one start cold. */
-#define TC__PREFETCH_TILES 2
-TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int64_t remaining) {
-    int a;
-    for (a = 0; a < kr->k->nacc; a++) {
-        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * TC__VM_TILE, c;
-        const char *p;
-        if (s->stride[a] != 1 || kr->k->acc[a].store || remaining <= TC__VM_TILE * TC__PREFETCH_TILES) continue;
-        p = s->ptr[a] + bytes * TC__PREFETCH_TILES;
-        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
-    }
-}
-
-/* The same tile of the next outer row (the innermost outer dim + 1). */
-TC__FN void tc__krun_prefetch_row(const tc__krun *kr, const tc__vst *s, int64_t next, int len) {
+/* Prefetches len elements of every contiguous input, `steps` along domain
+ * dim `dim` past its current tile (dim < 0: along the stream itself).  The
+ * tiles do enough math that the hardware prefetcher alone lets the next
+ * one start cold. */
+TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int dim, int64_t steps, int len) {
     int a;
     for (a = 0; a < kr->k->nacc; a++) {
         size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
         const char *p;
         if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
-        p = s->ptr[a] + kr->st[a][kr->row0 - 1] * next * (int64_t)esz;
+        p = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * (int64_t)esz;
         for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
     }
+}
+#define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */
+
+/* Moves every access past the tile just run (len elements). */
+TC__FN void tc__vst_advance(tc__vst *s, int nacc, int len) {
+    int a;
+    for (a = 0; a < nacc; a++) s->ptr[a] += s->stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s->dt[a]];
 }
 
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
-    int a;
     for (t = 0; t < n; t += TC__VM_TILE) {
         int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
-        tc__krun_prefetch(kr, s, n - t);
+        if (n - t > TC__VM_TILE * TC__PREFETCH_TILES)
+            tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
-        if (t + TC__VM_TILE < n)
-            for (a = 0; a < kr->k->nacc; a++)
-                s->ptr[a] += s->stride[a] * TC__VM_TILE * (int64_t)tc__dtype_sizes[s->dt[a]];
+        tc__vst_advance(s, kr->k->nacc, len);
     }
 }
 
@@ -231,26 +225,67 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__store_fence();
 }
 
-TC__FN double tc__slot_combine(double a, double v, int comb) {
-    if (comb == TC__COMB_SUM) return a + v;
-    if (comb == TC__COMB_MAX) return (v > a || v != v) ? v : a;
-    return (v < a || v != v) ? v : a;
+/* One row stage over the row at outer index idx[0..row0): every tile of
+ * every row dim; the stage's accumulators end as row scalars (slots),
+ * folded into doubles every 64 tiles.  The first stage also fetches the
+ * next row along the innermost outer dim (when next_row is set). */
+TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int first,
+                               float *const *lbase, int next_row) {
+    const tc__kernel *k = kr->k;
+    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, tiles = 0;
+    double dacc[TC__VM_MAXSLOT];
+    int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
+    for (i = stg->begin; i < stg->end; i++)
+        if (k->code[i].op == TC__V_ACC) {
+            int sl = k->code[i].a;
+            used[nused++] = sl;
+            kr->isa->init(s->acc[sl], k->slot_comb[sl]);
+            dacc[sl] = tc__comb_identity(k->slot_comb[sl]);
+        }
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+    for (r = 0; r < nrows; r++) {
+        int64_t rr = r, t;
+        for (d = kr->ndim - 2; d >= kr->row0; d--) {
+            idx[d] = rr % kr->shape[d];
+            rr /= kr->shape[d];
+        }
+        tc__krun_point(kr, s, idx, 0);
+        for (t = 0; t < inner; t += TC__VM_TILE) {
+            int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE);
+            for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
+            if (first && inner - t > TC__VM_TILE * TC__PREFETCH_TILES)
+                tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+            if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
+            tc__vst_advance(s, k->nacc, len);
+            if (nused && ++tiles % 64 == 0)
+                for (q = 0; q < nused; q++) {
+                    int sl = used[q];
+                    dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+                    kr->isa->init(s->acc[sl], k->slot_comb[sl]);
+                }
+        }
+    }
+    for (q = 0; q < nused; q++) {
+        int sl = used[q];
+        dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+        s->slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
+    }
 }
 
-/* Row kernels: rows [b, e) of the outer dims; every stage walks the row. */
+/* Row kernels: rows [b, e) of the outer dims; every stage walks the row,
+ * a scalar stage runs once at row index 0. */
 TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     const tc__kernel *k = kr->k;
     tc__vst s;
-    int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1], o;
+    int64_t idx[TC_MAX_DIMS], o;
     float *lbase[TC__VM_MAXLOCAL];
-    int i;
-    /* the next row is fetched while this one is reduced */
-    int64_t next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1 ? 1 : 0;
+    int i, si, d;
+    int next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
-        int si, d;
         int64_t rest = o;
         for (d = kr->row0 - 1; d >= 0; d--) {
             idx[d] = rest % kr->shape[d];
@@ -258,52 +293,13 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
         }
         for (si = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
-            double dacc[TC__VM_MAXSLOT];
-            int used[TC__VM_MAXSLOT], nused = 0, q;
-            int64_t r, nrows = 1, tiles = 0;
-            if (stg->scalar) {
-                for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
-                tc__krun_point(kr, &s, idx, 0);
-                kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
+            if (!stg->scalar) {
+                tc__krun_row_stage(kr, &s, idx, stg, si == 0, lbase, next_row);
                 continue;
             }
-            for (i = stg->begin; i < stg->end; i++)
-                if (k->code[i].op == TC__V_ACC) {
-                    used[nused++] = k->code[i].a;
-                    kr->isa->init(s.acc[k->code[i].a], k->slot_comb[k->code[i].a]);
-                    dacc[k->code[i].a] = k->slot_comb[k->code[i].a] == TC__COMB_SUM ? 0.0
-                                         : k->slot_comb[k->code[i].a] == TC__COMB_MAX ? -INFINITY : INFINITY;
-                }
-            for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
-            for (r = 0; r < nrows; r++) {
-                int64_t rr = r, pos = r * inner, t;
-                for (d = kr->ndim - 2; d >= kr->row0; d--) {
-                    idx[d] = rr % kr->shape[d];
-                    rr /= kr->shape[d];
-                }
-                tc__krun_point(kr, &s, idx, 0);
-                for (t = 0; t < inner; t += TC__VM_TILE) {
-                    int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE), a;
-                    for (i = 0; i < k->nlocal; i++) s.local[i] = lbase[i] + pos + t;
-                    if (si == 0) tc__krun_prefetch(kr, &s, inner - t);
-                    if (si == 0 && next_row) tc__krun_prefetch_row(kr, &s, next_row, len);
-                    kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, len);
-                    for (a = 0; a < k->nacc; a++)
-                        s.ptr[a] += s.stride[a] * (int64_t)len * (int64_t)tc__dtype_sizes[s.dt[a]];
-                    /* float accumulators are folded into doubles every 64 tiles */
-                    if (nused && ++tiles % 64 == 0)
-                        for (q = 0; q < nused; q++) {
-                            int sl = used[q];
-                            dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                            kr->isa->init(s.acc[sl], k->slot_comb[sl]);
-                        }
-                }
-            }
-            for (q = 0; q < nused; q++) {
-                int sl = used[q];
-                dacc[sl] = tc__slot_combine(dacc[sl], kr->isa->hred(s.acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                s.slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
-            }
+            for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
+            tc__krun_point(kr, &s, idx, 0);
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, &s, 1);
         }
     }
     tc__store_fence();

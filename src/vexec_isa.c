@@ -379,18 +379,12 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         else a = TC__SEL((v < a) | (v != v), v, a);
         TC__ST(acc + i * TC__W, a);
     }
-    for (i = nv * TC__W; rem && i < len; i++) {
-        float a = acc[i], v = x[i];
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = (v > a || v != v) ? v : a;
-        else a = (v < a || v != v) ? v : a;
-        acc[i] = a;
-    }
+    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
 }
 
 /* An accumulator tile set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL(comb == TC__COMB_SUM ? 0.0f : comb == TC__COMB_MAX ? -INFINITY : INFINITY);
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
     for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
 }
@@ -407,12 +401,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         else a = TC__SEL((v < a) | (v != v), v, a);
     }
     r = a[0];
-    for (i = 1; i < TC__W; i++) {
-        float v = a[i];
-        if (comb == TC__COMB_SUM) r += v;
-        else if (comb == TC__COMB_MAX) r = (v > r || v != v) ? v : r;
-        else r = (v < r || v != v) ? v : r;
-    }
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 
