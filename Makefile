@@ -32,7 +32,7 @@ test: tcompile.h
 # Benchmarks (not tests): `make bench WORKLOADS="ew softmax_ln"` for a subset.
 WORKLOADS ?=
 BENCH_THREADS ?= 2
-$(BUILD)/bench: bench/bench.c tcompile.h
+$(BUILD)/bench: bench/bench.c bench/ref_isa.h tcompile.h
 	@mkdir -p $(BUILD)
 	$(CC) $(WARN) -O2 -I. $< -o $@ $(LIBS)
 

@@ -6982,11 +6982,13 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
  * value needed by several stages is kept in a row-sized local buffer
  * (STOREL/LOADL) when that is cheaper than recomputing it.
  *
- * Registers are tiles of TC__VM_TILE floats; the executor runs each
+ * Registers are tiles of tc__kernel_tile(k) floats; the executor runs each
  * instruction over a whole tile, so interpreting costs one dispatch per
- * TC__VM_TILE elements.  Compute instructions use the op table's ids. */
+ * tile.  Compute instructions use the op table's ids. */
 
-#define TC__VM_TILE 256
+#define TC__VM_TILE 256        /* the smallest tile; the largest is 4x      */
+#define TC__VM_TILE_BUDGET 4096 /* floats of register tiles kept in L1      */
+#define TC__VM_ACCW 64         /* floats per accumulator (4 vectors of 16)  */
 #define TC__VM_MAXREG 24
 #define TC__VM_MAXACC 48       /* accesses (loads + stores) per kernel       */
 #define TC__VM_MAXSTAGE 8
@@ -7066,9 +7068,18 @@ typedef struct tc__vst {
     int dt[TC__VM_MAXACC];
     int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
     float slot[TC__VM_MAXSLOT];
-    float *acc[TC__VM_MAXSLOT];      /* accumulator tiles                    */
+    float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
 } tc__vst;
+
+/* Floats per register tile: the largest of 1024, 512, 256 whose tiles
+ * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
+ * streams), since each instruction's dispatch is paid once per tile. */
+TC__FN int tc__kernel_tile(const tc__kernel *k) {
+    int t = 4 * TC__VM_TILE;
+    while (t > TC__VM_TILE && t * (k->nreg > 0 ? k->nreg : 1) > TC__VM_TILE_BUDGET) t /= 2;
+    return t;
+}
 
 TC__FN const char *tc__vop_name(int op) {
     static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
@@ -8156,6 +8167,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -8400,6 +8412,26 @@ TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
     }
 }
 
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -8474,42 +8506,66 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
 }
 
-/* Combines a register into an accumulator tile; lanes past len keep the
- * accumulator (the combiner's identity fills it at the row start). */
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    int i, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < nv; i++) {
-        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-        TC__ST(acc + i * TC__W, a);
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
     }
-    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_MAX) {
+        TC__VACC_LOOP(TC__VACC_MAX)
+    } else {
+        TC__VACC_LOOP(TC__VACC_MIN)
+    }
+    TC__ST(acc, a0);
+    TC__ST(acc + TC__W, a1);
+    TC__ST(acc + 2 * TC__W, a2);
+    TC__ST(acc + 3 * TC__W, a3);
 }
+#undef TC__VACC_LOOP
 
-/* An accumulator tile set to the combiner's identity. */
+/* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
     TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
-    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
-/* The whole tile reduced to one value (vectors first, then lanes). */
+/* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc);
+    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
     int i;
     double r;
-    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
-        TC__VF v = TC__LD(acc + i);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-    }
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
     r = a[0];
     for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
+#undef TC__VACC_SUM
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -8533,7 +8589,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -8578,6 +8634,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -8586,7 +8650,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -8597,7 +8661,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         for (i = 0; i < m; i++)                                                                       \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -8610,13 +8674,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
+        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
+                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
@@ -8650,6 +8714,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
+#undef TC__PUT
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8712,6 +8777,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -8956,6 +9022,26 @@ TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
     }
 }
 
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -9030,42 +9116,66 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
 }
 
-/* Combines a register into an accumulator tile; lanes past len keep the
- * accumulator (the combiner's identity fills it at the row start). */
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    int i, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < nv; i++) {
-        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-        TC__ST(acc + i * TC__W, a);
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
     }
-    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_MAX) {
+        TC__VACC_LOOP(TC__VACC_MAX)
+    } else {
+        TC__VACC_LOOP(TC__VACC_MIN)
+    }
+    TC__ST(acc, a0);
+    TC__ST(acc + TC__W, a1);
+    TC__ST(acc + 2 * TC__W, a2);
+    TC__ST(acc + 3 * TC__W, a3);
 }
+#undef TC__VACC_LOOP
 
-/* An accumulator tile set to the combiner's identity. */
+/* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
     TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
-    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
-/* The whole tile reduced to one value (vectors first, then lanes). */
+/* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc);
+    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
     int i;
     double r;
-    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
-        TC__VF v = TC__LD(acc + i);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-    }
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
     r = a[0];
     for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
+#undef TC__VACC_SUM
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -9089,7 +9199,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -9134,6 +9244,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -9142,7 +9260,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -9153,7 +9271,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         for (i = 0; i < m; i++)                                                                       \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -9166,13 +9284,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
+        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
+                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
@@ -9206,6 +9324,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
+#undef TC__PUT
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -9268,6 +9387,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -9512,6 +9632,26 @@ TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
     }
 }
 
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -9586,42 +9726,66 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
 }
 
-/* Combines a register into an accumulator tile; lanes past len keep the
- * accumulator (the combiner's identity fills it at the row start). */
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    int i, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < nv; i++) {
-        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-        TC__ST(acc + i * TC__W, a);
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
     }
-    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_MAX) {
+        TC__VACC_LOOP(TC__VACC_MAX)
+    } else {
+        TC__VACC_LOOP(TC__VACC_MIN)
+    }
+    TC__ST(acc, a0);
+    TC__ST(acc + TC__W, a1);
+    TC__ST(acc + 2 * TC__W, a2);
+    TC__ST(acc + 3 * TC__W, a3);
 }
+#undef TC__VACC_LOOP
 
-/* An accumulator tile set to the combiner's identity. */
+/* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
     TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
-    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
-/* The whole tile reduced to one value (vectors first, then lanes). */
+/* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc);
+    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
     int i;
     double r;
-    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
-        TC__VF v = TC__LD(acc + i);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-    }
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
     r = a[0];
     for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
+#undef TC__VACC_SUM
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -9645,7 +9809,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -9690,6 +9854,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -9698,7 +9870,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -9709,7 +9881,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         for (i = 0; i < m; i++)                                                                       \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -9722,13 +9894,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
+        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
+                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
@@ -9762,6 +9934,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
+#undef TC__PUT
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -9824,6 +9997,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -10068,6 +10242,26 @@ TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
     }
 }
 
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -10142,42 +10336,66 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
 }
 
-/* Combines a register into an accumulator tile; lanes past len keep the
- * accumulator (the combiner's identity fills it at the row start). */
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    int i, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < nv; i++) {
-        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-        TC__ST(acc + i * TC__W, a);
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
     }
-    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_MAX) {
+        TC__VACC_LOOP(TC__VACC_MAX)
+    } else {
+        TC__VACC_LOOP(TC__VACC_MIN)
+    }
+    TC__ST(acc, a0);
+    TC__ST(acc + TC__W, a1);
+    TC__ST(acc + 2 * TC__W, a2);
+    TC__ST(acc + 3 * TC__W, a3);
 }
+#undef TC__VACC_LOOP
 
-/* An accumulator tile set to the combiner's identity. */
+/* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
     TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
-    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
-/* The whole tile reduced to one value (vectors first, then lanes). */
+/* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc);
+    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
     int i;
     double r;
-    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
-        TC__VF v = TC__LD(acc + i);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-    }
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
     r = a[0];
     for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
+#undef TC__VACC_SUM
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -10201,7 +10419,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -10246,6 +10464,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -10254,7 +10480,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -10265,7 +10491,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         for (i = 0; i < m; i++)                                                                       \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -10278,13 +10504,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
+        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
+                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
@@ -10318,6 +10544,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
+#undef TC__PUT
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -10429,6 +10656,7 @@ typedef struct tc__krun {
     int dt[TC__VM_MAXACC];
     int nt[TC__VM_MAXACC];
     int64_t rowlen;            /* elements in a row (product of row dims)  */
+    int tile;                  /* floats per register tile                  */
     char *ws;                  /* per-thread workspace                      */
     size_t ws_bytes;
     int ws_next;               /* claimed workspace slots                   */
@@ -10443,23 +10671,22 @@ TC__FN int64_t tc__kernel_rowlen(const tc__kernel *k) {
     return n;
 }
 
-/* Bytes of one row buffer: the row, rounded up, plus a tile of slack for
- * the last tile's whole vectors. */
+/* Bytes of one row buffer: the row rounded up to whole vectors, so the
+ * last tile's partial vector stays inside (and 64-byte aligned). */
 TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
-    return sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    return sizeof(float) * (size_t)((rowlen + 15) / 16 * 16);
 }
 
 /* Workspace per thread: registers, accumulators, local row buffers. */
 TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
-    size_t tile = sizeof(float) * TC__VM_TILE;
-    return tile * (size_t)(k->nreg + k->nslot) + tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal +
-           TC__ALIGN;
+    return sizeof(float) * ((size_t)tc__kernel_tile(k) * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
+           tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * TC__VM_TILE, local = tc__row_buffer_bytes(kr->rowlen);
+    size_t tile = sizeof(float) * (size_t)kr->tile, local = tc__row_buffer_bytes(kr->rowlen);
     if (!w) {
         /* one slot per part: tc__kernel_run caps the parts at the slots */
         int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
@@ -10467,7 +10694,7 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     }
     memset(s, 0, sizeof *s);
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
-    for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
+    for (i = 0; i < kr->k->nslot; i++, w += sizeof(float) * TC__VM_ACCW) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
     for (i = 0; i < kr->k->nacc; i++) {
         s->dt[i] = kr->dt[i];
@@ -10510,10 +10737,10 @@ TC__FN void tc__vst_advance(tc__vst *s, int nacc, int len) {
 
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
-    for (t = 0; t < n; t += TC__VM_TILE) {
-        int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
-        if (n - t > TC__VM_TILE * TC__PREFETCH_TILES)
-            tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+    int tile = kr->tile;
+    for (t = 0; t < n; t += tile) {
+        int len = (int)(n - t < tile ? n - t : tile);
+        if (n - t > (int64_t)tile * TC__PREFETCH_TILES) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
         tc__vst_advance(s, kr->k->nacc, len);
     }
@@ -10553,12 +10780,13 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
 
 /* One row stage over the row at outer index idx[0..row0): every tile of
  * every row dim; the stage's accumulators end as row scalars (slots),
- * folded into doubles every 64 tiles.  The first stage also fetches the
+ * folded into doubles now and then.  The first stage also fetches the
  * next row along the innermost outer dim (when next_row is set). */
 TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int first,
                                float *const *lbase, int next_row) {
     const tc__kernel *k = kr->k;
-    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, tiles = 0;
+    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, since = 0;
+    int tile = kr->tile;
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
     for (i = stg->begin; i < stg->end; i++)
@@ -10576,20 +10804,24 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             rr /= kr->shape[d];
         }
         tc__krun_point(kr, s, idx, 0);
-        for (t = 0; t < inner; t += TC__VM_TILE) {
-            int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE);
+        for (t = 0; t < inner; t += tile) {
+            int len = (int)(inner - t < tile ? inner - t : tile);
             for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
-            if (first && inner - t > TC__VM_TILE * TC__PREFETCH_TILES)
-                tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+            if (first && inner - t > (int64_t)tile * TC__PREFETCH_TILES)
+                tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_advance(s, k->nacc, len);
-            if (nused && ++tiles % 64 == 0)
+            /* folded into doubles every 64 values per accumulator lane */
+            since += len;
+            if (nused && since >= 64 * TC__VM_ACCW) {
+                since = 0;
                 for (q = 0; q < nused; q++) {
                     int sl = used[q];
                     dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
                     kr->isa->init(s->acc[sl], k->slot_comb[sl]);
                 }
+            }
         }
     }
     for (q = 0; q < nused; q++) {
@@ -10701,6 +10933,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
     kr.rowlen = tc__kernel_rowlen(k);
+    kr.tile = tc__kernel_tile(k);
     tc__krun_coalesce(&kr);
     *kr_ = kr;
 }
@@ -10711,6 +10944,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
  * a workspace on the stack. */
 TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
     tc__krun *kr = (tc__krun *)arg;
+    /* tc__kernel_tile keeps nreg * tile within this */
     float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
     char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
     tc__vst s;

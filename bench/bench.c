@@ -8,7 +8,10 @@
  * least 5), and for compiled modes the first call's time (trace + compile +
  * run).  The `bandwidth` rows are the time a STREAM-style copy at the
  * bandwidth measured in this run needs to read the workload's inputs and
- * write its outputs once: the floor a memory-bound kernel can reach. */
+ * write its outputs once: the floor a memory-bound kernel can reach.  The
+ * `handwritten` rows (ew, softmax_ln) run the same math as hand-written
+ * register-resident vector C (bench/ref_isa.h) on the same threads: the
+ * floor the math itself sets, which the bandwidth line does not show. */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 
@@ -16,6 +19,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(TC__HAVE_VEXEC_X86)
+#define REF_SFX avx512
+#define REF_W 16
+#define REF_ATTR __attribute__((target("avx512f,avx2,fma")))
+#include "ref_isa.h"
+#define REF_SFX avx2
+#define REF_W 8
+#define REF_ATTR __attribute__((target("avx2,fma")))
+#include "ref_isa.h"
+#endif
+#if defined(TC__HAVE_VEXEC)
+#define REF_SFX v128
+#define REF_W 4
+#define REF_ATTR
+#include "ref_isa.h"
+#endif
 
 /* The library's monotonic clock (the implementation is compiled in here). */
 static double now_ms(void) { return tc__now_sec() * 1e3; }
@@ -82,6 +102,7 @@ typedef struct workload {
     int ndim[4];
     tc_model_fn fn;
     double io_bytes; /* inputs read + outputs written once */
+    int ref;         /* has a hand-written reference (ref_isa.h)      */
 } workload;
 
 static void model_ew(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -97,8 +118,8 @@ static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_t
 }
 
 static workload workloads[] = {
-    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20)},
-    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024},
+    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1},
+    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1},
 };
 #define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
 
@@ -149,6 +170,85 @@ static double time_calls(tc_ctx *ctx, workload *w, tc_fn *f, tc_tensor **in) {
         tc_scope_end(ctx);
     }
     qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    return t[n / 2];
+}
+
+/* ---- hand-written references ------------------------------------------------------ */
+
+typedef struct ref_job {
+    const char *name;
+    tc_isa isa;
+    const float *x;
+    float *y;
+    int64_t n; /* softmax_ln: floats per row */
+} ref_job;
+
+/* Elements (ew) or rows (softmax_ln) [b, e) at the context's ISA level. */
+static void ref_part(void *arg, int64_t b, int64_t e) {
+    ref_job *j = (ref_job *)arg;
+#if defined(TC__HAVE_VEXEC)
+    int sm = strcmp(j->name, "softmax_ln") == 0;
+    float *l = sm ? (float *)malloc(2 * sizeof(float) * (size_t)j->n) : NULL;
+    if (sm && !l) return;
+    switch (j->isa) {
+#if defined(TC__HAVE_VEXEC_X86)
+    case TC_ISA_AVX512:
+        if (sm) ref_softmax_ln_avx512(j->x, j->y, j->n, b, e, l, l + j->n);
+        else ref_ew_avx512(j->x, j->y, b, e);
+        break;
+    case TC_ISA_AVX2:
+        if (sm) ref_softmax_ln_avx2(j->x, j->y, j->n, b, e, l, l + j->n);
+        else ref_ew_avx2(j->x, j->y, b, e);
+        break;
+#endif
+    default:
+        if (sm) ref_softmax_ln_v128(j->x, j->y, j->n, b, e, l, l + j->n);
+        else ref_ew_v128(j->x, j->y, b, e);
+    }
+    free(l);
+#else
+    (void)j, (void)b, (void)e;
+#endif
+}
+
+/* Median ms per call of w's hand-written reference (0: none here); err gets
+ * its max relative error against eager. */
+static double time_ref(tc_ctx *ctx, workload *w, tc_tensor **in, double *err) {
+    double t[400], t_start;
+    ref_job j;
+    int64_t count, i, numel = tc_numel(in[0]);
+    int n = 0;
+    tc_tensor *e[1] = {NULL};
+    const float *pe;
+    *err = 0;
+    if (!w->ref || tc_ctx_isa(ctx) == TC_ISA_NONE || tc_ctx_isa(ctx) == TC_ISA_SCALAR) return 0;
+    j.name = w->name;
+    j.isa = tc_ctx_isa(ctx);
+    j.x = (const float *)tc_data(in[0]);
+    j.y = (float *)malloc(sizeof(float) * (size_t)numel);
+    j.n = w->ndim[0] == 2 ? w->shape[0][1] : numel;
+    count = w->ndim[0] == 2 ? w->shape[0][0] : numel;
+    if (!j.x || !j.y || j.n % 16) {
+        free(j.y);
+        return 0;
+    }
+    for (i = 0; i < 3; i++) tc__parallel_for(ctx, count, numel * 8, ref_part, &j);
+    t_start = now_ms();
+    while (n < 400 && (n < 5 || now_ms() - t_start < 300.0)) {
+        double t0 = now_ms();
+        tc__parallel_for(ctx, count, numel * 8, ref_part, &j);
+        t[n++] = now_ms() - t0;
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_d);
+    tc_scope_begin(ctx);
+    w->fn(ctx, NULL, in, e);
+    pe = (const float *)tc_data(e[0]);
+    for (i = 0; pe && i < numel; i++) {
+        double d = fabs((double)pe[i] - j.y[i]) / (fabs((double)pe[i]) + 1e-3);
+        if (d > *err || d != d) *err = d;
+    }
+    tc_scope_end(ctx);
+    free(j.y);
     return t[n / 2];
 }
 
@@ -204,6 +304,11 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         if (err > 1e-3) fprintf(stderr, "bench: %s %s differs from eager (max rel err %g)\n", w->name, modes[m].name, err);
         add_row(w->name, w->batch, modes[m].name, threads, time_calls(ctx, w, f, in), first);
         tc_fn_free(f);
+    }
+    {
+        double err, ms = time_ref(ctx, w, in, &err);
+        if (err > 1e-3) fprintf(stderr, "bench: %s handwritten differs from eager (max rel err %g)\n", w->name, err);
+        if (ms > 0) add_row(w->name, w->batch, "handwritten", threads, ms, 0);
     }
     if (bw > 0) add_row(w->name, w->batch, "bandwidth", threads, w->io_bytes / bw * 1e3, 0);
     for (i = 0; i < w->nin; i++) tc_free(in[i]);

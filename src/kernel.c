@@ -15,11 +15,13 @@
  * value needed by several stages is kept in a row-sized local buffer
  * (STOREL/LOADL) when that is cheaper than recomputing it.
  *
- * Registers are tiles of TC__VM_TILE floats; the executor runs each
+ * Registers are tiles of tc__kernel_tile(k) floats; the executor runs each
  * instruction over a whole tile, so interpreting costs one dispatch per
- * TC__VM_TILE elements.  Compute instructions use the op table's ids. */
+ * tile.  Compute instructions use the op table's ids. */
 
-#define TC__VM_TILE 256
+#define TC__VM_TILE 256        /* the smallest tile; the largest is 4x      */
+#define TC__VM_TILE_BUDGET 4096 /* floats of register tiles kept in L1      */
+#define TC__VM_ACCW 64         /* floats per accumulator (4 vectors of 16)  */
 #define TC__VM_MAXREG 24
 #define TC__VM_MAXACC 48       /* accesses (loads + stores) per kernel       */
 #define TC__VM_MAXSTAGE 8
@@ -99,9 +101,18 @@ typedef struct tc__vst {
     int dt[TC__VM_MAXACC];
     int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
     float slot[TC__VM_MAXSLOT];
-    float *acc[TC__VM_MAXSLOT];      /* accumulator tiles                    */
+    float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
 } tc__vst;
+
+/* Floats per register tile: the largest of 1024, 512, 256 whose tiles
+ * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
+ * streams), since each instruction's dispatch is paid once per tile. */
+TC__FN int tc__kernel_tile(const tc__kernel *k) {
+    int t = 4 * TC__VM_TILE;
+    while (t > TC__VM_TILE && t * (k->nreg > 0 ? k->nreg : 1) > TC__VM_TILE_BUDGET) t /= 2;
+    return t;
+}
 
 TC__FN const char *tc__vop_name(int op) {
     static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};

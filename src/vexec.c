@@ -103,6 +103,7 @@ typedef struct tc__krun {
     int dt[TC__VM_MAXACC];
     int nt[TC__VM_MAXACC];
     int64_t rowlen;            /* elements in a row (product of row dims)  */
+    int tile;                  /* floats per register tile                  */
     char *ws;                  /* per-thread workspace                      */
     size_t ws_bytes;
     int ws_next;               /* claimed workspace slots                   */
@@ -117,23 +118,22 @@ TC__FN int64_t tc__kernel_rowlen(const tc__kernel *k) {
     return n;
 }
 
-/* Bytes of one row buffer: the row, rounded up, plus a tile of slack for
- * the last tile's whole vectors. */
+/* Bytes of one row buffer: the row rounded up to whole vectors, so the
+ * last tile's partial vector stays inside (and 64-byte aligned). */
 TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
-    return sizeof(float) * (size_t)((rowlen + TC__VM_TILE - 1) / TC__VM_TILE + 1) * TC__VM_TILE;
+    return sizeof(float) * (size_t)((rowlen + 15) / 16 * 16);
 }
 
 /* Workspace per thread: registers, accumulators, local row buffers. */
 TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
-    size_t tile = sizeof(float) * TC__VM_TILE;
-    return tile * (size_t)(k->nreg + k->nslot) + tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal +
-           TC__ALIGN;
+    return sizeof(float) * ((size_t)tc__kernel_tile(k) * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
+           tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * TC__VM_TILE, local = tc__row_buffer_bytes(kr->rowlen);
+    size_t tile = sizeof(float) * (size_t)kr->tile, local = tc__row_buffer_bytes(kr->rowlen);
     if (!w) {
         /* one slot per part: tc__kernel_run caps the parts at the slots */
         int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
@@ -141,7 +141,7 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     }
     memset(s, 0, sizeof *s);
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
-    for (i = 0; i < kr->k->nslot; i++, w += tile) s->acc[i] = (float *)w;
+    for (i = 0; i < kr->k->nslot; i++, w += sizeof(float) * TC__VM_ACCW) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
     for (i = 0; i < kr->k->nacc; i++) {
         s->dt[i] = kr->dt[i];
@@ -184,10 +184,10 @@ TC__FN void tc__vst_advance(tc__vst *s, int nacc, int len) {
 
 TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg, int64_t n) {
     int64_t t;
-    for (t = 0; t < n; t += TC__VM_TILE) {
-        int len = (int)(n - t < TC__VM_TILE ? n - t : TC__VM_TILE);
-        if (n - t > TC__VM_TILE * TC__PREFETCH_TILES)
-            tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+    int tile = kr->tile;
+    for (t = 0; t < n; t += tile) {
+        int len = (int)(n - t < tile ? n - t : tile);
+        if (n - t > (int64_t)tile * TC__PREFETCH_TILES) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
         tc__vst_advance(s, kr->k->nacc, len);
     }
@@ -227,12 +227,13 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
 
 /* One row stage over the row at outer index idx[0..row0): every tile of
  * every row dim; the stage's accumulators end as row scalars (slots),
- * folded into doubles every 64 tiles.  The first stage also fetches the
+ * folded into doubles now and then.  The first stage also fetches the
  * next row along the innermost outer dim (when next_row is set). */
 TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int first,
                                float *const *lbase, int next_row) {
     const tc__kernel *k = kr->k;
-    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, tiles = 0;
+    int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, since = 0;
+    int tile = kr->tile;
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
     for (i = stg->begin; i < stg->end; i++)
@@ -250,20 +251,24 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             rr /= kr->shape[d];
         }
         tc__krun_point(kr, s, idx, 0);
-        for (t = 0; t < inner; t += TC__VM_TILE) {
-            int len = (int)(inner - t < TC__VM_TILE ? inner - t : TC__VM_TILE);
+        for (t = 0; t < inner; t += tile) {
+            int len = (int)(inner - t < tile ? inner - t : tile);
             for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
-            if (first && inner - t > TC__VM_TILE * TC__PREFETCH_TILES)
-                tc__krun_prefetch(kr, s, -1, TC__VM_TILE * TC__PREFETCH_TILES, TC__VM_TILE);
+            if (first && inner - t > (int64_t)tile * TC__PREFETCH_TILES)
+                tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_advance(s, k->nacc, len);
-            if (nused && ++tiles % 64 == 0)
+            /* folded into doubles every 64 values per accumulator lane */
+            since += len;
+            if (nused && since >= 64 * TC__VM_ACCW) {
+                since = 0;
                 for (q = 0; q < nused; q++) {
                     int sl = used[q];
                     dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
                     kr->isa->init(s->acc[sl], k->slot_comb[sl]);
                 }
+            }
         }
     }
     for (q = 0; q < nused; q++) {
@@ -375,6 +380,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
     }
     kr.rowlen = tc__kernel_rowlen(k);
+    kr.tile = tc__kernel_tile(k);
     tc__krun_coalesce(&kr);
     *kr_ = kr;
 }
@@ -385,6 +391,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
  * a workspace on the stack. */
 TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc) {
     tc__krun *kr = (tc__krun *)arg;
+    /* tc__kernel_tile keeps nreg * tile within this */
     float ws[(TC__VM_MAXREG * TC__VM_TILE * sizeof(float) + TC__ALIGN) / sizeof(float)];
     char *w = (char *)ws + (TC__ALIGN - ((uintptr_t)ws % TC__ALIGN)) % TC__ALIGN;
     tc__vst s;

@@ -50,6 +50,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -294,6 +295,26 @@ TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
     }
 }
 
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -368,42 +389,66 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
     for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
 }
 
-/* Combines a register into an accumulator tile; lanes past len keep the
- * accumulator (the combiner's identity fills it at the row start). */
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    int i, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < nv; i++) {
-        TC__VF a = TC__LD(acc + i * TC__W), v = TC__LD(x + i * TC__W);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-        TC__ST(acc + i * TC__W, a);
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
     }
-    for (i = nv * TC__W; rem && i < len; i++) acc[i] = (float)tc__comb_apply(acc[i], x[i], comb);
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
+    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_MAX) {
+        TC__VACC_LOOP(TC__VACC_MAX)
+    } else {
+        TC__VACC_LOOP(TC__VACC_MIN)
+    }
+    TC__ST(acc, a0);
+    TC__ST(acc + TC__W, a1);
+    TC__ST(acc + 2 * TC__W, a2);
+    TC__ST(acc + 3 * TC__W, a3);
 }
+#undef TC__VACC_LOOP
 
-/* An accumulator tile set to the combiner's identity. */
+/* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
     TC__VF v = TC__SPL((float)tc__comb_identity(comb));
     int i;
-    for (i = 0; i < TC__VM_TILE; i += TC__W) TC__ST(acc + i, v);
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
-/* The whole tile reduced to one value (vectors first, then lanes). */
+/* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc);
+    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
     int i;
     double r;
-    for (i = TC__W; i < TC__VM_TILE; i += TC__W) {
-        TC__VF v = TC__LD(acc + i);
-        if (comb == TC__COMB_SUM) a = a + v;
-        else if (comb == TC__COMB_MAX) a = TC__SEL((v > a) | (v != v), v, a);
-        else a = TC__SEL((v < a) | (v != v), v, a);
-    }
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
     r = a[0];
     for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
+#undef TC__VACC_SUM
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -427,7 +472,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -472,6 +517,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
@@ -480,7 +533,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
             for (i = 0; i < m; i++)
-                TC__ST(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -491,7 +544,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         for (i = 0; i < m; i++)                                                                       \
-            TC__ST(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -504,13 +557,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
+        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
         break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
                 case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__ST(d + i * TC__W, TC__LD(a + i * sa));
+                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
                     break;
                 default: break;
                 }
@@ -544,3 +597,4 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
+#undef TC__PUT

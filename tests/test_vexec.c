@@ -451,6 +451,79 @@ TC_TEST(test_epilogues_and_regressions) {
     tc_scope_end(ctx);
 }
 
+/* Tiles grow to 1024 floats while the register tiles stay within the L1
+ * budget; long rows accumulate in vectors and fold into doubles, and the
+ * tail lanes past a row's end never join a reduction. */
+static void row_reduce_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    (void)u;
+    out[0] = tc_sum(c, in[0], 1, &ax, 0);
+    out[1] = tc_max(c, tc_neg(c, in[0]), 1, &ax, 0);
+    out[2] = tc_min(c, in[0], 1, &ax, 0);
+}
+
+TC_TEST(test_tiles_and_accumulators) {
+    static const int nregs[] = {1, 3, 4, 5, 8, 9, 16, 24};
+    static const int64_t lens[] = {5, 4099, 300001};
+    size_t i, li;
+    int isa;
+    for (i = 0; i < sizeof nregs / sizeof nregs[0]; i++) {
+        tc__kernel k;
+        int t;
+        memset(&k, 0, sizeof k);
+        k.nreg = nregs[i];
+        t = tc__kernel_tile(&k);
+        TC_CHECKF(t >= TC__VM_TILE && t <= 4 * TC__VM_TILE && t % 64 == 0, "nreg %d: tile %d", nregs[i], t);
+        TC_CHECKF(t * k.nreg <= TC__VM_TILE_BUDGET || t == TC__VM_TILE, "nreg %d: tile %d over the budget", nregs[i], t);
+        TC_CHECKF(t * k.nreg <= TC__VM_MAXREG * TC__VM_TILE, "nreg %d: tile %d over the epilogue's stack", nregs[i], t);
+        if (nregs[i] <= 4) TC_CHECKF(t == 4 * TC__VM_TILE, "nreg %d: tile %d, not the largest", nregs[i], t);
+    }
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            int64_t n = lens[li], shape[2], r, j;
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *x, *y[3];
+            float *xd;
+            memset(&o, 0, sizeof o);
+            o.num_outputs = 3;
+            f = tc_compile(ctx, row_reduce_fn, NULL, &o);
+            tc_scope_begin(ctx);
+            shape[0] = 3;
+            shape[1] = n;
+            x = tc_rand_uniform(ctx, 2, shape, 0.0, 1.0, 77 + (uint64_t)li);
+            xd = (float *)tc_data(x);
+            xd[2 * n + n - 1] = NAN; /* row 2 ends in NaN: max and min take it */
+            TC_CHECK(tc_call(f, &x, y) == TC_OK);
+            for (r = 0; r < 3; r++) {
+                double s = 0, mx = -INFINITY, mn = INFINITY;
+                const float *ys = (const float *)tc_data(y[0]), *ymx = (const float *)tc_data(y[1]),
+                            *ymn = (const float *)tc_data(y[2]);
+                for (j = 0; j < n; j++) {
+                    double v = xd[r * n + j];
+                    s += v;
+                    if (-v > mx || v != v) mx = -v;
+                    if (v < mn || v != v) mn = v;
+                }
+                if (r < 2) {
+                    TC_CHECKF(fabs(ys[r] - s) <= 2e-6 * s, "%s n=%lld row %lld: sum %.9g, exact %.9g",
+                              tc_isa_name((tc_isa)isa), (long long)n, (long long)r, ys[r], s);
+                    TC_CHECKF(ymx[r] == (float)mx && ymn[r] == (float)mn, "%s n=%lld row %lld: max %g min %g",
+                              tc_isa_name((tc_isa)isa), (long long)n, (long long)r, ymx[r], ymn[r]);
+                } else {
+                    TC_CHECKF(ys[r] != ys[r] && ymx[r] != ymx[r] && ymn[r] != ymn[r], "%s n=%lld: NaN lost (%g %g %g)",
+                              tc_isa_name((tc_isa)isa), (long long)n, ys[r], ymx[r], ymn[r]);
+                }
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -464,6 +537,7 @@ int main(void) {
     TC_RUN(test_fusion_decisions);
     TC_RUN(test_epilogues_and_regressions);
     TC_RUN(test_review_regressions);
+    TC_RUN(test_tiles_and_accumulators);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
