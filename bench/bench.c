@@ -147,32 +147,6 @@ static void add_row(const char *w, int batch, const char *mode, int threads, dou
     }
 }
 
-/* Median ms per call of eager (f == NULL) or compiled f. */
-static double time_calls(tc_ctx *ctx, workload *w, tc_fn *f, tc_tensor **in) {
-    double t[400], t_start = now_ms();
-    int n = 0, i;
-    for (i = 0; i < 3; i++) { /* warm-up */
-        tc_tensor *out[1] = {NULL};
-        tc_scope_begin(ctx);
-        if (f) tc_call(f, in, out);
-        else w->fn(ctx, NULL, in, out);
-        tc_scope_end(ctx);
-    }
-    while (n < 400 && (n < 5 || now_ms() - t_start < 300.0)) {
-        tc_tensor *out[1] = {NULL};
-        double t0;
-        tc_scope_begin(ctx);
-        t0 = now_ms();
-        if (f) tc_call(f, in, out);
-        else w->fn(ctx, NULL, in, out);
-        (void)tc_data(out[0]);
-        t[n++] = now_ms() - t0;
-        tc_scope_end(ctx);
-    }
-    qsort(t, (size_t)n, sizeof t[0], cmp_d);
-    return t[n / 2];
-}
-
 /* ---- hand-written references ------------------------------------------------------ */
 
 typedef struct ref_job {
@@ -180,7 +154,9 @@ typedef struct ref_job {
     tc_isa isa;
     const float *x;
     float *y;
-    int64_t n; /* softmax_ln: floats per row */
+    int64_t n;     /* softmax_ln: floats per row                 */
+    int64_t count; /* elements (ew) or rows (softmax_ln)         */
+    int64_t work;
 } ref_job;
 
 /* Elements (ew) or rows (softmax_ln) [b, e) at the context's ISA level. */
@@ -211,65 +187,96 @@ static void ref_part(void *arg, int64_t b, int64_t e) {
 #endif
 }
 
-/* Median ms per call of w's hand-written reference (0: none here); err gets
- * its max relative error against eager. */
-static double time_ref(tc_ctx *ctx, workload *w, tc_tensor **in, double *err) {
-    double t[400], t_start;
-    ref_job j;
-    int64_t count, i, numel = tc_numel(in[0]);
-    int n = 0;
-    tc_tensor *e[1] = {NULL};
-    const float *pe;
-    *err = 0;
+/* Sets j up for w's hand-written reference; 0 when there is none here. */
+static int ref_setup(tc_ctx *ctx, workload *w, tc_tensor **in, ref_job *j) {
+    int64_t numel = tc_numel(in[0]);
+    memset(j, 0, sizeof *j);
     if (!w->ref || tc_ctx_isa(ctx) == TC_ISA_NONE || tc_ctx_isa(ctx) == TC_ISA_SCALAR) return 0;
-    j.name = w->name;
-    j.isa = tc_ctx_isa(ctx);
-    j.x = (const float *)tc_data(in[0]);
-    j.y = (float *)malloc(sizeof(float) * (size_t)numel);
-    j.n = w->ndim[0] == 2 ? w->shape[0][1] : numel;
-    count = w->ndim[0] == 2 ? w->shape[0][0] : numel;
-    if (!j.x || !j.y || j.n % 16) {
-        free(j.y);
-        return 0;
-    }
-    for (i = 0; i < 3; i++) tc__parallel_for(ctx, count, numel * 8, ref_part, &j);
-    t_start = now_ms();
-    while (n < 400 && (n < 5 || now_ms() - t_start < 300.0)) {
-        double t0 = now_ms();
-        tc__parallel_for(ctx, count, numel * 8, ref_part, &j);
-        t[n++] = now_ms() - t0;
-    }
-    qsort(t, (size_t)n, sizeof t[0], cmp_d);
-    tc_scope_begin(ctx);
-    w->fn(ctx, NULL, in, e);
-    pe = (const float *)tc_data(e[0]);
-    for (i = 0; pe && i < numel; i++) {
-        double d = fabs((double)pe[i] - j.y[i]) / (fabs((double)pe[i]) + 1e-3);
-        if (d > *err || d != d) *err = d;
-    }
-    tc_scope_end(ctx);
-    free(j.y);
-    return t[n / 2];
+    j->name = w->name;
+    j->isa = tc_ctx_isa(ctx);
+    j->x = (const float *)tc_data(in[0]);
+    j->n = w->ndim[0] == 2 ? w->shape[0][1] : numel;
+    j->count = w->ndim[0] == 2 ? w->shape[0][0] : numel;
+    j->work = numel * 8;
+    if (!j->x || j->n % 16) return 0;
+    j->y = (float *)malloc(sizeof(float) * (size_t)numel);
+    return j->y != NULL;
 }
 
-/* Checks the compiled result against eager before timing: a benchmark of
- * wrong answers measures nothing. */
-static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, tc_tensor **in) {
-    tc_tensor *e[1] = {NULL}, *c[1] = {NULL};
-    const float *pe, *pc;
-    double m = 0;
-    int64_t i, n;
+static void ref_run(tc_ctx *ctx, ref_job *j) { tc__parallel_for(ctx, j->count, j->work, ref_part, j); }
+
+/* ---- timing: every candidate once per round, rounds interleaved ------------------ */
+
+/* One way to compute the workload: eager, a compiled mode or the reference. */
+typedef struct cand {
+    const char *mode;
+    tc_fn *f;      /* compiled, or NULL                          */
+    ref_job *ref;  /* the hand-written reference, or NULL        */
+    double first;  /* compiled: the first call's ms              */
+    double t[400];
+    int n;
+} cand;
+
+static double run_once(tc_ctx *ctx, workload *w, cand *c, tc_tensor **in) {
+    tc_tensor *out[1] = {NULL};
+    double t0;
     tc_scope_begin(ctx);
-    w->fn(ctx, NULL, in, e);
-    tc_call(f, in, c);
-    pe = (const float *)tc_data(e[0]);
-    pc = (const float *)tc_data(c[0]);
-    n = tc_numel(e[0]);
-    for (i = 0; pe && pc && i < n; i++) {
+    t0 = now_ms();
+    if (c->ref) ref_run(ctx, c->ref);
+    else if (c->f) tc_call(c->f, in, out);
+    else w->fn(ctx, NULL, in, out);
+    if (out[0]) (void)tc_data(out[0]);
+    t0 = now_ms() - t0;
+    tc_scope_end(ctx);
+    return t0;
+}
+
+/* Medians per call after 3 warm-up calls each.  The host is shared and its
+ * speed drifts over seconds, so candidates alternate call by call (each
+ * round runs all of them in turn) rather than each taking its own stretch
+ * of time: the ratios between them are what the rows are for. */
+static void time_interleaved(tc_ctx *ctx, workload *w, cand *c, int nc, tc_tensor **in) {
+    double t_start, budget = 300.0 * nc;
+    int i, r, rounds = 0;
+    for (r = 0; r < 3; r++)
+        for (i = 0; i < nc; i++) run_once(ctx, w, &c[i], in);
+    t_start = now_ms();
+    while (rounds < 400 && (rounds < 5 || now_ms() - t_start < budget)) {
+        for (i = 0; i < nc; i++) { /* the order turns, so no one always runs after the slow eager */
+            cand *k = &c[(i + rounds) % nc];
+            k->t[k->n++] = run_once(ctx, w, k, in);
+        }
+        rounds++;
+    }
+    for (i = 0; i < nc; i++) qsort(c[i].t, (size_t)c[i].n, sizeof c[i].t[0], cmp_d);
+}
+
+/* Max relative error of a result against the eager one. */
+static double rel_err(const float *pe, const float *pc, int64_t n) {
+    double m = 0;
+    int64_t i;
+    if (!pe || !pc) return 1e30;
+    for (i = 0; i < n; i++) {
         double d = fabs((double)pe[i] - pc[i]) / (fabs((double)pe[i]) + 1e-3);
         if (d > m || d != d) m = d;
     }
-    if (!pe || !pc) m = 1e30;
+    return m;
+}
+
+/* Checks a compiled (f) or hand-written (ref) result against eager before
+ * timing: a benchmark of wrong answers measures nothing. */
+static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, ref_job *ref, tc_tensor **in) {
+    tc_tensor *e[1] = {NULL}, *c[1] = {NULL};
+    double m;
+    tc_scope_begin(ctx);
+    w->fn(ctx, NULL, in, e);
+    if (ref) {
+        ref_run(ctx, ref);
+        m = rel_err((const float *)tc_data(e[0]), ref->y, tc_numel(e[0]));
+    } else {
+        tc_call(f, in, c);
+        m = rel_err((const float *)tc_data(e[0]), (const float *)tc_data(c[0]), tc_numel(e[0]));
+    }
     tc_scope_end(ctx);
     return m;
 }
@@ -279,37 +286,46 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         const char *name;
         tc_mode mode;
     } modes[] = {{"default", TC_MODE_DEFAULT}, {"reduce-overhead", TC_MODE_REDUCE_OVERHEAD}, {"max-autotune", TC_MODE_MAX_AUTOTUNE}};
+    static cand c[8];
     tc_tensor *in[4];
-    int i, m;
+    ref_job ref;
+    int i, m, nc = 0;
     for (i = 0; i < w->nin; i++) {
         in[i] = tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
         tc_persist(in[i]);
     }
-    add_row(w->name, w->batch, "eager", threads, time_calls(ctx, w, NULL, in), 0);
+    memset(c, 0, sizeof c);
+    c[nc++].mode = "eager";
     for (m = 0; m < 3; m++) {
         tc_compile_options o;
-        tc_fn *f;
-        double t0, first, err;
+        double t0, err;
         tc_tensor *out[1] = {NULL};
         memset(&o, 0, sizeof o);
         o.mode = modes[m].mode;
         o.num_inputs = w->nin;
-        f = tc_compile(ctx, w->fn, NULL, &o);
+        c[nc].mode = modes[m].name;
+        c[nc].f = tc_compile(ctx, w->fn, NULL, &o);
         tc_scope_begin(ctx);
         t0 = now_ms();
-        tc_call(f, in, out);
-        first = now_ms() - t0;
+        tc_call(c[nc].f, in, out);
+        c[nc].first = now_ms() - t0;
         tc_scope_end(ctx);
-        err = max_rel_err(ctx, w, f, in);
+        err = max_rel_err(ctx, w, c[nc].f, NULL, in);
         if (err > 1e-3) fprintf(stderr, "bench: %s %s differs from eager (max rel err %g)\n", w->name, modes[m].name, err);
-        add_row(w->name, w->batch, modes[m].name, threads, time_calls(ctx, w, f, in), first);
-        tc_fn_free(f);
+        nc++;
     }
-    {
-        double err, ms = time_ref(ctx, w, in, &err);
+    if (ref_setup(ctx, w, in, &ref)) {
+        double err = max_rel_err(ctx, w, NULL, &ref, in);
         if (err > 1e-3) fprintf(stderr, "bench: %s handwritten differs from eager (max rel err %g)\n", w->name, err);
-        if (ms > 0) add_row(w->name, w->batch, "handwritten", threads, ms, 0);
+        c[nc].mode = "handwritten";
+        c[nc++].ref = &ref;
     }
+    time_interleaved(ctx, w, c, nc, in);
+    for (i = 0; i < nc; i++) {
+        add_row(w->name, w->batch, c[i].mode, threads, c[i].t[c[i].n / 2], c[i].first);
+        tc_fn_free(c[i].f);
+    }
+    free(ref.y);
     if (bw > 0) add_row(w->name, w->batch, "bandwidth", threads, w->io_bytes / bw * 1e3, 0);
     for (i = 0; i < w->nin; i++) tc_free(in[i]);
 }
