@@ -34,7 +34,7 @@ WORKLOADS ?=
 BENCH_THREADS ?= 2
 $(BUILD)/bench: bench/bench.c bench/ref_isa.h tcompile.h
 	@mkdir -p $(BUILD)
-	$(CC) $(WARN) -O2 -I. $< -o $@ $(LIBS)
+	$(CC) $(WARN) -O2 -I. $< -o $@ $(LIBS) -ldl
 
 bench: $(BUILD)/bench
 	./$(BUILD)/bench -t $(BENCH_THREADS) $(WORKLOADS)

@@ -12,9 +12,11 @@
  * `handwritten` rows (ew, softmax_ln) run the same math as hand-written
  * register-resident vector C (bench/ref_isa.h) on the same threads: the
  * floor the math itself sets, which the bandwidth line does not show. */
+#define _POSIX_C_SOURCE 200809L /* setenv, dlopen under -std=c99 */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +105,13 @@ typedef struct workload {
     tc_model_fn fn;
     double io_bytes; /* inputs read + outputs written once */
     int ref;         /* has a hand-written reference (ref_isa.h)      */
+    double flops;    /* contractions: flops per call (GFLOP/s column)  */
 } workload;
+
+static void model_matmul(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_matmul(ctx, in[0], in[1]);
+}
 
 static void model_ew(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
     tc_tensor *x = in[0];
@@ -118,8 +126,15 @@ static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_t
 }
 
 static workload workloads[] = {
-    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1},
-    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1},
+    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0},
+    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0},
+    /* C[M,N] = A[M,K] @ B[K,N]; named by (M, N, K) */
+    {"gemm_1024", 1, 2, {{1024, 1024}, {1024, 1024}}, {2, 2}, model_matmul, 4.0 * 3 * 1024 * 1024, 0,
+     2.0 * 1024 * 1024 * 1024},
+    {"gemm_64x4096x1024", 1, 2, {{64, 1024}, {1024, 4096}}, {2, 2}, model_matmul,
+     4.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096), 0, 2.0 * 64 * 4096 * 1024},
+    {"gemv_4096", 1, 2, {{1, 4096}, {4096, 4096}}, {2, 2}, model_matmul, 4.0 * (4096 + 4096 * 4096 + 4096), 0,
+     2.0 * 4096 * 4096},
 };
 #define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
 
@@ -147,10 +162,36 @@ static void add_row(const char *w, int batch, const char *mode, int threads, dou
     }
 }
 
+/* ---- OpenBLAS, when installed (bench-only; the library never links it) ---------- */
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                         const float *b, int ldb, float beta, float *c, int ldc);
+static sgemm_fn openblas_sgemm;
+
+/* dlopen'ed so that building the bench needs no BLAS; its idle threads
+ * are told to sleep at once, or they would spin on the cores the other
+ * candidates are timed on. */
+static void openblas_load(int threads) {
+    static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
+    size_t i;
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    for (i = 0; i < sizeof names / sizeof names[0] && !openblas_sgemm; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void (*set_threads)(int);
+        if (!h) continue;
+        *(void **)&openblas_sgemm = dlsym(h, "cblas_sgemm");
+        *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+        if (set_threads) set_threads(threads);
+    }
+}
+
 /* ---- hand-written references ------------------------------------------------------ */
 
 typedef struct ref_job {
     const char *name;
+    int blas;      /* OpenBLAS sgemm rather than ref_isa.h       */
+    const float *b;
+    int m, n_, k;  /* blas: the GEMM's sizes                      */
     tc_isa isa;
     const float *x;
     float *y;
@@ -203,7 +244,25 @@ static int ref_setup(tc_ctx *ctx, workload *w, tc_tensor **in, ref_job *j) {
     return j->y != NULL;
 }
 
-static void ref_run(tc_ctx *ctx, ref_job *j) { tc__parallel_for(ctx, j->count, j->work, ref_part, j); }
+/* Sets j up for OpenBLAS's sgemm on w (a GEMM workload); 0 when absent. */
+static int blas_setup(workload *w, tc_tensor **in, ref_job *j) {
+    memset(j, 0, sizeof *j);
+    if (!openblas_sgemm || w->flops <= 0) return 0;
+    j->blas = 1;
+    j->x = (const float *)tc_data(in[0]);
+    j->b = (const float *)tc_data(in[1]);
+    j->m = (int)w->shape[0][0];
+    j->k = (int)w->shape[0][1];
+    j->n_ = (int)w->shape[1][1];
+    j->y = (float *)malloc(sizeof(float) * (size_t)j->m * (size_t)j->n_);
+    return j->y != NULL && j->x && j->b;
+}
+
+static void ref_run(tc_ctx *ctx, ref_job *j) {
+    if (j->blas) /* CblasRowMajor = 101, CblasNoTrans = 111 */
+        openblas_sgemm(101, 111, 111, j->m, j->n_, j->k, 1.0f, j->x, j->k, j->b, j->n_, 0.0f, j->y, j->n_);
+    else tc__parallel_for(ctx, j->count, j->work, ref_part, j);
+}
 
 /* ---- timing: every candidate once per round, rounds interleaved ------------------ */
 
@@ -251,13 +310,17 @@ static void time_interleaved(tc_ctx *ctx, workload *w, cand *c, int nc, tc_tenso
     for (i = 0; i < nc; i++) qsort(c[i].t, (size_t)c[i].n, sizeof c[i].t[0], cmp_d);
 }
 
-/* Max relative error of a result against the eager one. */
+/* Max relative error of a result against the eager one, each element's
+ * error taken relative to its own size or, for values that cancelled to
+ * near zero (dot products), to 1e-3 of the largest. */
 static double rel_err(const float *pe, const float *pc, int64_t n) {
-    double m = 0;
+    double m = 0, big = 0;
     int64_t i;
     if (!pe || !pc) return 1e30;
+    for (i = 0; i < n; i++)
+        if (fabs((double)pe[i]) > big) big = fabs((double)pe[i]);
     for (i = 0; i < n; i++) {
-        double d = fabs((double)pe[i] - pc[i]) / (fabs((double)pe[i]) + 1e-3);
+        double d = fabs((double)pe[i] - pc[i]) / (fabs((double)pe[i]) + 1e-3 * big + 1e-30);
         if (d > m || d != d) m = d;
     }
     return m;
@@ -288,7 +351,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     } modes[] = {{"default", TC_MODE_DEFAULT}, {"reduce-overhead", TC_MODE_REDUCE_OVERHEAD}, {"max-autotune", TC_MODE_MAX_AUTOTUNE}};
     static cand c[8];
     tc_tensor *in[4];
-    ref_job ref;
+    ref_job ref, blas;
     int i, m, nc = 0;
     for (i = 0; i < w->nin; i++) {
         in[i] = tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
@@ -314,11 +377,18 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         if (err > 1e-3) fprintf(stderr, "bench: %s %s differs from eager (max rel err %g)\n", w->name, modes[m].name, err);
         nc++;
     }
+    memset(&blas, 0, sizeof blas);
     if (ref_setup(ctx, w, in, &ref)) {
         double err = max_rel_err(ctx, w, NULL, &ref, in);
         if (err > 1e-3) fprintf(stderr, "bench: %s handwritten differs from eager (max rel err %g)\n", w->name, err);
         c[nc].mode = "handwritten";
         c[nc++].ref = &ref;
+    }
+    if (blas_setup(w, in, &blas)) {
+        double err = max_rel_err(ctx, w, NULL, &blas, in);
+        if (err > 1e-3) fprintf(stderr, "bench: %s openblas differs from eager (max rel err %g)\n", w->name, err);
+        c[nc].mode = "openblas";
+        c[nc++].ref = &blas;
     }
     time_interleaved(ctx, w, c, nc, in);
     for (i = 0; i < nc; i++) {
@@ -326,8 +396,16 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         tc_fn_free(c[i].f);
     }
     free(ref.y);
+    free(blas.y);
     if (bw > 0) add_row(w->name, w->batch, "bandwidth", threads, w->io_bytes / bw * 1e3, 0);
     for (i = 0; i < w->nin; i++) tc_free(in[i]);
+}
+
+static const workload *find_workload(const char *name) {
+    int i;
+    for (i = 0; i < NWORK; i++)
+        if (strcmp(workloads[i].name, name) == 0) return &workloads[i];
+    return NULL;
 }
 
 static void write_outputs(const char *csv, const char *cpu) {
@@ -352,7 +430,8 @@ static void write_outputs(const char *csv, const char *cpu) {
     } else {
         fprintf(stderr, "bench: cannot write %s\n", csv);
     }
-    printf("\n%-12s %5s %-16s %7s %10s %11s %9s\n", "workload", "batch", "mode", "threads", "ms", "compile_ms", "vs eager");
+    printf("\n%-18s %5s %-16s %7s %10s %11s %9s %8s %8s\n", "workload", "batch", "mode", "threads", "ms", "compile_ms",
+           "vs eager", "GFLOP/s", "GB/s");
     for (i = 0; i < nrows; i++) {
         double eager = 0;
         int j;
@@ -360,8 +439,15 @@ static void write_outputs(const char *csv, const char *cpu) {
             if (strcmp(rows[j].workload, rows[i].workload) == 0 && rows[j].batch == rows[i].batch &&
                 strcmp(rows[j].mode, "eager") == 0)
                 eager = rows[j].ms;
-        printf("%-12s %5d %-16s %7d %10.3f %11.2f %8.2fx\n", rows[i].workload, rows[i].batch, rows[i].mode,
+        const workload *w = find_workload(rows[i].workload);
+        double sec = rows[i].ms * 1e-3;
+        printf("%-18s %5d %-16s %7d %10.3f %11.2f %8.2fx", rows[i].workload, rows[i].batch, rows[i].mode,
                rows[i].threads, rows[i].ms, rows[i].compile_ms, rows[i].ms > 0 ? eager / rows[i].ms : 0);
+        if (w && w->flops > 0 && sec > 0 && strcmp(rows[i].mode, "bandwidth") != 0) printf(" %8.1f", w->flops / sec * 1e-9);
+        else printf(" %8s", "");
+        /* bytes the workload must move (inputs + outputs once) per second */
+        if (w && sec > 0) printf(" %8.1f", w->io_bytes / sec * 1e-9);
+        printf("\n");
     }
     printf("\nwrote %s (device %s)\n", csv, cpu);
 }
@@ -419,7 +505,9 @@ int main(int argc, char **argv) {
     if (!ctx) return 1;
     cpu_name(cpu, sizeof cpu, ctx);
     bw = copy_bandwidth(threads, (size_t)32 << 20);
+    openblas_load(threads);
     printf("tcompile bench: %s, %d threads, copy bandwidth %.1f GB/s\n", cpu, threads, bw / 1e9);
+    if (!openblas_sgemm) printf("(no libopenblas found: the openblas rows are left out)\n");
     for (j = 0; j < NWORK; j++) {
         int want = nsel == 0;
         for (i = 0; i < nsel; i++) want |= strcmp(sel[i], workloads[j].name) == 0;

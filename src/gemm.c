@@ -1,17 +1,18 @@
-/* Blocked GEMM for the eager kernels: C = alpha * A @ B (+ bias per column).
- * BLIS structure: B panels of KC x NC packed into NR-wide slivers, A blocks
- * of MC x KC packed into MR-tall slivers, an MR x NR register-tile kernel in
- * plain C with constant trip counts (the compiler vectorises it for the ISA
- * it targets).  Any strides: transposed operands are absorbed by packing.
- * Edge tiles are zero-padded in the packs, so there is no scalar tail path.
- * The per-ISA microkernels and run-time dispatch come with the contraction
- * templates; this is the honest baseline. */
+/* Blocked GEMM for the eager kernels and compiled graphs:
+ * C = alpha * A @ B (+ bias per column), any strides (transposed operands
+ * are absorbed by packing).  BLIS structure: for each NC-wide column panel
+ * and KC-deep slice, the threads pack B into NR-wide slivers together, then
+ * each task packs an MC x KC block of A into MR-tall slivers and runs the
+ * ISA's MR x NR register-tile microkernel (gemm_isa.c) over it; C is
+ * updated in place, tile by tile.  Edge tiles come from zero-padded packs
+ * and only their stores are partial.  Few rows (M <= 4: GEMV, decoding)
+ * skip packing and stream B once.  The level follows the context's
+ * executor ISA (tc_ctx_set_isa); without GNU C vectors a plain-C 4 x 16
+ * kernel stands in. */
 
-#define TC__MR 4 /* the microkernel body names its 4 rows */
-#define TC__NR 16
-#define TC__MC 64
-#define TC__KC 256
-#define TC__NC 1024
+#define TC__GEMM_KC 256  /* k per packed slice: a B sliver (KC x NR) stays in L1 */
+#define TC__GEMM_MC_TILES 16 /* MC = 16 MR: an A block stays in L2          */
+#define TC__GEMM_NC 2048 /* columns per packed B panel (L3)                */
 
 typedef struct tc__gemm {
     int64_t M, N, K;
@@ -31,208 +32,245 @@ TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col,
     if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
 }
 
-TC__FN void tc__pack_b(const tc__gemm *g, int64_t pc, int64_t kc, int64_t jc, int64_t nc, float *bp) {
+typedef void (*tc__ukr_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int mr, int nr,
+                           int acc);
+typedef void (*tc__gemv_axpy_fn)(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
+                                 int64_t n);
+typedef void (*tc__gemv_dot_fn)(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n);
+typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
+
+/* One ISA level's kernels and register tile. */
+typedef struct tc__gemm_impl {
+    tc_isa isa;
+    int mr, nr;
+    tc__ukr_fn ukr;
+    tc__gemv_axpy_fn axpy;
+    tc__gemv_dot_fn dot;
+    tc__gtile_fin_fn fin;
+} tc__gemm_impl;
+
+/* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
+ * named row arrays, which the compiler vectorises for the ISA it targets. */
+#define TC__BASE_MR 4
+#define TC__BASE_NR 16
+TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float *c, int64_t ldc,
+                         int mr, int nr, int acc) {
+    float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
+    float *rows[TC__BASE_MR];
+    int64_t k;
+    int i, j;
+    for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < kc; k++) {
+        const float *b = bp + k * TC__BASE_NR, *a = ap + k * TC__BASE_MR;
+        for (j = 0; j < TC__BASE_NR; j++) {
+            c0[j] += a[0] * b[j];
+            c1[j] += a[1] * b[j];
+            c2[j] += a[2] * b[j];
+            c3[j] += a[3] * b[j];
+        }
+    }
+    rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
+    for (i = 0; i < mr; i++)
+        for (j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+}
+
+TC__FN void tc__gemv_axpy_base(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
+                               int64_t n) {
+    int64_t r, j;
+    for (r = 0; r < nk; r++)
+        for (j = 0; j < n; j++) c[j] += a[r * sa] * b[r * ldb + j];
+}
+
+TC__FN void tc__gemv_dot_base(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n) {
+    int64_t j, q;
+    for (j = 0; j < n; j++) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+        const float *bj = b + j * ldb;
+        for (q = 0; q + 8 <= k; q += 8) {
+            int t;
+            for (t = 0; t < 8; t++) acc[t] += a[q + t] * bj[q + t];
+        }
+        s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        for (; q < k; q++) s += a[q] * bj[q];
+        c[j] = s;
+    }
+}
+
+TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
+    int64_t i, j;
+    for (i = 0; i < mr; i++)
+        for (j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] * alpha + (bias ? bias[j] : 0.0f);
+}
+
+/* The kernels for the context's executor level. */
+TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
+    tc__gemm_impl g;
+    g.isa = TC_ISA_NONE;
+    g.mr = TC__BASE_MR;
+    g.nr = TC__BASE_NR;
+    g.ukr = tc__ukr_base;
+    g.axpy = tc__gemv_axpy_base;
+    g.dot = tc__gemv_dot_base;
+    g.fin = tc__gtile_fin_base;
+#define TC__GEMM_USE_(SFX)                    \
+    do {                                      \
+        tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
+        g.ukr = tc__ukr_##SFX;                \
+        g.axpy = tc__gemv_axpy_##SFX;         \
+        g.dot = tc__gemv_dot_##SFX;           \
+        g.fin = tc__gtile_fin_##SFX;          \
+    } while (0)
+    switch (ctx ? ctx->isa : TC_ISA_NONE) {
+#ifdef TC__HAVE_VEXEC_X86
+    case TC_ISA_AVX512: TC__GEMM_USE_(avx512); break;
+    case TC_ISA_AVX2: TC__GEMM_USE_(avx2); break;
+#endif
+#ifdef TC__HAVE_VEXEC
+    case TC_ISA_V128: TC__GEMM_USE_(v128); break;
+    case TC_ISA_SCALAR: TC__GEMM_USE_(scalar); break;
+#endif
+    default: break;
+    }
+#undef TC__GEMM_USE_
+    g.isa = ctx ? ctx->isa : TC_ISA_NONE;
+    return g;
+}
+
+/* B[pc.., jc + js..] into NR-wide slivers, zero past the panel's last column. */
+TC__FN void tc__pack_b(const tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
+                       int64_t js1, float *bp) {
     int64_t js, k, j;
-    for (js = 0; js < nc; js += TC__NR) {
-        int64_t nr = nc - js < TC__NR ? nc - js : TC__NR;
+    for (js = js0; js < js1 && js < nc; js += nr_) {
+        int64_t nr = nc - js < nr_ ? nc - js : nr_;
         float *dst = bp + js * kc;
         for (k = 0; k < kc; k++) {
             const float *src = g->B + (pc + k) * g->rsb + (jc + js) * g->csb;
-            float *d = dst + k * TC__NR;
-            if (g->csb == 1 && nr == TC__NR)
-                for (j = 0; j < TC__NR; j++) d[j] = src[j];
-            else {
+            float *d = dst + k * nr_;
+            if (g->csb == 1) {
+                memcpy(d, src, sizeof(float) * (size_t)nr);
+                j = nr;
+            } else {
                 for (j = 0; j < nr; j++) d[j] = src[j * g->csb];
-                for (; j < TC__NR; j++) d[j] = 0.0f;
             }
+            for (; j < nr_; j++) d[j] = 0.0f;
         }
     }
 }
 
-TC__FN void tc__pack_a(const tc__gemm *g, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap) {
+/* A[ic.., pc..] (mc x kc) into MR-tall slivers, zero past the last row. */
+TC__FN void tc__pack_a(const tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap) {
     int64_t is, k, i;
-    for (is = 0; is < mc; is += TC__MR) {
-        int64_t mr = mc - is < TC__MR ? mc - is : TC__MR;
+    for (is = 0; is < mc; is += mr_) {
+        int64_t mr = mc - is < mr_ ? mc - is : mr_;
         float *dst = ap + is * kc;
-        for (k = 0; k < kc; k++) {
-            const float *src = g->A + (ic + is) * g->rsa + (pc + k) * g->csa;
-            for (i = 0; i < mr; i++) dst[k * TC__MR + i] = src[i * g->rsa];
-            for (; i < TC__MR; i++) dst[k * TC__MR + i] = 0.0f;
+        if (g->rsa == 1) { /* A stored column-major (a transposed view): a column is contiguous */
+            for (k = 0; k < kc; k++) {
+                memcpy(dst + k * mr_, g->A + (ic + is) + (pc + k) * g->csa, sizeof(float) * (size_t)mr);
+                for (i = mr; i < mr_; i++) dst[k * mr_ + i] = 0.0f;
+            }
+            continue;
         }
+        for (i = 0; i < mr; i++) {
+            const float *src = g->A + (ic + is + i) * g->rsa + pc * g->csa;
+            if (g->csa == 1)
+                for (k = 0; k < kc; k++) dst[k * mr_ + i] = src[k];
+            else
+                for (k = 0; k < kc; k++) dst[k * mr_ + i] = src[k * g->csa];
+        }
+        for (; i < mr_; i++)
+            for (k = 0; k < kc; k++) dst[k * mr_ + i] = 0.0f;
     }
-}
-
-/* acc = Ap(MR x kc) @ Bp(kc x NR).  One body, compiled twice on x86: for
- * the baseline ISA and, with a target attribute, for AVX2+FMA (chosen at run
- * time by cpuid+XGETBV), so a default -O2 build still uses the wide units. */
-#define TC__MICRO_BODY(FMA)                                                    \
-    /* four named row accumulators (MR = 4) so they live in registers */     \
-    float c0[TC__NR], c1[TC__NR], c2[TC__NR], c3[TC__NR];                      \
-    int64_t k;                                                                 \
-    int j;                                                                     \
-    for (j = 0; j < TC__NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;         \
-    for (k = 0; k < kc; k++) {                                                 \
-        const float *b = bp + k * TC__NR, *a = ap + k * TC__MR;                \
-        for (j = 0; j < TC__NR; j++) {                                         \
-            c0[j] = FMA(a[0], b[j], c0[j]);                                    \
-            c1[j] = FMA(a[1], b[j], c1[j]);                                    \
-            c2[j] = FMA(a[2], b[j], c2[j]);                                    \
-            c3[j] = FMA(a[3], b[j], c3[j]);                                    \
-        }                                                                      \
-    }                                                                          \
-    for (j = 0; j < TC__NR; j++) {                                             \
-        acc[0][j] = c0[j];                                                     \
-        acc[1][j] = c1[j];                                                     \
-        acc[2][j] = c2[j];                                                     \
-        acc[3][j] = c3[j];                                                     \
-    }
-#define TC__MUL_ADD(a, b, c) ((a) * (b) + (c))
-
-typedef void (*tc__micro_fn)(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp,
-                             float acc[TC__MR][TC__NR]);
-
-TC__FN void tc__micro_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp,
-                           float acc[TC__MR][TC__NR]) {
-    TC__MICRO_BODY(TC__MUL_ADD)
-}
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define TC__HAVE_MICRO_AVX2 1
-/* AVX2+FMA: 4 rows x 2 vectors = 8 accumulators, enough to cover the FMA
- * latency on two ports.  Intrinsics under a target attribute, so the rest of
- * the header needs no -mavx2. */
-__attribute__((target("avx2,fma"))) static void tc__micro_avx2(int64_t kc, const float *TC__RESTRICT ap,
-                                                               const float *TC__RESTRICT bp,
-                                                               float acc[TC__MR][TC__NR]) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-    int64_t k;
-    for (k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_loadu_ps(bp + k * TC__NR), b1 = _mm256_loadu_ps(bp + k * TC__NR + 8), a;
-        a = _mm256_broadcast_ss(ap + k * TC__MR);
-        c00 = _mm256_fmadd_ps(a, b0, c00);
-        c01 = _mm256_fmadd_ps(a, b1, c01);
-        a = _mm256_broadcast_ss(ap + k * TC__MR + 1);
-        c10 = _mm256_fmadd_ps(a, b0, c10);
-        c11 = _mm256_fmadd_ps(a, b1, c11);
-        a = _mm256_broadcast_ss(ap + k * TC__MR + 2);
-        c20 = _mm256_fmadd_ps(a, b0, c20);
-        c21 = _mm256_fmadd_ps(a, b1, c21);
-        a = _mm256_broadcast_ss(ap + k * TC__MR + 3);
-        c30 = _mm256_fmadd_ps(a, b0, c30);
-        c31 = _mm256_fmadd_ps(a, b1, c31);
-    }
-    _mm256_storeu_ps(acc[0], c00);
-    _mm256_storeu_ps(acc[0] + 8, c01);
-    _mm256_storeu_ps(acc[1], c10);
-    _mm256_storeu_ps(acc[1] + 8, c11);
-    _mm256_storeu_ps(acc[2], c20);
-    _mm256_storeu_ps(acc[2] + 8, c21);
-    _mm256_storeu_ps(acc[3], c30);
-    _mm256_storeu_ps(acc[3] + 8, c31);
-}
-#endif
-
-TC__FN tc__micro_fn tc__micro_pick(const tc_ctx *ctx) {
-#ifdef TC__HAVE_MICRO_AVX2
-    int f = ctx->cpu_features;
-    if ((f & TC__CPU_AVX2) && (f & TC__CPU_FMA)) return tc__micro_avx2;
-#else
-    (void)ctx;
-#endif
-    return tc__micro_base;
 }
 
 typedef struct tc__gemm_job {
+    tc_ctx *ctx;
     const tc__gemm *g;
-    tc__micro_fn micro;
-    const float *bp;
-    int64_t jc, nc, pc, kc;
+    tc__gemm_impl im;
+    float *bp;
+    int64_t jc, nc, pc, kc, mc;
     int64_t mblocks, nchunks, chunk_cols;
-    int first, last;         /* first / last K block: overwrite / finish */
+    int first, last;         /* first / last K slice: overwrite / finish */
+    int failed;
 } tc__gemm_job;
 
-TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
+TC__FN void tc__gemm_pack_b_part(void *arg, int64_t b, int64_t e) {
     const tc__gemm_job *j = (const tc__gemm_job *)arg;
+    tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
+}
+
+/* Tasks [tb, te): task t is A block t / nchunks against column chunk
+ * t % nchunks of the packed panel. */
+TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
+    tc__gemm_job *j = (tc__gemm_job *)arg;
     const tc__gemm *g = j->g;
-    float ap[TC__MC * TC__KC];
-    float acc[TC__MR][TC__NR];
+    const int mr_ = j->im.mr, nr_ = j->im.nr;
+    float *ap = (float *)tc__scratch_get(j->ctx, sizeof(float) * (size_t)j->mc * (size_t)j->kc);
     int64_t t, packed_ic = -1;
+    if (!ap) {
+        j->failed = 1;
+        return;
+    }
     for (t = tb; t < te; t++) {
-        int64_t ic = (t / j->nchunks) * TC__MC, mc = g->M - ic < TC__MC ? g->M - ic : TC__MC;
+        int64_t ic = (t / j->nchunks) * j->mc, mc = g->M - ic < j->mc ? g->M - ic : j->mc;
         int64_t j0 = (t % j->nchunks) * j->chunk_cols, j1 = j0 + j->chunk_cols < j->nc ? j0 + j->chunk_cols : j->nc;
         int64_t is, js;
         if (packed_ic != ic) {
-            tc__pack_a(g, ic, mc, j->pc, j->kc, ap);
+            tc__pack_a(g, mr_, ic, mc, j->pc, j->kc, ap);
             packed_ic = ic;
         }
-        for (js = j0; js < j1; js += TC__NR) {
-            int64_t nr = j1 - js < TC__NR ? j1 - js : TC__NR;
-            for (is = 0; is < mc; is += TC__MR) {
-                int64_t mr = mc - is < TC__MR ? mc - is : TC__MR, i, c;
-                float *crow = g->C + (ic + is) * g->ldc + j->jc + js;
-                j->micro(j->kc, ap + is * j->kc, j->bp + js * j->kc, acc);
-                for (i = 0; i < mr; i++) {
-                    float *cr = crow + i * g->ldc;
-                    if (j->first)
-                        for (c = 0; c < nr; c++) cr[c] = acc[i][c];
-                    else
-                        for (c = 0; c < nr; c++) cr[c] += acc[i][c];
-                    if (j->last) {
-                        for (c = 0; c < nr; c++) cr[c] *= g->alpha;
-                        if (g->bias)
-                            for (c = 0; c < nr; c++) cr[c] += g->bias[j->jc + js + c];
-                    }
-                }
+        for (js = j0; js < j1; js += nr_) {
+            int nr = (int)(j1 - js < nr_ ? j1 - js : nr_);
+            for (is = 0; is < mc; is += mr_) {
+                int mr = (int)(mc - is < mr_ ? mc - is : mr_);
+                float *ct = g->C + (ic + is) * g->ldc + j->jc + js;
+                j->im.ukr(j->kc, ap + is * j->kc, j->bp + js * j->kc, ct, g->ldc, mr, nr, !j->first);
+                if (j->last && (g->alpha != 1.0f || g->bias))
+                    j->im.fin(ct, g->ldc, mr, nr, g->alpha, g->bias ? g->bias + j->jc + js : NULL);
             }
         }
         /* the block (mc rows x the chunk) is final and still in cache */
         if (j->last) tc__gemm_epi(g, ic, mc, j->jc + j0, j1 - j0);
     }
+    tc__scratch_put(ap);
 }
 
 /* Few rows (a GEMV at M = 1, decoding, small batches): packing would cost
- * more than it saves.  Each output column is a dot product when B's columns
- * are contiguous in k (linear's weight), else rows of B are accumulated
- * (axpy); both stream B once.  Parallel over column blocks. */
+ * more than it saves, and B is read once at memory speed.  Each output
+ * column is a dot product when B's columns are contiguous in k (linear's
+ * weight), else rows of B are accumulated into a column block (axpy).
+ * Parallel over column blocks. */
 #define TC__SKINNY_M 4
+#define TC__SKINNY_COLS 1024 /* axpy: the block of C that stays in L1   */
 
 typedef struct tc__skinny_job {
     const tc__gemm *g;
+    tc__gemm_impl im;
 } tc__skinny_job;
 
 TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
-    const tc__gemm *g = ((const tc__skinny_job *)arg)->g;
-    int64_t i, j, k;
+    const tc__skinny_job *sj = (const tc__skinny_job *)arg;
+    const tc__gemm *g = sj->g;
+    int64_t i, j, n;
     for (i = 0; i < g->M; i++) {
         const float *a = g->A + i * g->rsa;
         float *c = g->C + i * g->ldc;
         if (g->rsb == 1 && g->csa == 1) {
-            for (j = jb; j < je; j++) {
-                const float *b = g->B + j * g->csb;
-                float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
-                for (k = 0; k + 8 <= g->K; k += 8) {
-                    int q;
-                    for (q = 0; q < 8; q++) acc[q] += a[k + q] * b[k + q];
-                }
-                s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-                for (; k < g->K; k++) s += a[k] * b[k];
-                c[j] = s;
+            sj->im.dot(a, g->B + jb * g->csb, g->csb, g->K, c + jb, je - jb);
+        } else if (g->csb == 1) {
+            for (j = jb; j < je; j += n) {
+                n = je - j < TC__SKINNY_COLS ? je - j : TC__SKINNY_COLS;
+                memset(c + j, 0, sizeof(float) * (size_t)n);
+                sj->im.axpy(a, g->csa, g->B + j, g->rsb, g->K, c + j, n);
             }
         } else {
-            for (j = jb; j < je; j++) c[j] = 0.0f;
-            for (k = 0; k < g->K; k++) {
-                float av = a[k * g->csa];
-                const float *b = g->B + k * g->rsb;
-                if (g->csb == 1)
-                    for (j = jb; j < je; j++) c[j] += av * b[j];
-                else
-                    for (j = jb; j < je; j++) c[j] += av * b[j * g->csb];
+            int64_t k;
+            for (j = jb; j < je; j++) {
+                float s = 0.0f;
+                for (k = 0; k < g->K; k++) s += a[k * g->csa] * g->B[k * g->rsb + j * g->csb];
+                c[j] = s;
             }
         }
-        for (j = jb; j < je; j++) {
-            c[j] *= g->alpha;
-            if (g->bias) c[j] += g->bias[j];
-        }
+        if (g->alpha != 1.0f || g->bias) sj->im.fin(c + jb, g->ldc, 1, je - jb, g->alpha, g->bias ? g->bias + jb : NULL);
     }
     tc__gemm_epi(g, 0, g->M, jb, je - jb);
 }
@@ -240,6 +278,7 @@ TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     tc__skinny_job j;
     j.g = g;
+    j.im = tc__gemm_impl_of(ctx);
     if (serial) tc__skinny_cols(&j, 0, g->N);
     else tc__parallel_for(ctx, g->N, g->M * g->N * g->K, tc__skinny_cols, &j);
     return 0;
@@ -247,9 +286,10 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
-    int64_t jc, pc, i, jj;
+    int64_t jc, pc, i, jj, ncmax;
     float *bp;
-    tc__micro_fn micro = tc__micro_pick(ctx);
+    tc__gemm_impl im = tc__gemm_impl_of(ctx);
+    int failed = 0;
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
@@ -258,41 +298,50 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         return 0;
     }
     if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
-    /* the packed panel is as large as the problem needs, not a fixed 1 MB */
+    /* the packed panel is as large as the problem needs */
+    ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     {
-        int64_t kc = g->K < TC__KC ? g->K : TC__KC, nc = g->N < TC__NC ? g->N : TC__NC;
-        nc = (nc + TC__NR - 1) / TC__NR * TC__NR;
+        int64_t kc = g->K < TC__GEMM_KC ? g->K : TC__GEMM_KC, nc = g->N < ncmax ? g->N : ncmax;
+        nc = (nc + im.nr - 1) / im.nr * im.nr;
         bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
     }
     if (!bp) return -1;
-    for (jc = 0; jc < g->N; jc += TC__NC) {
-        int64_t nc = g->N - jc < TC__NC ? g->N - jc : TC__NC;
-        for (pc = 0; pc < g->K; pc += TC__KC) {
+    for (jc = 0; jc < g->N && !failed; jc += ncmax) {
+        int64_t nc = g->N - jc < ncmax ? g->N - jc : ncmax;
+        for (pc = 0; pc < g->K && !failed; pc += TC__GEMM_KC) {
             tc__gemm_job j;
-            int64_t kc = g->K - pc < TC__KC ? g->K - pc : TC__KC, slivers = (nc + TC__NR - 1) / TC__NR;
+            int64_t kc = g->K - pc < TC__GEMM_KC ? g->K - pc : TC__GEMM_KC, slivers = (nc + im.nr - 1) / im.nr;
             int nth = serial ? 1 : ctx->num_threads;
-            tc__pack_b(g, pc, kc, jc, nc, bp);
+            memset(&j, 0, sizeof j);
+            j.ctx = ctx;
             j.g = g;
-            j.micro = micro;
+            j.im = im;
             j.bp = bp;
             j.jc = jc;
             j.nc = nc;
             j.pc = pc;
             j.kc = kc;
+            j.mc = (int64_t)im.mr * TC__GEMM_MC_TILES;
             j.first = pc == 0;
             j.last = pc + kc >= g->K;
-            j.mblocks = (g->M + TC__MC - 1) / TC__MC;
+            j.mblocks = (g->M + j.mc - 1) / j.mc;
             /* enough tasks for every thread: split columns when M is short */
             j.nchunks = j.mblocks >= 2 * nth ? 1 : (2 * nth + j.mblocks - 1) / j.mblocks;
             if (j.nchunks > slivers) j.nchunks = slivers;
-            j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * TC__NR;
+            j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * im.nr;
             j.nchunks = (nc + j.chunk_cols - 1) / j.chunk_cols;
-            if (serial) tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
-            else tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
+            if (serial) {
+                tc__gemm_pack_b_part(&j, 0, slivers);
+                tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
+            } else {
+                tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
+                tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
+            }
+            failed = j.failed;
         }
     }
     tc__scratch_put(bp);
-    return 0;
+    return failed ? -1 : 0;
 }
 
 /* Batched GEMM: the i-th problem uses offsets aoff[i], boff[i], coff[i] (in

@@ -11,6 +11,9 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h> /* used only inside target("avx2,fma") functions */
 #endif
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#include <arm_neon.h> /* the GEMM microkernel's fused multiply-add */
+#endif
 
 #if defined(TC_MALLOC) && defined(TC_REALLOC) && defined(TC_FREE)
 /* all three hooks given */

@@ -9,22 +9,23 @@ cd "$root"
 # pipeline order.  Adding a file to src/ means adding it here.
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h src/platform.c src/util.c src/threads.c src/tensor.c
-src/optable.h src/dispatch.c src/pointwise.c src/reduce.c src/gemm.c
+src/optable.h src/dispatch.c src/pointwise.c src/reduce.c @gemm_isa src/gemm.c
 src/linalg.c src/conv.c src/shape.c src/graph.c src/passes.c src/kernel.c src/fuse.c
 @vexec_isa src/vexec.c src/plan.c src/compile.c src/license.h"
 
-# src/vexec_isa.c is written once over GNU C vector types and emitted once
-# per ISA level (suffix, lanes, target attribute, the guard it needs).
+# src/vexec_isa.c and src/gemm_isa.c (@name in the manifest) are written
+# once over GNU C vector types and emitted once per ISA level (suffix,
+# lanes, target attribute, the guard it needs).
 ISAS="avx512|16|__attribute__((target(\"avx512f,avx2,fma\")))|defined(TC__HAVE_VEXEC_X86)
 avx2|8|__attribute__((target(\"avx2,fma\")))|defined(TC__HAVE_VEXEC_X86)
 v128|4||defined(TC__HAVE_VEXEC)
 scalar|1||defined(TC__HAVE_VEXEC)"
 
-instantiate() {
+instantiate() { # name
     echo "$ISAS" | while IFS='|' read -r sfx w attr guard; do
-        printf '\n/* ===== src/vexec_isa.c for %s ===== */\n#if %s\n' "$sfx" "$guard"
+        printf '\n/* ===== src/%s.c for %s ===== */\n#if %s\n' "$1" "$sfx" "$guard"
         printf '#define TC__ISA_SFX %s\n#define TC__ISA_W %s\n#define TC__ISA_ATTR %s\n' "$sfx" "$w" "$attr"
-        cat src/vexec_isa.c
+        cat "src/$1.c"
         printf '#undef TC__ISA_SFX\n#undef TC__ISA_W\n#undef TC__ISA_ATTR\n#endif\n'
     done
 }
@@ -35,7 +36,7 @@ gen() {
     done
     printf '\n#ifdef TCOMPILE_IMPLEMENTATION\n#ifndef TCOMPILE_IMPLEMENTATION_DONE_\n#define TCOMPILE_IMPLEMENTATION_DONE_\n'
     for f in $IMPL; do
-        if [ "$f" = "@vexec_isa" ]; then instantiate; continue; fi
+        case "$f" in @*) instantiate "${f#@}"; continue ;; esac
         printf '\n/* ===== %s ===== */\n' "$f"
         cat "$f"
     done

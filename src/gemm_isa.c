@@ -1,0 +1,224 @@
+/* GEMM inner kernels, written once over GNU C vector types and emitted once
+ * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
+ * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
+ *
+ * The microkernel computes one MR x NR tile of C from packed slivers,
+ *   C[0..mr, 0..nr) = (or +=) Ap[kc x MR] @ Bp[kc x NR],
+ * with MR * 2 vector accumulators held in registers for the whole kc loop:
+ * per k it loads two vectors of B and broadcasts MR values of A.  MR fills
+ * the register file: 12 rows on AVX-512 (24 of 32 zmm), 6 on AVX2 (12 of 16
+ * ymm), 8 on NEON (16 of 32), 4 on SSE2 and scalar.  The packs are
+ * zero-padded, so a partial tile computes as a full one and only its store
+ * is partial (masked on AVX-512, through a small buffer elsewhere).
+ *
+ * The GEMV kernels (M = 1) stream B once at memory speed: the axpy form
+ * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
+ * a column block of C kept in L1; the dot form (B's columns contiguous,
+ * linear's weight [N, K]) runs four dot products at a time with the x
+ * vector shared. */
+
+#define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
+#define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
+#define TC__GFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__GW TC__ISA_W
+#define TC__GINL static inline TC__ISA_ATTR TC__UNUSED
+
+#if TC__ISA_W == 16
+#define TC__GMR 12
+#elif TC__ISA_W == 8
+#define TC__GMR 6
+#elif TC__ISA_W == 4 && defined(__aarch64__)
+#define TC__GMR 8
+#else
+#define TC__GMR 4
+#endif
+#define TC__GNR (2 * TC__ISA_W)
+
+typedef float TC__GV __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
+TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+    TC__GV v = {0};
+    return v + c;
+}
+/* c + a * b, one rounding where the ISA fuses it */
+TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {
+#if TC__ISA_W == 16
+    return (TC__GV)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__GV)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#elif TC__ISA_W == 4 && defined(__aarch64__)
+    return (TC__GV)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__GLD(p) TC__GFN(tc__gld_)(p)
+#define TC__GST(p, v) TC__GFN(tc__gst_)(p, v)
+#define TC__GFMA(a, b, c) TC__GFN(tc__gfma_)(a, b, c)
+
+/* One row of the tile (two vectors) to C: nr of its NR columns, added to
+ * what C holds when acc is set. */
+TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int acc) {
+    if (nr == TC__GNR) {
+        if (acc) {
+            x0 += TC__GLD(p);
+            x1 += TC__GLD(p + TC__GW);
+        }
+        TC__GST(p, x0);
+        TC__GST(p + TC__GW, x1);
+        return;
+    }
+#if TC__ISA_W == 16
+    {
+        __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFF : (1u << nr) - 1),
+                  m1 = (__mmask16)(nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
+        if (acc) {
+            x0 += (TC__GV)_mm512_maskz_loadu_ps(m0, p);
+            x1 += (TC__GV)_mm512_maskz_loadu_ps(m1, p + 16);
+        }
+        _mm512_mask_storeu_ps(p, m0, (__m512)x0);
+        _mm512_mask_storeu_ps(p + 16, m1, (__m512)x1);
+    }
+#else
+    {
+        float t[TC__GNR];
+        int j;
+        TC__GST(t, x0);
+        TC__GST(t + TC__GW, x1);
+        for (j = 0; j < nr; j++) p[j] = acc ? p[j] + t[j] : t[j];
+    }
+#endif
+}
+
+/* The rows of the tile, by name, so that they stay in registers. */
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#define TC__GR_OUT(i) \
+    if (i < mr) TC__GFN(tc__grow_out_)(c + (int64_t)i * ldc, c##i##a, c##i##b, nr, acc);
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
+                                                       const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
+                                                       int nr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < kc; k++, ap += TC__GMR, bp += TC__GNR) {
+        TC__GV b0 = TC__GLD(bp), b1 = TC__GLD(bp + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__GR_OUT)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_OUT
+#undef TC__GR_ALL
+
+/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
+ * per pass over c (which stays in L1), so each B element is read once. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
+                                                             int64_t nk, float *c, int64_t n) {
+    int64_t r = 0, j;
+    for (; r + 4 <= nk; r += 4) {
+        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
+        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+               a3 = TC__GFN(tc__gsplat_)(s3);
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        for (j = 0; j + TC__GW <= n; j += TC__GW) {
+            TC__GV v = TC__GLD(c + j);
+            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+            TC__GST(c + j, v);
+        }
+        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+    }
+    for (; r < nk; r++) {
+        float s = a[r * sa];
+        TC__GV av = TC__GFN(tc__gsplat_)(s);
+        const float *br = b + r * ldb;
+        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
+        for (; j < n; j++) c[j] += s * br[j];
+    }
+}
+
+/* The lanes of v summed. */
+TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
+    float s = 0;
+    int i;
+    for (i = 0; i < TC__GW; i++) s += v[i];
+    return s;
+}
+
+/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
+ * two accumulators each. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
+                                                            float *c, int64_t n) {
+    int64_t j = 0, q;
+    for (; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4, t;
+        const float *bj[4];
+        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
+        float tail[4] = {0, 0, 0, 0};
+        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
+        for (q = 0; q + TC__GW <= k; q += TC__GW) {
+            TC__GV av = TC__GLD(a + q);
+            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
+            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
+            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
+            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+        }
+        for (; q < k; q++)
+            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
+        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
+        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
+        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
+        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
+    }
+}
+
+/* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
+                                                             const float *bias) {
+    TC__GV va = TC__GFN(tc__gsplat_)(alpha), z = {0};
+    int64_t i, j;
+    for (i = 0; i < mr; i++) {
+        float *r = c + i * ldc;
+        for (j = 0; j + TC__GW <= nr; j += TC__GW) TC__GST(r + j, TC__GLD(r + j) * va + (bias ? TC__GLD(bias + j) : z));
+        for (; j < nr; j++) r[j] = r[j] * alpha + (bias ? bias[j] : 0.0f);
+    }
+}
+
+/* The level's register tile, for gemm.c's table. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
+    *mr = TC__GMR;
+    *nr = TC__GNR;
+}
+
+#undef TC__GV
+#undef TC__GVU
+#undef TC__GFN
+#undef TC__GW
+#undef TC__GINL
+#undef TC__GMR
+#undef TC__GNR
+#undef TC__GLD
+#undef TC__GST
+#undef TC__GFMA

@@ -1,0 +1,250 @@
+/* GEMM against a double-precision reference: every ISA level this machine
+ * runs, awkward shapes (1, primes, tails of every register tile, K = 0 and
+ * 1, a K deeper than one packed slice), transposed and strided operands,
+ * alpha and bias, C rows with padding that must stay untouched, the GEMV
+ * paths (M <= 4, both B layouts), batched and broadcast-batch matmul and
+ * linear through the public API, and contraction epilogues per level. */
+#define TCOMPILE_IMPLEMENTATION
+#include "../tcompile.h"
+#include "tc_test.h"
+
+static tc_ctx *ctx;
+static uint64_t rng = 88172645463325252ull;
+
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* Layouts of an R x C operand: 0 row-major, 1 column-major (a transposed
+ * view), 2 row-major with every other element skipped (strided). */
+static void layout(int kind, int64_t R, int64_t C, int64_t *rs, int64_t *cs, int64_t *size) {
+    if (kind == 0) *rs = C, *cs = 1, *size = R * C;
+    else if (kind == 1) *rs = 1, *cs = R, *size = R * C;
+    else *rs = 2 * C + 1, *cs = 2, *size = R * (2 * C + 1);
+}
+
+/* One GEMM through tc__gemm_run (or its serial form) vs the reference. */
+static int check_gemm(int64_t M, int64_t N, int64_t K, int la, int lb, int bias, float alpha, int serial) {
+    int64_t rsa, csa, sa, rsb, csb, sb, ldc = N + 3, i, j, k;
+    float *A, *B, *C, *bv = NULL;
+    tc__gemm g;
+    int ok = 1;
+    layout(la, M, K, &rsa, &csa, &sa);
+    layout(lb, K, N, &rsb, &csb, &sb);
+    A = (float *)malloc(sizeof(float) * (size_t)(sa > 0 ? sa : 1));
+    B = (float *)malloc(sizeof(float) * (size_t)(sb > 0 ? sb : 1));
+    C = (float *)malloc(sizeof(float) * (size_t)((M + 1) * ldc));
+    for (i = 0; i < sa; i++) A[i] = frand();
+    for (i = 0; i < sb; i++) B[i] = frand();
+    for (i = 0; i < (M + 1) * ldc; i++) C[i] = 1234.5f; /* sentinels */
+    if (bias) {
+        bv = (float *)malloc(sizeof(float) * (size_t)N);
+        for (j = 0; j < N; j++) bv[j] = frand();
+    }
+    memset(&g, 0, sizeof g);
+    g.M = M, g.N = N, g.K = K;
+    g.A = A, g.rsa = rsa, g.csa = csa;
+    g.B = B, g.rsb = rsb, g.csb = csb;
+    g.C = C, g.ldc = ldc;
+    g.alpha = alpha;
+    g.bias = bv;
+    TC_CHECK(tc__gemm_run(ctx, &g, serial) == 0);
+    for (i = 0; i <= M && ok; i++)
+        for (j = 0; j < ldc && ok; j++) {
+            double ref = 0, mag = 0, got = C[i * ldc + j];
+            if (i == M || j >= N) {
+                if (got != 1234.5) {
+                    TC_CHECKF(0, "%s M=%lld N=%lld K=%lld: C[%lld][%lld] outside the result written",
+                              tc_isa_name(tc_ctx_isa(ctx)), (long long)M, (long long)N, (long long)K, (long long)i,
+                              (long long)j);
+                    ok = 0;
+                }
+                continue;
+            }
+            for (k = 0; k < K; k++) {
+                double p = (double)A[i * rsa + k * csa] * B[k * rsb + j * csb];
+                ref += p;
+                mag += fabs(p);
+            }
+            ref = ref * alpha + (bv ? bv[j] : 0.0);
+            mag = mag * fabs(alpha) + (bv ? fabs(bv[j]) : 0.0);
+            if (!(fabs(got - ref) <= 2e-6 * mag + 1e-6 * (double)(K + 1) * 1e-3)) {
+                TC_CHECKF(0, "%s M=%lld N=%lld K=%lld la=%d lb=%d bias=%d serial=%d: C[%lld][%lld] = %.9g, want %.9g",
+                          tc_isa_name(tc_ctx_isa(ctx)), (long long)M, (long long)N, (long long)K, la, lb, bias, serial,
+                          (long long)i, (long long)j, got, ref);
+                ok = 0;
+            }
+        }
+    free(A);
+    free(B);
+    free(C);
+    free(bv);
+    return ok;
+}
+
+TC_TEST(test_gemm_every_level_and_shape) {
+    static const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 25, 97, 200};
+    static const int64_t ns[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 64, 100, 257};
+    static const int64_t ks[] = {0, 1, 2, 17, 255, 256, 257, 600};
+    int isa, t;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        /* every tail of the register tile, all layouts, with and without bias */
+        for (t = 0; t < 160; t++) {
+            int64_t M = ms[t % 13], N = ns[(t * 7 + t / 13) % 13], K = ks[(t * 5 + t / 8) % 8];
+            int ok = check_gemm(M, N, K, t % 3, (t / 3) % 3, t % 2, t % 5 == 0 ? 0.5f : 1.0f, t % 4 == 3);
+            if (!ok) break;
+        }
+        /* a K of several packed slices, and a panel wider than one NC */
+        check_gemm(37, 19, 5000, 0, 0, 1, 1.0f, 0);
+        check_gemm(3, 33, 5000, 0, 1, 0, 1.0f, 0);
+        check_gemm(29, 2100, 40, 1, 0, 1, 2.0f, 0);
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* ---- the public API, per level ------------------------------------------------- */
+
+static tc_tensor *rand_t(int ndim, const int64_t *shape, uint64_t seed) {
+    return tc_rand_uniform(ctx, ndim, shape, -1.0, 1.0, seed);
+}
+
+/* out[b] = A[b or 0] @ B[b or 0] in double, compared elementwise. */
+static double batched_err(tc_tensor *a, tc_tensor *b, tc_tensor *y, int64_t nb, int bca, int bcb, int64_t M, int64_t K,
+                          int64_t N) {
+    tc_tensor *ac = tc_contiguous(ctx, a), *bc = tc_contiguous(ctx, b);
+    const float *pa = (const float *)tc_data(ac), *pb = (const float *)tc_data(bc), *py = (const float *)tc_data(y);
+    double worst = 0;
+    int64_t q, i, j, k;
+    if (!pa || !pb || !py) return 1e30;
+    for (q = 0; q < nb; q++)
+        for (i = 0; i < M; i++)
+            for (j = 0; j < N; j++) {
+                double s = 0, m = 0, d;
+                for (k = 0; k < K; k++) {
+                    double p = (double)pa[(bca ? 0 : q) * M * K + i * K + k] * pb[(bcb ? 0 : q) * K * N + k * N + j];
+                    s += p;
+                    m += fabs(p);
+                }
+                d = fabs(py[q * M * N + i * N + j] - s) / (m + 1e-6);
+                if (d > worst) worst = d;
+            }
+    return worst;
+}
+
+TC_TEST(test_matmul_linear_api) {
+    int isa;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        int64_t sa[3] = {5, 13, 70}, sb[3] = {5, 70, 33}, sb1[2] = {70, 33}, st[2] = {33, 70}, sw[2] = {40, 70},
+                sx[2] = {1, 70}, sbias[1] = {40};
+        int perm[2] = {1, 0};
+        tc_tensor *a, *b, *y, *w, *bias, *x;
+        double e;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        tc_scope_begin(ctx);
+        /* batched, and B broadcast over the batch */
+        a = rand_t(3, sa, 1);
+        b = rand_t(3, sb, 2);
+        y = tc_matmul(ctx, a, b);
+        e = batched_err(a, b, y, 5, 0, 0, 13, 70, 33);
+        TC_CHECKF(e < 2e-6, "%s batched matmul: %g", tc_isa_name((tc_isa)isa), e);
+        b = rand_t(2, sb1, 3);
+        y = tc_matmul(ctx, a, b);
+        e = batched_err(a, b, y, 5, 0, 1, 13, 70, 33);
+        TC_CHECKF(e < 2e-6, "%s broadcast-batch matmul: %g", tc_isa_name((tc_isa)isa), e);
+        /* a transposed B (a view: no copy) */
+        b = tc_permute(ctx, rand_t(2, st, 4), perm);
+        y = tc_matmul(ctx, a, b);
+        e = batched_err(a, b, y, 5, 0, 1, 13, 70, 33);
+        TC_CHECKF(e < 2e-6, "%s matmul with B transposed: %g", tc_isa_name((tc_isa)isa), e);
+        /* linear with bias, at M = 1 (GEMV) and M = 13 */
+        w = rand_t(2, sw, 5);
+        bias = rand_t(1, sbias, 6);
+        x = rand_t(2, sx, 7);
+        y = tc_linear(ctx, x, w, bias);
+        {
+            const float *px = (const float *)tc_data(x), *pw = (const float *)tc_data(w),
+                        *pb = (const float *)tc_data(bias), *py = (const float *)tc_data(y);
+            int64_t j, k;
+            double worst = 0;
+            for (j = 0; py && j < 40; j++) {
+                double s = pb[j], m = fabs(pb[j]);
+                for (k = 0; k < 70; k++) {
+                    s += (double)px[k] * pw[j * 70 + k];
+                    m += fabs((double)px[k] * pw[j * 70 + k]);
+                }
+                if (fabs(py[j] - s) / (m + 1e-6) > worst) worst = fabs(py[j] - s) / (m + 1e-6);
+            }
+            TC_CHECKF(py && worst < 2e-6, "%s linear GEMV: %g", tc_isa_name((tc_isa)isa), worst);
+        }
+        tc_scope_end(ctx);
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* Bias, activation, residual and scale fused on the GEMM's output tiles. */
+static void epi_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_add(c, tc_mul_scalar(c, tc_gelu(c, tc_linear(c, in[0], in[1], in[2])), 0.5), in[3]);
+}
+
+TC_TEST(test_epilogues_every_level) {
+    static const int64_t rows[] = {1, 3, 29, 200};
+    int isa;
+    size_t r;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            int64_t sx[2] = {rows[r], 67}, sw[2] = {45, 67}, sb[1] = {45}, sy[2] = {rows[r], 45};
+            tc_compile_options o;
+            tc_tensor *in[4], *ye, *y;
+            tc_fn *f;
+            tc_explain_info info;
+            double worst = 0;
+            int64_t i, n;
+            memset(&o, 0, sizeof o);
+            o.num_inputs = 4;
+            f = tc_compile(ctx, epi_fn, NULL, &o);
+            tc_scope_begin(ctx);
+            in[0] = rand_t(2, sx, 10 + r);
+            in[1] = rand_t(2, sw, 11 + r);
+            in[2] = rand_t(1, sb, 12 + r);
+            in[3] = rand_t(2, sy, 13 + r);
+            epi_fn(ctx, NULL, in, &ye);
+            TC_CHECK(tc_call(f, in, &y) == TC_OK); /* traces and compiles */
+            TC_CHECK(tc_call(f, in, &y) == TC_OK); /* runs the fused program */
+            n = tc_numel(ye);
+            for (i = 0; i < n; i++) {
+                double d = fabs((double)((const float *)tc_data(y))[i] - ((const float *)tc_data(ye))[i]);
+                if (d > worst) worst = d;
+            }
+            TC_CHECKF(worst < 1e-5, "%s epilogue, %lld rows: %g", tc_isa_name((tc_isa)isa), (long long)rows[r], worst);
+            memset(&info, 0, sizeof info);
+            TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+            TC_CHECKF(info.fused_kernels >= 1 && info.kernels < info.kernels_unfused,
+                      "%s: the epilogue did not fuse (%d kernels of %d)", tc_isa_name((tc_isa)isa), info.kernels,
+                      info.kernels_unfused);
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+int main(void) {
+    tc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.num_threads = 2;
+    ctx = tc_ctx_create(&o);
+    TC_RUN(test_gemm_every_level_and_shape);
+    TC_RUN(test_matmul_linear_api);
+    TC_RUN(test_epilogues_every_level);
+    tc_ctx_destroy(ctx);
+    return TC_TEST_SUMMARY();
+}
