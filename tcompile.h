@@ -810,6 +810,12 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #define TC__HAVE_VEXEC_X86 1
 #endif
 #endif
+/* A read hint for data about to be used (nothing where the compiler has none). */
+#if defined(__GNUC__) || defined(__clang__)
+#define tc__prefetch(p) __builtin_prefetch((p), 0, 3)
+#else
+#define tc__prefetch(p) ((void)(p))
+#endif
 #define TC__CAT_(a, b) a##b
 #define TC__CAT(a, b) TC__CAT_(a, b)
 
@@ -4444,32 +4450,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
 #undef TC__GR_OUT
 #undef TC__GR_ALL
 
-/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
- * per pass over c (which stays in L1), so each B element is read once. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
-                                                             int64_t nk, float *c, int64_t n) {
-    int64_t r = 0, j;
-    for (; r + 4 <= nk; r += 4) {
-        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
-        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
-               a3 = TC__GFN(tc__gsplat_)(s3);
-        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) {
-            TC__GV v = TC__GLD(c + j);
-            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
-            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
-            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
-            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
-            TC__GST(c + j, v);
+/* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
+ * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
+ * B at a time (16 KiB for n = 1024, so L1) are added into every row of C,
+ * so B is read from memory once whatever m is. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                             const float *b, int64_t ldb, int64_t nk, float *c,
+                                                             int64_t ldc, int64_t n) {
+    int64_t r, i, j;
+    for (r = 0; r < nk; r += 4) {
+        int nr = nk - r < 4 ? (int)(nk - r) : 4;
+        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i++) {
+            const float *ai = a + i * lda + r * sa;
+            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
+                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+                   a3 = TC__GFN(tc__gsplat_)(s3);
+            float *ci = c + i * ldc;
+            for (j = 0; j + TC__GW <= n; j += TC__GW) {
+                TC__GV v = TC__GLD(ci + j);
+                v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+                v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+                v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+                v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+                TC__GST(ci + j, v);
+            }
+            for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
         }
-        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
-    }
-    for (; r < nk; r++) {
-        float s = a[r * sa];
-        TC__GV av = TC__GFN(tc__gsplat_)(s);
-        const float *br = b + r * ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
-        for (; j < n; j++) c[j] += s * br[j];
     }
 }
 
@@ -4481,32 +4490,61 @@ TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
     return s;
 }
 
-/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
- * two accumulators each. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
-                                                            float *c, int64_t n) {
-    int64_t j = 0, q;
-    for (; j < n; j += 4) {
-        int nj = n - j < 4 ? (int)(n - j) : 4, t;
-        const float *bj[4];
-        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
-        float tail[4] = {0, 0, 0, 0};
-        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
-        for (q = 0; q + TC__GW <= k; q += TC__GW) {
-            TC__GV av = TC__GLD(a + q);
-            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
-            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
-            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
-            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+/* c[i * ldc + j] = dot(a + i * lda, b + j * ldb) over k, for i < m, j < n
+ * (A's rows and B's columns contiguous: linear with its weight [N, K]).
+ * Blocks of 4 x 4 dot products share their loads; the 4 columns of B (4 k
+ * floats each) stay in L1 while every row block of A passes, so B is read
+ * from memory once. */
+#define TC__GD_ROWS(X) X(0) X(1) X(2) X(3)
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64_t lda, int64_t m, const float *b,
+                                                            int64_t ldb, int64_t k, float *c, int64_t ldc, int64_t n) {
+    int64_t j, i, q;
+    for (j = 0; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4;
+        const float *b0 = b + j * ldb, *b1 = nj > 1 ? b0 + ldb : b0, *b2 = nj > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nj > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i += 4) {
+            int mi = m - i < 4 ? (int)(m - i) : 4, t, u;
+            const float *ar[4];
+            TC__GV z = {0};
+#define TC__GD_DECL(r) TC__GV s##r##0 = z, s##r##1 = z, s##r##2 = z, s##r##3 = z;
+            TC__GD_ROWS(TC__GD_DECL)
+#undef TC__GD_DECL
+            float out[4][4];
+            for (t = 0; t < 4; t++) ar[t] = a + (i + (t < mi ? t : 0)) * lda;
+            for (q = 0; q + TC__GW <= k; q += TC__GW) {
+                TC__GV w0 = TC__GLD(b0 + q), w1 = TC__GLD(b1 + q), w2 = TC__GLD(b2 + q), w3 = TC__GLD(b3 + q);
+#define TC__GD_STEP(r)                          \
+    {                                           \
+        TC__GV x_ = TC__GLD(ar[r] + q);         \
+        s##r##0 = TC__GFMA(x_, w0, s##r##0);    \
+        s##r##1 = TC__GFMA(x_, w1, s##r##1);    \
+        s##r##2 = TC__GFMA(x_, w2, s##r##2);    \
+        s##r##3 = TC__GFMA(x_, w3, s##r##3);    \
+    }
+                TC__GD_ROWS(TC__GD_STEP)
+#undef TC__GD_STEP
+            }
+#define TC__GD_SUM(r)                                 \
+    out[r][0] = TC__GFN(tc__ghsum_)(s##r##0);         \
+    out[r][1] = TC__GFN(tc__ghsum_)(s##r##1);         \
+    out[r][2] = TC__GFN(tc__ghsum_)(s##r##2);         \
+    out[r][3] = TC__GFN(tc__ghsum_)(s##r##3);
+            TC__GD_ROWS(TC__GD_SUM)
+#undef TC__GD_SUM
+            for (; q < k; q++)
+                for (t = 0; t < 4; t++) {
+                    out[t][0] += ar[t][q] * b0[q];
+                    out[t][1] += ar[t][q] * b1[q];
+                    out[t][2] += ar[t][q] * b2[q];
+                    out[t][3] += ar[t][q] * b3[q];
+                }
+            for (t = 0; t < mi; t++)
+                for (u = 0; u < nj; u++) c[(i + t) * ldc + j + u] = out[t][u];
         }
-        for (; q < k; q++)
-            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
-        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
-        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
-        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
-        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
     }
 }
+#undef TC__GD_ROWS
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
@@ -4678,32 +4716,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
 #undef TC__GR_OUT
 #undef TC__GR_ALL
 
-/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
- * per pass over c (which stays in L1), so each B element is read once. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
-                                                             int64_t nk, float *c, int64_t n) {
-    int64_t r = 0, j;
-    for (; r + 4 <= nk; r += 4) {
-        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
-        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
-               a3 = TC__GFN(tc__gsplat_)(s3);
-        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) {
-            TC__GV v = TC__GLD(c + j);
-            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
-            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
-            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
-            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
-            TC__GST(c + j, v);
+/* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
+ * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
+ * B at a time (16 KiB for n = 1024, so L1) are added into every row of C,
+ * so B is read from memory once whatever m is. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                             const float *b, int64_t ldb, int64_t nk, float *c,
+                                                             int64_t ldc, int64_t n) {
+    int64_t r, i, j;
+    for (r = 0; r < nk; r += 4) {
+        int nr = nk - r < 4 ? (int)(nk - r) : 4;
+        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i++) {
+            const float *ai = a + i * lda + r * sa;
+            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
+                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+                   a3 = TC__GFN(tc__gsplat_)(s3);
+            float *ci = c + i * ldc;
+            for (j = 0; j + TC__GW <= n; j += TC__GW) {
+                TC__GV v = TC__GLD(ci + j);
+                v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+                v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+                v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+                v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+                TC__GST(ci + j, v);
+            }
+            for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
         }
-        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
-    }
-    for (; r < nk; r++) {
-        float s = a[r * sa];
-        TC__GV av = TC__GFN(tc__gsplat_)(s);
-        const float *br = b + r * ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
-        for (; j < n; j++) c[j] += s * br[j];
     }
 }
 
@@ -4715,32 +4756,61 @@ TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
     return s;
 }
 
-/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
- * two accumulators each. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
-                                                            float *c, int64_t n) {
-    int64_t j = 0, q;
-    for (; j < n; j += 4) {
-        int nj = n - j < 4 ? (int)(n - j) : 4, t;
-        const float *bj[4];
-        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
-        float tail[4] = {0, 0, 0, 0};
-        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
-        for (q = 0; q + TC__GW <= k; q += TC__GW) {
-            TC__GV av = TC__GLD(a + q);
-            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
-            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
-            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
-            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+/* c[i * ldc + j] = dot(a + i * lda, b + j * ldb) over k, for i < m, j < n
+ * (A's rows and B's columns contiguous: linear with its weight [N, K]).
+ * Blocks of 4 x 4 dot products share their loads; the 4 columns of B (4 k
+ * floats each) stay in L1 while every row block of A passes, so B is read
+ * from memory once. */
+#define TC__GD_ROWS(X) X(0) X(1) X(2) X(3)
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64_t lda, int64_t m, const float *b,
+                                                            int64_t ldb, int64_t k, float *c, int64_t ldc, int64_t n) {
+    int64_t j, i, q;
+    for (j = 0; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4;
+        const float *b0 = b + j * ldb, *b1 = nj > 1 ? b0 + ldb : b0, *b2 = nj > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nj > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i += 4) {
+            int mi = m - i < 4 ? (int)(m - i) : 4, t, u;
+            const float *ar[4];
+            TC__GV z = {0};
+#define TC__GD_DECL(r) TC__GV s##r##0 = z, s##r##1 = z, s##r##2 = z, s##r##3 = z;
+            TC__GD_ROWS(TC__GD_DECL)
+#undef TC__GD_DECL
+            float out[4][4];
+            for (t = 0; t < 4; t++) ar[t] = a + (i + (t < mi ? t : 0)) * lda;
+            for (q = 0; q + TC__GW <= k; q += TC__GW) {
+                TC__GV w0 = TC__GLD(b0 + q), w1 = TC__GLD(b1 + q), w2 = TC__GLD(b2 + q), w3 = TC__GLD(b3 + q);
+#define TC__GD_STEP(r)                          \
+    {                                           \
+        TC__GV x_ = TC__GLD(ar[r] + q);         \
+        s##r##0 = TC__GFMA(x_, w0, s##r##0);    \
+        s##r##1 = TC__GFMA(x_, w1, s##r##1);    \
+        s##r##2 = TC__GFMA(x_, w2, s##r##2);    \
+        s##r##3 = TC__GFMA(x_, w3, s##r##3);    \
+    }
+                TC__GD_ROWS(TC__GD_STEP)
+#undef TC__GD_STEP
+            }
+#define TC__GD_SUM(r)                                 \
+    out[r][0] = TC__GFN(tc__ghsum_)(s##r##0);         \
+    out[r][1] = TC__GFN(tc__ghsum_)(s##r##1);         \
+    out[r][2] = TC__GFN(tc__ghsum_)(s##r##2);         \
+    out[r][3] = TC__GFN(tc__ghsum_)(s##r##3);
+            TC__GD_ROWS(TC__GD_SUM)
+#undef TC__GD_SUM
+            for (; q < k; q++)
+                for (t = 0; t < 4; t++) {
+                    out[t][0] += ar[t][q] * b0[q];
+                    out[t][1] += ar[t][q] * b1[q];
+                    out[t][2] += ar[t][q] * b2[q];
+                    out[t][3] += ar[t][q] * b3[q];
+                }
+            for (t = 0; t < mi; t++)
+                for (u = 0; u < nj; u++) c[(i + t) * ldc + j + u] = out[t][u];
         }
-        for (; q < k; q++)
-            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
-        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
-        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
-        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
-        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
     }
 }
+#undef TC__GD_ROWS
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
@@ -4912,32 +4982,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
 #undef TC__GR_OUT
 #undef TC__GR_ALL
 
-/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
- * per pass over c (which stays in L1), so each B element is read once. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
-                                                             int64_t nk, float *c, int64_t n) {
-    int64_t r = 0, j;
-    for (; r + 4 <= nk; r += 4) {
-        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
-        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
-               a3 = TC__GFN(tc__gsplat_)(s3);
-        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) {
-            TC__GV v = TC__GLD(c + j);
-            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
-            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
-            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
-            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
-            TC__GST(c + j, v);
+/* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
+ * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
+ * B at a time (16 KiB for n = 1024, so L1) are added into every row of C,
+ * so B is read from memory once whatever m is. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                             const float *b, int64_t ldb, int64_t nk, float *c,
+                                                             int64_t ldc, int64_t n) {
+    int64_t r, i, j;
+    for (r = 0; r < nk; r += 4) {
+        int nr = nk - r < 4 ? (int)(nk - r) : 4;
+        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i++) {
+            const float *ai = a + i * lda + r * sa;
+            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
+                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+                   a3 = TC__GFN(tc__gsplat_)(s3);
+            float *ci = c + i * ldc;
+            for (j = 0; j + TC__GW <= n; j += TC__GW) {
+                TC__GV v = TC__GLD(ci + j);
+                v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+                v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+                v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+                v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+                TC__GST(ci + j, v);
+            }
+            for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
         }
-        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
-    }
-    for (; r < nk; r++) {
-        float s = a[r * sa];
-        TC__GV av = TC__GFN(tc__gsplat_)(s);
-        const float *br = b + r * ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
-        for (; j < n; j++) c[j] += s * br[j];
     }
 }
 
@@ -4949,32 +5022,61 @@ TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
     return s;
 }
 
-/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
- * two accumulators each. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
-                                                            float *c, int64_t n) {
-    int64_t j = 0, q;
-    for (; j < n; j += 4) {
-        int nj = n - j < 4 ? (int)(n - j) : 4, t;
-        const float *bj[4];
-        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
-        float tail[4] = {0, 0, 0, 0};
-        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
-        for (q = 0; q + TC__GW <= k; q += TC__GW) {
-            TC__GV av = TC__GLD(a + q);
-            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
-            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
-            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
-            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+/* c[i * ldc + j] = dot(a + i * lda, b + j * ldb) over k, for i < m, j < n
+ * (A's rows and B's columns contiguous: linear with its weight [N, K]).
+ * Blocks of 4 x 4 dot products share their loads; the 4 columns of B (4 k
+ * floats each) stay in L1 while every row block of A passes, so B is read
+ * from memory once. */
+#define TC__GD_ROWS(X) X(0) X(1) X(2) X(3)
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64_t lda, int64_t m, const float *b,
+                                                            int64_t ldb, int64_t k, float *c, int64_t ldc, int64_t n) {
+    int64_t j, i, q;
+    for (j = 0; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4;
+        const float *b0 = b + j * ldb, *b1 = nj > 1 ? b0 + ldb : b0, *b2 = nj > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nj > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i += 4) {
+            int mi = m - i < 4 ? (int)(m - i) : 4, t, u;
+            const float *ar[4];
+            TC__GV z = {0};
+#define TC__GD_DECL(r) TC__GV s##r##0 = z, s##r##1 = z, s##r##2 = z, s##r##3 = z;
+            TC__GD_ROWS(TC__GD_DECL)
+#undef TC__GD_DECL
+            float out[4][4];
+            for (t = 0; t < 4; t++) ar[t] = a + (i + (t < mi ? t : 0)) * lda;
+            for (q = 0; q + TC__GW <= k; q += TC__GW) {
+                TC__GV w0 = TC__GLD(b0 + q), w1 = TC__GLD(b1 + q), w2 = TC__GLD(b2 + q), w3 = TC__GLD(b3 + q);
+#define TC__GD_STEP(r)                          \
+    {                                           \
+        TC__GV x_ = TC__GLD(ar[r] + q);         \
+        s##r##0 = TC__GFMA(x_, w0, s##r##0);    \
+        s##r##1 = TC__GFMA(x_, w1, s##r##1);    \
+        s##r##2 = TC__GFMA(x_, w2, s##r##2);    \
+        s##r##3 = TC__GFMA(x_, w3, s##r##3);    \
+    }
+                TC__GD_ROWS(TC__GD_STEP)
+#undef TC__GD_STEP
+            }
+#define TC__GD_SUM(r)                                 \
+    out[r][0] = TC__GFN(tc__ghsum_)(s##r##0);         \
+    out[r][1] = TC__GFN(tc__ghsum_)(s##r##1);         \
+    out[r][2] = TC__GFN(tc__ghsum_)(s##r##2);         \
+    out[r][3] = TC__GFN(tc__ghsum_)(s##r##3);
+            TC__GD_ROWS(TC__GD_SUM)
+#undef TC__GD_SUM
+            for (; q < k; q++)
+                for (t = 0; t < 4; t++) {
+                    out[t][0] += ar[t][q] * b0[q];
+                    out[t][1] += ar[t][q] * b1[q];
+                    out[t][2] += ar[t][q] * b2[q];
+                    out[t][3] += ar[t][q] * b3[q];
+                }
+            for (t = 0; t < mi; t++)
+                for (u = 0; u < nj; u++) c[(i + t) * ldc + j + u] = out[t][u];
         }
-        for (; q < k; q++)
-            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
-        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
-        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
-        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
-        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
     }
 }
+#undef TC__GD_ROWS
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
@@ -5146,32 +5248,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
 #undef TC__GR_OUT
 #undef TC__GR_ALL
 
-/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
- * per pass over c (which stays in L1), so each B element is read once. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
-                                                             int64_t nk, float *c, int64_t n) {
-    int64_t r = 0, j;
-    for (; r + 4 <= nk; r += 4) {
-        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
-        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
-               a3 = TC__GFN(tc__gsplat_)(s3);
-        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) {
-            TC__GV v = TC__GLD(c + j);
-            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
-            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
-            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
-            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
-            TC__GST(c + j, v);
+/* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
+ * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
+ * B at a time (16 KiB for n = 1024, so L1) are added into every row of C,
+ * so B is read from memory once whatever m is. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                             const float *b, int64_t ldb, int64_t nk, float *c,
+                                                             int64_t ldc, int64_t n) {
+    int64_t r, i, j;
+    for (r = 0; r < nk; r += 4) {
+        int nr = nk - r < 4 ? (int)(nk - r) : 4;
+        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i++) {
+            const float *ai = a + i * lda + r * sa;
+            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
+                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+                   a3 = TC__GFN(tc__gsplat_)(s3);
+            float *ci = c + i * ldc;
+            for (j = 0; j + TC__GW <= n; j += TC__GW) {
+                TC__GV v = TC__GLD(ci + j);
+                v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+                v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+                v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+                v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+                TC__GST(ci + j, v);
+            }
+            for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
         }
-        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
-    }
-    for (; r < nk; r++) {
-        float s = a[r * sa];
-        TC__GV av = TC__GFN(tc__gsplat_)(s);
-        const float *br = b + r * ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
-        for (; j < n; j++) c[j] += s * br[j];
     }
 }
 
@@ -5183,32 +5288,61 @@ TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
     return s;
 }
 
-/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
- * two accumulators each. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
-                                                            float *c, int64_t n) {
-    int64_t j = 0, q;
-    for (; j < n; j += 4) {
-        int nj = n - j < 4 ? (int)(n - j) : 4, t;
-        const float *bj[4];
-        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
-        float tail[4] = {0, 0, 0, 0};
-        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
-        for (q = 0; q + TC__GW <= k; q += TC__GW) {
-            TC__GV av = TC__GLD(a + q);
-            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
-            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
-            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
-            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+/* c[i * ldc + j] = dot(a + i * lda, b + j * ldb) over k, for i < m, j < n
+ * (A's rows and B's columns contiguous: linear with its weight [N, K]).
+ * Blocks of 4 x 4 dot products share their loads; the 4 columns of B (4 k
+ * floats each) stay in L1 while every row block of A passes, so B is read
+ * from memory once. */
+#define TC__GD_ROWS(X) X(0) X(1) X(2) X(3)
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64_t lda, int64_t m, const float *b,
+                                                            int64_t ldb, int64_t k, float *c, int64_t ldc, int64_t n) {
+    int64_t j, i, q;
+    for (j = 0; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4;
+        const float *b0 = b + j * ldb, *b1 = nj > 1 ? b0 + ldb : b0, *b2 = nj > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nj > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i += 4) {
+            int mi = m - i < 4 ? (int)(m - i) : 4, t, u;
+            const float *ar[4];
+            TC__GV z = {0};
+#define TC__GD_DECL(r) TC__GV s##r##0 = z, s##r##1 = z, s##r##2 = z, s##r##3 = z;
+            TC__GD_ROWS(TC__GD_DECL)
+#undef TC__GD_DECL
+            float out[4][4];
+            for (t = 0; t < 4; t++) ar[t] = a + (i + (t < mi ? t : 0)) * lda;
+            for (q = 0; q + TC__GW <= k; q += TC__GW) {
+                TC__GV w0 = TC__GLD(b0 + q), w1 = TC__GLD(b1 + q), w2 = TC__GLD(b2 + q), w3 = TC__GLD(b3 + q);
+#define TC__GD_STEP(r)                          \
+    {                                           \
+        TC__GV x_ = TC__GLD(ar[r] + q);         \
+        s##r##0 = TC__GFMA(x_, w0, s##r##0);    \
+        s##r##1 = TC__GFMA(x_, w1, s##r##1);    \
+        s##r##2 = TC__GFMA(x_, w2, s##r##2);    \
+        s##r##3 = TC__GFMA(x_, w3, s##r##3);    \
+    }
+                TC__GD_ROWS(TC__GD_STEP)
+#undef TC__GD_STEP
+            }
+#define TC__GD_SUM(r)                                 \
+    out[r][0] = TC__GFN(tc__ghsum_)(s##r##0);         \
+    out[r][1] = TC__GFN(tc__ghsum_)(s##r##1);         \
+    out[r][2] = TC__GFN(tc__ghsum_)(s##r##2);         \
+    out[r][3] = TC__GFN(tc__ghsum_)(s##r##3);
+            TC__GD_ROWS(TC__GD_SUM)
+#undef TC__GD_SUM
+            for (; q < k; q++)
+                for (t = 0; t < 4; t++) {
+                    out[t][0] += ar[t][q] * b0[q];
+                    out[t][1] += ar[t][q] * b1[q];
+                    out[t][2] += ar[t][q] * b2[q];
+                    out[t][3] += ar[t][q] * b3[q];
+                }
+            for (t = 0; t < mi; t++)
+                for (u = 0; u < nj; u++) c[(i + t) * ldc + j + u] = out[t][u];
         }
-        for (; q < k; q++)
-            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
-        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
-        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
-        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
-        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
     }
 }
+#undef TC__GD_ROWS
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
@@ -5280,9 +5414,10 @@ TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col,
 
 typedef void (*tc__ukr_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int mr, int nr,
                            int acc);
-typedef void (*tc__gemv_axpy_fn)(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
-                                 int64_t n);
-typedef void (*tc__gemv_dot_fn)(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n);
+typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
+                                 int64_t nk, float *c, int64_t ldc, int64_t n);
+typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
+                                float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 
 /* One ISA level's kernels and register tile. */
@@ -5290,8 +5425,8 @@ typedef struct tc__gemm_impl {
     tc_isa isa;
     int mr, nr;
     tc__ukr_fn ukr;
-    tc__gemv_axpy_fn axpy;
-    tc__gemv_dot_fn dot;
+    tc__gemm_axpy_fn axpy;
+    tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
 } tc__gemm_impl;
 
@@ -5320,26 +5455,29 @@ TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *
         for (j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
 }
 
-TC__FN void tc__gemv_axpy_base(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
-                               int64_t n) {
-    int64_t r, j;
+TC__FN void tc__gemm_axpy_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
+                               int64_t nk, float *c, int64_t ldc, int64_t n) {
+    int64_t r, i, j;
     for (r = 0; r < nk; r++)
-        for (j = 0; j < n; j++) c[j] += a[r * sa] * b[r * ldb + j];
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) c[i * ldc + j] += a[i * lda + r * sa] * b[r * ldb + j];
 }
 
-TC__FN void tc__gemv_dot_base(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n) {
-    int64_t j, q;
-    for (j = 0; j < n; j++) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
-        const float *bj = b + j * ldb;
-        for (q = 0; q + 8 <= k; q += 8) {
-            int t;
-            for (t = 0; t < 8; t++) acc[t] += a[q + t] * bj[q + t];
+TC__FN void tc__gemm_dot_base(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k, float *c,
+                              int64_t ldc, int64_t n) {
+    int64_t i, j, q;
+    for (j = 0; j < n; j++)
+        for (i = 0; i < m; i++) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+            const float *ai = a + i * lda, *bj = b + j * ldb;
+            for (q = 0; q + 8 <= k; q += 8) {
+                int t;
+                for (t = 0; t < 8; t++) acc[t] += ai[q + t] * bj[q + t];
+            }
+            s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+            for (; q < k; q++) s += ai[q] * bj[q];
+            c[i * ldc + j] = s;
         }
-        s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        for (; q < k; q++) s += a[q] * bj[q];
-        c[j] = s;
-    }
 }
 
 TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
@@ -5355,15 +5493,15 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     g.mr = TC__BASE_MR;
     g.nr = TC__BASE_NR;
     g.ukr = tc__ukr_base;
-    g.axpy = tc__gemv_axpy_base;
-    g.dot = tc__gemv_dot_base;
+    g.axpy = tc__gemm_axpy_base;
+    g.dot = tc__gemm_dot_base;
     g.fin = tc__gtile_fin_base;
 #define TC__GEMM_USE_(SFX)                    \
     do {                                      \
         tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
         g.ukr = tc__ukr_##SFX;                \
-        g.axpy = tc__gemv_axpy_##SFX;         \
-        g.dot = tc__gemv_dot_##SFX;           \
+        g.axpy = tc__gemm_axpy_##SFX;         \
+        g.dot = tc__gemm_dot_##SFX;           \
         g.fin = tc__gtile_fin_##SFX;          \
     } while (0)
     switch (ctx ? ctx->isa : TC_ISA_NONE) {
@@ -5389,6 +5527,24 @@ TC__FN void tc__pack_b(const tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64
     for (js = js0; js < js1 && js < nc; js += nr_) {
         int64_t nr = nc - js < nr_ ? nc - js : nr_;
         float *dst = bp + js * kc;
+        if (g->csb != 1 && g->rsb == 1) {
+            /* B's columns contiguous in k (linear's weight, a transposed
+             * view): read each column once, write it across the sliver.
+             * Walking k across columns instead would touch nr lines one
+             * column stride apart, which alias in L1 when it is 4 KiB. */
+            for (j = 0; j < nr; j++) {
+                const float *src = g->B + pc + (jc + js + j) * g->csb;
+                int64_t ahead = js + j + 8, q;
+                /* each column is a short run (kc floats), too short for the
+                 * hardware prefetcher to pick up: fetch 8 columns ahead */
+                if (ahead < nc)
+                    for (q = 0; q < kc; q += 16) tc__prefetch(g->B + pc + (jc + ahead) * g->csb + q);
+                for (k = 0; k < kc; k++) dst[k * nr_ + j] = src[k];
+            }
+            for (; j < nr_; j++)
+                for (k = 0; k < kc; k++) dst[k * nr_ + j] = 0.0f;
+            continue;
+        }
         for (k = 0; k < kc; k++) {
             const float *src = g->B + (pc + k) * g->rsb + (jc + js) * g->csb;
             float *d = dst + k * nr_;
@@ -5481,11 +5637,12 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
 }
 
 /* Few rows (a GEMV at M = 1, decoding, small batches): packing would cost
- * more than it saves, and B is read once at memory speed.  Each output
- * column is a dot product when B's columns are contiguous in k (linear's
- * weight), else rows of B are accumulated into a column block (axpy).
- * Parallel over column blocks. */
-#define TC__SKINNY_M 4
+ * more than it saves, and B is read once at memory speed.  When B's
+ * columns are contiguous in k (linear's weight) and A's rows too, blocks of
+ * dot products (tc__gemm_dot_); when B's rows are, rows of B added into
+ * column blocks of C (tc__gemm_axpy_).  Parallel over column blocks. */
+#define TC__SKINNY_M 4       /* at most this many rows in the axpy form  */
+#define TC__SKINNY_DOT_M 16  /* in the dot form                          */
 #define TC__SKINNY_COLS 1024 /* axpy: the block of C that stays in L1   */
 
 typedef struct tc__skinny_job {
@@ -5493,32 +5650,39 @@ typedef struct tc__skinny_job {
     tc__gemm_impl im;
 } tc__skinny_job;
 
+TC__FN int tc__skinny_dot(const tc__gemm *g) { return g->rsb == 1 && g->csa == 1; }
+
 TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
     const tc__skinny_job *sj = (const tc__skinny_job *)arg;
     const tc__gemm *g = sj->g;
     int64_t i, j, n;
-    for (i = 0; i < g->M; i++) {
-        const float *a = g->A + i * g->rsa;
-        float *c = g->C + i * g->ldc;
-        if (g->rsb == 1 && g->csa == 1) {
-            sj->im.dot(a, g->B + jb * g->csb, g->csb, g->K, c + jb, je - jb);
-        } else if (g->csb == 1) {
-            for (j = jb; j < je; j += n) {
-                n = je - j < TC__SKINNY_COLS ? je - j : TC__SKINNY_COLS;
-                memset(c + j, 0, sizeof(float) * (size_t)n);
-                sj->im.axpy(a, g->csa, g->B + j, g->rsb, g->K, c + j, n);
-            }
-        } else {
-            int64_t k;
-            for (j = jb; j < je; j++) {
-                float s = 0.0f;
-                for (k = 0; k < g->K; k++) s += a[k * g->csa] * g->B[k * g->rsb + j * g->csb];
-                c[j] = s;
-            }
+    if (tc__skinny_dot(g)) {
+        sj->im.dot(g->A, g->rsa, g->M, g->B + jb * g->csb, g->csb, g->K, g->C + jb, g->ldc, je - jb);
+    } else if (g->csb == 1) {
+        for (j = jb; j < je; j += n) {
+            n = je - j < TC__SKINNY_COLS ? je - j : TC__SKINNY_COLS;
+            for (i = 0; i < g->M; i++) memset(g->C + i * g->ldc + j, 0, sizeof(float) * (size_t)n);
+            sj->im.axpy(g->A, g->rsa, g->csa, g->M, g->B + j, g->rsb, g->K, g->C + j, g->ldc, n);
         }
-        if (g->alpha != 1.0f || g->bias) sj->im.fin(c + jb, g->ldc, 1, je - jb, g->alpha, g->bias ? g->bias + jb : NULL);
+    } else {
+        for (i = 0; i < g->M; i++)
+            for (j = jb; j < je; j++) {
+                const float *a = g->A + i * g->rsa;
+                float s = 0.0f;
+                int64_t k;
+                for (k = 0; k < g->K; k++) s += a[k * g->csa] * g->B[k * g->rsb + j * g->csb];
+                g->C[i * g->ldc + j] = s;
+            }
     }
+    if (g->alpha != 1.0f || g->bias) sj->im.fin(g->C + jb, g->ldc, g->M, je - jb, g->alpha, g->bias ? g->bias + jb : NULL);
     tc__gemm_epi(g, 0, g->M, jb, je - jb);
+}
+
+/* Parts of whole 4-column groups (the dot kernel's block). */
+TC__FN void tc__skinny_range4(void *arg, int64_t b, int64_t e) {
+    const tc__skinny_job *sj = (const tc__skinny_job *)arg;
+    int64_t je = e * 4 < sj->g->N ? e * 4 : sj->g->N;
+    tc__skinny_cols(arg, b * 4, je);
 }
 
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
@@ -5526,7 +5690,7 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     j.g = g;
     j.im = tc__gemm_impl_of(ctx);
     if (serial) tc__skinny_cols(&j, 0, g->N);
-    else tc__parallel_for(ctx, g->N, g->M * g->N * g->K, tc__skinny_cols, &j);
+    else tc__parallel_for(ctx, (g->N + 3) / 4, g->M * g->N * g->K, tc__skinny_range4, &j);
     return 0;
 }
 
@@ -5543,7 +5707,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
+    if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
     /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     {

@@ -106,7 +106,76 @@ typedef struct workload {
     double io_bytes; /* inputs read + outputs written once */
     int ref;         /* has a hand-written reference (ref_isa.h)      */
     double flops;    /* contractions: flops per call (GFLOP/s column)  */
+    void *(*setup)(tc_ctx *ctx); /* parameters (persistent), passed as user */
 } workload;
+
+/* ---- models with parameters ------------------------------------------------------ */
+
+static tc_tensor *param(tc_ctx *ctx, int ndim, int64_t a, int64_t b, int64_t c, int64_t d, double scale, uint64_t seed) {
+    int64_t shape[4];
+    tc_tensor *t;
+    shape[0] = a, shape[1] = b, shape[2] = c, shape[3] = d;
+    t = tc_rand_uniform(ctx, ndim, shape, -scale, scale, seed);
+    tc_persist(t);
+    return t;
+}
+
+/* mlp_large: 1024 -> 4096 (GELU) -> 1024, weights [out, in] as torch's Linear */
+typedef struct mlp_params {
+    tc_tensor *w1, *b1, *w2, *b2;
+} mlp_params;
+
+static void *setup_mlp_large(tc_ctx *ctx) {
+    static mlp_params p;
+    if (!p.w1) {
+        p.w1 = param(ctx, 2, 4096, 1024, 0, 0, 1.0 / 32, 101);
+        p.b1 = param(ctx, 1, 4096, 0, 0, 0, 0.1, 102);
+        p.w2 = param(ctx, 2, 1024, 4096, 0, 0, 1.0 / 64, 103);
+        p.b2 = param(ctx, 1, 1024, 0, 0, 0, 0.1, 104);
+    }
+    return &p;
+}
+
+static void model_mlp(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const mlp_params *p = (const mlp_params *)user;
+    out[0] = tc_linear(ctx, tc_gelu(ctx, tc_linear(ctx, in[0], p->w1, p->b1)), p->w2, p->b2);
+}
+
+/* resblock: ResNet's basic block at 64 channels, 56 x 56:
+ * relu(bn2(conv2(relu(bn1(conv1(x))))) + x), 3x3 convolutions, padding 1 */
+typedef struct res_params {
+    tc_tensor *w1, *w2, *bn[2][4];
+} res_params;
+
+static void *setup_resblock(tc_ctx *ctx) {
+    static res_params p;
+    int i;
+    if (!p.w1) {
+        p.w1 = param(ctx, 4, 64, 64, 3, 3, 1.0 / 24, 201);
+        p.w2 = param(ctx, 4, 64, 64, 3, 3, 1.0 / 24, 202);
+        for (i = 0; i < 2; i++) {
+            p.bn[i][0] = param(ctx, 1, 64, 0, 0, 0, 0.1, 210 + (uint64_t)i); /* running mean */
+            p.bn[i][1] = tc_add_scalar(ctx, param(ctx, 1, 64, 0, 0, 0, 0.5, 220 + (uint64_t)i), 1.0);
+            tc_persist(p.bn[i][1]); /* running var, in [0.5, 1.5] */
+            p.bn[i][2] = param(ctx, 1, 64, 0, 0, 0, 1.0, 230 + (uint64_t)i);
+            p.bn[i][3] = param(ctx, 1, 64, 0, 0, 0, 0.1, 240 + (uint64_t)i);
+        }
+    }
+    return &p;
+}
+
+static void model_resblock(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const res_params *p = (const res_params *)user;
+    tc_conv2d_opts o;
+    tc_tensor *h;
+    memset(&o, 0, sizeof o);
+    o.padding[0] = o.padding[1] = 1;
+    h = tc_conv2d(ctx, in[0], p->w1, NULL, &o);
+    h = tc_relu(ctx, tc_batch_norm(ctx, h, p->bn[0][0], p->bn[0][1], p->bn[0][2], p->bn[0][3], 1e-5));
+    h = tc_conv2d(ctx, h, p->w2, NULL, &o);
+    h = tc_batch_norm(ctx, h, p->bn[1][0], p->bn[1][1], p->bn[1][2], p->bn[1][3], 1e-5);
+    out[0] = tc_relu(ctx, tc_add(ctx, h, in[0]));
+}
 
 static void model_matmul(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
@@ -126,15 +195,22 @@ static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_t
 }
 
 static workload workloads[] = {
-    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0},
-    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0},
+    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0, NULL},
+    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0, NULL},
     /* C[M,N] = A[M,K] @ B[K,N]; named by (M, N, K) */
     {"gemm_1024", 1, 2, {{1024, 1024}, {1024, 1024}}, {2, 2}, model_matmul, 4.0 * 3 * 1024 * 1024, 0,
-     2.0 * 1024 * 1024 * 1024},
+     2.0 * 1024 * 1024 * 1024, NULL},
     {"gemm_64x4096x1024", 1, 2, {{64, 1024}, {1024, 4096}}, {2, 2}, model_matmul,
-     4.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096), 0, 2.0 * 64 * 4096 * 1024},
+     4.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096), 0, 2.0 * 64 * 4096 * 1024, NULL},
     {"gemv_4096", 1, 2, {{1, 4096}, {4096, 4096}}, {2, 2}, model_matmul, 4.0 * (4096 + 4096 * 4096 + 4096), 0,
-     2.0 * 4096 * 4096},
+     2.0 * 4096 * 4096, NULL},
+#define TC_BENCH_MLP(B)                                                                                          \
+    {"mlp_large", B, 1, {{B, 1024}}, {2}, model_mlp, 4.0 * (2.0 * 4096 * 1024 + B * 2048.0), 0, 4.0 * B * 4096 * 1024, \
+     setup_mlp_large}
+    TC_BENCH_MLP(1), TC_BENCH_MLP(8), TC_BENCH_MLP(32),
+#undef TC_BENCH_MLP
+    {"resblock", 1, 1, {{1, 64, 56, 56}}, {4}, model_resblock, 4.0 * (2 * 64 * 56 * 56 + 2 * 64 * 64 * 9), 0,
+     2.0 * 2 * 64 * 64 * 9 * 56 * 56, setup_resblock},
 };
 #define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
 
@@ -247,7 +323,7 @@ static int ref_setup(tc_ctx *ctx, workload *w, tc_tensor **in, ref_job *j) {
 /* Sets j up for OpenBLAS's sgemm on w (a GEMM workload); 0 when absent. */
 static int blas_setup(workload *w, tc_tensor **in, ref_job *j) {
     memset(j, 0, sizeof *j);
-    if (!openblas_sgemm || w->flops <= 0) return 0;
+    if (!openblas_sgemm || w->fn != model_matmul) return 0;
     j->blas = 1;
     j->x = (const float *)tc_data(in[0]);
     j->b = (const float *)tc_data(in[1]);
@@ -276,6 +352,8 @@ typedef struct cand {
     int n;
 } cand;
 
+static void *bench_user; /* the running workload's parameters */
+
 static double run_once(tc_ctx *ctx, workload *w, cand *c, tc_tensor **in) {
     tc_tensor *out[1] = {NULL};
     double t0;
@@ -283,7 +361,7 @@ static double run_once(tc_ctx *ctx, workload *w, cand *c, tc_tensor **in) {
     t0 = now_ms();
     if (c->ref) ref_run(ctx, c->ref);
     else if (c->f) tc_call(c->f, in, out);
-    else w->fn(ctx, NULL, in, out);
+    else w->fn(ctx, bench_user, in, out);
     if (out[0]) (void)tc_data(out[0]);
     t0 = now_ms() - t0;
     tc_scope_end(ctx);
@@ -332,7 +410,7 @@ static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, ref_job *ref, tc_t
     tc_tensor *e[1] = {NULL}, *c[1] = {NULL};
     double m;
     tc_scope_begin(ctx);
-    w->fn(ctx, NULL, in, e);
+    w->fn(ctx, bench_user, in, e);
     if (ref) {
         ref_run(ctx, ref);
         m = rel_err((const float *)tc_data(e[0]), ref->y, tc_numel(e[0]));
@@ -357,6 +435,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         in[i] = tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
         tc_persist(in[i]);
     }
+    bench_user = w->setup ? w->setup(ctx) : NULL;
     memset(c, 0, sizeof c);
     c[nc++].mode = "eager";
     for (m = 0; m < 3; m++) {
@@ -367,7 +446,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         o.mode = modes[m].mode;
         o.num_inputs = w->nin;
         c[nc].mode = modes[m].name;
-        c[nc].f = tc_compile(ctx, w->fn, NULL, &o);
+        c[nc].f = tc_compile(ctx, w->fn, bench_user, &o);
         tc_scope_begin(ctx);
         t0 = now_ms();
         tc_call(c[nc].f, in, out);
@@ -401,10 +480,10 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     for (i = 0; i < w->nin; i++) tc_free(in[i]);
 }
 
-static const workload *find_workload(const char *name) {
+static const workload *find_workload(const char *name, int batch) {
     int i;
     for (i = 0; i < NWORK; i++)
-        if (strcmp(workloads[i].name, name) == 0) return &workloads[i];
+        if (strcmp(workloads[i].name, name) == 0 && workloads[i].batch == batch) return &workloads[i];
     return NULL;
 }
 
@@ -439,7 +518,7 @@ static void write_outputs(const char *csv, const char *cpu) {
             if (strcmp(rows[j].workload, rows[i].workload) == 0 && rows[j].batch == rows[i].batch &&
                 strcmp(rows[j].mode, "eager") == 0)
                 eager = rows[j].ms;
-        const workload *w = find_workload(rows[i].workload);
+        const workload *w = find_workload(rows[i].workload, rows[i].batch);
         double sec = rows[i].ms * 1e-3;
         printf("%-18s %5d %-16s %7d %10.3f %11.2f %8.2fx", rows[i].workload, rows[i].batch, rows[i].mode,
                rows[i].threads, rows[i].ms, rows[i].compile_ms, rows[i].ms > 0 ? eager / rows[i].ms : 0);

@@ -34,9 +34,10 @@ TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col,
 
 typedef void (*tc__ukr_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int mr, int nr,
                            int acc);
-typedef void (*tc__gemv_axpy_fn)(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
-                                 int64_t n);
-typedef void (*tc__gemv_dot_fn)(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n);
+typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
+                                 int64_t nk, float *c, int64_t ldc, int64_t n);
+typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
+                                float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 
 /* One ISA level's kernels and register tile. */
@@ -44,8 +45,8 @@ typedef struct tc__gemm_impl {
     tc_isa isa;
     int mr, nr;
     tc__ukr_fn ukr;
-    tc__gemv_axpy_fn axpy;
-    tc__gemv_dot_fn dot;
+    tc__gemm_axpy_fn axpy;
+    tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
 } tc__gemm_impl;
 
@@ -74,26 +75,29 @@ TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *
         for (j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
 }
 
-TC__FN void tc__gemv_axpy_base(const float *a, int64_t sa, const float *b, int64_t ldb, int64_t nk, float *c,
-                               int64_t n) {
-    int64_t r, j;
+TC__FN void tc__gemm_axpy_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
+                               int64_t nk, float *c, int64_t ldc, int64_t n) {
+    int64_t r, i, j;
     for (r = 0; r < nk; r++)
-        for (j = 0; j < n; j++) c[j] += a[r * sa] * b[r * ldb + j];
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) c[i * ldc + j] += a[i * lda + r * sa] * b[r * ldb + j];
 }
 
-TC__FN void tc__gemv_dot_base(const float *a, const float *b, int64_t ldb, int64_t k, float *c, int64_t n) {
-    int64_t j, q;
-    for (j = 0; j < n; j++) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
-        const float *bj = b + j * ldb;
-        for (q = 0; q + 8 <= k; q += 8) {
-            int t;
-            for (t = 0; t < 8; t++) acc[t] += a[q + t] * bj[q + t];
+TC__FN void tc__gemm_dot_base(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k, float *c,
+                              int64_t ldc, int64_t n) {
+    int64_t i, j, q;
+    for (j = 0; j < n; j++)
+        for (i = 0; i < m; i++) {
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+            const float *ai = a + i * lda, *bj = b + j * ldb;
+            for (q = 0; q + 8 <= k; q += 8) {
+                int t;
+                for (t = 0; t < 8; t++) acc[t] += ai[q + t] * bj[q + t];
+            }
+            s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+            for (; q < k; q++) s += ai[q] * bj[q];
+            c[i * ldc + j] = s;
         }
-        s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        for (; q < k; q++) s += a[q] * bj[q];
-        c[j] = s;
-    }
 }
 
 TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
@@ -109,15 +113,15 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     g.mr = TC__BASE_MR;
     g.nr = TC__BASE_NR;
     g.ukr = tc__ukr_base;
-    g.axpy = tc__gemv_axpy_base;
-    g.dot = tc__gemv_dot_base;
+    g.axpy = tc__gemm_axpy_base;
+    g.dot = tc__gemm_dot_base;
     g.fin = tc__gtile_fin_base;
 #define TC__GEMM_USE_(SFX)                    \
     do {                                      \
         tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
         g.ukr = tc__ukr_##SFX;                \
-        g.axpy = tc__gemv_axpy_##SFX;         \
-        g.dot = tc__gemv_dot_##SFX;           \
+        g.axpy = tc__gemm_axpy_##SFX;         \
+        g.dot = tc__gemm_dot_##SFX;           \
         g.fin = tc__gtile_fin_##SFX;          \
     } while (0)
     switch (ctx ? ctx->isa : TC_ISA_NONE) {
@@ -143,6 +147,24 @@ TC__FN void tc__pack_b(const tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64
     for (js = js0; js < js1 && js < nc; js += nr_) {
         int64_t nr = nc - js < nr_ ? nc - js : nr_;
         float *dst = bp + js * kc;
+        if (g->csb != 1 && g->rsb == 1) {
+            /* B's columns contiguous in k (linear's weight, a transposed
+             * view): read each column once, write it across the sliver.
+             * Walking k across columns instead would touch nr lines one
+             * column stride apart, which alias in L1 when it is 4 KiB. */
+            for (j = 0; j < nr; j++) {
+                const float *src = g->B + pc + (jc + js + j) * g->csb;
+                int64_t ahead = js + j + 8, q;
+                /* each column is a short run (kc floats), too short for the
+                 * hardware prefetcher to pick up: fetch 8 columns ahead */
+                if (ahead < nc)
+                    for (q = 0; q < kc; q += 16) tc__prefetch(g->B + pc + (jc + ahead) * g->csb + q);
+                for (k = 0; k < kc; k++) dst[k * nr_ + j] = src[k];
+            }
+            for (; j < nr_; j++)
+                for (k = 0; k < kc; k++) dst[k * nr_ + j] = 0.0f;
+            continue;
+        }
         for (k = 0; k < kc; k++) {
             const float *src = g->B + (pc + k) * g->rsb + (jc + js) * g->csb;
             float *d = dst + k * nr_;
@@ -235,11 +257,12 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
 }
 
 /* Few rows (a GEMV at M = 1, decoding, small batches): packing would cost
- * more than it saves, and B is read once at memory speed.  Each output
- * column is a dot product when B's columns are contiguous in k (linear's
- * weight), else rows of B are accumulated into a column block (axpy).
- * Parallel over column blocks. */
-#define TC__SKINNY_M 4
+ * more than it saves, and B is read once at memory speed.  When B's
+ * columns are contiguous in k (linear's weight) and A's rows too, blocks of
+ * dot products (tc__gemm_dot_); when B's rows are, rows of B added into
+ * column blocks of C (tc__gemm_axpy_).  Parallel over column blocks. */
+#define TC__SKINNY_M 4       /* at most this many rows in the axpy form  */
+#define TC__SKINNY_DOT_M 16  /* in the dot form                          */
 #define TC__SKINNY_COLS 1024 /* axpy: the block of C that stays in L1   */
 
 typedef struct tc__skinny_job {
@@ -247,32 +270,39 @@ typedef struct tc__skinny_job {
     tc__gemm_impl im;
 } tc__skinny_job;
 
+TC__FN int tc__skinny_dot(const tc__gemm *g) { return g->rsb == 1 && g->csa == 1; }
+
 TC__FN void tc__skinny_cols(void *arg, int64_t jb, int64_t je) {
     const tc__skinny_job *sj = (const tc__skinny_job *)arg;
     const tc__gemm *g = sj->g;
     int64_t i, j, n;
-    for (i = 0; i < g->M; i++) {
-        const float *a = g->A + i * g->rsa;
-        float *c = g->C + i * g->ldc;
-        if (g->rsb == 1 && g->csa == 1) {
-            sj->im.dot(a, g->B + jb * g->csb, g->csb, g->K, c + jb, je - jb);
-        } else if (g->csb == 1) {
-            for (j = jb; j < je; j += n) {
-                n = je - j < TC__SKINNY_COLS ? je - j : TC__SKINNY_COLS;
-                memset(c + j, 0, sizeof(float) * (size_t)n);
-                sj->im.axpy(a, g->csa, g->B + j, g->rsb, g->K, c + j, n);
-            }
-        } else {
-            int64_t k;
-            for (j = jb; j < je; j++) {
-                float s = 0.0f;
-                for (k = 0; k < g->K; k++) s += a[k * g->csa] * g->B[k * g->rsb + j * g->csb];
-                c[j] = s;
-            }
+    if (tc__skinny_dot(g)) {
+        sj->im.dot(g->A, g->rsa, g->M, g->B + jb * g->csb, g->csb, g->K, g->C + jb, g->ldc, je - jb);
+    } else if (g->csb == 1) {
+        for (j = jb; j < je; j += n) {
+            n = je - j < TC__SKINNY_COLS ? je - j : TC__SKINNY_COLS;
+            for (i = 0; i < g->M; i++) memset(g->C + i * g->ldc + j, 0, sizeof(float) * (size_t)n);
+            sj->im.axpy(g->A, g->rsa, g->csa, g->M, g->B + j, g->rsb, g->K, g->C + j, g->ldc, n);
         }
-        if (g->alpha != 1.0f || g->bias) sj->im.fin(c + jb, g->ldc, 1, je - jb, g->alpha, g->bias ? g->bias + jb : NULL);
+    } else {
+        for (i = 0; i < g->M; i++)
+            for (j = jb; j < je; j++) {
+                const float *a = g->A + i * g->rsa;
+                float s = 0.0f;
+                int64_t k;
+                for (k = 0; k < g->K; k++) s += a[k * g->csa] * g->B[k * g->rsb + j * g->csb];
+                g->C[i * g->ldc + j] = s;
+            }
     }
+    if (g->alpha != 1.0f || g->bias) sj->im.fin(g->C + jb, g->ldc, g->M, je - jb, g->alpha, g->bias ? g->bias + jb : NULL);
     tc__gemm_epi(g, 0, g->M, jb, je - jb);
+}
+
+/* Parts of whole 4-column groups (the dot kernel's block). */
+TC__FN void tc__skinny_range4(void *arg, int64_t b, int64_t e) {
+    const tc__skinny_job *sj = (const tc__skinny_job *)arg;
+    int64_t je = e * 4 < sj->g->N ? e * 4 : sj->g->N;
+    tc__skinny_cols(arg, b * 4, je);
 }
 
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
@@ -280,7 +310,7 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     j.g = g;
     j.im = tc__gemm_impl_of(ctx);
     if (serial) tc__skinny_cols(&j, 0, g->N);
-    else tc__parallel_for(ctx, g->N, g->M * g->N * g->K, tc__skinny_cols, &j);
+    else tc__parallel_for(ctx, (g->N + 3) / 4, g->M * g->N * g->K, tc__skinny_range4, &j);
     return 0;
 }
 
@@ -297,7 +327,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->M <= TC__SKINNY_M) return tc__gemm_skinny(ctx, g, serial);
+    if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
     /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     {

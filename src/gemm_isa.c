@@ -130,32 +130,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
 #undef TC__GR_OUT
 #undef TC__GR_ALL
 
-/* c[0..n) += sum over r < nk of a[r] * B[r * ldb + 0..n): four rows of B
- * per pass over c (which stays in L1), so each B element is read once. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_axpy_)(const float *a, int64_t sa, const float *b, int64_t ldb,
-                                                             int64_t nk, float *c, int64_t n) {
-    int64_t r = 0, j;
-    for (; r + 4 <= nk; r += 4) {
-        float s0 = a[r * sa], s1 = a[(r + 1) * sa], s2 = a[(r + 2) * sa], s3 = a[(r + 3) * sa];
-        TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
-               a3 = TC__GFN(tc__gsplat_)(s3);
-        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) {
-            TC__GV v = TC__GLD(c + j);
-            v = TC__GFMA(a0, TC__GLD(b0 + j), v);
-            v = TC__GFMA(a1, TC__GLD(b1 + j), v);
-            v = TC__GFMA(a2, TC__GLD(b2 + j), v);
-            v = TC__GFMA(a3, TC__GLD(b3 + j), v);
-            TC__GST(c + j, v);
+/* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
+ * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
+ * B at a time (16 KiB for n = 1024, so L1) are added into every row of C,
+ * so B is read from memory once whatever m is. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                             const float *b, int64_t ldb, int64_t nk, float *c,
+                                                             int64_t ldc, int64_t n) {
+    int64_t r, i, j;
+    for (r = 0; r < nk; r += 4) {
+        int nr = nk - r < 4 ? (int)(nk - r) : 4;
+        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i++) {
+            const float *ai = a + i * lda + r * sa;
+            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
+                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
+                   a3 = TC__GFN(tc__gsplat_)(s3);
+            float *ci = c + i * ldc;
+            for (j = 0; j + TC__GW <= n; j += TC__GW) {
+                TC__GV v = TC__GLD(ci + j);
+                v = TC__GFMA(a0, TC__GLD(b0 + j), v);
+                v = TC__GFMA(a1, TC__GLD(b1 + j), v);
+                v = TC__GFMA(a2, TC__GLD(b2 + j), v);
+                v = TC__GFMA(a3, TC__GLD(b3 + j), v);
+                TC__GST(ci + j, v);
+            }
+            for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
         }
-        for (; j < n; j++) c[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
-    }
-    for (; r < nk; r++) {
-        float s = a[r * sa];
-        TC__GV av = TC__GFN(tc__gsplat_)(s);
-        const float *br = b + r * ldb;
-        for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(c + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(c + j)));
-        for (; j < n; j++) c[j] += s * br[j];
     }
 }
 
@@ -167,32 +170,61 @@ TC__GINL float TC__GFN(tc__ghsum_)(TC__GV v) {
     return s;
 }
 
-/* c[j] = dot(a[0..k), B[j * ldb + 0..k)) for j < n: four columns at a time,
- * two accumulators each. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_dot_)(const float *a, const float *b, int64_t ldb, int64_t k,
-                                                            float *c, int64_t n) {
-    int64_t j = 0, q;
-    for (; j < n; j += 4) {
-        int nj = n - j < 4 ? (int)(n - j) : 4, t;
-        const float *bj[4];
-        TC__GV z = {0}, s0 = z, s1 = z, s2 = z, s3 = z;
-        float tail[4] = {0, 0, 0, 0};
-        for (t = 0; t < 4; t++) bj[t] = b + (j + (t < nj ? t : 0)) * ldb;
-        for (q = 0; q + TC__GW <= k; q += TC__GW) {
-            TC__GV av = TC__GLD(a + q);
-            s0 = TC__GFMA(av, TC__GLD(bj[0] + q), s0);
-            s1 = TC__GFMA(av, TC__GLD(bj[1] + q), s1);
-            s2 = TC__GFMA(av, TC__GLD(bj[2] + q), s2);
-            s3 = TC__GFMA(av, TC__GLD(bj[3] + q), s3);
+/* c[i * ldc + j] = dot(a + i * lda, b + j * ldb) over k, for i < m, j < n
+ * (A's rows and B's columns contiguous: linear with its weight [N, K]).
+ * Blocks of 4 x 4 dot products share their loads; the 4 columns of B (4 k
+ * floats each) stay in L1 while every row block of A passes, so B is read
+ * from memory once. */
+#define TC__GD_ROWS(X) X(0) X(1) X(2) X(3)
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64_t lda, int64_t m, const float *b,
+                                                            int64_t ldb, int64_t k, float *c, int64_t ldc, int64_t n) {
+    int64_t j, i, q;
+    for (j = 0; j < n; j += 4) {
+        int nj = n - j < 4 ? (int)(n - j) : 4;
+        const float *b0 = b + j * ldb, *b1 = nj > 1 ? b0 + ldb : b0, *b2 = nj > 2 ? b0 + 2 * ldb : b0,
+                    *b3 = nj > 3 ? b0 + 3 * ldb : b0;
+        for (i = 0; i < m; i += 4) {
+            int mi = m - i < 4 ? (int)(m - i) : 4, t, u;
+            const float *ar[4];
+            TC__GV z = {0};
+#define TC__GD_DECL(r) TC__GV s##r##0 = z, s##r##1 = z, s##r##2 = z, s##r##3 = z;
+            TC__GD_ROWS(TC__GD_DECL)
+#undef TC__GD_DECL
+            float out[4][4];
+            for (t = 0; t < 4; t++) ar[t] = a + (i + (t < mi ? t : 0)) * lda;
+            for (q = 0; q + TC__GW <= k; q += TC__GW) {
+                TC__GV w0 = TC__GLD(b0 + q), w1 = TC__GLD(b1 + q), w2 = TC__GLD(b2 + q), w3 = TC__GLD(b3 + q);
+#define TC__GD_STEP(r)                          \
+    {                                           \
+        TC__GV x_ = TC__GLD(ar[r] + q);         \
+        s##r##0 = TC__GFMA(x_, w0, s##r##0);    \
+        s##r##1 = TC__GFMA(x_, w1, s##r##1);    \
+        s##r##2 = TC__GFMA(x_, w2, s##r##2);    \
+        s##r##3 = TC__GFMA(x_, w3, s##r##3);    \
+    }
+                TC__GD_ROWS(TC__GD_STEP)
+#undef TC__GD_STEP
+            }
+#define TC__GD_SUM(r)                                 \
+    out[r][0] = TC__GFN(tc__ghsum_)(s##r##0);         \
+    out[r][1] = TC__GFN(tc__ghsum_)(s##r##1);         \
+    out[r][2] = TC__GFN(tc__ghsum_)(s##r##2);         \
+    out[r][3] = TC__GFN(tc__ghsum_)(s##r##3);
+            TC__GD_ROWS(TC__GD_SUM)
+#undef TC__GD_SUM
+            for (; q < k; q++)
+                for (t = 0; t < 4; t++) {
+                    out[t][0] += ar[t][q] * b0[q];
+                    out[t][1] += ar[t][q] * b1[q];
+                    out[t][2] += ar[t][q] * b2[q];
+                    out[t][3] += ar[t][q] * b3[q];
+                }
+            for (t = 0; t < mi; t++)
+                for (u = 0; u < nj; u++) c[(i + t) * ldc + j + u] = out[t][u];
         }
-        for (; q < k; q++)
-            for (t = 0; t < 4; t++) tail[t] += a[q] * bj[t][q];
-        if (nj > 0) c[j] = TC__GFN(tc__ghsum_)(s0) + tail[0];
-        if (nj > 1) c[j + 1] = TC__GFN(tc__ghsum_)(s1) + tail[1];
-        if (nj > 2) c[j + 2] = TC__GFN(tc__ghsum_)(s2) + tail[2];
-        if (nj > 3) c[j + 3] = TC__GFN(tc__ghsum_)(s3) + tail[3];
     }
 }
+#undef TC__GD_ROWS
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,

@@ -36,6 +36,12 @@
 #define TC__HAVE_VEXEC_X86 1
 #endif
 #endif
+/* A read hint for data about to be used (nothing where the compiler has none). */
+#if defined(__GNUC__) || defined(__clang__)
+#define tc__prefetch(p) __builtin_prefetch((p), 0, 3)
+#else
+#define tc__prefetch(p) ((void)(p))
+#endif
 #define TC__CAT_(a, b) a##b
 #define TC__CAT(a, b) TC__CAT_(a, b)
 
