@@ -682,6 +682,10 @@ typedef struct tc_compile_options {
                                 fuse; 1: also silu, gelu, attention; -1 off */
     int fusion;              /* 0: fused kernels where the executor exists
                                 (tc_ctx_isa != NONE); -1: op by op (debug)  */
+    const char *cache_dir;   /* max-autotune's on-disk cache of measured
+                                choices (one small file each, safe when
+                                processes share it); NULL: $XDG_CACHE_HOME/
+                                tcompile or ~/.cache/tcompile; "": none     */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes
@@ -731,6 +735,8 @@ typedef struct tc_explain_info {
     int inplace;             /* results written over an input that dies there */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
+    int tuned_cached;        /* max-autotune: choices read from the on-disk
+                                cache instead of measured                   */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -935,6 +941,56 @@ TC__FN TC__UNUSED double tc__now_sec(void) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+#endif
+}
+
+/* ---- files for the on-disk caches ------------------------------------------ */
+
+/* Creates dir and its parents (mkdir -p); 0 when it exists afterwards. */
+TC__FN TC__UNUSED int tc__mkdirs(const char *dir) {
+    char buf[1024];
+    size_t i, n = strlen(dir);
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, dir, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\\' && buf[i] != 0) continue;
+        buf[i] = 0;
+#if defined(_WIN32)
+        CreateDirectoryA(buf, NULL);
+#else
+        mkdir(buf, 0755);
+#endif
+        buf[i] = dir[i];
+    }
+#if defined(_WIN32)
+    {
+        DWORD a = GetFileAttributesA(dir);
+        return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY) ? 0 : -1;
+    }
+#else
+    {
+        struct stat st;
+        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    }
+#endif
+}
+
+/* Moves a finished file over dst in one step: a reader sees the old file
+ * or the new one, never a part (rename is atomic on POSIX; Windows
+ * replaces the target in one call). */
+TC__FN TC__UNUSED int tc__file_replace(const char *tmp, const char *dst) {
+#if defined(_WIN32)
+    return MoveFileExA(tmp, dst, MOVEFILE_REPLACE_EXISTING) ? 0 : -1;
+#else
+    return rename(tmp, dst);
+#endif
+}
+
+TC__FN TC__UNUSED unsigned long tc__pid(void) {
+#if defined(_WIN32)
+    return (unsigned long)GetCurrentProcessId();
+#else
+    return (unsigned long)getpid();
 #endif
 }
 
@@ -2183,6 +2239,10 @@ typedef struct tc__call {
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
     const struct tc__epilogue *epi; /* contractions: run on each finished
                                   output tile (a fused pointwise kernel)    */
+    struct {
+        int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
+                                  fixed heuristic                          */
+    } blk;
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
 
@@ -5405,6 +5465,7 @@ typedef struct tc__gemm {
     float alpha;
     const float *bias;       /* bias[j] added to column j, or NULL */
     const tc__epilogue *epi; /* after alpha and bias, per finished block */
+    int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
 } tc__gemm;
 
@@ -5700,6 +5761,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     float *bp;
     tc__gemm_impl im = tc__gemm_impl_of(ctx);
     int failed = 0;
+    const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
@@ -5711,16 +5773,16 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     {
-        int64_t kc = g->K < TC__GEMM_KC ? g->K : TC__GEMM_KC, nc = g->N < ncmax ? g->N : ncmax;
+        int64_t kc = g->K < KC ? g->K : KC, nc = g->N < ncmax ? g->N : ncmax;
         nc = (nc + im.nr - 1) / im.nr * im.nr;
         bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
     }
     if (!bp) return -1;
     for (jc = 0; jc < g->N && !failed; jc += ncmax) {
         int64_t nc = g->N - jc < ncmax ? g->N - jc : ncmax;
-        for (pc = 0; pc < g->K && !failed; pc += TC__GEMM_KC) {
+        for (pc = 0; pc < g->K && !failed; pc += KC) {
             tc__gemm_job j;
-            int64_t kc = g->K - pc < TC__GEMM_KC ? g->K - pc : TC__GEMM_KC, slivers = (nc + im.nr - 1) / im.nr;
+            int64_t kc = g->K - pc < KC ? g->K - pc : KC, slivers = (nc + im.nr - 1) / im.nr;
             int nth = serial ? 1 : ctx->num_threads;
             memset(&j, 0, sizeof j);
             j.ctx = ctx;
@@ -5731,7 +5793,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             j.nc = nc;
             j.pc = pc;
             j.kc = kc;
-            j.mc = (int64_t)im.mr * TC__GEMM_MC_TILES;
+            j.mc = (int64_t)im.mr * MCT;
             j.first = pc == 0;
             j.last = pc + kc >= g->K;
             j.mblocks = (g->M + j.mc - 1) / j.mc;
@@ -5920,6 +5982,8 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.alpha = alpha;
     g.bias = bias;
     g.epi = c->epi;
+    g.kc = c->blk.kc;
+    g.mc_tiles = c->blk.mc_tiles;
     /* fold A's batch dims into M when every batch stride continues the rows */
     {
         int64_t next = g.rsa * g.M;
@@ -6468,6 +6532,8 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
                 gm.C = op + (n * cout + gi * og) * P;
                 gm.ldc = P;
                 gm.alpha = 1.0f;
+                gm.kc = c->blk.kc;
+                gm.mc_tiles = c->blk.mc_tiles;
                 if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
                 else if (bp) {
                     int64_t o, q;
@@ -12129,6 +12195,142 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
 }
 #endif /* TC__HAVE_VEXEC */
 
+/* ===== src/tunecache.c ===== */
+/* max-autotune's on-disk cache: the choice measured for one launch on this
+ * machine, so that the next process compiles without measuring again.
+ *
+ * One small text file per choice, named by a hash of its key (the launch's
+ * op or fused program, its operands' shapes and strides, the ISA level, the
+ * thread count, the CPU features); the key is stored inside and must match
+ * when read, so a hash collision is a miss, never a wrong choice.  A file
+ * is written under a temporary name and renamed over the final one: when
+ * processes write the same choice at once, the file is whole and from one
+ * of them.  A file that does not parse, or whose values are out of range,
+ * is ignored (and rewritten after measuring). */
+
+typedef struct tc__tune_choice {
+    int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
+    int threads;               /* 0: all; 1: one                           */
+    double ms;                 /* what the winner measured                 */
+} tc__tune_choice;
+
+#define TC__TUNE_MAGIC "tcompile tune v1"
+
+/* The choices one compiled function has made, in memory: its first call
+ * runs a throwaway program and later calls a cached one, and the second
+ * must not measure what the first did.  The counts are tc_explain's. */
+typedef struct tc__tune_mem {
+    char **key;
+    tc__tune_choice *ch;
+    int n, cap;
+    int measured, single, from_disk;
+} tc__tune_mem;
+
+TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
+    int i;
+    for (i = 0; m && i < m->n; i++)
+        if (strcmp(m->key[i], key) == 0) return &m->ch[i];
+    return NULL;
+}
+
+TC__FN void tc__tune_mem_put(tc__tune_mem *m, const char *key, const tc__tune_choice *c) {
+    size_t len = strlen(key) + 1;
+    char *k;
+    if (!m) return;
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 8;
+        char **nk = (char **)TC_REALLOC(m->key, sizeof(char *) * (size_t)cap);
+        tc__tune_choice *nc;
+        if (!nk) return;
+        m->key = nk;
+        nc = (tc__tune_choice *)TC_REALLOC(m->ch, sizeof(tc__tune_choice) * (size_t)cap);
+        if (!nc) return;
+        m->ch = nc;
+        m->cap = cap;
+    }
+    if (!(k = (char *)TC_MALLOC(len))) return;
+    memcpy(k, key, len);
+    m->key[m->n] = k;
+    m->ch[m->n++] = *c;
+}
+
+TC__FN void tc__tune_mem_free(tc__tune_mem *m) {
+    int i;
+    for (i = 0; i < m->n; i++) TC_FREE(m->key[i]);
+    TC_FREE(m->key);
+    TC_FREE(m->ch);
+    memset(m, 0, sizeof *m);
+}
+
+/* The cache directory: opt if given ("" = none), else $TC_CACHE_DIR (for
+ * debugging), $XDG_CACHE_HOME/tcompile, or $HOME/.cache/tcompile.  NULL
+ * when there is none. */
+TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap) {
+    const char *e;
+    if (opt) return opt[0] ? opt : NULL;
+    if ((e = getenv("TC_CACHE_DIR")) != NULL) return e[0] ? e : NULL;
+    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) {
+        tc__fmt(buf, cap, "%s/tcompile", e);
+        return buf;
+    }
+    if ((e = getenv("HOME")) != NULL && e[0]) {
+        tc__fmt(buf, cap, "%s/.cache/tcompile", e);
+        return buf;
+    }
+    return NULL;
+}
+
+TC__FN uint64_t tc__fnv1a(const char *s) {
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+TC__FN void tc__tune_path(const char *dir, const char *key, char *path, size_t cap) {
+    tc__fmt(path, cap, "%s/tune-%016llx.txt", dir, (unsigned long long)tc__fnv1a(key));
+}
+
+/* 1 and *c filled when dir holds a valid choice for key. */
+TC__FN int tc__tune_cache_get(const char *dir, const char *key, tc__tune_choice *c) {
+    char path[1100], line[2048];
+    FILE *fp;
+    int ok = 0;
+    size_t n;
+    if (!dir) return 0;
+    tc__tune_path(dir, key, path, sizeof path);
+    fp = fopen(path, "r");
+    if (!fp) return 0;
+    if (fgets(line, sizeof line, fp) && strncmp(line, TC__TUNE_MAGIC, strlen(TC__TUNE_MAGIC)) == 0 &&
+        fgets(line, sizeof line, fp)) {
+        n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
+        if (strcmp(line, key) == 0 && fgets(line, sizeof line, fp) &&
+            sscanf(line, "kc=%d mc_tiles=%d threads=%d ms=%lf", &c->kc, &c->mc_tiles, &c->threads, &c->ms) == 4)
+            ok = c->kc >= 0 && c->kc <= 4096 && c->mc_tiles >= 0 && c->mc_tiles <= 256 && c->threads >= 0 &&
+                 c->threads <= 1 && c->ms >= 0 && c->ms < 1e9;
+    }
+    fclose(fp);
+    return ok;
+}
+
+/* Stores c for key; failures (no directory, read-only disk) only cost the
+ * next process a measurement. */
+TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_choice *c) {
+    static unsigned counter; /* with the pid and a stack address: unique per thread */
+    char path[1100], tmp[1200];
+    FILE *fp;
+    int ok;
+    if (!dir || tc__mkdirs(dir) != 0) return;
+    tc__tune_path(dir, key, path, sizeof path);
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp, counter++);
+    fp = fopen(tmp, "w");
+    if (!fp) return;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d ms=%.6f\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
+                 c->threads, c->ms) > 0;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
+}
+
 /* ===== src/plan.c ===== */
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
@@ -12166,7 +12368,8 @@ typedef struct tc__program {
     char *arena;
     int persistent;            /* reduce-overhead                         */
     int tune;                  /* max-autotune: measure on the next run   */
-    int tuned, tuned_single;   /* launches measured; of them, 1-thread wins */
+    const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
+    tc__tune_mem *tune_mem;    /* the compiled function's choices          */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -12676,37 +12879,130 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
 }
 
 /* max-autotune's hook: the variants of one launch are measured on the real
- * data and the fastest kept.  Today a launch's variants are its thread
- * splits (all threads vs one: small kernels lose to the synchronisation);
- * the contraction templates add GEMM blockings and microkernels here. */
-TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-    int caps[2], v, rep;
-    double best = -1;
-    caps[0] = 0;
-    caps[1] = 1;
-    if (ctx->num_threads <= 1) return TC_OK;
-    for (v = 0; v < 2; v++) {
-        double t_min = -1;
-        ctx->thread_cap = caps[v];
-        for (rep = 0; rep < 3; rep++) {
-            double t0 = tc__now_sec(), t;
-            tc_result r = tc__launch_exec(p, ctx, l, out);
-            t = tc__now_sec() - t0;
-            if (r != TC_OK) {
-                ctx->thread_cap = 0;
-                return r;
-            }
-            if (t_min < 0 || t < t_min) t_min = t;
+ * data and the fastest kept, then stored in the on-disk cache
+ * (tunecache.c) under a key naming everything the choice depends on, so a
+ * later process reads it instead of measuring.  A contraction's variants
+ * are GEMM blockings (KC x MC); every launch's are then its thread splits
+ * (all threads vs one: small kernels lose to the synchronisation). */
+static const int tc__gemm_variants[][2] = {{0, 0}, {128, 16}, {384, 16}, {256, 8}, {256, 32}, {512, 8}};
+
+TC__FN int tc__launch_is_gemm(const tc__launch *l) {
+    return l->kernel < 0 &&
+           (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR || l->call.op == TC__OP_CONV2D);
+}
+
+/* What a launch's best variant depends on, as one line of text. */
+TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__launch *l, const tc_tensor *out,
+                         char *key, size_t cap) {
+    tc__text t;
+    int i, d;
+    t.p = key;
+    t.n = 0;
+    t.cap = cap;
+    tc__text_printf(&t, "isa=%s threads=%d cpu=%d ncpu=%d ", tc_isa_name(ctx->isa), ctx->num_threads,
+                    ctx->cpu_features, tc__cpu_count());
+    if (l->kernel >= 0) { /* a fused program: its code, hashed */
+        const tc__kernel *k = &p->fu.k[l->kernel];
+        uint64_t h = 14695981039346656037ull;
+        char ins[128];
+        for (i = 0; i < k->ncode; i++) {
+            const tc__vins *v = &k->code[i];
+            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, (double)v->f0,
+                    (double)v->f1);
+            h ^= tc__fnv1a(ins);
+            h *= 1099511628211ull;
         }
-        if (best < 0 || t_min < best) {
-            best = t_min;
-            l->threads = caps[v];
-        }
+        tc__text_printf(&t, "kernel=%016llx stages=%d", (unsigned long long)h, k->nstage);
+        for (d = 0; d < k->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : " dom=", (long long)k->shape[d]);
+    } else {
+        tc__text_printf(&t, "op=%s", tc__optable[l->call.op].name);
+    }
+    for (i = 0; i < l->call.nin; i++) {
+        const tc_tensor *x = l->call.ins[i];
+        if (!x) continue;
+        tc__text_printf(&t, " in%d=%s", i, tc_dtype_name(x->dtype));
+        for (d = 0; d < x->ndim; d++) tc__text_printf(&t, "%s%lld/%lld", d ? "," : "[", (long long)x->shape[d],
+                                                     (long long)x->strides[d]);
+        tc__text_printf(&t, "]");
+    }
+    tc__text_printf(&t, " out=");
+    for (d = 0; d < out->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : "", (long long)out->shape[d]);
+    for (i = 0; i < TC__MAX_IATTR && i < 12; i++) tc__text_printf(&t, " %lld", (long long)l->call.a.i[i]);
+    if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
+}
+
+/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
+TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
+    double t_min = -1;
+    int rep;
+    ctx->thread_cap = cap;
+    for (rep = 0; rep < 3; rep++) {
+        double t0 = tc__now_sec(), t;
+        *r = tc__launch_exec(p, ctx, l, out);
+        t = tc__now_sec() - t0;
+        if (*r != TC_OK) break;
+        if (t_min < 0 || t < t_min) t_min = t;
     }
     ctx->thread_cap = 0;
-    l->tuned_ms = best * 1e3;
-    p->tuned++;
-    p->tuned_single += l->threads == 1;
+    return *r == TC_OK ? t_min * 1e3 : -1;
+}
+
+TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    char key[1024];
+    tc__tune_choice ch;
+    tc_result r = TC_OK;
+    double best;
+    size_t v;
+    const tc__tune_choice *known;
+    tc__tune_key(p, ctx, l, out, key, sizeof key);
+    known = key[0] ? tc__tune_mem_get(p->tune_mem, key) : NULL;
+    if (!known && key[0] && tc__tune_cache_get(p->tune_dir, key, &ch)) {
+        tc__tune_mem_put(p->tune_mem, key, &ch);
+        if (p->tune_mem) p->tune_mem->from_disk++;
+        known = &ch;
+    }
+    if (known) {
+        l->call.blk.kc = known->kc;
+        l->call.blk.mc_tiles = known->mc_tiles;
+        l->threads = known->threads;
+        l->tuned_ms = known->ms;
+        return TC_OK;
+    }
+    memset(&ch, 0, sizeof ch);
+    best = tc__tune_measure(p, ctx, l, out, 0, &r);
+    if (r != TC_OK) return r;
+    for (v = 1; tc__launch_is_gemm(l) && v < sizeof tc__gemm_variants / sizeof tc__gemm_variants[0]; v++) {
+        double t;
+        l->call.blk.kc = tc__gemm_variants[v][0];
+        l->call.blk.mc_tiles = tc__gemm_variants[v][1];
+        t = tc__tune_measure(p, ctx, l, out, 0, &r);
+        if (r != TC_OK) return r;
+        if (t < best) {
+            best = t;
+            ch.kc = l->call.blk.kc;
+            ch.mc_tiles = l->call.blk.mc_tiles;
+        }
+    }
+    l->call.blk.kc = ch.kc;
+    l->call.blk.mc_tiles = ch.mc_tiles;
+    if (ctx->num_threads > 1) {
+        double t = tc__tune_measure(p, ctx, l, out, 1, &r);
+        if (r != TC_OK) return r;
+        if (t < best) {
+            best = t;
+            ch.threads = 1;
+        }
+    }
+    l->threads = ch.threads;
+    l->tuned_ms = ch.ms = best;
+    if (p->tune_mem) {
+        p->tune_mem->measured++;
+        p->tune_mem->single += l->threads == 1;
+    }
+    if (key[0]) {
+        tc__tune_mem_put(p->tune_mem, key, &ch);
+        tc__tune_cache_put(p->tune_dir, key, &ch);
+    }
     return TC_OK;
 }
 
@@ -12874,6 +13170,8 @@ struct tc_fn {
     int nbreaks;
     int busy;                  /* set while a call runs (atomic)          */
     unsigned logs;             /* TC_LOGS flags                           */
+    char tune_dir[512];        /* max-autotune's cache; "" none            */
+    tc__tune_mem tune;         /* max-autotune's choices and counts        */
     char err[TC__MSG_CAP];
 };
 
@@ -13353,6 +13651,11 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();
+    if (f->mode == TC_MODE_MAX_AUTOTUNE) {
+        char buf[512];
+        const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
+        if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
+    }
     return f;
 }
 
@@ -13369,6 +13672,7 @@ TCDEF void tc_fn_free(tc_fn *f) {
     }
     TC_FREE(f->entries);
     TC_FREE(f->breaks);
+    tc__tune_mem_free(&f->tune);
     TC_FREE(f);
 }
 
@@ -13447,7 +13751,11 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     if (!e->prog) {
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
-        else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+        else {
+            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+            e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
+            e->prog->tune_mem = &f->tune;
+        }
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
     if (r != TC_OK) {
@@ -13964,11 +14272,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
-        if (f->entries[i].prog) {
-            in.tuned_launches += f->entries[i].prog->tuned;
-            in.tuned_single_thread += f->entries[i].prog->tuned_single;
-        }
     }
+    in.tuned_launches = f->tune.measured;
+    in.tuned_single_thread = f->tune.single;
+    in.tuned_cached = f->tune.from_disk;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
 #define TC__W_(...)                                                                     \
@@ -13983,8 +14290,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
-        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
-               in.tuned_single_thread);
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_cached, f->tune_dir[0] ? " in " : "",
+               f->tune_dir);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,

@@ -445,6 +445,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         memset(&o, 0, sizeof o);
         o.mode = modes[m].mode;
         o.num_inputs = w->nin;
+        o.cache_dir = "bench/out/tune-cache"; /* max-autotune's choices: rm -rf to measure again */
         c[nc].mode = modes[m].name;
         c[nc].f = tc_compile(ctx, w->fn, bench_user, &o);
         tc_scope_begin(ctx);

@@ -470,6 +470,10 @@ typedef struct tc_compile_options {
                                 fuse; 1: also silu, gelu, attention; -1 off */
     int fusion;              /* 0: fused kernels where the executor exists
                                 (tc_ctx_isa != NONE); -1: op by op (debug)  */
+    const char *cache_dir;   /* max-autotune's on-disk cache of measured
+                                choices (one small file each, safe when
+                                processes share it); NULL: $XDG_CACHE_HOME/
+                                tcompile or ~/.cache/tcompile; "": none     */
 } tc_compile_options;
 
 /* The function to compile: reads inputs[0..num_inputs), writes
@@ -519,6 +523,8 @@ typedef struct tc_explain_info {
     int inplace;             /* results written over an input that dies there */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
+    int tuned_cached;        /* max-autotune: choices read from the on-disk
+                                cache instead of measured                   */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

@@ -53,6 +53,8 @@ struct tc_fn {
     int nbreaks;
     int busy;                  /* set while a call runs (atomic)          */
     unsigned logs;             /* TC_LOGS flags                           */
+    char tune_dir[512];        /* max-autotune's cache; "" none            */
+    tc__tune_mem tune;         /* max-autotune's choices and counts        */
     char err[TC__MSG_CAP];
 };
 
@@ -532,6 +534,11 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->file = file;
     f->line = line;
     f->logs = tc__logs_from_env();
+    if (f->mode == TC_MODE_MAX_AUTOTUNE) {
+        char buf[512];
+        const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
+        if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
+    }
     return f;
 }
 
@@ -548,6 +555,7 @@ TCDEF void tc_fn_free(tc_fn *f) {
     }
     TC_FREE(f->entries);
     TC_FREE(f->breaks);
+    tc__tune_mem_free(&f->tune);
     TC_FREE(f);
 }
 
@@ -626,7 +634,11 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     if (!e->prog) {
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
-        else e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+        else {
+            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+            e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
+            e->prog->tune_mem = &f->tune;
+        }
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
     if (r != TC_OK) {
@@ -1143,11 +1155,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
-        if (f->entries[i].prog) {
-            in.tuned_launches += f->entries[i].prog->tuned;
-            in.tuned_single_thread += f->entries[i].prog->tuned_single;
-        }
     }
+    in.tuned_launches = f->tune.measured;
+    in.tuned_single_thread = f->tune.single;
+    in.tuned_cached = f->tune.from_disk;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
 #define TC__W_(...)                                                                     \
@@ -1162,8 +1173,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
-        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread\n", in.tuned_launches,
-               in.tuned_single_thread);
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_cached, f->tune_dir[0] ? " in " : "",
+               f->tune_dir);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,

@@ -224,6 +224,8 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
                 gm.C = op + (n * cout + gi * og) * P;
                 gm.ldc = P;
                 gm.alpha = 1.0f;
+                gm.kc = c->blk.kc;
+                gm.mc_tiles = c->blk.mc_tiles;
                 if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
                 else if (bp) {
                     int64_t o, q;

@@ -25,6 +25,7 @@ typedef struct tc__gemm {
     float alpha;
     const float *bias;       /* bias[j] added to column j, or NULL */
     const tc__epilogue *epi; /* after alpha and bias, per finished block */
+    int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
 } tc__gemm;
 
@@ -320,6 +321,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     float *bp;
     tc__gemm_impl im = tc__gemm_impl_of(ctx);
     int failed = 0;
+    const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
     if (g->M <= 0 || g->N <= 0) return 0;
     if (g->K == 0) {
         for (i = 0; i < g->M; i++)
@@ -331,16 +333,16 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     {
-        int64_t kc = g->K < TC__GEMM_KC ? g->K : TC__GEMM_KC, nc = g->N < ncmax ? g->N : ncmax;
+        int64_t kc = g->K < KC ? g->K : KC, nc = g->N < ncmax ? g->N : ncmax;
         nc = (nc + im.nr - 1) / im.nr * im.nr;
         bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
     }
     if (!bp) return -1;
     for (jc = 0; jc < g->N && !failed; jc += ncmax) {
         int64_t nc = g->N - jc < ncmax ? g->N - jc : ncmax;
-        for (pc = 0; pc < g->K && !failed; pc += TC__GEMM_KC) {
+        for (pc = 0; pc < g->K && !failed; pc += KC) {
             tc__gemm_job j;
-            int64_t kc = g->K - pc < TC__GEMM_KC ? g->K - pc : TC__GEMM_KC, slivers = (nc + im.nr - 1) / im.nr;
+            int64_t kc = g->K - pc < KC ? g->K - pc : KC, slivers = (nc + im.nr - 1) / im.nr;
             int nth = serial ? 1 : ctx->num_threads;
             memset(&j, 0, sizeof j);
             j.ctx = ctx;
@@ -351,7 +353,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             j.nc = nc;
             j.pc = pc;
             j.kc = kc;
-            j.mc = (int64_t)im.mr * TC__GEMM_MC_TILES;
+            j.mc = (int64_t)im.mr * MCT;
             j.first = pc == 0;
             j.last = pc + kc >= g->K;
             j.mblocks = (g->M + j.mc - 1) / j.mc;

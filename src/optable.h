@@ -122,6 +122,10 @@ typedef struct tc__call {
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
     const struct tc__epilogue *epi; /* contractions: run on each finished
                                   output tile (a fused pointwise kernel)    */
+    struct {
+        int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
+                                  fixed heuristic                          */
+    } blk;
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
 

@@ -34,7 +34,8 @@ typedef struct tc__program {
     char *arena;
     int persistent;            /* reduce-overhead                         */
     int tune;                  /* max-autotune: measure on the next run   */
-    int tuned, tuned_single;   /* launches measured; of them, 1-thread wins */
+    const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
+    tc__tune_mem *tune_mem;    /* the compiled function's choices          */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -544,37 +545,130 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
 }
 
 /* max-autotune's hook: the variants of one launch are measured on the real
- * data and the fastest kept.  Today a launch's variants are its thread
- * splits (all threads vs one: small kernels lose to the synchronisation);
- * the contraction templates add GEMM blockings and microkernels here. */
-TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-    int caps[2], v, rep;
-    double best = -1;
-    caps[0] = 0;
-    caps[1] = 1;
-    if (ctx->num_threads <= 1) return TC_OK;
-    for (v = 0; v < 2; v++) {
-        double t_min = -1;
-        ctx->thread_cap = caps[v];
-        for (rep = 0; rep < 3; rep++) {
-            double t0 = tc__now_sec(), t;
-            tc_result r = tc__launch_exec(p, ctx, l, out);
-            t = tc__now_sec() - t0;
-            if (r != TC_OK) {
-                ctx->thread_cap = 0;
-                return r;
-            }
-            if (t_min < 0 || t < t_min) t_min = t;
+ * data and the fastest kept, then stored in the on-disk cache
+ * (tunecache.c) under a key naming everything the choice depends on, so a
+ * later process reads it instead of measuring.  A contraction's variants
+ * are GEMM blockings (KC x MC); every launch's are then its thread splits
+ * (all threads vs one: small kernels lose to the synchronisation). */
+static const int tc__gemm_variants[][2] = {{0, 0}, {128, 16}, {384, 16}, {256, 8}, {256, 32}, {512, 8}};
+
+TC__FN int tc__launch_is_gemm(const tc__launch *l) {
+    return l->kernel < 0 &&
+           (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR || l->call.op == TC__OP_CONV2D);
+}
+
+/* What a launch's best variant depends on, as one line of text. */
+TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__launch *l, const tc_tensor *out,
+                         char *key, size_t cap) {
+    tc__text t;
+    int i, d;
+    t.p = key;
+    t.n = 0;
+    t.cap = cap;
+    tc__text_printf(&t, "isa=%s threads=%d cpu=%d ncpu=%d ", tc_isa_name(ctx->isa), ctx->num_threads,
+                    ctx->cpu_features, tc__cpu_count());
+    if (l->kernel >= 0) { /* a fused program: its code, hashed */
+        const tc__kernel *k = &p->fu.k[l->kernel];
+        uint64_t h = 14695981039346656037ull;
+        char ins[128];
+        for (i = 0; i < k->ncode; i++) {
+            const tc__vins *v = &k->code[i];
+            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, (double)v->f0,
+                    (double)v->f1);
+            h ^= tc__fnv1a(ins);
+            h *= 1099511628211ull;
         }
-        if (best < 0 || t_min < best) {
-            best = t_min;
-            l->threads = caps[v];
-        }
+        tc__text_printf(&t, "kernel=%016llx stages=%d", (unsigned long long)h, k->nstage);
+        for (d = 0; d < k->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : " dom=", (long long)k->shape[d]);
+    } else {
+        tc__text_printf(&t, "op=%s", tc__optable[l->call.op].name);
+    }
+    for (i = 0; i < l->call.nin; i++) {
+        const tc_tensor *x = l->call.ins[i];
+        if (!x) continue;
+        tc__text_printf(&t, " in%d=%s", i, tc_dtype_name(x->dtype));
+        for (d = 0; d < x->ndim; d++) tc__text_printf(&t, "%s%lld/%lld", d ? "," : "[", (long long)x->shape[d],
+                                                     (long long)x->strides[d]);
+        tc__text_printf(&t, "]");
+    }
+    tc__text_printf(&t, " out=");
+    for (d = 0; d < out->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : "", (long long)out->shape[d]);
+    for (i = 0; i < TC__MAX_IATTR && i < 12; i++) tc__text_printf(&t, " %lld", (long long)l->call.a.i[i]);
+    if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
+}
+
+/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
+TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
+    double t_min = -1;
+    int rep;
+    ctx->thread_cap = cap;
+    for (rep = 0; rep < 3; rep++) {
+        double t0 = tc__now_sec(), t;
+        *r = tc__launch_exec(p, ctx, l, out);
+        t = tc__now_sec() - t0;
+        if (*r != TC_OK) break;
+        if (t_min < 0 || t < t_min) t_min = t;
     }
     ctx->thread_cap = 0;
-    l->tuned_ms = best * 1e3;
-    p->tuned++;
-    p->tuned_single += l->threads == 1;
+    return *r == TC_OK ? t_min * 1e3 : -1;
+}
+
+TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    char key[1024];
+    tc__tune_choice ch;
+    tc_result r = TC_OK;
+    double best;
+    size_t v;
+    const tc__tune_choice *known;
+    tc__tune_key(p, ctx, l, out, key, sizeof key);
+    known = key[0] ? tc__tune_mem_get(p->tune_mem, key) : NULL;
+    if (!known && key[0] && tc__tune_cache_get(p->tune_dir, key, &ch)) {
+        tc__tune_mem_put(p->tune_mem, key, &ch);
+        if (p->tune_mem) p->tune_mem->from_disk++;
+        known = &ch;
+    }
+    if (known) {
+        l->call.blk.kc = known->kc;
+        l->call.blk.mc_tiles = known->mc_tiles;
+        l->threads = known->threads;
+        l->tuned_ms = known->ms;
+        return TC_OK;
+    }
+    memset(&ch, 0, sizeof ch);
+    best = tc__tune_measure(p, ctx, l, out, 0, &r);
+    if (r != TC_OK) return r;
+    for (v = 1; tc__launch_is_gemm(l) && v < sizeof tc__gemm_variants / sizeof tc__gemm_variants[0]; v++) {
+        double t;
+        l->call.blk.kc = tc__gemm_variants[v][0];
+        l->call.blk.mc_tiles = tc__gemm_variants[v][1];
+        t = tc__tune_measure(p, ctx, l, out, 0, &r);
+        if (r != TC_OK) return r;
+        if (t < best) {
+            best = t;
+            ch.kc = l->call.blk.kc;
+            ch.mc_tiles = l->call.blk.mc_tiles;
+        }
+    }
+    l->call.blk.kc = ch.kc;
+    l->call.blk.mc_tiles = ch.mc_tiles;
+    if (ctx->num_threads > 1) {
+        double t = tc__tune_measure(p, ctx, l, out, 1, &r);
+        if (r != TC_OK) return r;
+        if (t < best) {
+            best = t;
+            ch.threads = 1;
+        }
+    }
+    l->threads = ch.threads;
+    l->tuned_ms = ch.ms = best;
+    if (p->tune_mem) {
+        p->tune_mem->measured++;
+        p->tune_mem->single += l->threads == 1;
+    }
+    if (key[0]) {
+        tc__tune_mem_put(p->tune_mem, key, &ch);
+        tc__tune_cache_put(p->tune_dir, key, &ch);
+    }
     return TC_OK;
 }
 

@@ -33,6 +33,56 @@ TC__FN TC__UNUSED double tc__now_sec(void) {
 #endif
 }
 
+/* ---- files for the on-disk caches ------------------------------------------ */
+
+/* Creates dir and its parents (mkdir -p); 0 when it exists afterwards. */
+TC__FN TC__UNUSED int tc__mkdirs(const char *dir) {
+    char buf[1024];
+    size_t i, n = strlen(dir);
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, dir, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\\' && buf[i] != 0) continue;
+        buf[i] = 0;
+#if defined(_WIN32)
+        CreateDirectoryA(buf, NULL);
+#else
+        mkdir(buf, 0755);
+#endif
+        buf[i] = dir[i];
+    }
+#if defined(_WIN32)
+    {
+        DWORD a = GetFileAttributesA(dir);
+        return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY) ? 0 : -1;
+    }
+#else
+    {
+        struct stat st;
+        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+    }
+#endif
+}
+
+/* Moves a finished file over dst in one step: a reader sees the old file
+ * or the new one, never a part (rename is atomic on POSIX; Windows
+ * replaces the target in one call). */
+TC__FN TC__UNUSED int tc__file_replace(const char *tmp, const char *dst) {
+#if defined(_WIN32)
+    return MoveFileExA(tmp, dst, MOVEFILE_REPLACE_EXISTING) ? 0 : -1;
+#else
+    return rename(tmp, dst);
+#endif
+}
+
+TC__FN TC__UNUSED unsigned long tc__pid(void) {
+#if defined(_WIN32)
+    return (unsigned long)GetCurrentProcessId();
+#else
+    return (unsigned long)getpid();
+#endif
+}
+
 /* ---- CPU count and features --------------------------------------------- */
 
 TC__FN int tc__cpu_count(void) {

@@ -8,6 +8,11 @@ set -u
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build/test}
 mkdir -p "$B"
+# max-autotune's on-disk cache: a fresh one for this run, never the user's
+case "$B" in /*) TC_CACHE_DIR="$B/tune-cache" ;; *) TC_CACHE_DIR="$(pwd)/$B/tune-cache" ;; esac
+export TC_CACHE_DIR
+rm -rf "$TC_CACHE_DIR"
+
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 CLANG=${CLANG:-clang}

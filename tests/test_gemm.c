@@ -10,6 +10,7 @@
 
 static tc_ctx *ctx;
 static uint64_t rng = 88172645463325252ull;
+static int blk_kc, blk_mc; /* the blocking check_gemm asks for (0: heuristic) */
 
 static float frand(void) {
     rng ^= rng << 13;
@@ -51,6 +52,8 @@ static int check_gemm(int64_t M, int64_t N, int64_t K, int la, int lb, int bias,
     g.C = C, g.ldc = ldc;
     g.alpha = alpha;
     g.bias = bv;
+    g.kc = blk_kc;
+    g.mc_tiles = blk_mc;
     TC_CHECK(tc__gemm_run(ctx, &g, serial) == 0);
     for (i = 0; i <= M && ok; i++)
         for (j = 0; j < ldc && ok; j++) {
@@ -103,6 +106,13 @@ TC_TEST(test_gemm_every_level_and_shape) {
         check_gemm(37, 19, 5000, 0, 0, 1, 1.0f, 0);
         check_gemm(3, 33, 5000, 0, 1, 0, 1.0f, 0);
         check_gemm(29, 2100, 40, 1, 0, 1, 2.0f, 0);
+        /* every blocking max-autotune may pick */
+        for (t = 0; t < (int)(sizeof tc__gemm_variants / sizeof tc__gemm_variants[0]); t++) {
+            blk_kc = tc__gemm_variants[t][0];
+            blk_mc = tc__gemm_variants[t][1];
+            check_gemm(203, 77, 700, t % 3, (t + 1) % 3, 1, 1.0f, t % 2);
+        }
+        blk_kc = blk_mc = 0;
     }
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
@@ -237,6 +247,115 @@ TC_TEST(test_epilogues_every_level) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* ---- max-autotune and its on-disk cache ------------------------------------------ */
+
+static void mlp_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_relu(c, tc_linear(c, tc_matmul(c, in[0], in[1]), in[2], NULL));
+}
+
+/* Compiles mlp_fn in mode with cache_dir, calls it twice, checks the result
+ * against eager and returns what tc_explain says. */
+static tc_explain_info tune_once(tc_mode mode, const char *dir, tc_tensor **in) {
+    tc_compile_options o;
+    tc_explain_info info;
+    tc_tensor *y, *ye;
+    tc_fn *f;
+    double worst = 0;
+    int64_t i, n;
+    memset(&o, 0, sizeof o);
+    o.mode = mode;
+    o.num_inputs = 3;
+    o.cache_dir = dir;
+    f = tc_compile(ctx, mlp_fn, NULL, &o);
+    tc_scope_begin(ctx);
+    mlp_fn(ctx, NULL, in, &ye);
+    TC_CHECK(tc_call(f, in, &y) == TC_OK);
+    TC_CHECK(tc_call(f, in, &y) == TC_OK);
+    n = tc_numel(ye);
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)((const float *)tc_data(y))[i] - ((const float *)tc_data(ye))[i]);
+        if (d > worst) worst = d;
+    }
+    TC_CHECKF(worst < 1e-4, "mode %d: compiled differs from eager by %g", (int)mode, worst);
+    memset(&info, 0, sizeof info);
+    TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    return info;
+}
+
+#if !defined(_WIN32) && !defined(TC_NO_THREADS)
+#include <pthread.h>
+#include <unistd.h>
+static const char *race_dir;
+static void *race_put(void *arg) {
+    int id = (int)(intptr_t)arg, i;
+    for (i = 0; i < 200; i++) {
+        tc__tune_choice ch;
+        ch.kc = 100 + id;
+        ch.mc_tiles = id;
+        ch.threads = id % 2;
+        ch.ms = id;
+        tc__tune_cache_put(race_dir, "race key", &ch);
+    }
+    return NULL;
+}
+#endif
+
+TC_TEST(test_autotune_disk_cache) {
+#if !defined(_WIN32)
+    char dir[256], cmd[600];
+    int64_t sa[2] = {64, 96}, sb[2] = {96, 160}, sw[2] = {48, 160};
+    tc_tensor *in[3];
+    tc_explain_info a, b, c, d;
+    snprintf(dir, sizeof dir, "/tmp/tcompile-tune-test-%lu/sub", tc__pid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
+    TC_CHECK(system(cmd) == 0);
+    in[0] = rand_t(2, sa, 31);
+    in[1] = rand_t(2, sb, 32);
+    in[2] = rand_t(2, sw, 33);
+    /* the default mode never measures */
+    a = tune_once(TC_MODE_DEFAULT, dir, in);
+    TC_CHECK(a.tuned_launches == 0 && a.tuned_cached == 0);
+    /* the first max-autotune compile measures and writes the choices */
+    b = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+    TC_CHECKF(b.tuned_launches >= 2 && b.tuned_cached == 0, "measured %d, cached %d", b.tuned_launches,
+              b.tuned_cached);
+    /* the next one (a new compiled function, as in a new process) reads them */
+    c = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+    TC_CHECKF(c.tuned_launches == 0 && c.tuned_cached == b.tuned_launches, "measured %d, cached %d of %d",
+              c.tuned_launches, c.tuned_cached, b.tuned_launches);
+    /* damaged files are ignored and measured again */
+    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v1\nx\nkc=-5\n' > \"$f\"; done", dir);
+    TC_CHECK(system(cmd) == 0);
+    d = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+    TC_CHECKF(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0, "after damage: measured %d, cached %d",
+              d.tuned_launches, d.tuned_cached);
+    /* "" turns the cache off */
+    d = tune_once(TC_MODE_MAX_AUTOTUNE, "", in);
+    TC_CHECK(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0);
+#if !defined(TC_NO_THREADS)
+    {
+        /* writers racing on one key leave one whole file from one of them */
+        pthread_t th[4];
+        tc__tune_choice ch;
+        int i;
+        race_dir = dir;
+        for (i = 0; i < 4; i++) pthread_create(&th[i], NULL, race_put, (void *)(intptr_t)i);
+        for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        memset(&ch, 0, sizeof ch);
+        TC_CHECK(tc__tune_cache_get(dir, "race key", &ch) == 1);
+        TC_CHECKF(ch.kc == 100 + ch.mc_tiles && ch.mc_tiles >= 0 && ch.mc_tiles < 4 && ch.threads == ch.mc_tiles % 2,
+                  "a mixed record: kc=%d mc=%d threads=%d", ch.kc, ch.mc_tiles, ch.threads);
+        TC_CHECK(tc__tune_cache_get(dir, "another key", &ch) == 0);
+    }
+#endif
+    snprintf(cmd, sizeof cmd, "rm -rf /tmp/tcompile-tune-test-%lu", tc__pid());
+    TC_CHECK(system(cmd) == 0);
+#endif
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -245,6 +364,7 @@ int main(void) {
     TC_RUN(test_gemm_every_level_and_shape);
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);
+    TC_RUN(test_autotune_disk_cache);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
