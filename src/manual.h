@@ -114,7 +114,7 @@
  * values several passes need kept in row buffers); the pointwise work after
  * a matmul/linear (bias, activation, residual, scale) runs on the GEMM's
  * output tiles as its epilogue.  A kernel is a short register program run by
- * a built-in executor over 256-element tiles with the widest SIMD the CPU
+ * a built-in executor over tiles of 256-1024 elements with the widest SIMD the CPU
  * has (AVX-512, AVX2+FMA, SSE2/NEON, scalar; cpuid + XGETBV; no compiler or
  * executable memory at run time); tc_ctx_set_isa forces a lower level.  Its
  * vector exp, log, tanh, sigmoid are within 2-3 ulp of libm, erf within 3
@@ -132,8 +132,14 @@
  * (TC_DEFAULT_MODE / options.mode) and fullgraph
  * (TC_FULLGRAPH / options.fullgraph) are chosen by flags defined before
  * including the header and overridden per compile.  max-autotune measures
- * each launch's variants on the first replay and keeps the fastest (today:
- * all threads vs one).  reduce-overhead keeps
+ * each launch's variants on the first call and keeps the fastest: GEMM
+ * blockings for contractions, all threads vs one for every launch; the
+ * choices go to an on-disk cache (options.cache_dir; NULL:
+ * $XDG_CACHE_HOME/tcompile or ~/.cache/tcompile, "": none), one file per
+ * choice written by rename, so a later compile in any process reads them
+ * instead of measuring.  GEMM: per-ISA register-tile microkernels over
+ * packed operands (AVX-512 12x32, AVX2 6x16, NEON 8x8, SSE2 4x8, scalar),
+ * GEMV paths that read B once.  reduce-overhead keeps
  * the intermediates' arena, the launch list and the kernels' scratch across
  * calls, so a cached call allocates nothing; its outputs belong to the
  * tc_fn and are overwritten by the next call (tc_clone to keep one).  A
@@ -184,9 +190,9 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - max-autotune measures thread splits only (GEMM blockings and the
- *     on-disk cache come with the contraction templates); the C emitter and
- *     the CUDA backend are being built (README);
+ *   - convolution runs as im2col + GEMM (implicit GEMM, BN folding,
+ *     freeze and fused attention are being built); the C emitter and the
+ *     CUDA backend too (README);
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels; compilers without GNU C
  *     vector extensions (MSVC) run compiled graphs op by op;
