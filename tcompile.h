@@ -688,6 +688,11 @@ typedef struct tc_compile_options {
                                 fuse; 1: also silu, gelu, attention; -1 off */
     int fusion;              /* 0: fused kernels where the executor exists
                                 (tc_ctx_isa != NONE); -1: op by op (debug)  */
+    int freeze;              /* 1: the parameters (tensors the function
+                                reads by identity) are constants: weights
+                                are packed for the GEMM once, on the first
+                                call.  Changing a parameter's values
+                                afterwards is then not seen; 0: off       */
     const char *cache_dir;   /* max-autotune's on-disk cache of measured
                                 choices (one small file each, safe when
                                 processes share it); NULL: $XDG_CACHE_HOME/
@@ -743,6 +748,8 @@ typedef struct tc_explain_info {
     int tuned_single_thread; /* of them, faster on one thread               */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
+    int frozen_weights;      /* freeze: contractions whose weight is packed
+                                once                                        */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -2249,6 +2256,8 @@ typedef struct tc__call {
         int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
                                   fixed heuristic                          */
     } blk;
+    struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
+                                  once, kept by the program                 */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
 
@@ -5473,7 +5482,27 @@ typedef struct tc__gemm {
     const tc__epilogue *epi; /* after alpha and bias, per finished block */
     int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
+    struct tc__gemm_prepack *pre; /* B packed once (freeze), or NULL      */
 } tc__gemm;
+
+/* A constant B packed whole, in the order tc__gemm_run walks its panels
+ * (for each NC panel, each KC slice): packing is paid once, not per call.
+ * Repacked when the blocking or the ISA's NR changes (max-autotune tries
+ * several) or B moves. */
+typedef struct tc__gemm_prepack {
+    float *data;
+    size_t floats;
+    int kc, nr, ncmax;
+    const float *src;
+    int64_t K, N, rsb, csb;
+    int valid;
+} tc__gemm_prepack;
+
+TC__FN void tc__gemm_prepack_free(tc__gemm_prepack *pp) {
+    if (!pp) return;
+    TC_FREE(pp->data);
+    TC_FREE(pp);
+}
 
 TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
     if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
@@ -5765,6 +5794,7 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
     float *bp;
+    tc__gemm_prepack *pre;
     tc__gemm_impl im = tc__gemm_impl_of(ctx);
     int failed = 0;
     const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
@@ -5776,9 +5806,44 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         return 0;
     }
     if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
-    /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
-    {
+    pre = g->pre;
+    if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
+                 pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
+        /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
+        size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
+        pre->valid = 0;
+        if (pre->floats < need) {
+            float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+            if (!d) return -1;
+            pre->data = d;
+            pre->floats = need;
+        }
+        pre->kc = (int)KC;
+        pre->nr = im.nr;
+        pre->ncmax = (int)ncmax;
+        pre->src = g->B;
+        pre->K = g->K;
+        pre->N = g->N;
+        pre->rsb = g->rsb;
+        pre->csb = g->csb;
+        {
+            float *at = pre->data;
+            for (jc = 0; jc < g->N; jc += ncmax) {
+                int64_t nc = g->N - jc < ncmax ? g->N - jc : ncmax, ncp = (nc + im.nr - 1) / im.nr * im.nr;
+                for (pc = 0; pc < g->K; pc += KC) {
+                    int64_t kc = g->K - pc < KC ? g->K - pc : KC;
+                    tc__pack_b(g, im.nr, pc, kc, jc, nc, 0, ncp, at);
+                    at += kc * ncp;
+                }
+            }
+        }
+        pre->valid = 1;
+    }
+    if (pre) {
+        bp = pre->data;
+    } else {
+        /* the packed panel is as large as the problem needs */
         int64_t kc = g->K < KC ? g->K : KC, nc = g->N < ncmax ? g->N : ncmax;
         nc = (nc + im.nr - 1) / im.nr * im.nr;
         bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
@@ -5809,16 +5874,17 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * im.nr;
             j.nchunks = (nc + j.chunk_cols - 1) / j.chunk_cols;
             if (serial) {
-                tc__gemm_pack_b_part(&j, 0, slivers);
+                if (!pre) tc__gemm_pack_b_part(&j, 0, slivers);
                 tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
             } else {
-                tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
+                if (!pre) tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
                 tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
             }
             failed = j.failed;
+            if (pre) bp += kc * slivers * im.nr; /* the next prepacked panel */
         }
     }
-    tc__scratch_put(bp);
+    if (!pre) tc__scratch_put(bp);
     return failed ? -1 : 0;
 }
 
@@ -6001,6 +6067,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     }
     if (fold && and_ - 2 == nb) {
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
+        g.pre = c->prepack;
         return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
     }
     off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
@@ -12376,6 +12443,7 @@ typedef struct tc__program {
     int tune;                  /* max-autotune: measure on the next run   */
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
+    int frozen;                /* freeze: contractions with packed weights */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -12389,6 +12457,7 @@ typedef struct tc__program {
 } tc__program;
 
 TC__FN void tc__program_free(tc__program *p) {
+    int i;
     if (!p) return;
     TC_FREE(p->hdr);
     TC_FREE(p->ref);
@@ -12396,9 +12465,10 @@ TC__FN void tc__program_free(tc__program *p) {
     TC_FREE(p->root);
     TC_FREE(p->off);
     TC_FREE(p->fresh);
-    TC_FREE(p->launch);
     TC_FREE(p->arena_raw);
     TC_FREE(p->ws_raw);
+    for (i = 0; p->launch && i < p->nlaunch; i++) tc__gemm_prepack_free(p->launch[i].call.prepack);
+    TC_FREE(p->launch);
     tc__fusion_free(&p->fu);
     tc__cache_free(p->cache);
     TC_FREE(p);
@@ -12884,6 +12954,26 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
+/* freeze: parameters are constants, so a matmul/linear whose B is an f32
+ * parameter packs it once (on its first run) and reuses the packing. */
+TC__FN int tc__program_freeze(tc__program *p) {
+    int k;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        const tc__node *nd = &p->g->nodes[l->node];
+        int b;
+        if (l->kernel >= 0 || l->is_view || l->call.prepack) continue;
+        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR) continue;
+        b = nd->nin > 1 ? nd->in[1] : -1;
+        if (b < 0 || p->g->nodes[b].kind != TC__NODE_PARAM || p->hdr[b].dtype != TC_F32) continue;
+        l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
+        if (!l->call.prepack) return -1;
+        memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));
+        p->frozen++;
+    }
+    return 0;
+}
+
 /* max-autotune's hook: the variants of one launch are measured on the real
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
@@ -12921,7 +13011,7 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         tc__text_printf(&t, "kernel=%016llx stages=%d", (unsigned long long)h, k->nstage);
         for (d = 0; d < k->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : " dom=", (long long)k->shape[d]);
     } else {
-        tc__text_printf(&t, "op=%s", tc__optable[l->call.op].name);
+        tc__text_printf(&t, "op=%s%s", tc__optable[l->call.op].name, l->call.prepack ? " frozen" : "");
     }
     for (i = 0; i < l->call.nin; i++) {
         const tc_tensor *x = l->call.ins[i];
@@ -13164,7 +13254,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit, decompose, dynamic, fuse;
+    int fullgraph, nin, nout, limit, decompose, dynamic, fuse, freeze;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -13650,6 +13740,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
     f->fuse = o.fusion >= 0;
+    f->freeze = o.freeze > 0;
     /* the fuser wants row ops as primitives; 1 decomposes everything */
     f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
@@ -13761,6 +13852,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
             e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
             e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
             e->prog->tune_mem = &f->tune;
+            if (f->freeze && tc__program_freeze(e->prog) != 0) r = TC_ERR_OOM;
         }
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
@@ -14276,6 +14368,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
+        if (f->entries[i].prog) in.frozen_weights += f->entries[i].prog->frozen;
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }
@@ -14295,6 +14388,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
+    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d choices from the cache%s%s\n",
                in.tuned_launches, in.tuned_single_thread, in.tuned_cached, f->tune_dir[0] ? " in " : "",

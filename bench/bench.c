@@ -423,11 +423,17 @@ static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, ref_job *ref, tc_t
 }
 
 static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
+    /* default-unfused: the default mode run op by op (fusion = -1), so
+     * each row pair shows what fusion and the GEMM epilogues buy */
     static const struct {
         const char *name;
         tc_mode mode;
-    } modes[] = {{"default", TC_MODE_DEFAULT}, {"reduce-overhead", TC_MODE_REDUCE_OVERHEAD}, {"max-autotune", TC_MODE_MAX_AUTOTUNE}};
-    static cand c[8];
+        int fusion;
+    } modes[] = {{"default", TC_MODE_DEFAULT, 0},
+                 {"reduce-overhead", TC_MODE_REDUCE_OVERHEAD, 0},
+                 {"max-autotune", TC_MODE_MAX_AUTOTUNE, 0},
+                 {"default-unfused", TC_MODE_DEFAULT, -1}};
+    static cand c[10];
     tc_tensor *in[4];
     ref_job ref, blas;
     int i, m, nc = 0;
@@ -438,12 +444,14 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     bench_user = w->setup ? w->setup(ctx) : NULL;
     memset(c, 0, sizeof c);
     c[nc++].mode = "eager";
-    for (m = 0; m < 3; m++) {
+    for (m = 0; m < (int)(sizeof modes / sizeof modes[0]); m++) {
         tc_compile_options o;
         double t0, err;
         tc_tensor *out[1] = {NULL};
         memset(&o, 0, sizeof o);
         o.mode = modes[m].mode;
+        o.fusion = modes[m].fusion;
+        o.freeze = w->setup != NULL; /* inference: the parameters are constant */
         o.num_inputs = w->nin;
         o.cache_dir = "bench/out/tune-cache"; /* max-autotune's choices: rm -rf to measure again */
         c[nc].mode = modes[m].name;

@@ -470,6 +470,11 @@ typedef struct tc_compile_options {
                                 fuse; 1: also silu, gelu, attention; -1 off */
     int fusion;              /* 0: fused kernels where the executor exists
                                 (tc_ctx_isa != NONE); -1: op by op (debug)  */
+    int freeze;              /* 1: the parameters (tensors the function
+                                reads by identity) are constants: weights
+                                are packed for the GEMM once, on the first
+                                call.  Changing a parameter's values
+                                afterwards is then not seen; 0: off       */
     const char *cache_dir;   /* max-autotune's on-disk cache of measured
                                 choices (one small file each, safe when
                                 processes share it); NULL: $XDG_CACHE_HOME/
@@ -525,6 +530,8 @@ typedef struct tc_explain_info {
     int tuned_single_thread; /* of them, faster on one thread               */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
+    int frozen_weights;      /* freeze: contractions whose weight is packed
+                                once                                        */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

@@ -41,7 +41,7 @@ struct tc_fn {
     tc_model_fn fn;
     void *user;
     tc_mode mode;
-    int fullgraph, nin, nout, limit, decompose, dynamic, fuse;
+    int fullgraph, nin, nout, limit, decompose, dynamic, fuse, freeze;
     const char *file;          /* where tc_compile was called            */
     int line;
     tc__entry *entries;
@@ -527,6 +527,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
     f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
     f->fuse = o.fusion >= 0;
+    f->freeze = o.freeze > 0;
     /* the fuser wants row ops as primitives; 1 decomposes everything */
     f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
     f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
@@ -638,6 +639,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
             e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
             e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
             e->prog->tune_mem = &f->tune;
+            if (f->freeze && tc__program_freeze(e->prog) != 0) r = TC_ERR_OOM;
         }
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
@@ -1153,6 +1155,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
+        if (f->entries[i].prog) in.frozen_weights += f->entries[i].prog->frozen;
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }
@@ -1172,6 +1175,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
+    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d choices from the cache%s%s\n",
                in.tuned_launches, in.tuned_single_thread, in.tuned_cached, f->tune_dir[0] ? " in " : "",

@@ -27,7 +27,27 @@ typedef struct tc__gemm {
     const tc__epilogue *epi; /* after alpha and bias, per finished block */
     int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
+    struct tc__gemm_prepack *pre; /* B packed once (freeze), or NULL      */
 } tc__gemm;
+
+/* A constant B packed whole, in the order tc__gemm_run walks its panels
+ * (for each NC panel, each KC slice): packing is paid once, not per call.
+ * Repacked when the blocking or the ISA's NR changes (max-autotune tries
+ * several) or B moves. */
+typedef struct tc__gemm_prepack {
+    float *data;
+    size_t floats;
+    int kc, nr, ncmax;
+    const float *src;
+    int64_t K, N, rsb, csb;
+    int valid;
+} tc__gemm_prepack;
+
+TC__FN void tc__gemm_prepack_free(tc__gemm_prepack *pp) {
+    if (!pp) return;
+    TC_FREE(pp->data);
+    TC_FREE(pp);
+}
 
 TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
     if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
@@ -319,6 +339,7 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
     float *bp;
+    tc__gemm_prepack *pre;
     tc__gemm_impl im = tc__gemm_impl_of(ctx);
     int failed = 0;
     const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
@@ -330,9 +351,44 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         return 0;
     }
     if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
-    /* the packed panel is as large as the problem needs */
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
-    {
+    pre = g->pre;
+    if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
+                 pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
+        /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
+        size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
+        pre->valid = 0;
+        if (pre->floats < need) {
+            float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+            if (!d) return -1;
+            pre->data = d;
+            pre->floats = need;
+        }
+        pre->kc = (int)KC;
+        pre->nr = im.nr;
+        pre->ncmax = (int)ncmax;
+        pre->src = g->B;
+        pre->K = g->K;
+        pre->N = g->N;
+        pre->rsb = g->rsb;
+        pre->csb = g->csb;
+        {
+            float *at = pre->data;
+            for (jc = 0; jc < g->N; jc += ncmax) {
+                int64_t nc = g->N - jc < ncmax ? g->N - jc : ncmax, ncp = (nc + im.nr - 1) / im.nr * im.nr;
+                for (pc = 0; pc < g->K; pc += KC) {
+                    int64_t kc = g->K - pc < KC ? g->K - pc : KC;
+                    tc__pack_b(g, im.nr, pc, kc, jc, nc, 0, ncp, at);
+                    at += kc * ncp;
+                }
+            }
+        }
+        pre->valid = 1;
+    }
+    if (pre) {
+        bp = pre->data;
+    } else {
+        /* the packed panel is as large as the problem needs */
         int64_t kc = g->K < KC ? g->K : KC, nc = g->N < ncmax ? g->N : ncmax;
         nc = (nc + im.nr - 1) / im.nr * im.nr;
         bp = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)kc * (size_t)nc);
@@ -363,16 +419,17 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * im.nr;
             j.nchunks = (nc + j.chunk_cols - 1) / j.chunk_cols;
             if (serial) {
-                tc__gemm_pack_b_part(&j, 0, slivers);
+                if (!pre) tc__gemm_pack_b_part(&j, 0, slivers);
                 tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
             } else {
-                tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
+                if (!pre) tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
                 tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
             }
             failed = j.failed;
+            if (pre) bp += kc * slivers * im.nr; /* the next prepacked panel */
         }
     }
-    tc__scratch_put(bp);
+    if (!pre) tc__scratch_put(bp);
     return failed ? -1 : 0;
 }
 

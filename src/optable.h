@@ -126,6 +126,8 @@ typedef struct tc__call {
         int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
                                   fixed heuristic                          */
     } blk;
+    struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
+                                  once, kept by the program                 */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
 } tc__call;
 

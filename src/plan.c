@@ -36,6 +36,7 @@ typedef struct tc__program {
     int tune;                  /* max-autotune: measure on the next run   */
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
+    int frozen;                /* freeze: contractions with packed weights */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -49,6 +50,7 @@ typedef struct tc__program {
 } tc__program;
 
 TC__FN void tc__program_free(tc__program *p) {
+    int i;
     if (!p) return;
     TC_FREE(p->hdr);
     TC_FREE(p->ref);
@@ -56,9 +58,10 @@ TC__FN void tc__program_free(tc__program *p) {
     TC_FREE(p->root);
     TC_FREE(p->off);
     TC_FREE(p->fresh);
-    TC_FREE(p->launch);
     TC_FREE(p->arena_raw);
     TC_FREE(p->ws_raw);
+    for (i = 0; p->launch && i < p->nlaunch; i++) tc__gemm_prepack_free(p->launch[i].call.prepack);
+    TC_FREE(p->launch);
     tc__fusion_free(&p->fu);
     tc__cache_free(p->cache);
     TC_FREE(p);
@@ -544,6 +547,26 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
+/* freeze: parameters are constants, so a matmul/linear whose B is an f32
+ * parameter packs it once (on its first run) and reuses the packing. */
+TC__FN int tc__program_freeze(tc__program *p) {
+    int k;
+    for (k = 0; k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        const tc__node *nd = &p->g->nodes[l->node];
+        int b;
+        if (l->kernel >= 0 || l->is_view || l->call.prepack) continue;
+        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR) continue;
+        b = nd->nin > 1 ? nd->in[1] : -1;
+        if (b < 0 || p->g->nodes[b].kind != TC__NODE_PARAM || p->hdr[b].dtype != TC_F32) continue;
+        l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
+        if (!l->call.prepack) return -1;
+        memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));
+        p->frozen++;
+    }
+    return 0;
+}
+
 /* max-autotune's hook: the variants of one launch are measured on the real
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
@@ -581,7 +604,7 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         tc__text_printf(&t, "kernel=%016llx stages=%d", (unsigned long long)h, k->nstage);
         for (d = 0; d < k->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : " dom=", (long long)k->shape[d]);
     } else {
-        tc__text_printf(&t, "op=%s", tc__optable[l->call.op].name);
+        tc__text_printf(&t, "op=%s%s", tc__optable[l->call.op].name, l->call.prepack ? " frozen" : "");
     }
     for (i = 0; i < l->call.nin; i++) {
         const tc_tensor *x = l->call.ins[i];

@@ -356,6 +356,67 @@ TC_TEST(test_autotune_disk_cache) {
 #endif
 }
 
+/* ---- freeze: weights packed once ---------------------------------------------- */
+
+typedef struct frozen_params {
+    tc_tensor *w, *b, *m;
+} frozen_params;
+
+static void frozen_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    const frozen_params *p = (const frozen_params *)u;
+    out[0] = tc_matmul(c, tc_gelu(c, tc_linear(c, in[0], p->w, p->b)), p->m);
+}
+
+TC_TEST(test_freeze_packs_weights_once) {
+    int64_t sw[2] = {300, 129}, sb[1] = {300}, sm[2] = {300, 70}, sx[2] = {37, 129};
+    frozen_params p;
+    int mode, isa, call;
+    p.w = rand_t(2, sw, 41);
+    p.b = rand_t(1, sb, 42);
+    p.m = rand_t(2, sm, 43);
+    tc_persist(p.w);
+    tc_persist(p.b);
+    tc_persist(p.m);
+    for (mode = 0; mode < 2; mode++) {
+        tc_compile_options o;
+        tc_fn *f;
+        tc_explain_info info;
+        memset(&o, 0, sizeof o);
+        o.freeze = 1;
+        o.mode = mode ? TC_MODE_MAX_AUTOTUNE : TC_MODE_REDUCE_OVERHEAD; /* autotune repacks per blocking */
+        o.cache_dir = "";
+        f = tc_compile(ctx, frozen_fn, &p, &o);
+        for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+            tc_ctx_set_isa(ctx, (tc_isa)isa); /* another level: another NR, packed again */
+            if ((int)tc_ctx_isa(ctx) != isa) continue;
+            for (call = 0; call < 3; call++) {
+                tc_tensor *x, *y, *ye;
+                double worst = 0;
+                int64_t i, n;
+                tc_scope_begin(ctx);
+                x = rand_t(2, sx, 44 + (uint64_t)call);
+                frozen_fn(ctx, &p, &x, &ye);
+                TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+                n = tc_numel(ye);
+                for (i = 0; i < n; i++) {
+                    double d = fabs((double)((const float *)tc_data(y))[i] - ((const float *)tc_data(ye))[i]);
+                    if (d > worst) worst = d;
+                }
+                TC_CHECKF(worst < 1e-4, "freeze, %s, call %d: %g", tc_isa_name((tc_isa)isa), call, worst);
+                tc_scope_end(ctx);
+            }
+        }
+        tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+        memset(&info, 0, sizeof info);
+        TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+        TC_CHECKF(info.frozen_weights == 2, "%d weights frozen", info.frozen_weights);
+        tc_fn_free(f);
+    }
+    tc_free(p.w);
+    tc_free(p.b);
+    tc_free(p.m);
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -365,6 +426,7 @@ int main(void) {
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);
     TC_RUN(test_autotune_disk_cache);
+    TC_RUN(test_freeze_packs_weights_once);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
