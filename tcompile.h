@@ -4533,14 +4533,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                                                              const float *b, int64_t ldb, int64_t nk, float *c,
                                                              int64_t ldc, int64_t n) {
     int64_t r, i, j;
-    for (r = 0; r < nk; r += 4) {
-        int nr = nk - r < 4 ? (int)(nk - r) : 4;
-        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
-                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+    for (r = 0; r + 4 <= nk; r += 4) {
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         for (i = 0; i < m; i++) {
             const float *ai = a + i * lda + r * sa;
-            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
-                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            float s0 = ai[0], s1 = ai[sa], s2 = ai[2 * sa], s3 = ai[3 * sa];
             TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
                    a3 = TC__GFN(tc__gsplat_)(s3);
             float *ci = c + i * ldc;
@@ -4553,6 +4550,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                 TC__GST(ci + j, v);
             }
             for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+        }
+    }
+    /* the last rows one at a time: never 0 * a row of B (inf * 0 is NaN) */
+    for (; r < nk; r++) {
+        const float *br = b + r * ldb;
+        for (i = 0; i < m; i++) {
+            float s = a[i * lda + r * sa], *ci = c + i * ldc;
+            TC__GV av = TC__GFN(tc__gsplat_)(s);
+            for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(ci + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(ci + j)));
+            for (; j < n; j++) ci[j] += s * br[j];
         }
     }
 }
@@ -4799,14 +4806,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                                                              const float *b, int64_t ldb, int64_t nk, float *c,
                                                              int64_t ldc, int64_t n) {
     int64_t r, i, j;
-    for (r = 0; r < nk; r += 4) {
-        int nr = nk - r < 4 ? (int)(nk - r) : 4;
-        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
-                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+    for (r = 0; r + 4 <= nk; r += 4) {
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         for (i = 0; i < m; i++) {
             const float *ai = a + i * lda + r * sa;
-            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
-                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            float s0 = ai[0], s1 = ai[sa], s2 = ai[2 * sa], s3 = ai[3 * sa];
             TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
                    a3 = TC__GFN(tc__gsplat_)(s3);
             float *ci = c + i * ldc;
@@ -4819,6 +4823,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                 TC__GST(ci + j, v);
             }
             for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+        }
+    }
+    /* the last rows one at a time: never 0 * a row of B (inf * 0 is NaN) */
+    for (; r < nk; r++) {
+        const float *br = b + r * ldb;
+        for (i = 0; i < m; i++) {
+            float s = a[i * lda + r * sa], *ci = c + i * ldc;
+            TC__GV av = TC__GFN(tc__gsplat_)(s);
+            for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(ci + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(ci + j)));
+            for (; j < n; j++) ci[j] += s * br[j];
         }
     }
 }
@@ -5065,14 +5079,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                                                              const float *b, int64_t ldb, int64_t nk, float *c,
                                                              int64_t ldc, int64_t n) {
     int64_t r, i, j;
-    for (r = 0; r < nk; r += 4) {
-        int nr = nk - r < 4 ? (int)(nk - r) : 4;
-        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
-                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+    for (r = 0; r + 4 <= nk; r += 4) {
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         for (i = 0; i < m; i++) {
             const float *ai = a + i * lda + r * sa;
-            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
-                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            float s0 = ai[0], s1 = ai[sa], s2 = ai[2 * sa], s3 = ai[3 * sa];
             TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
                    a3 = TC__GFN(tc__gsplat_)(s3);
             float *ci = c + i * ldc;
@@ -5085,6 +5096,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                 TC__GST(ci + j, v);
             }
             for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+        }
+    }
+    /* the last rows one at a time: never 0 * a row of B (inf * 0 is NaN) */
+    for (; r < nk; r++) {
+        const float *br = b + r * ldb;
+        for (i = 0; i < m; i++) {
+            float s = a[i * lda + r * sa], *ci = c + i * ldc;
+            TC__GV av = TC__GFN(tc__gsplat_)(s);
+            for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(ci + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(ci + j)));
+            for (; j < n; j++) ci[j] += s * br[j];
         }
     }
 }
@@ -5331,14 +5352,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                                                              const float *b, int64_t ldb, int64_t nk, float *c,
                                                              int64_t ldc, int64_t n) {
     int64_t r, i, j;
-    for (r = 0; r < nk; r += 4) {
-        int nr = nk - r < 4 ? (int)(nk - r) : 4;
-        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
-                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+    for (r = 0; r + 4 <= nk; r += 4) {
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         for (i = 0; i < m; i++) {
             const float *ai = a + i * lda + r * sa;
-            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
-                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            float s0 = ai[0], s1 = ai[sa], s2 = ai[2 * sa], s3 = ai[3 * sa];
             TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
                    a3 = TC__GFN(tc__gsplat_)(s3);
             float *ci = c + i * ldc;
@@ -5351,6 +5369,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                 TC__GST(ci + j, v);
             }
             for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+        }
+    }
+    /* the last rows one at a time: never 0 * a row of B (inf * 0 is NaN) */
+    for (; r < nk; r++) {
+        const float *br = b + r * ldb;
+        for (i = 0; i < m; i++) {
+            float s = a[i * lda + r * sa], *ci = c + i * ldc;
+            TC__GV av = TC__GFN(tc__gsplat_)(s);
+            for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(ci + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(ci + j)));
+            for (; j < n; j++) ci[j] += s * br[j];
         }
     }
 }
@@ -11863,6 +11891,7 @@ typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, floa
 
 typedef struct tc__isa_impl {
     tc_isa isa;
+    int lanes;                 /* floats per vector                         */
     tc__vm_tile_fn tile;
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
@@ -11870,11 +11899,11 @@ typedef struct tc__isa_impl {
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
-    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
-    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
 #endif
 };
 
@@ -12103,9 +12132,10 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_advance(s, k->nacc, len);
-            /* folded into doubles every 64 values per accumulator lane */
+            /* folded into doubles every 64 values per accumulator lane
+             * (4 vectors of the level's lanes) */
             since += len;
-            if (nused && since >= 64 * TC__VM_ACCW) {
+            if (nused && since >= 64 * 4 * kr->isa->lanes) {
                 since = 0;
                 for (q = 0; q < nused; q++) {
                     int sl = used[q];

@@ -138,14 +138,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                                                              const float *b, int64_t ldb, int64_t nk, float *c,
                                                              int64_t ldc, int64_t n) {
     int64_t r, i, j;
-    for (r = 0; r < nk; r += 4) {
-        int nr = nk - r < 4 ? (int)(nk - r) : 4;
-        const float *b0 = b + r * ldb, *b1 = nr > 1 ? b0 + ldb : b0, *b2 = nr > 2 ? b0 + 2 * ldb : b0,
-                    *b3 = nr > 3 ? b0 + 3 * ldb : b0;
+    for (r = 0; r + 4 <= nk; r += 4) {
+        const float *b0 = b + r * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         for (i = 0; i < m; i++) {
             const float *ai = a + i * lda + r * sa;
-            float s0 = ai[0], s1 = nr > 1 ? ai[sa] : 0.0f, s2 = nr > 2 ? ai[2 * sa] : 0.0f,
-                  s3 = nr > 3 ? ai[3 * sa] : 0.0f;
+            float s0 = ai[0], s1 = ai[sa], s2 = ai[2 * sa], s3 = ai[3 * sa];
             TC__GV a0 = TC__GFN(tc__gsplat_)(s0), a1 = TC__GFN(tc__gsplat_)(s1), a2 = TC__GFN(tc__gsplat_)(s2),
                    a3 = TC__GFN(tc__gsplat_)(s3);
             float *ci = c + i * ldc;
@@ -158,6 +155,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_axpy_)(const float *a, int6
                 TC__GST(ci + j, v);
             }
             for (; j < n; j++) ci[j] += s0 * b0[j] + s1 * b1[j] + s2 * b2[j] + s3 * b3[j];
+        }
+    }
+    /* the last rows one at a time: never 0 * a row of B (inf * 0 is NaN) */
+    for (; r < nk; r++) {
+        const float *br = b + r * ldb;
+        for (i = 0; i < m; i++) {
+            float s = a[i * lda + r * sa], *ci = c + i * ldc;
+            TC__GV av = TC__GFN(tc__gsplat_)(s);
+            for (j = 0; j + TC__GW <= n; j += TC__GW) TC__GST(ci + j, TC__GFMA(av, TC__GLD(br + j), TC__GLD(ci + j)));
+            for (; j < n; j++) ci[j] += s * br[j];
         }
     }
 }

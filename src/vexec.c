@@ -19,6 +19,7 @@ typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, floa
 
 typedef struct tc__isa_impl {
     tc_isa isa;
+    int lanes;                 /* floats per vector                         */
     tc__vm_tile_fn tile;
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
@@ -26,11 +27,11 @@ typedef struct tc__isa_impl {
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
-    {TC_ISA_V128, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
-    {TC_ISA_AVX512, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
 #endif
 };
 
@@ -259,9 +260,10 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_advance(s, k->nacc, len);
-            /* folded into doubles every 64 values per accumulator lane */
+            /* folded into doubles every 64 values per accumulator lane
+             * (4 vectors of the level's lanes) */
             since += len;
-            if (nused && since >= 64 * TC__VM_ACCW) {
+            if (nused && since >= 64 * 4 * kr->isa->lanes) {
                 since = 0;
                 for (q = 0; q < nused; q++) {
                     int sl = used[q];

@@ -167,6 +167,20 @@ TC_TEST(test_matmul_linear_api) {
         y = tc_matmul(ctx, a, b);
         e = batched_err(a, b, y, 5, 0, 1, 13, 70, 33);
         TC_CHECKF(e < 2e-6, "%s broadcast-batch matmul: %g", tc_isa_name((tc_isa)isa), e);
+        /* review regression: the GEMV axpy path's last rows of B (K = 2,
+         * not a multiple of 4) must not multiply a row of inf by 0 */
+        {
+            float av[2] = {2, 3}, bv[16];
+            int64_t s1[2] = {1, 2}, s2[2] = {2, 8};
+            int q;
+            const float *py;
+            for (q = 0; q < 16; q++) bv[q] = 1.0f;
+            bv[0] = INFINITY;
+            y = tc_matmul(ctx, tc_from_data(ctx, TC_F32, 2, s1, av), tc_from_data(ctx, TC_F32, 2, s2, bv));
+            py = (const float *)tc_data(y);
+            TC_CHECKF(py && py[0] == INFINITY && py[1] == 5.0f, "%s: inf row: %g %g", tc_isa_name((tc_isa)isa),
+                      py ? py[0] : 0, py ? py[1] : 0);
+        }
         /* a transposed B (a view: no copy) */
         b = tc_permute(ctx, rand_t(2, st, 4), perm);
         y = tc_matmul(ctx, a, b);
