@@ -190,9 +190,8 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - convolution runs as im2col + GEMM (implicit GEMM, BN folding,
- *     freeze and fused attention are being built); the C emitter and the
- *     CUDA backend too (README);
+ *   - convolution runs as im2col + GEMM (implicit GEMM and BN folding
+ *     are being built); the C emitter and the CUDA backend too (README);
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels; compilers without GNU C
  *     vector extensions (MSVC) run compiled graphs op by op;
@@ -644,7 +643,10 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  * to [..., L, S] (no more dims than that); is_causal keeps the
  * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
  * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
- * PyTorch. */
+ * PyTorch.  Runs as one fused flash-style kernel (the [L, S] scores never
+ * reach memory; causal skips the blocks above the diagonal), eager and
+ * compiled alike; a compiled softmax(q @ k^T * s [+ mask]) @ v written by
+ * hand is matched into the same kernel. */
 TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);
 #define tc_scaled_dot_product_attention(ctx, q, k, v, mask, causal, scale) \
     tc_scaled_dot_product_attention_at(ctx, q, k, v, mask, causal, scale, TC_HERE_)
@@ -5965,8 +5967,8 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
 }
 
 /* ===== src/linalg.c ===== */
-/* Contractions on top of the blocked GEMM: matmul (torch.matmul rules),
- * linear, and scaled-dot-product attention (scores, mask, softmax, @ V). */
+/* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
+ * linear.  (Attention is in attention.c.) */
 
 /* Element offsets of every batch entry of t (its leading t->ndim - 2 dims
  * broadcast against bshape[0..nb)), in row-major batch order. */
@@ -6238,171 +6240,6 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.in[1] = weight;
     c.in[2] = bias;
     c.optional = 4;
-    return tc__run(&c);
-}
-
-/* ---- scaled dot-product attention ---------------------------------------------------- */
-
-/* ins = {q, k, v, mask?}; a.i[0] = is_causal, a.f[0] = scale (<= 0: default) */
-TC__FN tc_result tc__shape_sdpa(tc__call *c) {
-    tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
-    tc_tensor *ts[4];
-    int core[4] = {2, 2, 2, 2}, nb, d;
-    tc_result r = tc__float_inputs(c, 3);
-    if (r != TC_OK) return r;
-    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
-        return tc__msg(c, TC_ERR_SHAPE, "q, k, v need at least 2 dims (got %s, %s, %s)", tc__shp(q).s, tc__shp(k).s, tc__shp(v).s);
-    if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1])
-        return tc__msg(c, TC_ERR_SHAPE, "q %s and k %s differ in the embedding dim", tc__shp(q).s, tc__shp(k).s);
-    if (k->shape[k->ndim - 2] != v->shape[v->ndim - 2])
-        return tc__msg(c, TC_ERR_SHAPE, "k %s and v %s differ in the sequence dim", tc__shp(k).s, tc__shp(v).s);
-    if (m && c->a.i[0]) return tc__msg(c, TC_ERR_INVALID_ARG, "pass either a mask or is_causal, not both (as PyTorch)");
-    if (m && m->dtype != TC_BOOL && !tc__is_float(m->dtype))
-        return tc__msg(c, TC_ERR_DTYPE, "mask must be bool or a float type, got %s", tc__dtype_names[m->dtype]);
-    if (!(c->a.f[0] == c->a.f[0]) || isinf(c->a.f[0])) return tc__msg(c, TC_ERR_INVALID_ARG, "scale must be finite");
-    ts[0] = q;
-    ts[1] = k;
-    ts[2] = v;
-    nb = tc__batch_shape(c, ts, core, 3);
-    if (nb < 0) return TC_ERR_SHAPE;
-    if (m) {
-        /* the mask broadcasts to [batch..., L, S] */
-        int64_t want[TC_MAX_DIMS + 2];
-        int mnd = m->ndim, wnd = nb + 2;
-        for (d = 0; d < nb; d++) want[d] = c->oshape[d];
-        want[nb] = q->shape[q->ndim - 2];
-        want[nb + 1] = k->shape[k->ndim - 2];
-        if (mnd > wnd) return tc__msg(c, TC_ERR_SHAPE, "mask %s has more dims than the scores", tc__shp(m).s);
-        for (d = 0; d < mnd; d++) {
-            int64_t ms = m->shape[mnd - 1 - d], ws = want[wnd - 1 - d];
-            if (ms != 1 && ms != ws)
-                return tc__msg(c, TC_ERR_SHAPE, "mask %s does not broadcast to the scores [..., %lld, %lld]",
-                               tc__shp(m).s, (long long)want[nb], (long long)want[nb + 1]);
-        }
-    }
-    c->ondim = nb + 2;
-    c->oshape[nb] = q->shape[q->ndim - 2];
-    c->oshape[nb + 1] = v->shape[v->ndim - 1];
-    c->odt = tc__promote(c->ins, 3);
-    c->a.i[1] = nb;
-    return TC_OK;
-}
-
-typedef struct tc__attn_job {
-    float *scores;           /* [nbatch, L, S] */
-    int64_t L, S, nbatch;
-    int causal;
-    const char *mask;        /* f32 additive mask or bool, broadcast below */
-    tc_dtype mdt;
-    int64_t mst[TC_MAX_DIMS + 2];   /* mask strides over [batch..., L, S] */
-    int64_t bshape[TC_MAX_DIMS];
-    int nb;
-} tc__attn_job;
-
-TC__FN void tc__attn_rows(void *arg, int64_t rb, int64_t re) {
-    const tc__attn_job *j = (const tc__attn_job *)arg;
-    int64_t r, s;
-    for (r = rb; r < re; r++) {
-        float *row = j->scores + r * j->S;
-        int64_t l = r % j->L, b = r / j->L;
-        if (j->causal)
-            for (s = l + 1; s < j->S; s++) row[s] = -INFINITY;
-        if (j->mask) {
-            int64_t off = l * j->mst[j->nb], rem = b;
-            int d;
-            for (d = j->nb - 1; d >= 0; d--) {
-                off += (rem % j->bshape[d]) * j->mst[d];
-                rem /= j->bshape[d];
-            }
-            if (j->mdt == TC_BOOL) {
-                const unsigned char *mp = (const unsigned char *)j->mask + off;
-                for (s = 0; s < j->S; s++)
-                    if (!mp[s * j->mst[j->nb + 1]]) row[s] = -INFINITY;
-            } else {
-                const float *mp = (const float *)j->mask + off;
-                for (s = 0; s < j->S; s++) row[s] += mp[s * j->mst[j->nb + 1]];
-            }
-        }
-        if (j->S > 0) tc__softmax_row(row, j->S, 0);
-    }
-}
-
-TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
-    const tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
-    int nb = (int)c->a.i[1], d;
-    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1];
-    int64_t nbatch = tc__numel_of(nb, c->oshape), qst[TC_MAX_DIMS], kst[TC_MAX_DIMS], vst[TC_MAX_DIMS];
-    int64_t ksh[TC_MAX_DIMS], kt[TC_MAX_DIMS], ssh[TC_MAX_DIMS], sst[TC_MAX_DIMS], mst[TC_MAX_DIMS];
-    void *qo = NULL, *ko = NULL, *vo = NULL, *mo = NULL, *oo = NULL;
-    const float *qp = (const float *)tc__as_dtype(c->ctx, q, TC_F32, qst, &qo);
-    const float *kp = (const float *)tc__as_dtype(c->ctx, k, TC_F32, kst, &ko);
-    const float *vp = (const float *)tc__as_dtype(c->ctx, v, TC_F32, vst, &vo);
-    const char *mp = m ? tc__as_dtype(c->ctx, m, m->dtype == TC_BOOL ? TC_BOOL : TC_F32, mst, &mo) : NULL;
-    float *scores = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(nbatch * L * S > 0 ? nbatch * L * S : 1));
-    float *op = tc__out_f32(out, &oo);
-    double scale = c->a.f[0] > 0 ? c->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
-    tc_result r = TC_OK;
-    if (!qp || !kp || !vp || (m && !mp) || !scores || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    if (r == TC_OK) {
-        tc__attn_job j;
-        /* scores = q @ k^T * scale: k viewed as [..., E, S] */
-        memcpy(ksh, k->shape, sizeof ksh);
-        memcpy(kt, kst, sizeof kt);
-        ksh[k->ndim - 2] = E;
-        ksh[k->ndim - 1] = S;
-        kt[k->ndim - 2] = kst[k->ndim - 1];
-        kt[k->ndim - 1] = kst[k->ndim - 2];
-        r = tc__matmul_f32(c, qp, q->shape, qst, q->ndim, kp, ksh, kt, k->ndim, scores, nb, c->oshape, NULL,
-                           (float)scale);
-        if (r == TC_OK) {
-            memset(&j, 0, sizeof j);
-            j.scores = scores;
-            j.L = L;
-            j.S = S;
-            j.nbatch = nbatch;
-            j.causal = (int)c->a.i[0];
-            j.nb = nb;
-            memcpy(j.bshape, c->oshape, sizeof j.bshape);
-            if (m) {
-                j.mask = mp;
-                j.mdt = m->dtype == TC_BOOL ? TC_BOOL : TC_F32;
-                for (d = 0; d < nb + 2; d++) {
-                    int md = m->ndim - (nb + 2) + d;
-                    j.mst[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
-                }
-            }
-            tc__parallel_for(c->ctx, nbatch * L, nbatch * L * S * 4, tc__attn_rows, &j);
-            /* out = P @ v */
-            for (d = 0; d < nb; d++) ssh[d] = c->oshape[d];
-            ssh[nb] = L;
-            ssh[nb + 1] = S;
-            tc__contig_strides(nb + 2, ssh, sst);
-            r = tc__matmul_f32(c, scores, ssh, sst, nb + 2, vp, v->shape, vst, v->ndim, op, nb, c->oshape, NULL, 1.0f);
-        }
-    }
-    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
-    else tc__scratch_put(oo);
-    tc__scratch_put(qo);
-    tc__scratch_put(ko);
-    tc__scratch_put(vo);
-    tc__scratch_put(mo);
-    tc__scratch_put(scores);
-    return r;
-}
-
-TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v,
-                                                    tc_tensor *mask, int is_causal, double scale, const char *file,
-                                                    int line) {
-    tc__call c;
-    tc__call_init(&c, ctx, TC__OP_SDPA, file, line);
-    c.nin = 4;
-    c.in[0] = q;
-    c.in[1] = k;
-    c.in[2] = v;
-    c.in[3] = mask;
-    c.optional = 8;
-    c.a.i[0] = is_causal != 0;
-    c.a.f[0] = scale;
     return tc__run(&c);
 }
 
@@ -8274,6 +8111,147 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     return -2;
 }
 
+/* ---- attention: the decomposed pattern back into the fused kernel ---------- */
+
+/* Walks the old graph beside the new one: a node of the pattern may be
+ * replaced only when the pattern is its one reader, else it would be
+ * computed twice (once inside the attention kernel). */
+typedef struct tc__attn_pass {
+    const tc__graph *old;
+    const int *uses;          /* readers per old node (outputs count)      */
+} tc__attn_pass;
+
+/* The value of a 0-d f32 constant (a scalar argument), or NaN. */
+TC__FN double tc__node_const(const tc__graph *g, int id) {
+    const tc__node *n = &g->nodes[id];
+    return n->kind == TC__NODE_OP && n->op == TC__OP_FULL && n->ndim == 0 && n->nin == 0 ? n->a.f[0] : NAN;
+}
+
+TC__FN int tc__same_shape(const tc__node *a, const tc__node *b) {
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* Is n a permute that swaps the last two dims (a transpose)? */
+TC__FN int tc__is_last_swap(const tc__node *n) {
+    int d;
+    if (n->kind != TC__NODE_OP || n->op != TC__OP_PERMUTE || n->ndim < 2) return 0;
+    for (d = 0; d < n->ndim - 2; d++)
+        if (n->a.i[d] != d) return 0;
+    return n->a.i[n->ndim - 2] == n->ndim - 1 && n->a.i[n->ndim - 1] == n->ndim - 2;
+}
+
+/* matmul(softmax(S, -1), v) with S = q @ k^T (* s | / s) [+ mask | where(mask,
+ * ., -inf)] becomes scaled_dot_product_attention(q, k, v, mask, scale): the
+ * [L, S] scores never reach memory.  Each intermediate must have this
+ * pattern as its only reader. */
+TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    const tc__attn_pass *ap = (const tc__attn_pass *)arg;
+    const tc__graph *og = ap->old;
+    int op_ = nd->in[0], np = in[0], os, ns, mask = -1, q, k, kt, ok_, nk;
+    double scale = 1.0, c;
+    tc__attrs a;
+    int sin[4];
+    const tc__node *sm, *x;
+    if (nd->op != TC__OP_MATMUL || nd->nin != 2 || nd->dt != TC_F32 || np < 0 || in[1] < 0) return -2;
+    sm = &g->nodes[np];
+    if (sm->op != TC__OP_SOFTMAX || sm->dt != TC_F32 || sm->ndim < 2 || sm->a.i[1] != sm->ndim - 1 ||
+        ap->uses[op_] != 1 || g->nodes[in[1]].ndim < 2 || g->nodes[in[1]].dt != TC_F32)
+        return -2;
+    os = og->nodes[op_].in[0];
+    ns = sm->in[0];
+    x = &g->nodes[ns];
+    /* the mask: added, or a bool selecting the scores over -inf */
+    if (x->op == TC__OP_ADD && ap->uses[os] == 1) {
+        int side;
+        for (side = 0; side < 2; side++) {
+            const tc__node *o = &g->nodes[x->in[side]];
+            if (o->op == TC__OP_MATMUL || o->op == TC__OP_MUL || o->op == TC__OP_DIV) break;
+        }
+        if (side == 2 || !tc__same_shape(&g->nodes[x->in[side]], x) || g->nodes[x->in[1 - side]].dt != TC_F32) return -2;
+        mask = x->in[1 - side];
+        os = og->nodes[os].in[side];
+        ns = x->in[side];
+    } else if (x->op == TC__OP_WHERE && ap->uses[os] == 1 && tc__node_const(g, x->in[2]) == -INFINITY &&
+               g->nodes[x->in[0]].dt == TC_BOOL && tc__same_shape(&g->nodes[x->in[1]], x)) {
+        mask = x->in[0];
+        os = og->nodes[os].in[1];
+        ns = x->in[1];
+    }
+    x = &g->nodes[ns];
+    /* the scale: a positive finite constant multiplied or divided */
+    if ((x->op == TC__OP_MUL || x->op == TC__OP_DIV) && ap->uses[os] == 1) {
+        int side = x->op == TC__OP_MUL && tc__node_const(g, x->in[0]) == tc__node_const(g, x->in[0]) ? 0 : 1;
+        c = tc__node_const(g, x->in[side]);
+        if (!(c > 0) || isinf(c) || (x->op == TC__OP_DIV && side == 0)) return -2;
+        scale = x->op == TC__OP_DIV ? 1.0 / c : c;
+        os = og->nodes[os].in[1 - side];
+        ns = x->in[1 - side];
+        x = &g->nodes[ns];
+    }
+    if (x->op != TC__OP_MATMUL || ap->uses[os] != 1 || x->dt != TC_F32) return -2;
+    q = x->in[0];
+    kt = x->in[1];
+    if (g->nodes[q].ndim < 2 || g->nodes[kt].ndim < 2 || g->nodes[q].dt != TC_F32 || g->nodes[kt].dt != TC_F32) return -2;
+    /* k itself: under the transpose, or the transpose of a [.., E, S] operand */
+    if (tc__is_last_swap(&g->nodes[kt])) {
+        k = g->nodes[kt].in[0];
+    } else {
+        nk = g->nodes[kt].ndim;
+        memset(&a, 0, sizeof a);
+        for (ok_ = 0; ok_ < nk; ok_++) a.i[ok_] = ok_;
+        a.i[nk - 2] = nk - 1;
+        a.i[nk - 1] = nk - 2;
+        k = tc__g_op(g, TC__OP_PERMUTE, &a, &kt, 1, nd->file, nd->line);
+        if (k < 0) return -1;
+    }
+    if (mask >= 0 && g->nodes[mask].ndim > nd->ndim) return -2;
+    memset(&a, 0, sizeof a);
+    a.f[0] = scale;
+    sin[0] = q;
+    sin[1] = k;
+    sin[2] = in[1];
+    sin[3] = mask;
+    {
+        /* only when the kernel's shape rule agrees with the matmul's result */
+        tc__call cc;
+        tc_tensor hdr[4];
+        int i, d;
+        tc__call_init(&cc, NULL, TC__OP_SDPA, nd->file, nd->line);
+        cc.a = a;
+        cc.nin = 4;
+        cc.optional = 8;
+        for (i = 0; i < 4; i++)
+            if (sin[i] >= 0) {
+                tc__node_as_tensor(&g->nodes[sin[i]], &hdr[i]);
+                cc.in[i] = &hdr[i];
+            }
+        if (tc__optable[TC__OP_SDPA].shape(&cc) != TC_OK || cc.ondim != nd->ndim) return -2;
+        for (d = 0; d < nd->ndim; d++)
+            if (cc.oshape[d] != nd->shape[d]) return -2;
+    }
+    return tc__g_op(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line);
+}
+
+TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
+    tc__attn_pass ap;
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k;
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
+    memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
+    for (i = 0; i < g->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
+    for (i = 0; i < g->nout; i++) uses[g->outputs[i]]++;
+    ap.old = g;
+    ap.uses = uses;
+    ng = tc__graph_rebuild(g, tc__attention_node, &ap, changed);
+    TC_FREE(uses);
+    return ng;
+}
+
 /* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
  * batch_norm and scaled_dot_product_attention on f32 become matmuls,
  * pointwise ops and reductions, so the fuser sees one vocabulary.
@@ -10023,6 +10001,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
     }
 }
 
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
+    }
+}
+
 #undef TC__VF
 #undef TC__VI
 #undef TC__VU
@@ -10630,6 +10637,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
         TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
     }
 }
 
@@ -11243,6 +11279,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
     }
 }
 
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
+    }
+}
+
 #undef TC__VF
 #undef TC__VI
 #undef TC__VU
@@ -11853,6 +11918,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
     }
 }
 
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
+    }
+}
+
 #undef TC__VF
 #undef TC__VI
 #undef TC__VU
@@ -11888,6 +11982,7 @@ typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len)
 typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
 typedef void (*tc__vm_init_fn)(float *acc, int comb);
 typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
+typedef void (*tc__vm_flash_fn)(float *st, int64_t ld, int64_t nk, float *m, float *l, float *corr);
 
 typedef struct tc__isa_impl {
     tc_isa isa;
@@ -11896,14 +11991,15 @@ typedef struct tc__isa_impl {
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
     tc__vm_init_fn init;
+    tc__vm_flash_fn flash_softmax;
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
-    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
-    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512},
 #endif
 };
 
@@ -12297,6 +12393,348 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
+
+/* ===== src/attention.c ===== */
+/* Scaled-dot-product attention as one fused, flash-style kernel: for each
+ * block of query rows, the scores against one block of keys at a time are
+ * computed with the GEMM microkernel into a tile that stays in cache,
+ * scaled, masked and folded into a running softmax (row max m, row sum l;
+ * earlier partial results are rescaled by exp(m_old - m_new)), and
+ * multiplied into the output accumulator with V -- the [L, S] score matrix
+ * never exists in memory.  K^T and V are packed once per call into the
+ * microkernel's NR-wide slivers and shared by every query block.  Causal
+ * attention skips the key blocks wholly above the diagonal.  The same
+ * kernel serves eager calls, compiled graphs, and the decomposed pattern
+ * softmax(q @ k^T * s + mask) @ v that passes.c matches back into it.
+ *
+ * Work is split over (batch entry, query block) tasks; each task computes
+ * its rows alone, so the result does not depend on the thread count.  The
+ * exp of a score tile runs on the executor's vector exp (<= 2 ulp). */
+
+/* ins = {q, k, v, mask?}; a.i[0] = is_causal, a.f[0] = scale (<= 0: default) */
+TC__FN tc_result tc__shape_sdpa(tc__call *c) {
+    tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
+    tc_tensor *ts[4];
+    int core[4] = {2, 2, 2, 2}, nb, d;
+    tc_result r = tc__float_inputs(c, 3);
+    if (r != TC_OK) return r;
+    if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2)
+        return tc__msg(c, TC_ERR_SHAPE, "q, k, v need at least 2 dims (got %s, %s, %s)", tc__shp(q).s, tc__shp(k).s, tc__shp(v).s);
+    if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1])
+        return tc__msg(c, TC_ERR_SHAPE, "q %s and k %s differ in the embedding dim", tc__shp(q).s, tc__shp(k).s);
+    if (k->shape[k->ndim - 2] != v->shape[v->ndim - 2])
+        return tc__msg(c, TC_ERR_SHAPE, "k %s and v %s differ in the sequence dim", tc__shp(k).s, tc__shp(v).s);
+    if (m && c->a.i[0]) return tc__msg(c, TC_ERR_INVALID_ARG, "pass either a mask or is_causal, not both (as PyTorch)");
+    if (m && m->dtype != TC_BOOL && !tc__is_float(m->dtype))
+        return tc__msg(c, TC_ERR_DTYPE, "mask must be bool or a float type, got %s", tc__dtype_names[m->dtype]);
+    if (!(c->a.f[0] == c->a.f[0]) || isinf(c->a.f[0])) return tc__msg(c, TC_ERR_INVALID_ARG, "scale must be finite");
+    ts[0] = q;
+    ts[1] = k;
+    ts[2] = v;
+    nb = tc__batch_shape(c, ts, core, 3);
+    if (nb < 0) return TC_ERR_SHAPE;
+    if (m) {
+        /* the mask broadcasts to [batch..., L, S] */
+        int64_t want[TC_MAX_DIMS + 2];
+        int mnd = m->ndim, wnd = nb + 2;
+        for (d = 0; d < nb; d++) want[d] = c->oshape[d];
+        want[nb] = q->shape[q->ndim - 2];
+        want[nb + 1] = k->shape[k->ndim - 2];
+        if (mnd > wnd) return tc__msg(c, TC_ERR_SHAPE, "mask %s has more dims than the scores", tc__shp(m).s);
+        for (d = 0; d < mnd; d++) {
+            int64_t ms = m->shape[mnd - 1 - d], ws = want[wnd - 1 - d];
+            if (ms != 1 && ms != ws)
+                return tc__msg(c, TC_ERR_SHAPE, "mask %s does not broadcast to the scores [..., %lld, %lld]",
+                               tc__shp(m).s, (long long)want[nb], (long long)want[nb + 1]);
+        }
+    }
+    c->ondim = nb + 2;
+    c->oshape[nb] = q->shape[q->ndim - 2];
+    c->oshape[nb + 1] = v->shape[v->ndim - 1];
+    c->odt = tc__promote(c->ins, 3);
+    c->a.i[1] = nb;
+    return TC_OK;
+}
+
+/* A query block is NR * 2 queries, a key block MR * 8 keys (64 x 96 on
+ * AVX-512): the transposed score tile (24 KiB) and the packs beside it
+ * stay in L1/L2. */
+#define TC__ATTN_QSLIVERS 2
+#define TC__ATTN_KSLIVERS 8
+
+typedef void (*tc__flash_softmax_fn)(float *st, int64_t ld, int64_t nk, float *m, float *l, float *corr);
+
+typedef struct tc__flash {
+    tc_ctx *ctx;
+    tc__gemm_impl im;
+    tc__flash_softmax_fn softmax;                   /* the executor level's online softmax step */
+    const float *q, *k, *v;
+    int64_t qrs, qcs, krs, kcs, vrs, vcs;           /* strides of the last two dims */
+    const int64_t *qoff, *koff, *voff, *moff;       /* per batch entry, in elements */
+    const char *mask;                               /* f32 (additive) or bool, or NULL */
+    int mbool;
+    int64_t mrs, mcs;                               /* mask strides over [L, S] (0: broadcast) */
+    float *kp, *vp;                                 /* packed K and V, per batch entry */
+    int64_t kpb, vpb;                               /* floats of each pack per batch entry */
+    int64_t L, S, E, Ev, Evp;                       /* Evp: Ev rounded up to NR */
+    int64_t lb, sb, nq, nkb;                        /* block sizes; blocks per batch entry */
+    float scale;
+    int causal;
+    float *out;                                     /* [nbatch, L, Ev] contiguous */
+    int failed;
+} tc__flash;
+
+/* The online softmax step in plain C (no GNU C vectors), same contract as
+ * the executor's tc__vflash_softmax_. */
+TC__FN void tc__flash_softmax_base(float *st, int64_t ld, int64_t nk, float *m, float *l, float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i++) {
+        float mx = m[i], mb, sum = 0.0f;
+        for (k = 0; k < nk; k++)
+            if (st[k * ld + i] > mx) mx = st[k * ld + i];
+        mb = mx == -INFINITY ? 0.0f : mx;
+        for (k = 0; k < nk; k++) sum += (st[k * ld + i] = expf(st[k * ld + i] - mb));
+        corr[i] = expf(m[i] - mb);
+        l[i] = l[i] * corr[i] + sum;
+        m[i] = mx;
+    }
+}
+
+/* Packs, for task t < nbatch * nkb (batch t / nkb, key block t % nkb), the
+ * block's rows of K as the GEMM A operand of the transposed scores
+ * K @ Q^T, and of V as the B operand of P @ V. */
+TC__FN void tc__flash_pack(void *arg, int64_t tb, int64_t te) {
+    const tc__flash *f = (const tc__flash *)arg;
+    int64_t t;
+    for (t = tb; t < te; t++) {
+        int64_t b = t / f->nkb, s0 = (t % f->nkb) * f->sb, sbk = f->S - s0 < f->sb ? f->S - s0 : f->sb;
+        tc__gemm g;
+        memset(&g, 0, sizeof g);
+        g.A = f->k + f->koff[b];
+        g.rsa = f->krs;
+        g.csa = f->kcs;
+        tc__pack_a(&g, f->im.mr, s0, sbk, 0, f->E, f->kp + b * f->kpb + s0 * f->E);
+        g.B = f->v + f->voff[b];
+        g.rsb = f->vrs;
+        g.csb = f->vcs;
+        tc__pack_b(&g, f->im.nr, s0, sbk, 0, f->Ev, 0, f->Evp, f->vp + b * f->vpb + s0 * f->Evp);
+    }
+}
+
+/* Causal and user masks on the transposed tile st[k * ld + i]: query
+ * l0 + i against key s0 + k. */
+TC__FN void tc__flash_mask(const tc__flash *f, int64_t b, float *st, int64_t ld, int64_t l0, int64_t lb, int64_t s0,
+                           int64_t sbk) {
+    int64_t k, i;
+    for (k = 0; k < sbk; k++) {
+        float *row = st + k * ld;
+        if (f->causal) /* keep key <= query */
+            for (i = 0; i < lb && l0 + i < s0 + k; i++) row[i] = -INFINITY;
+        if (f->mask) {
+            int64_t off = f->moff[b] + l0 * f->mrs + (s0 + k) * f->mcs;
+            if (f->mbool) {
+                const unsigned char *mp = (const unsigned char *)f->mask + off;
+                for (i = 0; i < lb; i++)
+                    if (!mp[i * f->mrs]) row[i] = -INFINITY;
+            } else {
+                const float *mp = (const float *)f->mask + off;
+                for (i = 0; i < lb; i++) row[i] += mp[i * f->mrs];
+            }
+        }
+    }
+}
+
+/* Tasks [tb, te): task t is batch entry t / nq and query block t % nq in
+ * zigzag order (0, nq-1, 1, nq-2, ...), so that contiguous ranges of tasks
+ * carry similar work under a causal mask.  Per key block: the transposed
+ * scores st = K_blk @ (Q_blk * scale)^T with the microkernel, masks, the
+ * online softmax step (vectors across queries), then out += P @ V_blk with
+ * P read from st as a column-major A (packing is a copy per key). */
+TC__FN void tc__flash_tasks(void *arg, int64_t tb, int64_t te) {
+    tc__flash *f = (tc__flash *)arg;
+    const int mr_ = f->im.mr, nr_ = f->im.nr;
+    /* P's pack pads the queries to whole MR slivers */
+    const int64_t ld = f->lb, sbp = (f->sb + mr_ - 1) / mr_ * mr_, lbp = (ld + mr_ - 1) / mr_ * mr_;
+    size_t floats = (size_t)(ld * f->E + sbp * ld + lbp * f->sb + ld * f->Evp + 3 * ld);
+    float *qp = (float *)tc__scratch_get(f->ctx, sizeof(float) * floats), *st, *pp, *o, *m, *l, *corr;
+    int64_t t;
+    if (!qp) {
+        f->failed = 1;
+        return;
+    }
+    memset(qp, 0, sizeof(float) * floats); /* the tile's padding lanes stay finite */
+    st = qp + ld * f->E;
+    pp = st + sbp * ld;
+    o = pp + lbp * f->sb;
+    m = o + ld * f->Evp;
+    l = m + ld;
+    corr = l + ld;
+    for (t = tb; t < te; t++) {
+        int64_t b = t / f->nq, u = t % f->nq, qb = u % 2 ? f->nq - 1 - u / 2 : u / 2;
+        int64_t l0 = qb * f->lb, lb = f->L - l0 < f->lb ? f->L - l0 : f->lb, kend = f->S, s0, i, j, is, js;
+        const float *kpb = f->kp + b * f->kpb, *vpb = f->vp + b * f->vpb;
+        tc__gemm g;
+        if (f->causal && l0 + lb < kend) kend = l0 + lb; /* later keys are masked for every query */
+        memset(&g, 0, sizeof g);
+        /* Q^T as a B operand: B(e, i) = Q[l0 + i, e], scaled once here */
+        g.B = f->q + f->qoff[b];
+        g.rsb = f->qcs;
+        g.csb = f->qrs;
+        tc__pack_b(&g, nr_, 0, f->E, l0, lb, 0, ld, qp);
+        for (i = 0; i < ld * f->E; i++) qp[i] *= f->scale;
+        for (i = 0; i < ld; i++) {
+            m[i] = -INFINITY;
+            l[i] = 0.0f;
+        }
+        memset(o, 0, sizeof(float) * (size_t)(ld * f->Evp));
+        for (s0 = 0; s0 < kend; s0 += f->sb) {
+            int64_t sbk = f->S - s0 < f->sb ? f->S - s0 : f->sb;
+            for (js = 0; js < lb; js += nr_)
+                for (is = 0; is < sbk; is += mr_)
+                    f->im.ukr(f->E, kpb + (s0 + is) * f->E, qp + js * f->E, st + is * ld + js, ld,
+                              (int)(sbk - is < mr_ ? sbk - is : mr_), (int)(lb - js < nr_ ? lb - js : nr_), 0);
+            if (f->mask || (f->causal && s0 + sbk > l0 + 1)) tc__flash_mask(f, b, st, ld, l0, lb, s0, sbk);
+            f->softmax(st, ld, sbk, m, l, corr);
+            for (i = 0; i < lb; i++)
+                if (corr[i] != 1.0f)
+                    for (j = 0; j < f->Ev; j++) o[i * f->Evp + j] *= corr[i];
+            /* P (queries x keys) is st read column-major */
+            g.A = st;
+            g.rsa = 1;
+            g.csa = ld;
+            tc__pack_a(&g, mr_, 0, lb, 0, sbk, pp);
+            for (js = 0; js < f->Ev; js += nr_)
+                for (is = 0; is < lb; is += mr_)
+                    f->im.ukr(sbk, pp + is * sbk, vpb + s0 * f->Evp + js * sbk, o + is * f->Evp + js, f->Evp,
+                              (int)(lb - is < mr_ ? lb - is : mr_), (int)(f->Ev - js < nr_ ? f->Ev - js : nr_), 1);
+        }
+        /* l = 0 only where every key was masked: 0 / 0, NaN like softmax */
+        for (i = 0; i < lb; i++) {
+            float *dst = f->out + (b * f->L + l0 + i) * f->Ev;
+            for (j = 0; j < f->Ev; j++) dst[j] = o[i * f->Evp + j] / l[i];
+        }
+    }
+    tc__scratch_put(qp);
+}
+
+/* Element offsets of each batch entry of an operand whose last two dims
+ * are core dims, given its strides (which may be a converted copy's). */
+TC__FN void tc__attn_offsets(const tc_tensor *t, const int64_t *st, int nb, const int64_t *bshape, int64_t nbatch,
+                             int64_t *off) {
+    tc_tensor h;
+    memset(&h, 0, sizeof h);
+    h.ndim = t->ndim;
+    memcpy(h.shape, t->shape, sizeof h.shape);
+    memcpy(h.strides, st, sizeof(int64_t) * (size_t)t->ndim);
+    tc__batch_offsets(&h, t->ndim - 2, nb, bshape, nbatch, off);
+}
+
+TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
+    const tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
+    int nb = (int)c->a.i[1], d;
+    int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1], Ev = v->shape[v->ndim - 1];
+    int64_t nbatch = tc__numel_of(nb, c->oshape), qst[TC_MAX_DIMS], kst[TC_MAX_DIMS], vst[TC_MAX_DIMS], mst[TC_MAX_DIMS];
+    void *qo = NULL, *ko = NULL, *vo = NULL, *mo = NULL, *oo = NULL, *packs = NULL;
+    int64_t *offs = NULL;
+    float *op;
+    tc__flash f;
+    tc_result r = TC_OK;
+    if (nbatch == 0 || L == 0 || Ev == 0) return TC_OK;
+    op = tc__out_f32(out, &oo);
+    if (S == 0) { /* softmax over no keys: nothing is added up */
+        if (op) memset(op, 0, sizeof(float) * (size_t)(nbatch * L * Ev));
+        if (op) tc__out_f32_done(c->ctx, out, oo);
+        return op ? TC_OK : tc__msg(c, TC_ERR_OOM, "out of memory");
+    }
+    memset(&f, 0, sizeof f);
+    f.ctx = c->ctx;
+    f.im = tc__gemm_impl_of(c->ctx);
+    f.softmax = tc__flash_softmax_base;
+#ifdef TC__HAVE_VEXEC
+    if (c->ctx->isa != TC_ISA_NONE) f.softmax = tc__isa_impl_of(c->ctx->isa)->flash_softmax;
+#endif
+    f.q = (const float *)tc__as_dtype(c->ctx, q, TC_F32, qst, &qo);
+    f.k = (const float *)tc__as_dtype(c->ctx, k, TC_F32, kst, &ko);
+    f.v = (const float *)tc__as_dtype(c->ctx, v, TC_F32, vst, &vo);
+    f.mask = m ? tc__as_dtype(c->ctx, m, m->dtype == TC_BOOL ? TC_BOOL : TC_F32, mst, &mo) : NULL;
+    f.mbool = m && m->dtype == TC_BOOL;
+    f.L = L;
+    f.S = S;
+    f.E = E;
+    f.Ev = Ev;
+    f.lb = (int64_t)f.im.nr * TC__ATTN_QSLIVERS;
+    f.sb = (int64_t)f.im.mr * TC__ATTN_KSLIVERS;
+    f.nq = (L + f.lb - 1) / f.lb;
+    f.nkb = (S + f.sb - 1) / f.sb;
+    f.Evp = (Ev + f.im.nr - 1) / f.im.nr * f.im.nr;
+    f.kpb = E * ((S + f.im.mr - 1) / f.im.mr * f.im.mr);
+    f.vpb = S * f.Evp;
+    f.scale = (float)(c->a.f[0] > 0 ? c->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1)));
+    f.causal = (int)c->a.i[0];
+    f.out = op;
+    f.qrs = qst[q->ndim - 2];
+    f.qcs = qst[q->ndim - 1];
+    f.krs = kst[k->ndim - 2];
+    f.kcs = kst[k->ndim - 1];
+    f.vrs = vst[v->ndim - 2];
+    f.vcs = vst[v->ndim - 1];
+    packs = tc__scratch_get(c->ctx, sizeof(float) * (size_t)(nbatch * (f.kpb + f.vpb)));
+    offs = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 4 * (size_t)nbatch);
+    if (!f.q || !f.k || !f.v || (m && !f.mask) || !op || !packs || !offs) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    if (r == TC_OK) {
+        f.kp = (float *)packs;
+        f.vp = f.kp + nbatch * f.kpb;
+        f.qoff = offs;
+        f.koff = offs + nbatch;
+        f.voff = offs + 2 * nbatch;
+        tc__attn_offsets(q, qst, nb, c->oshape, nbatch, offs);
+        tc__attn_offsets(k, kst, nb, c->oshape, nbatch, offs + nbatch);
+        tc__attn_offsets(v, vst, nb, c->oshape, nbatch, offs + 2 * nbatch);
+        if (m) {
+            /* the mask seen as [batch..., L, S], broadcast dims stride 0 */
+            tc_tensor mh;
+            memset(&mh, 0, sizeof mh);
+            mh.ndim = nb + 2;
+            for (d = 0; d < nb + 2; d++) {
+                int md = m->ndim - (nb + 2) + d;
+                mh.shape[d] = d < nb ? c->oshape[d] : d == nb ? L : S;
+                mh.strides[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
+            }
+            f.mrs = mh.strides[nb];
+            f.mcs = mh.strides[nb + 1];
+            tc__attn_offsets(&mh, mh.strides, nb, c->oshape, nbatch, offs + 3 * nbatch);
+            f.moff = offs + 3 * nbatch;
+        }
+        tc__parallel_for(c->ctx, nbatch * f.nkb, nbatch * S * (E + Ev), tc__flash_pack, &f);
+        tc__parallel_for(c->ctx, nbatch * f.nq, nbatch * L * S * (E + Ev) / (f.causal ? 2 : 1), tc__flash_tasks, &f);
+        if (f.failed) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    }
+    if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
+    else tc__scratch_put(oo);
+    tc__scratch_put(qo);
+    tc__scratch_put(ko);
+    tc__scratch_put(vo);
+    tc__scratch_put(mo);
+    tc__scratch_put(packs);
+    tc__scratch_put(offs);
+    return r;
+}
+
+TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v,
+                                                    tc_tensor *mask, int is_causal, double scale, const char *file,
+                                                    int line) {
+    tc__call c;
+    tc__call_init(&c, ctx, TC__OP_SDPA, file, line);
+    c.nin = 4;
+    c.in[0] = q;
+    c.in[1] = k;
+    c.in[2] = v;
+    c.in[3] = mask;
+    c.optional = 8;
+    c.a.i[0] = is_causal != 0;
+    c.a.f[0] = scale;
+    return tc__run(&c);
+}
 
 /* ===== src/tunecache.c ===== */
 /* max-autotune's on-disk cache: the choice measured for one launch on this
@@ -13733,6 +14171,10 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 /* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
+    /* hand-written attention into the fused kernel, before decomposition
+     * takes its softmax apart */
+    *g = tc__pass_attention(*g, &changed);
+    if (!*g) return TC_ERR_OOM;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
     if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
@@ -13782,6 +14224,10 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
         char buf[512];
         const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
         if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
+        else if (d || (!o.cache_dir && !getenv("TC_CACHE_DIR")))
+            /* never a truncated path: the choices stay in memory */
+            tc__log(ctx, TC_LOG_WARN, "max-autotune: %s; measured choices are not kept on disk",
+                    d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
     }
     return f;
 }

@@ -194,6 +194,22 @@ static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_t
     out[0] = tc_layer_norm(ctx, tc_add(ctx, tc_mul_scalar(ctx, tc_softmax(ctx, x, -1), 2.0), x), 1, NULL, NULL, 1e-5);
 }
 
+/* attention: causal self-attention through the fused kernel, 6 heads of 64
+ * over 1024 positions (GPT-style); and the same math written by hand as
+ * ViT's softmax(q @ k^T / 8) @ v over 197 tokens, which eager runs op by
+ * op through a materialized [197, 197] score matrix per head and the
+ * compiler matches back into the fused kernel. */
+static void model_sdpa_causal(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_scaled_dot_product_attention(ctx, in[0], in[1], in[2], NULL, 1, 0.0);
+}
+
+static void model_attention_by_hand(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *s = tc_div_scalar(ctx, tc_matmul(ctx, in[0], tc_transpose(ctx, in[1], -2, -1)), 8.0);
+    (void)user;
+    out[0] = tc_matmul(ctx, tc_softmax(ctx, s, -1), in[2]);
+}
+
 static workload workloads[] = {
     {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0, NULL},
     {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0, NULL},
@@ -209,6 +225,10 @@ static workload workloads[] = {
      setup_mlp_large}
     TC_BENCH_MLP(1), TC_BENCH_MLP(8), TC_BENCH_MLP(32),
 #undef TC_BENCH_MLP
+    {"sdpa_causal", 1, 3, {{1, 6, 1024, 64}, {1, 6, 1024, 64}, {1, 6, 1024, 64}}, {4, 4, 4}, model_sdpa_causal,
+     4.0 * 4 * 6 * 1024 * 64, 0, 2.0 * 2 * 6 * 1024 * 1024 * 64 / 2, NULL},
+    {"attention_by_hand", 8, 3, {{8, 6, 197, 64}, {8, 6, 197, 64}, {8, 6, 197, 64}}, {4, 4, 4},
+     model_attention_by_hand, 4.0 * 4 * 8 * 6 * 197 * 64, 0, 2.0 * 2 * 8 * 6 * 197 * 197 * 64, NULL},
     {"resblock", 1, 1, {{1, 64, 56, 56}}, {4}, model_resblock, 4.0 * (2 * 64 * 56 * 56 + 2 * 64 * 64 * 9), 0,
      2.0 * 2 * 64 * 64 * 9 * 56 * 56, setup_resblock},
 };

@@ -426,7 +426,10 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  * to [..., L, S] (no more dims than that); is_causal keeps the
  * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
  * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
- * PyTorch. */
+ * PyTorch.  Runs as one fused flash-style kernel (the [L, S] scores never
+ * reach memory; causal skips the blocks above the diagonal), eager and
+ * compiled alike; a compiled softmax(q @ k^T * s [+ mask]) @ v written by
+ * hand is matched into the same kernel. */
 TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, tc_tensor *k, tc_tensor *v, tc_tensor *mask, int is_causal, double scale, TC_AT_);
 #define tc_scaled_dot_product_attention(ctx, q, k, v, mask, causal, scale) \
     tc_scaled_dot_product_attention_at(ctx, q, k, v, mask, causal, scale, TC_HERE_)

@@ -490,6 +490,10 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 /* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
 TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     int changed = 0;
+    /* hand-written attention into the fused kernel, before decomposition
+     * takes its softmax apart */
+    *g = tc__pass_attention(*g, &changed);
+    if (!*g) return TC_ERR_OOM;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
     if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
@@ -539,6 +543,10 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
         char buf[512];
         const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
         if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
+        else if (d || (!o.cache_dir && !getenv("TC_CACHE_DIR")))
+            /* never a truncated path: the choices stay in memory */
+            tc__log(ctx, TC_LOG_WARN, "max-autotune: %s; measured choices are not kept on disk",
+                    d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
     }
     return f;
 }

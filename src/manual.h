@@ -190,9 +190,8 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - convolution runs as im2col + GEMM (implicit GEMM, BN folding,
- *     freeze and fused attention are being built); the C emitter and the
- *     CUDA backend too (README);
+ *   - convolution runs as im2col + GEMM (implicit GEMM and BN folding
+ *     are being built); the C emitter and the CUDA backend too (README);
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels; compilers without GNU C
  *     vector extensions (MSVC) run compiled graphs op by op;

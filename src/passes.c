@@ -483,6 +483,147 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     return -2;
 }
 
+/* ---- attention: the decomposed pattern back into the fused kernel ---------- */
+
+/* Walks the old graph beside the new one: a node of the pattern may be
+ * replaced only when the pattern is its one reader, else it would be
+ * computed twice (once inside the attention kernel). */
+typedef struct tc__attn_pass {
+    const tc__graph *old;
+    const int *uses;          /* readers per old node (outputs count)      */
+} tc__attn_pass;
+
+/* The value of a 0-d f32 constant (a scalar argument), or NaN. */
+TC__FN double tc__node_const(const tc__graph *g, int id) {
+    const tc__node *n = &g->nodes[id];
+    return n->kind == TC__NODE_OP && n->op == TC__OP_FULL && n->ndim == 0 && n->nin == 0 ? n->a.f[0] : NAN;
+}
+
+TC__FN int tc__same_shape(const tc__node *a, const tc__node *b) {
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* Is n a permute that swaps the last two dims (a transpose)? */
+TC__FN int tc__is_last_swap(const tc__node *n) {
+    int d;
+    if (n->kind != TC__NODE_OP || n->op != TC__OP_PERMUTE || n->ndim < 2) return 0;
+    for (d = 0; d < n->ndim - 2; d++)
+        if (n->a.i[d] != d) return 0;
+    return n->a.i[n->ndim - 2] == n->ndim - 1 && n->a.i[n->ndim - 1] == n->ndim - 2;
+}
+
+/* matmul(softmax(S, -1), v) with S = q @ k^T (* s | / s) [+ mask | where(mask,
+ * ., -inf)] becomes scaled_dot_product_attention(q, k, v, mask, scale): the
+ * [L, S] scores never reach memory.  Each intermediate must have this
+ * pattern as its only reader. */
+TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    const tc__attn_pass *ap = (const tc__attn_pass *)arg;
+    const tc__graph *og = ap->old;
+    int op_ = nd->in[0], np = in[0], os, ns, mask = -1, q, k, kt, ok_, nk;
+    double scale = 1.0, c;
+    tc__attrs a;
+    int sin[4];
+    const tc__node *sm, *x;
+    if (nd->op != TC__OP_MATMUL || nd->nin != 2 || nd->dt != TC_F32 || np < 0 || in[1] < 0) return -2;
+    sm = &g->nodes[np];
+    if (sm->op != TC__OP_SOFTMAX || sm->dt != TC_F32 || sm->ndim < 2 || sm->a.i[1] != sm->ndim - 1 ||
+        ap->uses[op_] != 1 || g->nodes[in[1]].ndim < 2 || g->nodes[in[1]].dt != TC_F32)
+        return -2;
+    os = og->nodes[op_].in[0];
+    ns = sm->in[0];
+    x = &g->nodes[ns];
+    /* the mask: added, or a bool selecting the scores over -inf */
+    if (x->op == TC__OP_ADD && ap->uses[os] == 1) {
+        int side;
+        for (side = 0; side < 2; side++) {
+            const tc__node *o = &g->nodes[x->in[side]];
+            if (o->op == TC__OP_MATMUL || o->op == TC__OP_MUL || o->op == TC__OP_DIV) break;
+        }
+        if (side == 2 || !tc__same_shape(&g->nodes[x->in[side]], x) || g->nodes[x->in[1 - side]].dt != TC_F32) return -2;
+        mask = x->in[1 - side];
+        os = og->nodes[os].in[side];
+        ns = x->in[side];
+    } else if (x->op == TC__OP_WHERE && ap->uses[os] == 1 && tc__node_const(g, x->in[2]) == -INFINITY &&
+               g->nodes[x->in[0]].dt == TC_BOOL && tc__same_shape(&g->nodes[x->in[1]], x)) {
+        mask = x->in[0];
+        os = og->nodes[os].in[1];
+        ns = x->in[1];
+    }
+    x = &g->nodes[ns];
+    /* the scale: a positive finite constant multiplied or divided */
+    if ((x->op == TC__OP_MUL || x->op == TC__OP_DIV) && ap->uses[os] == 1) {
+        int side = x->op == TC__OP_MUL && tc__node_const(g, x->in[0]) == tc__node_const(g, x->in[0]) ? 0 : 1;
+        c = tc__node_const(g, x->in[side]);
+        if (!(c > 0) || isinf(c) || (x->op == TC__OP_DIV && side == 0)) return -2;
+        scale = x->op == TC__OP_DIV ? 1.0 / c : c;
+        os = og->nodes[os].in[1 - side];
+        ns = x->in[1 - side];
+        x = &g->nodes[ns];
+    }
+    if (x->op != TC__OP_MATMUL || ap->uses[os] != 1 || x->dt != TC_F32) return -2;
+    q = x->in[0];
+    kt = x->in[1];
+    if (g->nodes[q].ndim < 2 || g->nodes[kt].ndim < 2 || g->nodes[q].dt != TC_F32 || g->nodes[kt].dt != TC_F32) return -2;
+    /* k itself: under the transpose, or the transpose of a [.., E, S] operand */
+    if (tc__is_last_swap(&g->nodes[kt])) {
+        k = g->nodes[kt].in[0];
+    } else {
+        nk = g->nodes[kt].ndim;
+        memset(&a, 0, sizeof a);
+        for (ok_ = 0; ok_ < nk; ok_++) a.i[ok_] = ok_;
+        a.i[nk - 2] = nk - 1;
+        a.i[nk - 1] = nk - 2;
+        k = tc__g_op(g, TC__OP_PERMUTE, &a, &kt, 1, nd->file, nd->line);
+        if (k < 0) return -1;
+    }
+    if (mask >= 0 && g->nodes[mask].ndim > nd->ndim) return -2;
+    memset(&a, 0, sizeof a);
+    a.f[0] = scale;
+    sin[0] = q;
+    sin[1] = k;
+    sin[2] = in[1];
+    sin[3] = mask;
+    {
+        /* only when the kernel's shape rule agrees with the matmul's result */
+        tc__call cc;
+        tc_tensor hdr[4];
+        int i, d;
+        tc__call_init(&cc, NULL, TC__OP_SDPA, nd->file, nd->line);
+        cc.a = a;
+        cc.nin = 4;
+        cc.optional = 8;
+        for (i = 0; i < 4; i++)
+            if (sin[i] >= 0) {
+                tc__node_as_tensor(&g->nodes[sin[i]], &hdr[i]);
+                cc.in[i] = &hdr[i];
+            }
+        if (tc__optable[TC__OP_SDPA].shape(&cc) != TC_OK || cc.ondim != nd->ndim) return -2;
+        for (d = 0; d < nd->ndim; d++)
+            if (cc.oshape[d] != nd->shape[d]) return -2;
+    }
+    return tc__g_op(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line);
+}
+
+TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
+    tc__attn_pass ap;
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k;
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
+    memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
+    for (i = 0; i < g->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
+    for (i = 0; i < g->nout; i++) uses[g->outputs[i]]++;
+    ap.old = g;
+    ap.uses = uses;
+    ng = tc__graph_rebuild(g, tc__attention_node, &ap, changed);
+    TC_FREE(uses);
+    return ng;
+}
+
 /* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),
  * batch_norm and scaled_dot_product_attention on f32 become matmuls,
  * pointwise ops and reductions, so the fuser sees one vocabulary.

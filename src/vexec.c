@@ -16,6 +16,7 @@ typedef void (*tc__vm_tile_fn)(const tc__vins *code, int n, tc__vst *s, int len)
 typedef double (*tc__vm_hred_fn)(const float *acc, int comb);
 typedef void (*tc__vm_init_fn)(float *acc, int comb);
 typedef void (*tc__vm_math_fn)(int op, const float *x, float *y, int64_t n, float p0, float p1);
+typedef void (*tc__vm_flash_fn)(float *st, int64_t ld, int64_t nk, float *m, float *l, float *corr);
 
 typedef struct tc__isa_impl {
     tc_isa isa;
@@ -24,14 +25,15 @@ typedef struct tc__isa_impl {
     tc__vm_hred_fn hred;
     tc__vm_math_fn math;
     tc__vm_init_fn init;
+    tc__vm_flash_fn flash_softmax;
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar},
-    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2},
-    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512},
 #endif
 };
 

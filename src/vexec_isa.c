@@ -587,6 +587,35 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
     }
 }
 
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
+    }
+}
+
 #undef TC__VF
 #undef TC__VI
 #undef TC__VU
