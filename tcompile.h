@@ -796,6 +796,7 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
+#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -1001,6 +1002,40 @@ TC__FN TC__UNUSED int tc__file_replace(const char *tmp, const char *dst) {
 #endif
 }
 
+/* Reads up to cap - 1 bytes of path into buf (NUL-terminated); the byte
+ * count, or -1.  Only a regular file is read: a FIFO or device placed
+ * where a cache file belongs must neither block nor feed the reader (it
+ * is opened non-blocking and checked on the descriptor itself, so there
+ * is no window between the check and the read). */
+TC__FN TC__UNUSED long tc__read_small_file(const char *path, char *buf, size_t cap) {
+    long n = 0;
+#if defined(_WIN32)
+    DWORD a = GetFileAttributesA(path);
+    FILE *fp;
+    if (cap == 0 || a == INVALID_FILE_ATTRIBUTES || (a & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_DEVICE))) return -1;
+    if (!(fp = fopen(path, "rb"))) return -1;
+    n = (long)fread(buf, 1, cap - 1, fp);
+    fclose(fp);
+#else
+    struct stat st;
+    int fd;
+    if (cap == 0 || (fd = open(path, O_RDONLY | O_NONBLOCK)) < 0) return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    while ((size_t)n < cap - 1) {
+        ssize_t r = read(fd, buf + n, cap - 1 - (size_t)n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (long)r;
+    }
+    close(fd);
+#endif
+    buf[n] = 0;
+    return n;
+}
+
 TC__FN TC__UNUSED unsigned long tc__pid(void) {
 #if defined(_WIN32)
     return (unsigned long)GetCurrentProcessId();
@@ -1170,6 +1205,17 @@ TC__FN TC__UNUSED int tc__try_enter(int *flag) {
     if (*flag) return 0; /* no atomics known for this compiler: best effort */
     *flag = 1;
     return 1;
+#endif
+}
+
+/* A counter's next value, unique across threads (temporary file names). */
+TC__FN TC__UNUSED unsigned tc__next_ticket(int *counter) {
+#if defined(TC__HAVE_ATOMICS)
+    return (unsigned)__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+#elif defined(_WIN32)
+    return (unsigned)InterlockedIncrement((volatile LONG *)counter);
+#else
+    return (unsigned)(*counter)++; /* no atomics known for this compiler: best effort */
 #endif
 }
 
@@ -12755,7 +12801,7 @@ typedef struct tc__tune_choice {
     double ms;                 /* what the winner measured                 */
 } tc__tune_choice;
 
-#define TC__TUNE_MAGIC "tcompile tune v1"
+#define TC__TUNE_MAGIC "tcompile tune v2"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -12807,19 +12853,19 @@ TC__FN void tc__tune_mem_free(tc__tune_mem *m) {
  * debugging), $XDG_CACHE_HOME/tcompile, or $HOME/.cache/tcompile.  NULL
  * when there is none. */
 TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap) {
-    const char *e;
+    const char *e, *sub = NULL;
     if (opt) return opt[0] ? opt : NULL;
     if ((e = getenv("TC_CACHE_DIR")) != NULL) return e[0] ? e : NULL;
-    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) {
-        tc__fmt(buf, cap, "%s/tcompile", e);
-        return buf;
-    }
-    if ((e = getenv("HOME")) != NULL && e[0]) {
-        tc__fmt(buf, cap, "%s/.cache/tcompile", e);
-        return buf;
-    }
-    return NULL;
+    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) sub = "/tcompile";
+    else if ((e = getenv("HOME")) != NULL && e[0]) sub = "/.cache/tcompile";
+    if (!sub || strlen(e) + strlen(sub) >= cap) return NULL; /* never a truncated path */
+    tc__fmt(buf, cap, "%s%s", e, sub);
+    return buf;
 }
+
+/* The longest cache directory: its file names must fit tc__tune_path's
+ * buffers whole. */
+#define TC__TUNE_DIR_MAX 511
 
 TC__FN uint64_t tc__fnv1a(const char *s) {
     uint64_t h = 14695981039346656037ull;
@@ -12831,43 +12877,80 @@ TC__FN void tc__tune_path(const char *dir, const char *key, char *path, size_t c
     tc__fmt(path, cap, "%s/tune-%016llx.txt", dir, (unsigned long long)tc__fnv1a(key));
 }
 
+/* "name=<integer in [lo, hi]>" at *p, then a space or the end: strict, so a
+ * damaged file is rejected instead of read with an overflowing sscanf. */
+TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, long *out) {
+    size_t n = strlen(name);
+    char *end;
+    long v;
+    if (strncmp(*p, name, n) != 0 || (*p)[n] != '=' || !((*p)[n + 1] == '-' || ((*p)[n + 1] >= '0' && (*p)[n + 1] <= '9')))
+        return 0;
+    errno = 0;
+    v = strtol(*p + n + 1, &end, 10);
+    if (errno || v < lo || v > hi || (*end != ' ' && *end != 0)) return 0;
+    *out = v;
+    *p = *end == ' ' ? end + 1 : end;
+    return 1;
+}
+
+/* The choice line "kc=.. mc_tiles=.. threads=.. ms=.." (ms in microseconds
+ * since v2, an integer like the rest). */
+TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
+    long kc, mc, th, us;
+    if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
+        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        return 0;
+    c->kc = (int)kc;
+    c->mc_tiles = (int)mc;
+    c->threads = (int)th;
+    c->ms = (double)us * 1e-3;
+    return 1;
+}
+
+/* The next line of *p (its newline replaced by NUL), or NULL at the end. */
+TC__FN char *tc__next_line(char **p) {
+    char *l = *p, *e;
+    if (!l || !*l) return NULL;
+    e = strchr(l, '\n');
+    if (e) {
+        *e = 0;
+        *p = e + 1;
+    } else {
+        *p = l + strlen(l);
+    }
+    return l;
+}
+
 /* 1 and *c filled when dir holds a valid choice for key. */
 TC__FN int tc__tune_cache_get(const char *dir, const char *key, tc__tune_choice *c) {
-    char path[1100], line[2048];
-    FILE *fp;
-    int ok = 0;
-    size_t n;
-    if (!dir) return 0;
+    char path[1100], text[4096], *p = text, *l;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
     tc__tune_path(dir, key, path, sizeof path);
-    fp = fopen(path, "r");
-    if (!fp) return 0;
-    if (fgets(line, sizeof line, fp) && strncmp(line, TC__TUNE_MAGIC, strlen(TC__TUNE_MAGIC)) == 0 &&
-        fgets(line, sizeof line, fp)) {
-        n = strlen(line);
-        if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
-        if (strcmp(line, key) == 0 && fgets(line, sizeof line, fp) &&
-            sscanf(line, "kc=%d mc_tiles=%d threads=%d ms=%lf", &c->kc, &c->mc_tiles, &c->threads, &c->ms) == 4)
-            ok = c->kc >= 0 && c->kc <= 4096 && c->mc_tiles >= 0 && c->mc_tiles <= 256 && c->threads >= 0 &&
-                 c->threads <= 1 && c->ms >= 0 && c->ms < 1e9;
-    }
-    fclose(fp);
-    return ok;
+    if (tc__read_small_file(path, text, sizeof text) <= 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, TC__TUNE_MAGIC) != 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, key) != 0) return 0;
+    l = tc__next_line(&p);
+    return l && tc__tune_parse(l, c);
 }
 
 /* Stores c for key; failures (no directory, read-only disk) only cost the
  * next process a measurement. */
 TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_choice *c) {
-    static unsigned counter; /* with the pid and a stack address: unique per thread */
+    static int counter; /* with the pid and a stack address: unique per thread */
     char path[1100], tmp[1200];
     FILE *fp;
     int ok;
-    if (!dir || tc__mkdirs(dir) != 0) return;
+    double us = c->ms * 1e3 + 0.5;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX || tc__mkdirs(dir) != 0) return;
     tc__tune_path(dir, key, path, sizeof path);
-    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp, counter++);
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
+            tc__next_ticket(&counter));
     fp = fopen(tmp, "w");
     if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d ms=%.6f\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
-                 c->threads, c->ms) > 0;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
+                 c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }

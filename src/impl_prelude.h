@@ -1,6 +1,7 @@
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
+#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>

@@ -75,6 +75,40 @@ TC__FN TC__UNUSED int tc__file_replace(const char *tmp, const char *dst) {
 #endif
 }
 
+/* Reads up to cap - 1 bytes of path into buf (NUL-terminated); the byte
+ * count, or -1.  Only a regular file is read: a FIFO or device placed
+ * where a cache file belongs must neither block nor feed the reader (it
+ * is opened non-blocking and checked on the descriptor itself, so there
+ * is no window between the check and the read). */
+TC__FN TC__UNUSED long tc__read_small_file(const char *path, char *buf, size_t cap) {
+    long n = 0;
+#if defined(_WIN32)
+    DWORD a = GetFileAttributesA(path);
+    FILE *fp;
+    if (cap == 0 || a == INVALID_FILE_ATTRIBUTES || (a & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_DEVICE))) return -1;
+    if (!(fp = fopen(path, "rb"))) return -1;
+    n = (long)fread(buf, 1, cap - 1, fp);
+    fclose(fp);
+#else
+    struct stat st;
+    int fd;
+    if (cap == 0 || (fd = open(path, O_RDONLY | O_NONBLOCK)) < 0) return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    while ((size_t)n < cap - 1) {
+        ssize_t r = read(fd, buf + n, cap - 1 - (size_t)n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (long)r;
+    }
+    close(fd);
+#endif
+    buf[n] = 0;
+    return n;
+}
+
 TC__FN TC__UNUSED unsigned long tc__pid(void) {
 #if defined(_WIN32)
     return (unsigned long)GetCurrentProcessId();
@@ -244,6 +278,17 @@ TC__FN TC__UNUSED int tc__try_enter(int *flag) {
     if (*flag) return 0; /* no atomics known for this compiler: best effort */
     *flag = 1;
     return 1;
+#endif
+}
+
+/* A counter's next value, unique across threads (temporary file names). */
+TC__FN TC__UNUSED unsigned tc__next_ticket(int *counter) {
+#if defined(TC__HAVE_ATOMICS)
+    return (unsigned)__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+#elif defined(_WIN32)
+    return (unsigned)InterlockedIncrement((volatile LONG *)counter);
+#else
+    return (unsigned)(*counter)++; /* no atomics known for this compiler: best effort */
 #endif
 }
 

@@ -16,7 +16,7 @@ typedef struct tc__tune_choice {
     double ms;                 /* what the winner measured                 */
 } tc__tune_choice;
 
-#define TC__TUNE_MAGIC "tcompile tune v1"
+#define TC__TUNE_MAGIC "tcompile tune v2"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -68,19 +68,19 @@ TC__FN void tc__tune_mem_free(tc__tune_mem *m) {
  * debugging), $XDG_CACHE_HOME/tcompile, or $HOME/.cache/tcompile.  NULL
  * when there is none. */
 TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap) {
-    const char *e;
+    const char *e, *sub = NULL;
     if (opt) return opt[0] ? opt : NULL;
     if ((e = getenv("TC_CACHE_DIR")) != NULL) return e[0] ? e : NULL;
-    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) {
-        tc__fmt(buf, cap, "%s/tcompile", e);
-        return buf;
-    }
-    if ((e = getenv("HOME")) != NULL && e[0]) {
-        tc__fmt(buf, cap, "%s/.cache/tcompile", e);
-        return buf;
-    }
-    return NULL;
+    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) sub = "/tcompile";
+    else if ((e = getenv("HOME")) != NULL && e[0]) sub = "/.cache/tcompile";
+    if (!sub || strlen(e) + strlen(sub) >= cap) return NULL; /* never a truncated path */
+    tc__fmt(buf, cap, "%s%s", e, sub);
+    return buf;
 }
+
+/* The longest cache directory: its file names must fit tc__tune_path's
+ * buffers whole. */
+#define TC__TUNE_DIR_MAX 511
 
 TC__FN uint64_t tc__fnv1a(const char *s) {
     uint64_t h = 14695981039346656037ull;
@@ -92,43 +92,80 @@ TC__FN void tc__tune_path(const char *dir, const char *key, char *path, size_t c
     tc__fmt(path, cap, "%s/tune-%016llx.txt", dir, (unsigned long long)tc__fnv1a(key));
 }
 
+/* "name=<integer in [lo, hi]>" at *p, then a space or the end: strict, so a
+ * damaged file is rejected instead of read with an overflowing sscanf. */
+TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, long *out) {
+    size_t n = strlen(name);
+    char *end;
+    long v;
+    if (strncmp(*p, name, n) != 0 || (*p)[n] != '=' || !((*p)[n + 1] == '-' || ((*p)[n + 1] >= '0' && (*p)[n + 1] <= '9')))
+        return 0;
+    errno = 0;
+    v = strtol(*p + n + 1, &end, 10);
+    if (errno || v < lo || v > hi || (*end != ' ' && *end != 0)) return 0;
+    *out = v;
+    *p = *end == ' ' ? end + 1 : end;
+    return 1;
+}
+
+/* The choice line "kc=.. mc_tiles=.. threads=.. ms=.." (ms in microseconds
+ * since v2, an integer like the rest). */
+TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
+    long kc, mc, th, us;
+    if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
+        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        return 0;
+    c->kc = (int)kc;
+    c->mc_tiles = (int)mc;
+    c->threads = (int)th;
+    c->ms = (double)us * 1e-3;
+    return 1;
+}
+
+/* The next line of *p (its newline replaced by NUL), or NULL at the end. */
+TC__FN char *tc__next_line(char **p) {
+    char *l = *p, *e;
+    if (!l || !*l) return NULL;
+    e = strchr(l, '\n');
+    if (e) {
+        *e = 0;
+        *p = e + 1;
+    } else {
+        *p = l + strlen(l);
+    }
+    return l;
+}
+
 /* 1 and *c filled when dir holds a valid choice for key. */
 TC__FN int tc__tune_cache_get(const char *dir, const char *key, tc__tune_choice *c) {
-    char path[1100], line[2048];
-    FILE *fp;
-    int ok = 0;
-    size_t n;
-    if (!dir) return 0;
+    char path[1100], text[4096], *p = text, *l;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
     tc__tune_path(dir, key, path, sizeof path);
-    fp = fopen(path, "r");
-    if (!fp) return 0;
-    if (fgets(line, sizeof line, fp) && strncmp(line, TC__TUNE_MAGIC, strlen(TC__TUNE_MAGIC)) == 0 &&
-        fgets(line, sizeof line, fp)) {
-        n = strlen(line);
-        if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
-        if (strcmp(line, key) == 0 && fgets(line, sizeof line, fp) &&
-            sscanf(line, "kc=%d mc_tiles=%d threads=%d ms=%lf", &c->kc, &c->mc_tiles, &c->threads, &c->ms) == 4)
-            ok = c->kc >= 0 && c->kc <= 4096 && c->mc_tiles >= 0 && c->mc_tiles <= 256 && c->threads >= 0 &&
-                 c->threads <= 1 && c->ms >= 0 && c->ms < 1e9;
-    }
-    fclose(fp);
-    return ok;
+    if (tc__read_small_file(path, text, sizeof text) <= 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, TC__TUNE_MAGIC) != 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, key) != 0) return 0;
+    l = tc__next_line(&p);
+    return l && tc__tune_parse(l, c);
 }
 
 /* Stores c for key; failures (no directory, read-only disk) only cost the
  * next process a measurement. */
 TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_choice *c) {
-    static unsigned counter; /* with the pid and a stack address: unique per thread */
+    static int counter; /* with the pid and a stack address: unique per thread */
     char path[1100], tmp[1200];
     FILE *fp;
     int ok;
-    if (!dir || tc__mkdirs(dir) != 0) return;
+    double us = c->ms * 1e3 + 0.5;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX || tc__mkdirs(dir) != 0) return;
     tc__tune_path(dir, key, path, sizeof path);
-    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp, counter++);
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
+            tc__next_ticket(&counter));
     fp = fopen(tmp, "w");
     if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d ms=%.6f\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
-                 c->threads, c->ms) > 0;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
+                 c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }

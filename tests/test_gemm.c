@@ -341,11 +341,47 @@ TC_TEST(test_autotune_disk_cache) {
     TC_CHECKF(c.tuned_launches == 0 && c.tuned_cached == b.tuned_launches, "measured %d, cached %d of %d",
               c.tuned_launches, c.tuned_cached, b.tuned_launches);
     /* damaged files are ignored and measured again */
-    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v1\nx\nkc=-5\n' > \"$f\"; done", dir);
+    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v2\nx\nkc=-5\n' > \"$f\"; done", dir);
     TC_CHECK(system(cmd) == 0);
     d = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
     TC_CHECKF(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0, "after damage: measured %d, cached %d",
               d.tuned_launches, d.tuned_cached);
+    {
+        /* strict records: overflowing or trailing values, a FIFO where the
+         * file belongs (must not block), a directory path too long to hold */
+        static const char *const bad[] = {"kc=99999999999999999999 mc_tiles=1 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 threads=0 us=5 extra", "kc=64 mc_tiles=1 threads=0 us=",
+                                          "kc=64 mc_tiles=1 threads=2 us=5", "kc= 64 mc_tiles=1 threads=0 us=5"};
+        char path[1100], longdir[700];
+        tc__tune_choice ch;
+        FILE *fp;
+        size_t i;
+        ch.kc = 128, ch.mc_tiles = 8, ch.threads = 1, ch.ms = 0.25;
+        tc__tune_cache_put(dir, "strict key", &ch);
+        memset(&ch, 0, sizeof ch);
+        TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 128 && ch.mc_tiles == 8 &&
+                 ch.threads == 1 && fabs(ch.ms - 0.25) < 1e-9);
+        tc__tune_path(dir, "strict key", path, sizeof path);
+        for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            fp = fopen(path, "w");
+            TC_CHECK(fp != NULL);
+            if (!fp) break;
+            fprintf(fp, "tcompile tune v2\nstrict key\n%s\n", bad[i]);
+            fclose(fp);
+            TC_CHECKF(tc__tune_cache_get(dir, "strict key", &ch) == 0, "accepted \"%s\"", bad[i]);
+        }
+        remove(path);
+        snprintf(cmd, sizeof cmd, "mkfifo '%.500s'", path);
+        TC_CHECK(system(cmd) == 0);
+        TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 0);
+        remove(path);
+        memset(longdir, 'd', sizeof longdir - 1);
+        longdir[0] = '/';
+        longdir[sizeof longdir - 1] = 0;
+        ch.kc = 128;
+        tc__tune_cache_put(longdir, "strict key", &ch); /* refused, not truncated */
+        TC_CHECK(tc__tune_cache_get(longdir, "strict key", &ch) == 0);
+    }
     /* "" turns the cache off */
     d = tune_once(TC_MODE_MAX_AUTOTUNE, "", in);
     TC_CHECK(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0);
