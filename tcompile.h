@@ -642,8 +642,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  * mask NULL, bool (true = attend) or float (added to the scores), broadcast
  * to [..., L, S] (no more dims than that); is_causal keeps the
  * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
- * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
- * PyTorch.  Runs as one fused flash-style kernel (the [L, S] scores never
+ * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as
+ * softmax does (PyTorch up to 2.4; 2.5 and later return 0 there).  Runs as one fused flash-style kernel (the [L, S] scores never
  * reach memory; causal skips the blocks above the diagonal), eager and
  * compiled alike; a compiled softmax(q @ k^T * s [+ mask]) @ v written by
  * hand is matched into the same kernel. */
@@ -12915,6 +12915,7 @@ TC__FN char *tc__next_line(char **p) {
     if (e) {
         *e = 0;
         *p = e + 1;
+        if (e > l && e[-1] == '\r') e[-1] = 0; /* a record copied through a text-mode tool */
     } else {
         *p = l + strlen(l);
     }
@@ -12947,7 +12948,7 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     tc__tune_path(dir, key, path, sizeof path);
     tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
             tc__next_ticket(&counter));
-    fp = fopen(tmp, "w");
+    fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
     if (!fp) return;
     ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
                  c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;

@@ -425,8 +425,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  * mask NULL, bool (true = attend) or float (added to the scores), broadcast
  * to [..., L, S] (no more dims than that); is_causal keeps the
  * top-left-aligned lower triangle and, as in PyTorch, excludes a mask;
- * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as in
- * PyTorch.  Runs as one fused flash-style kernel (the [L, S] scores never
+ * scale <= 0 means 1/sqrt(E).  A row with every key masked gives NaN, as
+ * softmax does (PyTorch up to 2.4; 2.5 and later return 0 there).  Runs as one fused flash-style kernel (the [L, S] scores never
  * reach memory; causal skips the blocks above the diagonal), eager and
  * compiled alike; a compiled softmax(q @ k^T * s [+ mask]) @ v written by
  * hand is matched into the same kernel. */

@@ -130,6 +130,7 @@ TC__FN char *tc__next_line(char **p) {
     if (e) {
         *e = 0;
         *p = e + 1;
+        if (e > l && e[-1] == '\r') e[-1] = 0; /* a record copied through a text-mode tool */
     } else {
         *p = l + strlen(l);
     }
@@ -162,7 +163,7 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     tc__tune_path(dir, key, path, sizeof path);
     tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
             tc__next_ticket(&counter));
-    fp = fopen(tmp, "w");
+    fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
     if (!fp) return;
     ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
                  c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;

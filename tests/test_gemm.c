@@ -370,6 +370,14 @@ TC_TEST(test_autotune_disk_cache) {
             fclose(fp);
             TC_CHECKF(tc__tune_cache_get(dir, "strict key", &ch) == 0, "accepted \"%s\"", bad[i]);
         }
+        /* CRLF line ends (a record that went through a text-mode copy) still read */
+        fp = fopen(path, "w");
+        TC_CHECK(fp != NULL);
+        if (fp) {
+            fprintf(fp, "tcompile tune v2\r\nstrict key\r\nkc=64 mc_tiles=2 threads=0 us=7\r\n");
+            fclose(fp);
+        }
+        TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 64 && ch.mc_tiles == 2);
         remove(path);
         snprintf(cmd, sizeof cmd, "mkfifo '%.500s'", path);
         TC_CHECK(system(cmd) == 0);
