@@ -6016,16 +6016,19 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
-/* Element offsets of every batch entry of t (its leading t->ndim - 2 dims
- * broadcast against bshape[0..nb)), in row-major batch order. */
-TC__FN void tc__batch_offsets(const tc_tensor *t, int tnb, int nb, const int64_t *bshape, int64_t nbatch, int64_t *off) {
+/* Element offsets of every batch entry of an operand with shape / strides
+ * st whose leading tnb dims are batch dims (the strides may be those of a
+ * converted copy), broadcast against bshape[0..nb), in row-major batch
+ * order. */
+TC__FN void tc__batch_offsets(const int64_t *shape, const int64_t *st, int tnb, int nb, const int64_t *bshape,
+                              int64_t nbatch, int64_t *off) {
     int64_t idx[TC_MAX_DIMS] = {0}, b;
     int d;
     for (b = 0; b < nbatch; b++) {
         int64_t o = 0;
         for (d = 0; d < nb; d++) {
             int td = tnb - nb + d;
-            if (td >= 0 && t->shape[td] != 1) o += idx[d] * t->strides[td];
+            if (td >= 0 && shape[td] != 1) o += idx[d] * st[td];
         }
         off[b] = o;
         for (d = nb - 1; d >= 0; d--) {
@@ -6113,7 +6116,6 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
                                 const int64_t *bshape, const float *bias, float alpha) {
     tc__gemm g;
     int64_t nbatch = tc__numel_of(nb, bshape), *off;
-    tc_tensor ta, tb;
     int d, fold = bnd == 2;
     memset(&g, 0, sizeof g);
     g.M = ash[and_ - 2];
@@ -6148,16 +6150,8 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     }
     off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
-    memset(&ta, 0, sizeof ta);
-    memset(&tb, 0, sizeof tb);
-    ta.ndim = and_;
-    tb.ndim = bnd;
-    memcpy(ta.shape, ash, sizeof(int64_t) * (size_t)and_);
-    memcpy(ta.strides, ast, sizeof(int64_t) * (size_t)and_);
-    memcpy(tb.shape, bsh, sizeof(int64_t) * (size_t)bnd);
-    memcpy(tb.strides, bst, sizeof(int64_t) * (size_t)bnd);
-    tc__batch_offsets(&ta, and_ - 2, nb, bshape, nbatch, off);
-    tc__batch_offsets(&tb, bnd - 2, nb, bshape, nbatch, off + nbatch);
+    tc__batch_offsets(ash, ast, and_ - 2, nb, bshape, nbatch, off);
+    tc__batch_offsets(bsh, bst, bnd - 2, nb, bshape, nbatch, off + nbatch);
     for (d = 0; d < nbatch; d++) off[2 * nbatch + d] = (int64_t)d * g.M * g.N;
     d = tc__gemm_batched(c->ctx, &g, nbatch, off, off + nbatch, off + 2 * nbatch);
     tc__scratch_put(off);
@@ -7693,23 +7687,32 @@ TC__FN void tc__node_as_tensor(const tc__node *n, tc_tensor *t) {
     t->lazy = 1;
 }
 
-/* Adds op(in...) to g with its shape rule applied; -1 on a rule error/OOM. */
-TC__FN int tc__g_op(tc__graph *g, tc__op op, const tc__attrs *a, const int *in, int nin, const char *file, int line) {
-    tc__call c;
+/* Runs op's shape rule on graph nodes in[] (-1: an absent optional
+ * input) into *c: its result's dtype, shape and normalized attributes
+ * (c's input pointers are not valid afterwards). */
+TC__FN tc_result tc__g_shape(const tc__graph *g, tc__op op, const tc__attrs *a, const int *in, int nin, const char *file,
+                             int line, tc__call *c) {
     tc_tensor hdr[TC__MAX_IN];
-    tc__node nd;
-    int k, fresh;
-    if (nin > TC__MAX_IN) return -1;
-    tc__call_init(&c, NULL, op, file, line);
-    if (a) c.a = *a;
-    c.nin = nin;
-    c.optional = ~0u;
+    int k;
+    if (nin > TC__MAX_IN) return TC_ERR_INVALID_ARG;
+    tc__call_init(c, NULL, op, file, line);
+    if (a) c->a = *a;
+    c->nin = nin;
+    c->optional = ~0u;
     for (k = 0; k < nin; k++) {
         if (in[k] < 0) continue;
         tc__node_as_tensor(&g->nodes[in[k]], &hdr[k]);
-        c.in[k] = &hdr[k];
+        c->in[k] = &hdr[k];
     }
-    if (tc__optable[op].shape(&c) != TC_OK) return -1;
+    return tc__optable[op].shape(c);
+}
+
+/* Adds op(in...) to g with its shape rule applied; -1 on a rule error/OOM. */
+TC__FN int tc__g_op(tc__graph *g, tc__op op, const tc__attrs *a, const int *in, int nin, const char *file, int line) {
+    tc__call c;
+    tc__node nd;
+    int fresh;
+    if (tc__g_shape(g, op, a, in, nin, file, line, &c) != TC_OK) return -1;
     memset(&nd, 0, sizeof nd);
     nd.kind = TC__NODE_OP;
     nd.op = op;
@@ -7753,6 +7756,17 @@ TC__FN int tc__g_binary(tc__graph *g, tc__op op, int x, int y, const char *file,
     in[0] = x;
     in[1] = y;
     return x < 0 || y < 0 ? -1 : tc__g_op(g, op, NULL, in, 2, file, line);
+}
+
+/* x with its last two dims swapped (a transpose view). */
+TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line) {
+    tc__attrs a;
+    int d, nd = g->nodes[x].ndim;
+    memset(&a, 0, sizeof a);
+    for (d = 0; d < nd; d++) a.i[d] = d;
+    a.i[nd - 2] = nd - 1;
+    a.i[nd - 1] = nd - 2;
+    return tc__g_op(g, TC__OP_PERMUTE, &a, &x, 1, file, line);
 }
 
 /* Rebuilds g through fn; the old graph is freed and the new one returned
@@ -8036,17 +8050,13 @@ TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *fil
  * decomposed by the next round of the pass. */
 TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
     const char *f = nd->file;
-    int l = nd->line, q = in[0], k = in[1], v = in[2], m = in[3], kt, s, d;
+    int l = nd->line, q = in[0], k = in[1], v = in[2], m = in[3], kt, s;
     const tc__node *kn = &g->nodes[k];
     int64_t L = g->nodes[q].shape[g->nodes[q].ndim - 2], S = kn->shape[kn->ndim - 2], E = kn->shape[kn->ndim - 1];
     double scale = nd->a.f[0] > 0 ? nd->a.f[0] : 1.0 / sqrt((double)(E > 0 ? E : 1));
     tc__attrs a;
     int in2[3];
-    memset(&a, 0, sizeof a);
-    for (d = 0; d < kn->ndim; d++) a.i[d] = d;
-    a.i[kn->ndim - 2] = kn->ndim - 1;
-    a.i[kn->ndim - 1] = kn->ndim - 2;
-    kt = tc__g_op(g, TC__OP_PERMUTE, &a, &k, 1, f, l);
+    kt = tc__g_transpose_last(g, k, f, l);
     s = tc__g_binary(g, TC__OP_MUL, tc__g_binary(g, TC__OP_MATMUL, q, kt, f, l), tc__g_scalar(g, scale, f, l), f, l);
     if (nd->a.i[0]) {
         /* causal: keep j <= i, top-left aligned */
@@ -8193,9 +8203,10 @@ TC__FN int tc__is_last_swap(const tc__node *n) {
 TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const tc__attn_pass *ap = (const tc__attn_pass *)arg;
     const tc__graph *og = ap->old;
-    int op_ = nd->in[0], np = in[0], os, ns, mask = -1, q, k, kt, ok_, nk;
+    int op_ = nd->in[0], np = in[0], os, ns, mask = -1, q, k, kt;
     double scale = 1.0, c;
     tc__attrs a;
+    tc__call cc;
     int sin[4];
     const tc__node *sm, *x;
     if (nd->op != TC__OP_MATMUL || nd->nin != 2 || nd->dt != TC_F32 || np < 0 || in[1] < 0) return -2;
@@ -8239,42 +8250,18 @@ TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, v
     kt = x->in[1];
     if (g->nodes[q].ndim < 2 || g->nodes[kt].ndim < 2 || g->nodes[q].dt != TC_F32 || g->nodes[kt].dt != TC_F32) return -2;
     /* k itself: under the transpose, or the transpose of a [.., E, S] operand */
-    if (tc__is_last_swap(&g->nodes[kt])) {
-        k = g->nodes[kt].in[0];
-    } else {
-        nk = g->nodes[kt].ndim;
-        memset(&a, 0, sizeof a);
-        for (ok_ = 0; ok_ < nk; ok_++) a.i[ok_] = ok_;
-        a.i[nk - 2] = nk - 1;
-        a.i[nk - 1] = nk - 2;
-        k = tc__g_op(g, TC__OP_PERMUTE, &a, &kt, 1, nd->file, nd->line);
-        if (k < 0) return -1;
-    }
-    if (mask >= 0 && g->nodes[mask].ndim > nd->ndim) return -2;
+    if (tc__is_last_swap(&g->nodes[kt])) k = g->nodes[kt].in[0];
+    else if ((k = tc__g_transpose_last(g, kt, nd->file, nd->line)) < 0) return -1;
     memset(&a, 0, sizeof a);
     a.f[0] = scale;
     sin[0] = q;
     sin[1] = k;
     sin[2] = in[1];
     sin[3] = mask;
-    {
-        /* only when the kernel's shape rule agrees with the matmul's result */
-        tc__call cc;
-        tc_tensor hdr[4];
-        int i, d;
-        tc__call_init(&cc, NULL, TC__OP_SDPA, nd->file, nd->line);
-        cc.a = a;
-        cc.nin = 4;
-        cc.optional = 8;
-        for (i = 0; i < 4; i++)
-            if (sin[i] >= 0) {
-                tc__node_as_tensor(&g->nodes[sin[i]], &hdr[i]);
-                cc.in[i] = &hdr[i];
-            }
-        if (tc__optable[TC__OP_SDPA].shape(&cc) != TC_OK || cc.ondim != nd->ndim) return -2;
-        for (d = 0; d < nd->ndim; d++)
-            if (cc.oshape[d] != nd->shape[d]) return -2;
-    }
+    /* only when the kernel's shape rule agrees with the matmul's result */
+    if (tc__g_shape(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line, &cc) != TC_OK || cc.ondim != nd->ndim ||
+        memcmp(cc.oshape, nd->shape, sizeof(int64_t) * (size_t)nd->ndim) != 0)
+        return -2;
     return tc__g_op(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line);
 }
 
@@ -12663,18 +12650,6 @@ TC__FN void tc__flash_tasks(void *arg, int64_t tb, int64_t te) {
     tc__scratch_put(qp);
 }
 
-/* Element offsets of each batch entry of an operand whose last two dims
- * are core dims, given its strides (which may be a converted copy's). */
-TC__FN void tc__attn_offsets(const tc_tensor *t, const int64_t *st, int nb, const int64_t *bshape, int64_t nbatch,
-                             int64_t *off) {
-    tc_tensor h;
-    memset(&h, 0, sizeof h);
-    h.ndim = t->ndim;
-    memcpy(h.shape, t->shape, sizeof h.shape);
-    memcpy(h.strides, st, sizeof(int64_t) * (size_t)t->ndim);
-    tc__batch_offsets(&h, t->ndim - 2, nb, bshape, nbatch, off);
-}
-
 TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
     const tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
     int nb = (int)c->a.i[1], d;
@@ -12733,22 +12708,19 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
         f.qoff = offs;
         f.koff = offs + nbatch;
         f.voff = offs + 2 * nbatch;
-        tc__attn_offsets(q, qst, nb, c->oshape, nbatch, offs);
-        tc__attn_offsets(k, kst, nb, c->oshape, nbatch, offs + nbatch);
-        tc__attn_offsets(v, vst, nb, c->oshape, nbatch, offs + 2 * nbatch);
+        tc__batch_offsets(q->shape, qst, q->ndim - 2, nb, c->oshape, nbatch, offs);
+        tc__batch_offsets(k->shape, kst, k->ndim - 2, nb, c->oshape, nbatch, offs + nbatch);
+        tc__batch_offsets(v->shape, vst, v->ndim - 2, nb, c->oshape, nbatch, offs + 2 * nbatch);
         if (m) {
-            /* the mask seen as [batch..., L, S], broadcast dims stride 0 */
-            tc_tensor mh;
-            memset(&mh, 0, sizeof mh);
-            mh.ndim = nb + 2;
+            /* the mask's strides over [batch..., L, S], broadcast dims 0 */
+            int64_t ms[TC_MAX_DIMS + 2];
             for (d = 0; d < nb + 2; d++) {
                 int md = m->ndim - (nb + 2) + d;
-                mh.shape[d] = d < nb ? c->oshape[d] : d == nb ? L : S;
-                mh.strides[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
+                ms[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
             }
-            f.mrs = mh.strides[nb];
-            f.mcs = mh.strides[nb + 1];
-            tc__attn_offsets(&mh, mh.strides, nb, c->oshape, nbatch, offs + 3 * nbatch);
+            f.mrs = ms[nb];
+            f.mcs = ms[nb + 1];
+            tc__batch_offsets(c->oshape, ms, nb, nb, c->oshape, nbatch, offs + 3 * nbatch);
             f.moff = offs + 3 * nbatch;
         }
         tc__parallel_for(c->ctx, nbatch * f.nkb, nbatch * S * (E + Ev), tc__flash_pack, &f);

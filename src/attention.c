@@ -220,18 +220,6 @@ TC__FN void tc__flash_tasks(void *arg, int64_t tb, int64_t te) {
     tc__scratch_put(qp);
 }
 
-/* Element offsets of each batch entry of an operand whose last two dims
- * are core dims, given its strides (which may be a converted copy's). */
-TC__FN void tc__attn_offsets(const tc_tensor *t, const int64_t *st, int nb, const int64_t *bshape, int64_t nbatch,
-                             int64_t *off) {
-    tc_tensor h;
-    memset(&h, 0, sizeof h);
-    h.ndim = t->ndim;
-    memcpy(h.shape, t->shape, sizeof h.shape);
-    memcpy(h.strides, st, sizeof(int64_t) * (size_t)t->ndim);
-    tc__batch_offsets(&h, t->ndim - 2, nb, bshape, nbatch, off);
-}
-
 TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
     const tc_tensor *q = c->ins[0], *k = c->ins[1], *v = c->ins[2], *m = c->ins[3];
     int nb = (int)c->a.i[1], d;
@@ -290,22 +278,19 @@ TC__FN tc_result tc__run_sdpa(tc__call *c, tc_tensor *out) {
         f.qoff = offs;
         f.koff = offs + nbatch;
         f.voff = offs + 2 * nbatch;
-        tc__attn_offsets(q, qst, nb, c->oshape, nbatch, offs);
-        tc__attn_offsets(k, kst, nb, c->oshape, nbatch, offs + nbatch);
-        tc__attn_offsets(v, vst, nb, c->oshape, nbatch, offs + 2 * nbatch);
+        tc__batch_offsets(q->shape, qst, q->ndim - 2, nb, c->oshape, nbatch, offs);
+        tc__batch_offsets(k->shape, kst, k->ndim - 2, nb, c->oshape, nbatch, offs + nbatch);
+        tc__batch_offsets(v->shape, vst, v->ndim - 2, nb, c->oshape, nbatch, offs + 2 * nbatch);
         if (m) {
-            /* the mask seen as [batch..., L, S], broadcast dims stride 0 */
-            tc_tensor mh;
-            memset(&mh, 0, sizeof mh);
-            mh.ndim = nb + 2;
+            /* the mask's strides over [batch..., L, S], broadcast dims 0 */
+            int64_t ms[TC_MAX_DIMS + 2];
             for (d = 0; d < nb + 2; d++) {
                 int md = m->ndim - (nb + 2) + d;
-                mh.shape[d] = d < nb ? c->oshape[d] : d == nb ? L : S;
-                mh.strides[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
+                ms[d] = md >= 0 && m->shape[md] != 1 ? mst[md] : 0;
             }
-            f.mrs = mh.strides[nb];
-            f.mcs = mh.strides[nb + 1];
-            tc__attn_offsets(&mh, mh.strides, nb, c->oshape, nbatch, offs + 3 * nbatch);
+            f.mrs = ms[nb];
+            f.mcs = ms[nb + 1];
+            tc__batch_offsets(c->oshape, ms, nb, nb, c->oshape, nbatch, offs + 3 * nbatch);
             f.moff = offs + 3 * nbatch;
         }
         tc__parallel_for(c->ctx, nbatch * f.nkb, nbatch * S * (E + Ev), tc__flash_pack, &f);

@@ -1,16 +1,19 @@
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
-/* Element offsets of every batch entry of t (its leading t->ndim - 2 dims
- * broadcast against bshape[0..nb)), in row-major batch order. */
-TC__FN void tc__batch_offsets(const tc_tensor *t, int tnb, int nb, const int64_t *bshape, int64_t nbatch, int64_t *off) {
+/* Element offsets of every batch entry of an operand with shape / strides
+ * st whose leading tnb dims are batch dims (the strides may be those of a
+ * converted copy), broadcast against bshape[0..nb), in row-major batch
+ * order. */
+TC__FN void tc__batch_offsets(const int64_t *shape, const int64_t *st, int tnb, int nb, const int64_t *bshape,
+                              int64_t nbatch, int64_t *off) {
     int64_t idx[TC_MAX_DIMS] = {0}, b;
     int d;
     for (b = 0; b < nbatch; b++) {
         int64_t o = 0;
         for (d = 0; d < nb; d++) {
             int td = tnb - nb + d;
-            if (td >= 0 && t->shape[td] != 1) o += idx[d] * t->strides[td];
+            if (td >= 0 && shape[td] != 1) o += idx[d] * st[td];
         }
         off[b] = o;
         for (d = nb - 1; d >= 0; d--) {
@@ -98,7 +101,6 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
                                 const int64_t *bshape, const float *bias, float alpha) {
     tc__gemm g;
     int64_t nbatch = tc__numel_of(nb, bshape), *off;
-    tc_tensor ta, tb;
     int d, fold = bnd == 2;
     memset(&g, 0, sizeof g);
     g.M = ash[and_ - 2];
@@ -133,16 +135,8 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     }
     off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
-    memset(&ta, 0, sizeof ta);
-    memset(&tb, 0, sizeof tb);
-    ta.ndim = and_;
-    tb.ndim = bnd;
-    memcpy(ta.shape, ash, sizeof(int64_t) * (size_t)and_);
-    memcpy(ta.strides, ast, sizeof(int64_t) * (size_t)and_);
-    memcpy(tb.shape, bsh, sizeof(int64_t) * (size_t)bnd);
-    memcpy(tb.strides, bst, sizeof(int64_t) * (size_t)bnd);
-    tc__batch_offsets(&ta, and_ - 2, nb, bshape, nbatch, off);
-    tc__batch_offsets(&tb, bnd - 2, nb, bshape, nbatch, off + nbatch);
+    tc__batch_offsets(ash, ast, and_ - 2, nb, bshape, nbatch, off);
+    tc__batch_offsets(bsh, bst, bnd - 2, nb, bshape, nbatch, off + nbatch);
     for (d = 0; d < nbatch; d++) off[2 * nbatch + d] = (int64_t)d * g.M * g.N;
     d = tc__gemm_batched(c->ctx, &g, nbatch, off, off + nbatch, off + 2 * nbatch);
     tc__scratch_put(off);
