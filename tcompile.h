@@ -5559,6 +5559,13 @@ typedef struct tc__gemm {
     int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
     struct tc__gemm_prepack *pre; /* B packed once (freeze), or NULL      */
+    const float *rbias;      /* rbias[i] added to row i (conv's bias), or NULL */
+    /* B computed while it is packed instead of read (implicit GEMM: conv's
+     * im2col matrix, never stored); same contract as tc__pack_b, with B
+     * as packb_arg's base pointer.  NULL: B is a strided matrix. */
+    void (*packb)(const struct tc__gemm *g, int nr, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
+                  int64_t js1, float *bp);
+    const void *packb_arg;
 } tc__gemm;
 
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
@@ -5580,8 +5587,21 @@ TC__FN void tc__gemm_prepack_free(tc__gemm_prepack *pp) {
     TC_FREE(pp);
 }
 
+/* Row bias on a final block of C (rows [row, row + m), columns [col, col + n)). */
+TC__FN void tc__gemm_rbias(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
+    int64_t i, q;
+    if (!g->rbias) return;
+    for (i = 0; i < m; i++) {
+        float *c = g->C + (row + i) * g->ldc + col, b = g->rbias[row + i];
+        for (q = 0; q < n; q++) c[q] += b;
+    }
+}
+
+/* A block of C is final: the row bias, then the epilogue, while it is in cache. */
 TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
-    if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
+    if (m <= 0 || n <= 0) return;
+    tc__gemm_rbias(g, row, m, col, n);
+    if (g->epi) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
 }
 
 typedef void (*tc__ukr_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int mr, int nr,
@@ -5769,7 +5789,8 @@ typedef struct tc__gemm_job {
 
 TC__FN void tc__gemm_pack_b_part(void *arg, int64_t b, int64_t e) {
     const tc__gemm_job *j = (const tc__gemm_job *)arg;
-    tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
+    if (j->g->packb) j->g->packb(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
+    else tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
 }
 
 /* Tasks [tb, te): task t is A block t / nchunks against column chunk
@@ -5800,10 +5821,11 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
                 j->im.ukr(j->kc, ap + is * j->kc, j->bp + js * j->kc, ct, g->ldc, mr, nr, !j->first);
                 if (j->last && (g->alpha != 1.0f || g->bias))
                     j->im.fin(ct, g->ldc, mr, nr, g->alpha, g->bias ? g->bias + j->jc + js : NULL);
+                if (j->last) tc__gemm_rbias(g, ic + is, mr, j->jc + js, nr); /* the tile is in L1 */
             }
         }
         /* the block (mc rows x the chunk) is final and still in cache */
-        if (j->last) tc__gemm_epi(g, ic, mc, j->jc + j0, j1 - j0);
+        if (j->last && g->epi && mc > 0 && j1 > j0) g->epi->fn(g->epi->arg, g->epi_row0 + ic, mc, j->jc + j0, j1 - j0, g->ldc);
     }
     tc__scratch_put(ap);
 }
@@ -5881,9 +5903,10 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
+    if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
+        return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
-    pre = g->pre;
+    pre = g->packb ? NULL : g->pre;
     if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
                  pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
@@ -5982,7 +6005,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.A += j->aoff[i];
         gi.B += j->boff[i];
         gi.C += j->coff[i];
-        gi.epi_row0 = gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
+        gi.epi_row0 += gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
         if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
     }
 }
@@ -6006,7 +6029,7 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
         gi.A += aoff[i];
         gi.B += boff[i];
         gi.C += coff[i];
-        gi.epi_row0 = g->ldc > 0 ? coff[i] / g->ldc : 0;
+        gi.epi_row0 += g->ldc > 0 ? coff[i] / g->ldc : 0;
         if (tc__gemm_run(ctx, &gi, 0)) return -1;
     }
     return 0;
@@ -6284,7 +6307,7 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
 }
 
 /* ===== src/conv.c ===== */
-/* Convolution (im2col + blocked GEMM per image and group; direct loops for
+/* Convolution (implicit GEMM per image and group; direct loops for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
 
@@ -6394,30 +6417,55 @@ TC__FN tc_result tc__shape_conv2d(tc__call *c) {
     return r;
 }
 
-typedef struct tc__im2col_job {
-    const float *x;          /* one image, channels of one group [Cg, H, W] */
-    float *col;              /* [Cg*kh*kw, OH*OW] */
-    tc__geom g;
-} tc__im2col_job;
-
-TC__FN void tc__im2col_rows(void *arg, int64_t rb, int64_t re) {
-    const tc__im2col_job *j = (const tc__im2col_job *)arg;
-    const tc__geom *g = &j->g;
-    int64_t r, oh, ow, P = g->OH * g->OW;
-    for (r = rb; r < re; r++) {
-        int64_t ch = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;
-        const float *xc = j->x + ch * g->H * g->W;
-        float *dst = j->col + r * P;
-        for (oh = 0; oh < g->OH; oh++) {
-            int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-            float *d = dst + oh * g->OW;
-            if (ih < 0 || ih >= g->H) {
-                for (ow = 0; ow < g->OW; ow++) d[ow] = 0.0f;
-                continue;
+/* Implicit GEMM: conv is W[og, K] @ X[K, P] per image and group, where X
+ * is the im2col matrix (k = (channel, ki, kj), q = (oh, ow)).  X is never
+ * stored: the GEMM's B packer computes each KC x NR sliver straight from
+ * the image (tc__gemm.packb), so the extra memory is one packed panel,
+ * not K x P floats per image.  gm->B is the group's first channel. */
+TC__FN void tc__conv_pack_b(const tc__gemm *gm, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
+                            int64_t js1, float *bp) {
+    const tc__geom *g = (const tc__geom *)gm->packb_arg;
+    const int64_t khw = g->kh * g->kw, HW = g->H * g->W;
+    int64_t js;
+    for (js = js0; js < js1 && js < nc; js += nr_) {
+        int64_t nr = nc - js < nr_ ? nc - js : nr_, q0 = jc + js, oh0 = q0 / g->OW, ow0 = q0 % g->OW;
+        int64_t ch = pc / khw, ki = (pc / g->kw) % g->kh, kj = pc % g->kw, k;
+        float *dst = bp + js * kc;
+        for (k = 0; k < kc; k++) {
+            float *d = dst + k * nr_;
+            const float *xc = gm->B + ch * HW;
+            int64_t j = 0, oh = oh0, ow = ow0, t;
+            /* the sliver's columns, one output row's run at a time */
+            while (j < nr) {
+                int64_t run = nr - j < g->OW - ow ? nr - j : g->OW - ow;
+                int64_t ih = oh * g->sh - g->ph + ki * g->dh, iw0 = ow * g->sw - g->pw + kj * g->dw;
+                const float *xr = xc + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
+                if (ih < 0 || ih >= g->H) {
+                    for (t = 0; t < run; t++) d[j + t] = 0.0f;
+                } else if (g->sw == 1) { /* a contiguous run of the input row, zeros in the padding */
+                    int64_t lo = iw0 < 0 ? -iw0 : 0, hi = g->W - iw0 < run ? g->W - iw0 : run;
+                    if (lo > run) lo = run;
+                    if (hi < lo) hi = lo;
+                    for (t = 0; t < lo; t++) d[j + t] = 0.0f;
+                    if (hi > lo) memcpy(d + j + lo, xr + iw0 + lo, sizeof(float) * (size_t)(hi - lo));
+                    for (t = hi; t < run; t++) d[j + t] = 0.0f;
+                } else {
+                    for (t = 0; t < run; t++) {
+                        int64_t iw = iw0 + t * g->sw;
+                        d[j + t] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
+                    }
+                }
+                j += run;
+                ow = 0;
+                oh++;
             }
-            for (ow = 0; ow < g->OW; ow++) {
-                int64_t iw = ow * g->sw - g->pw + kj * g->dw;
-                d[ow] = iw >= 0 && iw < g->W ? xc[ih * g->W + iw] : 0.0f;
+            for (; j < nr_; j++) d[j] = 0.0f;
+            if (++kj == g->kw) {
+                kj = 0;
+                if (++ki == g->kh) {
+                    ki = 0;
+                    ch++;
+                }
             }
         }
     }
@@ -6429,6 +6477,7 @@ typedef struct tc__dw_job {
     tc__geom g;
     int64_t mult;            /* output channels per input channel */
     int64_t cout;
+    const tc__epilogue *epi; /* run on each finished plane */
 } tc__dw_job;
 
 /* Depthwise (one input channel per group): direct loops per output plane. */
@@ -6453,18 +6502,19 @@ TC__FN void tc__dw_planes(void *arg, int64_t pb, int64_t pe) {
                 }
                 yp[oh * g->OW + ow] = acc + b;
             }
+        if (j->epi && g->OH * g->OW > 0) j->epi->fn(j->epi->arg, p, 1, 0, g->OH * g->OW, g->OH * g->OW);
     }
 }
 
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
     tc__geom g;
-    int64_t groups = c->a.i[TC__G_GROUPS], cout = w->shape[0], cg, og, K, P, n, gi;
+    int64_t groups = c->a.i[TC__G_GROUPS], cout = w->shape[0], cg, og, K, P, n, gi, *off = NULL;
     void *xo = NULL, *wo = NULL, *bo = NULL, *oo = NULL;
     const float *xp = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
     const float *wp = (const float *)tc__contig_as(c->ctx, w, TC_F32, &wo);
     const float *bp = b ? (const float *)tc__contig_as(c->ctx, b, TC_F32, &bo) : NULL;
-    float *op = tc__out_f32(out, &oo), *col = NULL;
+    float *op = tc__out_f32(out, &oo);
     tc_result r = TC_OK;
     tc__geom_of(c, x, &g);
     cg = g.C / groups;
@@ -6481,48 +6531,49 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
         j.g = g;
         j.mult = og;
         j.cout = cout;
+        j.epi = c->epi;
         tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
+    } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
+        r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else {
+        /* 1 x 1, stride 1, no padding: the image itself is the B matrix */
         int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-        if (!direct && !(col = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
-            r = tc__msg(c, TC_ERR_OOM, "out of memory");
-        for (n = 0; r == TC_OK && n < g.N; n++)
-            for (gi = 0; r == TC_OK && gi < groups; gi++) {
-                tc__gemm gm;
-                const float *xg = xp + (n * g.C + gi * cg) * g.H * g.W;
-                if (!direct) {
-                    tc__im2col_job j;
-                    j.x = xg;
-                    j.col = col;
-                    j.g = g;
-                    tc__parallel_for(c->ctx, K, K * P, tc__im2col_rows, &j);
-                }
-                memset(&gm, 0, sizeof gm);
-                gm.M = og;
-                gm.N = P;
-                gm.K = K;
-                gm.A = wp + gi * og * K;
-                gm.rsa = K;
-                gm.csa = 1;
-                gm.B = direct ? xg : col;
-                gm.rsb = P;
-                gm.csb = 1;
-                gm.C = op + (n * cout + gi * og) * P;
-                gm.ldc = P;
-                gm.alpha = 1.0f;
-                gm.kc = c->blk.kc;
-                gm.mc_tiles = c->blk.mc_tiles;
-                if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-                else if (bp) {
-                    int64_t o, q;
-                    for (o = 0; o < og; o++)
-                        for (q = 0; q < P; q++) gm.C[o * P + q] += bp[gi * og + o];
-                }
+        for (n = 0; n < g.N; n++) {
+            off[n] = 0;                      /* A: the group's weights */
+            off[g.N + n] = n * g.C * g.H * g.W; /* B: image n           */
+            off[2 * g.N + n] = n * cout * P;    /* C: output image n    */
+        }
+        for (gi = 0; r == TC_OK && gi < groups; gi++) {
+            tc__gemm gm;
+            memset(&gm, 0, sizeof gm);
+            gm.M = og;
+            gm.N = P;
+            gm.K = K;
+            gm.A = wp + gi * og * K;
+            gm.rsa = K;
+            gm.csa = 1;
+            gm.B = xp + gi * cg * g.H * g.W;
+            gm.rsb = P;
+            gm.csb = 1;
+            if (!direct) {
+                gm.packb = tc__conv_pack_b;
+                gm.packb_arg = &g;
             }
+            gm.C = op + gi * og * P;
+            gm.ldc = P;
+            gm.alpha = 1.0f;
+            gm.rbias = bp ? bp + gi * og : NULL;
+            gm.epi = c->epi;
+            gm.epi_row0 = gi * og; /* the output seen as [N * cout, P] */
+            gm.kc = c->blk.kc;
+            gm.mc_tiles = c->blk.mc_tiles;
+            if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N))
+                r = tc__msg(c, TC_ERR_OOM, "out of memory");
+        }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
     else tc__scratch_put(oo);
-    tc__scratch_put(col);
+    tc__scratch_put(off);
     tc__scratch_put(xo);
     tc__scratch_put(wo);
     tc__scratch_put(bo);
@@ -7747,6 +7798,31 @@ TC__FN int tc__g_scalar(tc__graph *g, double v, const char *file, int line) {
     return tc__graph_add(g, &nd, &fresh);
 }
 
+/* Constant data (a from_data node) that g owns from now on; -1 on OOM
+ * (data is freed then). */
+TC__FN int tc__g_data(tc__graph *g, tc_dtype dt, int ndim, const int64_t *shape, void *data, const char *file, int line) {
+    tc__node nd;
+    int k, fresh;
+    if (!data || tc__graph_own(g, data)) {
+        TC_FREE(data);
+        return -1;
+    }
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_OP;
+    nd.op = TC__OP_FROM_DATA;
+    nd.in = nd.in_small;
+    nd.a.dt = dt;
+    for (k = 0; k < ndim; k++) nd.a.i[k] = shape[k];
+    nd.a.i[TC__A_NDIM] = ndim;
+    nd.a.ptr = data;
+    nd.dt = dt;
+    nd.ndim = ndim;
+    memcpy(nd.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    nd.file = file;
+    nd.line = line;
+    return tc__graph_add(g, &nd, &fresh);
+}
+
 TC__FN int tc__g_unary(tc__graph *g, tc__op op, int x, const char *file, int line) {
     return x < 0 ? -1 : tc__g_op(g, op, NULL, &x, 1, file, line);
 }
@@ -7769,14 +7845,16 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
     return tc__g_op(g, TC__OP_PERMUTE, &a, &x, 1, file, line);
 }
 
-/* Rebuilds g through fn; the old graph is freed and the new one returned
- * (NULL on OOM, with g freed as well).  *changed counts rewritten nodes. */
-TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, int *changed) {
+/* Rebuilds g through fn, visiting the old nodes in `order` (a topological
+ * order of all of them; NULL: as they are); the old graph is freed and the
+ * new one returned (NULL on OOM, with g freed as well).  *changed counts
+ * rewritten nodes. */
+TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
     *changed = 0;
-    for (i = 0; ok && i < g->n; i++) {
-        const tc__node *nd = &g->nodes[i];
+    for (o = 0; ok && o < g->n; o++) {
+        const tc__node *nd = &g->nodes[i = order ? order[o] : o];
         int small[TC__MAX_IN], *in = small, id;
         if (nd->nin > TC__MAX_IN && !(in = (int *)tc__malloc(sizeof(int) * (size_t)nd->nin))) {
             ok = 0;
@@ -7813,6 +7891,47 @@ TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, 
         tc__graph_free(ng);
         return NULL;
     }
+    return ng;
+}
+
+TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, int *changed) {
+    return tc__graph_rebuild_in(g, NULL, fn, arg, changed);
+}
+
+/* Nodes that read no input (parameters, constants and what is computed
+ * from them alone: batch norm's per-channel scale and shift, a weight's
+ * transpose) move ahead of the rest, each group in its old order.  The
+ * planner runs nodes in graph order and a contraction's epilogue may only
+ * read what exists before the contraction runs, so without this the
+ * scale that batch norm traced after its conv would keep the norm out of
+ * the conv's epilogue.  (Random ops read no input either; they all move,
+ * so the order they draw in is kept.) */
+TC__FN tc__graph *tc__pass_hoist(tc__graph *g, int *changed) {
+    int n = g->n ? g->n : 1, *order = (int *)tc__malloc(sizeof(int) * (size_t)n), i, k, at = 0, pass, moved = 0;
+    char *dep = (char *)tc__malloc((size_t)n);
+    tc__graph *ng;
+    *changed = 0;
+    if (!order || !dep) {
+        TC_FREE(order);
+        TC_FREE(dep);
+        tc__graph_free(g);
+        return NULL;
+    }
+    for (i = 0; i < g->n; i++) {
+        dep[i] = g->nodes[i].kind == TC__NODE_INPUT;
+        for (k = 0; k < g->nodes[i].nin && !dep[i]; k++)
+            if (g->nodes[i].in[k] >= 0 && dep[g->nodes[i].in[k]]) dep[i] = 1;
+    }
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < g->n; i++)
+            if (dep[i] == pass) {
+                moved += at != i;
+                order[at++] = i;
+            }
+    ng = moved ? tc__graph_rebuild_in(g, order, NULL, NULL, changed) : g;
+    if (ng) *changed = moved;
+    TC_FREE(order);
+    TC_FREE(dep);
     return ng;
 }
 
@@ -7980,7 +8099,7 @@ TC__FN int tc__fold_node(tc__graph *g, const tc__node *nd, const int *in, void *
     bytes = (size_t)tc__numel(v) * tc__dtype_sizes[v->dtype];
     data = tc__contig_as(fc->ctx, v, v->dtype, &own);
     copy = tc__malloc(bytes);
-    if (!data || !copy || tc__graph_own(g, copy)) {
+    if (!data || !copy) {
         tc__scratch_put(own);
         TC_FREE(copy);
         return -2;
@@ -7988,20 +8107,7 @@ TC__FN int tc__fold_node(tc__graph *g, const tc__node *nd, const int *in, void *
     memcpy(copy, data, bytes);
     tc__scratch_put(own);
     /* the evaluated node stays unreferenced (DCE drops it) */
-    memset(&cp, 0, sizeof cp);
-    cp.kind = TC__NODE_OP;
-    cp.op = TC__OP_FROM_DATA;
-    cp.in = cp.in_small;
-    cp.a.dt = nd->dt;
-    for (k = 0; k < nd->ndim; k++) cp.a.i[k] = nd->shape[k];
-    cp.a.i[TC__A_NDIM] = nd->ndim;
-    cp.a.ptr = copy;
-    cp.dt = nd->dt;
-    cp.ndim = nd->ndim;
-    memcpy(cp.shape, nd->shape, sizeof cp.shape);
-    cp.file = nd->file;
-    cp.line = nd->line;
-    return tc__graph_add(g, &cp, &fresh);
+    return tc__g_data(g, nd->dt, nd->ndim, nd->shape, copy, nd->file, nd->line);
 }
 
 /* Ops whose inputs are all constants (full, arange, rand, data) and whose
@@ -8265,22 +8371,114 @@ TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, v
     return tc__g_op(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line);
 }
 
-TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
-    tc__attn_pass ap;
+/* Readers per node (a graph output counts as one), or NULL on OOM. */
+TC__FN int *tc__use_counts(const tc__graph *g) {
     int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k;
-    tc__graph *ng;
-    if (!uses) {
-        tc__graph_free(g);
-        return NULL;
-    }
+    if (!uses) return NULL;
     memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
     for (i = 0; i < g->n; i++)
         for (k = 0; k < g->nodes[i].nin; k++)
             if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
     for (i = 0; i < g->nout; i++) uses[g->outputs[i]]++;
+    return uses;
+}
+
+TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
+    tc__attn_pass ap;
+    int *uses = tc__use_counts(g);
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
     ap.old = g;
     ap.uses = uses;
     ng = tc__graph_rebuild(g, tc__attention_node, &ap, changed);
+    TC_FREE(uses);
+    return ng;
+}
+
+/* ---- batch norm folding (freeze) ---------------------------------------------- */
+
+typedef struct tc__bnfold_pass {
+    tc_ctx *ctx;
+    const int *uses;           /* readers per old node */
+} tc__bnfold_pass;
+
+/* The values of a frozen f32 constant of n elements (a parameter, or data a
+ * pass made), or NULL; *own is released with tc__scratch_put. */
+TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int64_t n, void **own) {
+    const tc__node *nd;
+    *own = NULL;
+    if (id < 0) return NULL;
+    nd = &g->nodes[id];
+    if (nd->dt != TC_F32 || tc__numel_of(nd->ndim, nd->shape) != n) return NULL;
+    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK)
+        return (const float *)tc__contig_as(ctx, nd->param, TC_F32, own);
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA) return (const float *)nd->a.ptr;
+    return NULL;
+}
+
+/* batch_norm(conv2d(x, w, b), mean, var, gamma, beta) with every parameter
+ * frozen becomes conv2d(x, w * s, (b - mean) * s + beta), s = gamma /
+ * sqrt(var + eps) per output channel: inference's norm costs nothing.
+ * Only when the norm is the conv's one reader (else the conv would run
+ * twice). */
+TC__FN int tc__bnfold_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    const tc__bnfold_pass *bp = (const tc__bnfold_pass *)arg;
+    const tc__node *cv;
+    const float *v[6];
+    void *own[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    float *nw = NULL, *nb = NULL;
+    int64_t cout, per, co, q;
+    int ci[3], k, id = -2;
+    if (nd->op != TC__OP_BATCH_NORM || nd->nin != 5 || nd->dt != TC_F32 || in[0] < 0 || bp->uses[nd->in[0]] != 1)
+        return -2;
+    cv = &g->nodes[in[0]];
+    if (cv->kind != TC__NODE_OP || cv->op != TC__OP_CONV2D || cv->dt != TC_F32 || cv->ndim != 4 || cv->shape[1] < 1)
+        return -2;
+    cout = cv->shape[1];
+    per = tc__numel_of(g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape) / cout;
+    /* w, b, then mean, var, gamma, beta; an absent optional one stays NULL */
+    v[0] = tc__frozen_f32(bp->ctx, g, cv->in[1], cout * per, &own[0]);
+    v[1] = tc__frozen_f32(bp->ctx, g, cv->in[2], cout, &own[1]);
+    for (k = 1; k < 5; k++) v[k + 1] = tc__frozen_f32(bp->ctx, g, in[k], cout, &own[k + 1]);
+    if (!v[0] || (cv->in[2] >= 0 && !v[1]) || !v[2] || !v[3] || (in[3] >= 0 && !v[4]) || (in[4] >= 0 && !v[5]))
+        goto done;
+    nw = (float *)tc__malloc(sizeof(float) * (size_t)(cout * per > 0 ? cout * per : 1));
+    nb = (float *)tc__malloc(sizeof(float) * (size_t)cout);
+    if (!nw || !nb) {
+        id = -1;
+        goto done;
+    }
+    for (co = 0; co < cout; co++) {
+        double sc = 1.0 / sqrt((double)v[3][co] + nd->a.f[0]) * (v[4] ? v[4][co] : 1.0f);
+        for (q = 0; q < per; q++) nw[co * per + q] = (float)(v[0][co * per + q] * sc);
+        nb[co] = (float)(((v[1] ? v[1][co] : 0.0f) - (double)v[2][co]) * sc + (v[5] ? v[5][co] : 0.0f));
+    }
+    ci[0] = cv->in[0];
+    ci[1] = tc__g_data(g, TC_F32, g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape, nw, cv->file, cv->line);
+    ci[2] = tc__g_data(g, TC_F32, 1, &cout, nb, cv->file, cv->line);
+    nw = nb = NULL; /* the graph's now */
+    id = ci[1] < 0 || ci[2] < 0 ? -1 : tc__g_op(g, TC__OP_CONV2D, &cv->a, ci, 3, cv->file, cv->line);
+done:
+    TC_FREE(nw);
+    TC_FREE(nb);
+    for (k = 0; k < 6; k++) tc__scratch_put(own[k]);
+    return id;
+}
+
+TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
+    tc__bnfold_pass bp;
+    int *uses = tc__use_counts(g);
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
+    bp.ctx = ctx;
+    bp.uses = uses;
+    ng = tc__graph_rebuild(g, tc__bnfold_node, &bp, changed);
     TC_FREE(uses);
     return ng;
 }
@@ -13136,7 +13334,7 @@ TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
     return 0;
 }
 
-/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
+/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear/conv2d result
  * of its own shape runs on the contraction's output tiles while they are in
  * cache, instead of as a pass of its own.  Conditions: every read of that
  * result is the identity walk (a tile is all the epilogue may see), no
@@ -13154,7 +13352,8 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
         if (kn->nslot || kn->nstage != 1) continue;
         for (a = 0; a < kn->nacc && src < 0; a++) {
             const tc__node *cn = &g->nodes[kn->acc[a].node];
-            if (!kn->acc[a].store && cn->kind == TC__NODE_OP && (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) &&
+            if (!kn->acc[a].store && cn->kind == TC__NODE_OP &&
+                (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR || cn->op == TC__OP_CONV2D) &&
                 p->hdr[kn->acc[a].node].dtype == TC_F32)
                 src = kn->acc[a].node;
         }
@@ -13303,6 +13502,18 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
+/* Is node i an output of g, or the memory an output views? */
+TC__FN int tc__is_output(const tc__graph *g, int i) {
+    int k, j;
+    for (k = 0; k < g->nout; k++) {
+        for (j = g->outputs[k]; j > i && g->nodes[j].kind == TC__NODE_OP && tc__optable[g->nodes[j].op].cls == TC__CLASS_VIEW &&
+                                g->nodes[j].nin > 0 && g->nodes[j].in[0] >= 0;)
+            j = g->nodes[j].in[0];
+        if (j == i) return 1;
+    }
+    return 0;
+}
+
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
                                       int fuse, int logs, char *err, size_t errcap) {
@@ -13343,6 +13554,19 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             *h = *inputs[nd->a.i[0]];
             h->is_sentinel = 1;
             h->prev = h->next = NULL;
+            p->ref[i] = h;
+            continue;
+        }
+        if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(g, i)) {
+            /* data the graph owns (folded constants, batch norm folded into
+             * a conv's weights): read where it lies, not copied per call */
+            h->dtype = nd->dt;
+            h->ndim = nd->ndim;
+            memcpy(h->shape, nd->shape, sizeof h->shape);
+            tc__contig_strides(h->ndim, h->shape, h->strides);
+            p->slice[i].data = nd->a.ptr;
+            p->slice[i].refs = 1;
+            h->st = &p->slice[i];
             p->ref[i] = h;
             continue;
         }
@@ -14231,6 +14455,9 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
      * takes its softmax apart */
     *g = tc__pass_attention(*g, &changed);
     if (!*g) return TC_ERR_OOM;
+    /* frozen parameters: batch norm into its conv, before decomposition
+     * takes the norm apart */
+    if (f->freeze && !(*g = tc__pass_fold_bn(f->ctx, *g, &changed))) return TC_ERR_OOM;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
     if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
@@ -14239,6 +14466,7 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_hoist(*g, &changed);
     if (*g && tc__pass_dce(*g) < 0) {
         tc__graph_free(*g);
         *g = NULL;

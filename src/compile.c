@@ -494,6 +494,9 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
      * takes its softmax apart */
     *g = tc__pass_attention(*g, &changed);
     if (!*g) return TC_ERR_OOM;
+    /* frozen parameters: batch norm into its conv, before decomposition
+     * takes the norm apart */
+    if (f->freeze && !(*g = tc__pass_fold_bn(f->ctx, *g, &changed))) return TC_ERR_OOM;
     /* rounds: a decomposition may emit composites (sdpa emits softmax) */
     if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
         int round;
@@ -502,6 +505,7 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_hoist(*g, &changed);
     if (*g && tc__pass_dce(*g) < 0) {
         tc__graph_free(*g);
         *g = NULL;

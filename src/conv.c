@@ -1,4 +1,4 @@
-/* Convolution (im2col + blocked GEMM per image and group; direct loops for
+/* Convolution (implicit GEMM per image and group; direct loops for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
 
@@ -108,30 +108,55 @@ TC__FN tc_result tc__shape_conv2d(tc__call *c) {
     return r;
 }
 
-typedef struct tc__im2col_job {
-    const float *x;          /* one image, channels of one group [Cg, H, W] */
-    float *col;              /* [Cg*kh*kw, OH*OW] */
-    tc__geom g;
-} tc__im2col_job;
-
-TC__FN void tc__im2col_rows(void *arg, int64_t rb, int64_t re) {
-    const tc__im2col_job *j = (const tc__im2col_job *)arg;
-    const tc__geom *g = &j->g;
-    int64_t r, oh, ow, P = g->OH * g->OW;
-    for (r = rb; r < re; r++) {
-        int64_t ch = r / (g->kh * g->kw), ki = (r / g->kw) % g->kh, kj = r % g->kw;
-        const float *xc = j->x + ch * g->H * g->W;
-        float *dst = j->col + r * P;
-        for (oh = 0; oh < g->OH; oh++) {
-            int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-            float *d = dst + oh * g->OW;
-            if (ih < 0 || ih >= g->H) {
-                for (ow = 0; ow < g->OW; ow++) d[ow] = 0.0f;
-                continue;
+/* Implicit GEMM: conv is W[og, K] @ X[K, P] per image and group, where X
+ * is the im2col matrix (k = (channel, ki, kj), q = (oh, ow)).  X is never
+ * stored: the GEMM's B packer computes each KC x NR sliver straight from
+ * the image (tc__gemm.packb), so the extra memory is one packed panel,
+ * not K x P floats per image.  gm->B is the group's first channel. */
+TC__FN void tc__conv_pack_b(const tc__gemm *gm, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
+                            int64_t js1, float *bp) {
+    const tc__geom *g = (const tc__geom *)gm->packb_arg;
+    const int64_t khw = g->kh * g->kw, HW = g->H * g->W;
+    int64_t js;
+    for (js = js0; js < js1 && js < nc; js += nr_) {
+        int64_t nr = nc - js < nr_ ? nc - js : nr_, q0 = jc + js, oh0 = q0 / g->OW, ow0 = q0 % g->OW;
+        int64_t ch = pc / khw, ki = (pc / g->kw) % g->kh, kj = pc % g->kw, k;
+        float *dst = bp + js * kc;
+        for (k = 0; k < kc; k++) {
+            float *d = dst + k * nr_;
+            const float *xc = gm->B + ch * HW;
+            int64_t j = 0, oh = oh0, ow = ow0, t;
+            /* the sliver's columns, one output row's run at a time */
+            while (j < nr) {
+                int64_t run = nr - j < g->OW - ow ? nr - j : g->OW - ow;
+                int64_t ih = oh * g->sh - g->ph + ki * g->dh, iw0 = ow * g->sw - g->pw + kj * g->dw;
+                const float *xr = xc + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
+                if (ih < 0 || ih >= g->H) {
+                    for (t = 0; t < run; t++) d[j + t] = 0.0f;
+                } else if (g->sw == 1) { /* a contiguous run of the input row, zeros in the padding */
+                    int64_t lo = iw0 < 0 ? -iw0 : 0, hi = g->W - iw0 < run ? g->W - iw0 : run;
+                    if (lo > run) lo = run;
+                    if (hi < lo) hi = lo;
+                    for (t = 0; t < lo; t++) d[j + t] = 0.0f;
+                    if (hi > lo) memcpy(d + j + lo, xr + iw0 + lo, sizeof(float) * (size_t)(hi - lo));
+                    for (t = hi; t < run; t++) d[j + t] = 0.0f;
+                } else {
+                    for (t = 0; t < run; t++) {
+                        int64_t iw = iw0 + t * g->sw;
+                        d[j + t] = iw >= 0 && iw < g->W ? xr[iw] : 0.0f;
+                    }
+                }
+                j += run;
+                ow = 0;
+                oh++;
             }
-            for (ow = 0; ow < g->OW; ow++) {
-                int64_t iw = ow * g->sw - g->pw + kj * g->dw;
-                d[ow] = iw >= 0 && iw < g->W ? xc[ih * g->W + iw] : 0.0f;
+            for (; j < nr_; j++) d[j] = 0.0f;
+            if (++kj == g->kw) {
+                kj = 0;
+                if (++ki == g->kh) {
+                    ki = 0;
+                    ch++;
+                }
             }
         }
     }
@@ -143,6 +168,7 @@ typedef struct tc__dw_job {
     tc__geom g;
     int64_t mult;            /* output channels per input channel */
     int64_t cout;
+    const tc__epilogue *epi; /* run on each finished plane */
 } tc__dw_job;
 
 /* Depthwise (one input channel per group): direct loops per output plane. */
@@ -167,18 +193,19 @@ TC__FN void tc__dw_planes(void *arg, int64_t pb, int64_t pe) {
                 }
                 yp[oh * g->OW + ow] = acc + b;
             }
+        if (j->epi && g->OH * g->OW > 0) j->epi->fn(j->epi->arg, p, 1, 0, g->OH * g->OW, g->OH * g->OW);
     }
 }
 
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
     tc__geom g;
-    int64_t groups = c->a.i[TC__G_GROUPS], cout = w->shape[0], cg, og, K, P, n, gi;
+    int64_t groups = c->a.i[TC__G_GROUPS], cout = w->shape[0], cg, og, K, P, n, gi, *off = NULL;
     void *xo = NULL, *wo = NULL, *bo = NULL, *oo = NULL;
     const float *xp = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
     const float *wp = (const float *)tc__contig_as(c->ctx, w, TC_F32, &wo);
     const float *bp = b ? (const float *)tc__contig_as(c->ctx, b, TC_F32, &bo) : NULL;
-    float *op = tc__out_f32(out, &oo), *col = NULL;
+    float *op = tc__out_f32(out, &oo);
     tc_result r = TC_OK;
     tc__geom_of(c, x, &g);
     cg = g.C / groups;
@@ -195,48 +222,49 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
         j.g = g;
         j.mult = og;
         j.cout = cout;
+        j.epi = c->epi;
         tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
+    } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
+        r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else {
+        /* 1 x 1, stride 1, no padding: the image itself is the B matrix */
         int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-        if (!direct && !(col = (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(K * P > 0 ? K * P : 1))))
-            r = tc__msg(c, TC_ERR_OOM, "out of memory");
-        for (n = 0; r == TC_OK && n < g.N; n++)
-            for (gi = 0; r == TC_OK && gi < groups; gi++) {
-                tc__gemm gm;
-                const float *xg = xp + (n * g.C + gi * cg) * g.H * g.W;
-                if (!direct) {
-                    tc__im2col_job j;
-                    j.x = xg;
-                    j.col = col;
-                    j.g = g;
-                    tc__parallel_for(c->ctx, K, K * P, tc__im2col_rows, &j);
-                }
-                memset(&gm, 0, sizeof gm);
-                gm.M = og;
-                gm.N = P;
-                gm.K = K;
-                gm.A = wp + gi * og * K;
-                gm.rsa = K;
-                gm.csa = 1;
-                gm.B = direct ? xg : col;
-                gm.rsb = P;
-                gm.csb = 1;
-                gm.C = op + (n * cout + gi * og) * P;
-                gm.ldc = P;
-                gm.alpha = 1.0f;
-                gm.kc = c->blk.kc;
-                gm.mc_tiles = c->blk.mc_tiles;
-                if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-                else if (bp) {
-                    int64_t o, q;
-                    for (o = 0; o < og; o++)
-                        for (q = 0; q < P; q++) gm.C[o * P + q] += bp[gi * og + o];
-                }
+        for (n = 0; n < g.N; n++) {
+            off[n] = 0;                      /* A: the group's weights */
+            off[g.N + n] = n * g.C * g.H * g.W; /* B: image n           */
+            off[2 * g.N + n] = n * cout * P;    /* C: output image n    */
+        }
+        for (gi = 0; r == TC_OK && gi < groups; gi++) {
+            tc__gemm gm;
+            memset(&gm, 0, sizeof gm);
+            gm.M = og;
+            gm.N = P;
+            gm.K = K;
+            gm.A = wp + gi * og * K;
+            gm.rsa = K;
+            gm.csa = 1;
+            gm.B = xp + gi * cg * g.H * g.W;
+            gm.rsb = P;
+            gm.csb = 1;
+            if (!direct) {
+                gm.packb = tc__conv_pack_b;
+                gm.packb_arg = &g;
             }
+            gm.C = op + gi * og * P;
+            gm.ldc = P;
+            gm.alpha = 1.0f;
+            gm.rbias = bp ? bp + gi * og : NULL;
+            gm.epi = c->epi;
+            gm.epi_row0 = gi * og; /* the output seen as [N * cout, P] */
+            gm.kc = c->blk.kc;
+            gm.mc_tiles = c->blk.mc_tiles;
+            if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N))
+                r = tc__msg(c, TC_ERR_OOM, "out of memory");
+        }
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
     else tc__scratch_put(oo);
-    tc__scratch_put(col);
+    tc__scratch_put(off);
     tc__scratch_put(xo);
     tc__scratch_put(wo);
     tc__scratch_put(bo);

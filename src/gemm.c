@@ -28,6 +28,13 @@ typedef struct tc__gemm {
     int kc, mc_tiles;        /* blocking; 0: TC__GEMM_KC, TC__GEMM_MC_TILES */
     int64_t epi_row0;        /* this problem's first row in the epilogue's view */
     struct tc__gemm_prepack *pre; /* B packed once (freeze), or NULL      */
+    const float *rbias;      /* rbias[i] added to row i (conv's bias), or NULL */
+    /* B computed while it is packed instead of read (implicit GEMM: conv's
+     * im2col matrix, never stored); same contract as tc__pack_b, with B
+     * as packb_arg's base pointer.  NULL: B is a strided matrix. */
+    void (*packb)(const struct tc__gemm *g, int nr, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
+                  int64_t js1, float *bp);
+    const void *packb_arg;
 } tc__gemm;
 
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
@@ -49,8 +56,21 @@ TC__FN void tc__gemm_prepack_free(tc__gemm_prepack *pp) {
     TC_FREE(pp);
 }
 
+/* Row bias on a final block of C (rows [row, row + m), columns [col, col + n)). */
+TC__FN void tc__gemm_rbias(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
+    int64_t i, q;
+    if (!g->rbias) return;
+    for (i = 0; i < m; i++) {
+        float *c = g->C + (row + i) * g->ldc + col, b = g->rbias[row + i];
+        for (q = 0; q < n; q++) c[q] += b;
+    }
+}
+
+/* A block of C is final: the row bias, then the epilogue, while it is in cache. */
 TC__FN void tc__gemm_epi(const tc__gemm *g, int64_t row, int64_t m, int64_t col, int64_t n) {
-    if (g->epi && m > 0 && n > 0) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
+    if (m <= 0 || n <= 0) return;
+    tc__gemm_rbias(g, row, m, col, n);
+    if (g->epi) g->epi->fn(g->epi->arg, g->epi_row0 + row, m, col, n, g->ldc);
 }
 
 typedef void (*tc__ukr_fn)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, int mr, int nr,
@@ -238,7 +258,8 @@ typedef struct tc__gemm_job {
 
 TC__FN void tc__gemm_pack_b_part(void *arg, int64_t b, int64_t e) {
     const tc__gemm_job *j = (const tc__gemm_job *)arg;
-    tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
+    if (j->g->packb) j->g->packb(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
+    else tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
 }
 
 /* Tasks [tb, te): task t is A block t / nchunks against column chunk
@@ -269,10 +290,11 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
                 j->im.ukr(j->kc, ap + is * j->kc, j->bp + js * j->kc, ct, g->ldc, mr, nr, !j->first);
                 if (j->last && (g->alpha != 1.0f || g->bias))
                     j->im.fin(ct, g->ldc, mr, nr, g->alpha, g->bias ? g->bias + j->jc + js : NULL);
+                if (j->last) tc__gemm_rbias(g, ic + is, mr, j->jc + js, nr); /* the tile is in L1 */
             }
         }
         /* the block (mc rows x the chunk) is final and still in cache */
-        if (j->last) tc__gemm_epi(g, ic, mc, j->jc + j0, j1 - j0);
+        if (j->last && g->epi && mc > 0 && j1 > j0) g->epi->fn(g->epi->arg, g->epi_row0 + ic, mc, j->jc + j0, j1 - j0, g->ldc);
     }
     tc__scratch_put(ap);
 }
@@ -350,9 +372,10 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))) return tc__gemm_skinny(ctx, g, serial);
+    if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
+        return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
-    pre = g->pre;
+    pre = g->packb ? NULL : g->pre;
     if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
                  pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
@@ -451,7 +474,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.A += j->aoff[i];
         gi.B += j->boff[i];
         gi.C += j->coff[i];
-        gi.epi_row0 = gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
+        gi.epi_row0 += gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
         if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
     }
 }
@@ -475,7 +498,7 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
         gi.A += aoff[i];
         gi.B += boff[i];
         gi.C += coff[i];
-        gi.epi_row0 = g->ldc > 0 ? coff[i] / g->ldc : 0;
+        gi.epi_row0 += g->ldc > 0 ? coff[i] / g->ldc : 0;
         if (tc__gemm_run(ctx, &gi, 0)) return -1;
     }
     return 0;

@@ -79,6 +79,31 @@ TC__FN int tc__g_scalar(tc__graph *g, double v, const char *file, int line) {
     return tc__graph_add(g, &nd, &fresh);
 }
 
+/* Constant data (a from_data node) that g owns from now on; -1 on OOM
+ * (data is freed then). */
+TC__FN int tc__g_data(tc__graph *g, tc_dtype dt, int ndim, const int64_t *shape, void *data, const char *file, int line) {
+    tc__node nd;
+    int k, fresh;
+    if (!data || tc__graph_own(g, data)) {
+        TC_FREE(data);
+        return -1;
+    }
+    memset(&nd, 0, sizeof nd);
+    nd.kind = TC__NODE_OP;
+    nd.op = TC__OP_FROM_DATA;
+    nd.in = nd.in_small;
+    nd.a.dt = dt;
+    for (k = 0; k < ndim; k++) nd.a.i[k] = shape[k];
+    nd.a.i[TC__A_NDIM] = ndim;
+    nd.a.ptr = data;
+    nd.dt = dt;
+    nd.ndim = ndim;
+    memcpy(nd.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    nd.file = file;
+    nd.line = line;
+    return tc__graph_add(g, &nd, &fresh);
+}
+
 TC__FN int tc__g_unary(tc__graph *g, tc__op op, int x, const char *file, int line) {
     return x < 0 ? -1 : tc__g_op(g, op, NULL, &x, 1, file, line);
 }
@@ -101,14 +126,16 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
     return tc__g_op(g, TC__OP_PERMUTE, &a, &x, 1, file, line);
 }
 
-/* Rebuilds g through fn; the old graph is freed and the new one returned
- * (NULL on OOM, with g freed as well).  *changed counts rewritten nodes. */
-TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, int *changed) {
+/* Rebuilds g through fn, visiting the old nodes in `order` (a topological
+ * order of all of them; NULL: as they are); the old graph is freed and the
+ * new one returned (NULL on OOM, with g freed as well).  *changed counts
+ * rewritten nodes. */
+TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
     *changed = 0;
-    for (i = 0; ok && i < g->n; i++) {
-        const tc__node *nd = &g->nodes[i];
+    for (o = 0; ok && o < g->n; o++) {
+        const tc__node *nd = &g->nodes[i = order ? order[o] : o];
         int small[TC__MAX_IN], *in = small, id;
         if (nd->nin > TC__MAX_IN && !(in = (int *)tc__malloc(sizeof(int) * (size_t)nd->nin))) {
             ok = 0;
@@ -145,6 +172,47 @@ TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, 
         tc__graph_free(ng);
         return NULL;
     }
+    return ng;
+}
+
+TC__FN tc__graph *tc__graph_rebuild(tc__graph *g, tc__rewrite_fn fn, void *arg, int *changed) {
+    return tc__graph_rebuild_in(g, NULL, fn, arg, changed);
+}
+
+/* Nodes that read no input (parameters, constants and what is computed
+ * from them alone: batch norm's per-channel scale and shift, a weight's
+ * transpose) move ahead of the rest, each group in its old order.  The
+ * planner runs nodes in graph order and a contraction's epilogue may only
+ * read what exists before the contraction runs, so without this the
+ * scale that batch norm traced after its conv would keep the norm out of
+ * the conv's epilogue.  (Random ops read no input either; they all move,
+ * so the order they draw in is kept.) */
+TC__FN tc__graph *tc__pass_hoist(tc__graph *g, int *changed) {
+    int n = g->n ? g->n : 1, *order = (int *)tc__malloc(sizeof(int) * (size_t)n), i, k, at = 0, pass, moved = 0;
+    char *dep = (char *)tc__malloc((size_t)n);
+    tc__graph *ng;
+    *changed = 0;
+    if (!order || !dep) {
+        TC_FREE(order);
+        TC_FREE(dep);
+        tc__graph_free(g);
+        return NULL;
+    }
+    for (i = 0; i < g->n; i++) {
+        dep[i] = g->nodes[i].kind == TC__NODE_INPUT;
+        for (k = 0; k < g->nodes[i].nin && !dep[i]; k++)
+            if (g->nodes[i].in[k] >= 0 && dep[g->nodes[i].in[k]]) dep[i] = 1;
+    }
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < g->n; i++)
+            if (dep[i] == pass) {
+                moved += at != i;
+                order[at++] = i;
+            }
+    ng = moved ? tc__graph_rebuild_in(g, order, NULL, NULL, changed) : g;
+    if (ng) *changed = moved;
+    TC_FREE(order);
+    TC_FREE(dep);
     return ng;
 }
 
@@ -312,7 +380,7 @@ TC__FN int tc__fold_node(tc__graph *g, const tc__node *nd, const int *in, void *
     bytes = (size_t)tc__numel(v) * tc__dtype_sizes[v->dtype];
     data = tc__contig_as(fc->ctx, v, v->dtype, &own);
     copy = tc__malloc(bytes);
-    if (!data || !copy || tc__graph_own(g, copy)) {
+    if (!data || !copy) {
         tc__scratch_put(own);
         TC_FREE(copy);
         return -2;
@@ -320,20 +388,7 @@ TC__FN int tc__fold_node(tc__graph *g, const tc__node *nd, const int *in, void *
     memcpy(copy, data, bytes);
     tc__scratch_put(own);
     /* the evaluated node stays unreferenced (DCE drops it) */
-    memset(&cp, 0, sizeof cp);
-    cp.kind = TC__NODE_OP;
-    cp.op = TC__OP_FROM_DATA;
-    cp.in = cp.in_small;
-    cp.a.dt = nd->dt;
-    for (k = 0; k < nd->ndim; k++) cp.a.i[k] = nd->shape[k];
-    cp.a.i[TC__A_NDIM] = nd->ndim;
-    cp.a.ptr = copy;
-    cp.dt = nd->dt;
-    cp.ndim = nd->ndim;
-    memcpy(cp.shape, nd->shape, sizeof cp.shape);
-    cp.file = nd->file;
-    cp.line = nd->line;
-    return tc__graph_add(g, &cp, &fresh);
+    return tc__g_data(g, nd->dt, nd->ndim, nd->shape, copy, nd->file, nd->line);
 }
 
 /* Ops whose inputs are all constants (full, arange, rand, data) and whose
@@ -597,22 +652,114 @@ TC__FN int tc__attention_node(tc__graph *g, const tc__node *nd, const int *in, v
     return tc__g_op(g, TC__OP_SDPA, &a, sin, 4, nd->file, nd->line);
 }
 
-TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
-    tc__attn_pass ap;
+/* Readers per node (a graph output counts as one), or NULL on OOM. */
+TC__FN int *tc__use_counts(const tc__graph *g) {
     int *uses = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), i, k;
-    tc__graph *ng;
-    if (!uses) {
-        tc__graph_free(g);
-        return NULL;
-    }
+    if (!uses) return NULL;
     memset(uses, 0, sizeof(int) * (size_t)(g->n ? g->n : 1));
     for (i = 0; i < g->n; i++)
         for (k = 0; k < g->nodes[i].nin; k++)
             if (g->nodes[i].in[k] >= 0) uses[g->nodes[i].in[k]]++;
     for (i = 0; i < g->nout; i++) uses[g->outputs[i]]++;
+    return uses;
+}
+
+TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
+    tc__attn_pass ap;
+    int *uses = tc__use_counts(g);
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
     ap.old = g;
     ap.uses = uses;
     ng = tc__graph_rebuild(g, tc__attention_node, &ap, changed);
+    TC_FREE(uses);
+    return ng;
+}
+
+/* ---- batch norm folding (freeze) ---------------------------------------------- */
+
+typedef struct tc__bnfold_pass {
+    tc_ctx *ctx;
+    const int *uses;           /* readers per old node */
+} tc__bnfold_pass;
+
+/* The values of a frozen f32 constant of n elements (a parameter, or data a
+ * pass made), or NULL; *own is released with tc__scratch_put. */
+TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int64_t n, void **own) {
+    const tc__node *nd;
+    *own = NULL;
+    if (id < 0) return NULL;
+    nd = &g->nodes[id];
+    if (nd->dt != TC_F32 || tc__numel_of(nd->ndim, nd->shape) != n) return NULL;
+    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK)
+        return (const float *)tc__contig_as(ctx, nd->param, TC_F32, own);
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA) return (const float *)nd->a.ptr;
+    return NULL;
+}
+
+/* batch_norm(conv2d(x, w, b), mean, var, gamma, beta) with every parameter
+ * frozen becomes conv2d(x, w * s, (b - mean) * s + beta), s = gamma /
+ * sqrt(var + eps) per output channel: inference's norm costs nothing.
+ * Only when the norm is the conv's one reader (else the conv would run
+ * twice). */
+TC__FN int tc__bnfold_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    const tc__bnfold_pass *bp = (const tc__bnfold_pass *)arg;
+    const tc__node *cv;
+    const float *v[6];
+    void *own[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    float *nw = NULL, *nb = NULL;
+    int64_t cout, per, co, q;
+    int ci[3], k, id = -2;
+    if (nd->op != TC__OP_BATCH_NORM || nd->nin != 5 || nd->dt != TC_F32 || in[0] < 0 || bp->uses[nd->in[0]] != 1)
+        return -2;
+    cv = &g->nodes[in[0]];
+    if (cv->kind != TC__NODE_OP || cv->op != TC__OP_CONV2D || cv->dt != TC_F32 || cv->ndim != 4 || cv->shape[1] < 1)
+        return -2;
+    cout = cv->shape[1];
+    per = tc__numel_of(g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape) / cout;
+    /* w, b, then mean, var, gamma, beta; an absent optional one stays NULL */
+    v[0] = tc__frozen_f32(bp->ctx, g, cv->in[1], cout * per, &own[0]);
+    v[1] = tc__frozen_f32(bp->ctx, g, cv->in[2], cout, &own[1]);
+    for (k = 1; k < 5; k++) v[k + 1] = tc__frozen_f32(bp->ctx, g, in[k], cout, &own[k + 1]);
+    if (!v[0] || (cv->in[2] >= 0 && !v[1]) || !v[2] || !v[3] || (in[3] >= 0 && !v[4]) || (in[4] >= 0 && !v[5]))
+        goto done;
+    nw = (float *)tc__malloc(sizeof(float) * (size_t)(cout * per > 0 ? cout * per : 1));
+    nb = (float *)tc__malloc(sizeof(float) * (size_t)cout);
+    if (!nw || !nb) {
+        id = -1;
+        goto done;
+    }
+    for (co = 0; co < cout; co++) {
+        double sc = 1.0 / sqrt((double)v[3][co] + nd->a.f[0]) * (v[4] ? v[4][co] : 1.0f);
+        for (q = 0; q < per; q++) nw[co * per + q] = (float)(v[0][co * per + q] * sc);
+        nb[co] = (float)(((v[1] ? v[1][co] : 0.0f) - (double)v[2][co]) * sc + (v[5] ? v[5][co] : 0.0f));
+    }
+    ci[0] = cv->in[0];
+    ci[1] = tc__g_data(g, TC_F32, g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape, nw, cv->file, cv->line);
+    ci[2] = tc__g_data(g, TC_F32, 1, &cout, nb, cv->file, cv->line);
+    nw = nb = NULL; /* the graph's now */
+    id = ci[1] < 0 || ci[2] < 0 ? -1 : tc__g_op(g, TC__OP_CONV2D, &cv->a, ci, 3, cv->file, cv->line);
+done:
+    TC_FREE(nw);
+    TC_FREE(nb);
+    for (k = 0; k < 6; k++) tc__scratch_put(own[k]);
+    return id;
+}
+
+TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
+    tc__bnfold_pass bp;
+    int *uses = tc__use_counts(g);
+    tc__graph *ng;
+    if (!uses) {
+        tc__graph_free(g);
+        return NULL;
+    }
+    bp.ctx = ctx;
+    bp.uses = uses;
+    ng = tc__graph_rebuild(g, tc__bnfold_node, &bp, changed);
     TC_FREE(uses);
     return ng;
 }

@@ -205,7 +205,7 @@ TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
     return 0;
 }
 
-/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear result
+/* Epilogue fusion: a pointwise kernel whose input is a matmul/linear/conv2d result
  * of its own shape runs on the contraction's output tiles while they are in
  * cache, instead of as a pass of its own.  Conditions: every read of that
  * result is the identity walk (a tile is all the epilogue may see), no
@@ -223,7 +223,8 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
         if (kn->nslot || kn->nstage != 1) continue;
         for (a = 0; a < kn->nacc && src < 0; a++) {
             const tc__node *cn = &g->nodes[kn->acc[a].node];
-            if (!kn->acc[a].store && cn->kind == TC__NODE_OP && (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR) &&
+            if (!kn->acc[a].store && cn->kind == TC__NODE_OP &&
+                (cn->op == TC__OP_MATMUL || cn->op == TC__OP_LINEAR || cn->op == TC__OP_CONV2D) &&
                 p->hdr[kn->acc[a].node].dtype == TC_F32)
                 src = kn->acc[a].node;
         }
@@ -372,6 +373,18 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
+/* Is node i an output of g, or the memory an output views? */
+TC__FN int tc__is_output(const tc__graph *g, int i) {
+    int k, j;
+    for (k = 0; k < g->nout; k++) {
+        for (j = g->outputs[k]; j > i && g->nodes[j].kind == TC__NODE_OP && tc__optable[g->nodes[j].op].cls == TC__CLASS_VIEW &&
+                                g->nodes[j].nin > 0 && g->nodes[j].in[0] >= 0;)
+            j = g->nodes[j].in[0];
+        if (j == i) return 1;
+    }
+    return 0;
+}
+
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
 TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
                                       int fuse, int logs, char *err, size_t errcap) {
@@ -412,6 +425,19 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
             *h = *inputs[nd->a.i[0]];
             h->is_sentinel = 1;
             h->prev = h->next = NULL;
+            p->ref[i] = h;
+            continue;
+        }
+        if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(g, i)) {
+            /* data the graph owns (folded constants, batch norm folded into
+             * a conv's weights): read where it lies, not copied per call */
+            h->dtype = nd->dt;
+            h->ndim = nd->ndim;
+            memcpy(h->shape, nd->shape, sizeof h->shape);
+            tc__contig_strides(h->ndim, h->shape, h->strides);
+            p->slice[i].data = nd->a.ptr;
+            p->slice[i].refs = 1;
+            h->st = &p->slice[i];
             p->ref[i] = h;
             continue;
         }

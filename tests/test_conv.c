@@ -1,0 +1,221 @@
+/* Convolution as implicit GEMM (the B packer computes im2col slivers from
+ * the image) against a double-precision reference on every ISA level this
+ * machine runs: K deeper than one GEMM slice, more output positions than
+ * one packed panel, every microkernel tail, stride / padding / dilation /
+ * groups / depthwise / 1 x 1, batches that run one image per thread, bias;
+ * the compiler running pointwise ops after a conv as its epilogue (on the
+ * depthwise path too), with batch norm's per-channel scale hoisted ahead of
+ * the conv; and batch norm folded into the conv's weights under freeze
+ * (not without it, not when the conv's result is read elsewhere). */
+#define TCOMPILE_IMPLEMENTATION
+#include "../tcompile.h"
+#include "tc_test.h"
+
+static tc_ctx *ctx;
+
+static float *dense(tc_tensor *t) {
+    int64_t n = tc_numel(t);
+    float *p = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(t, TC_F32, p, sizeof(float) * (size_t)n);
+    return p;
+}
+
+typedef struct conv_case {
+    int64_t N, C, H, W, O;   /* batch, in channels, height, width, out channels */
+    int kh, kw, s[2], p[2], d[2], groups, bias;
+} conv_case;
+
+/* Worst |got - ref| / (sum |x w| + 1e-3) over the output. */
+static double conv_err(const conv_case *k, const float *x, const float *w, const float *b, const float *y, int64_t OH,
+                       int64_t OW) {
+    int64_t cg = k->C / k->groups, og = k->O / k->groups, n, o, oh, ow, c;
+    double worst = 0;
+    int i, j;
+    for (n = 0; n < k->N; n++)
+        for (o = 0; o < k->O; o++)
+            for (oh = 0; oh < OH; oh++)
+                for (ow = 0; ow < OW; ow++) {
+                    double s = b ? b[o] : 0, mag = b ? fabs(b[o]) : 0, err;
+                    int64_t g = o / og;
+                    for (c = 0; c < cg; c++)
+                        for (i = 0; i < k->kh; i++)
+                            for (j = 0; j < k->kw; j++) {
+                                int64_t ih = oh * k->s[0] - k->p[0] + (int64_t)i * k->d[0];
+                                int64_t iw = ow * k->s[1] - k->p[1] + (int64_t)j * k->d[1];
+                                double t;
+                                if (ih < 0 || ih >= k->H || iw < 0 || iw >= k->W) continue;
+                                t = (double)x[((n * k->C + g * cg + c) * k->H + ih) * k->W + iw] *
+                                    w[((o * cg + c) * k->kh + i) * k->kw + j];
+                                s += t;
+                                mag += fabs(t);
+                            }
+                    err = fabs(y[((n * k->O + o) * OH + oh) * OW + ow] - s) / (mag + 1e-3);
+                    if (!(err <= worst)) worst = err != err ? INFINITY : err;
+                }
+    return worst;
+}
+
+static void check_conv(const conv_case *k, int strided) {
+    int64_t sx[4], sw[4] = {k->O, k->C / k->groups, k->kh, k->kw}, sb = k->O;
+    tc_conv2d_opts o;
+    tc_tensor *x, *w, *b, *y;
+    float *xd, *wd, *bd = NULL, *yd;
+    double err;
+    tc_scope_begin(ctx);
+    memset(&o, 0, sizeof o);
+    memcpy(o.stride, k->s, sizeof o.stride);
+    memcpy(o.padding, k->p, sizeof o.padding);
+    memcpy(o.dilation, k->d, sizeof o.dilation);
+    o.groups = k->groups;
+    if (strided) { /* x as a channels-last tensor permuted to NCHW (conv copies it) */
+        int perm[4] = {0, 3, 1, 2};
+        sx[0] = k->N, sx[1] = k->H, sx[2] = k->W, sx[3] = k->C;
+        x = tc_permute(ctx, tc_rand_uniform(ctx, 4, sx, -1.0, 1.0, 31), perm);
+    } else {
+        sx[0] = k->N, sx[1] = k->C, sx[2] = k->H, sx[3] = k->W;
+        x = tc_rand_uniform(ctx, 4, sx, -1.0, 1.0, 31);
+    }
+    w = tc_rand_uniform(ctx, 4, sw, -1.0, 1.0, 32);
+    b = k->bias ? tc_rand_uniform(ctx, 1, &sb, -1.0, 1.0, 33) : NULL;
+    y = tc_conv2d(ctx, x, w, b, &o);
+    TC_CHECKF(tc_status(y) == TC_OK, "conv2d: %s", tc_error(y));
+    xd = dense(x), wd = dense(w), yd = dense(y);
+    if (b) bd = dense(b);
+    err = tc_status(y) == TC_OK ? conv_err(k, xd, wd, bd, yd, tc_dim(y, 2), tc_dim(y, 3)) : INFINITY;
+    TC_CHECKF(err <= 2e-6, "%s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
+              tc_isa_name(tc_ctx_isa(ctx)), (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
+              (long long)k->O, (long long)(k->C / k->groups), k->kh, k->kw, k->s[0], k->s[1], k->p[0], k->p[1], k->d[0],
+              k->d[1], k->groups, k->bias, err);
+    free(xd), free(wd), free(bd), free(yd);
+    tc_scope_end(ctx);
+}
+
+TC_TEST(test_conv_every_level_and_shape) {
+    static const conv_case cases[] = {
+        /* N  C   H   W   O  kh kw stride  pad    dil  groups bias */
+        {1, 40, 9, 11, 70, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},   /* K = 360: two K slices; M tails */
+        {1, 3, 50, 47, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 0},   /* 2350 positions: two B panels */
+        {2, 3, 31, 29, 8, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 1},    /* ResNet's stem: 7 x 7 stride 2 */
+        {1, 16, 14, 15, 33, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},  /* 1 x 1: the image is B itself */
+        {2, 16, 13, 14, 24, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},  /* 1 x 1 stride 2 (downsample) */
+        {1, 12, 12, 17, 20, 3, 3, {1, 2}, {2, 1}, {2, 3}, 1, 1},  /* dilation, mixed strides */
+        {3, 8, 10, 9, 12, 3, 5, {1, 1}, {1, 2}, {1, 1}, 2, 1},    /* groups, 3 x 5 */
+        {5, 6, 7, 7, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},      /* small images: one per thread */
+        {1, 7, 6, 6, 3, 2, 2, {1, 1}, {0, 0}, {1, 1}, 1, 1},      /* M < 4 rows through the packed path */
+        {2, 12, 9, 10, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 12, 1},  /* depthwise, 2 per channel */
+        {1, 4, 5, 40, 4, 1, 9, {1, 3}, {0, 4}, {1, 1}, 1, 0},     /* a wide row kernel, padding past the row */
+        {1, 2, 3, 3, 6, 3, 3, {4, 4}, {5, 5}, {1, 1}, 1, 1},      /* padding wider than the image */
+        {1, 1, 1, 1, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},     /* K = 1, one position */
+    };
+    int isa;
+    size_t i;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* ---- compiled: epilogues and batch-norm folding ----------------------------- */
+
+static tc_tensor *g_w, *g_b, *g_bn[4], *g_dw;
+static int g_model;
+
+static tc_tensor *bn(tc_ctx *c, tc_tensor *h) { return tc_batch_norm(c, h, g_bn[0], g_bn[1], g_bn[2], g_bn[3], 1e-5); }
+
+/* 0: relu(conv + b) * 2 + 1; 1: relu(bn(conv) + x) (ResNet's tail);
+ * 2: relu(depthwise conv); 3: bn(conv), whose raw result is an output too */
+static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_conv2d_opts o;
+    tc_tensor *h;
+    (void)user;
+    memset(&o, 0, sizeof o);
+    o.padding[0] = o.padding[1] = 1;
+    if (g_model == 2) {
+        o.groups = 12;
+        out[0] = tc_relu(c, tc_conv2d(c, in[0], g_dw, g_b, &o));
+        return;
+    }
+    h = tc_conv2d(c, in[0], g_w, g_model == 0 ? g_b : NULL, &o);
+    if (g_model == 0) out[0] = tc_add_scalar(c, tc_mul_scalar(c, tc_relu(c, h), 2.0), 1.0);
+    else if (g_model == 1) out[0] = tc_relu(c, tc_add(c, bn(c, h), in[0]));
+    else {
+        out[0] = bn(c, h);
+        out[1] = h;
+    }
+}
+
+/* Launches per call, and compiled vs eager, for the model in g_model. */
+static int compiled_launches(int freeze, double *err) {
+    int64_t sx[4] = {2, 12, 20, 19};
+    tc_tensor *in[1], *eager[2], *got[2];
+    tc_compile_options o;
+    tc_explain_info info;
+    tc_fn *f;
+    int k, nout = g_model == 3 ? 2 : 1;
+    tc_scope_begin(ctx);
+    in[0] = tc_rand_uniform(ctx, 4, sx, -1.0, 1.0, 41);
+    model(ctx, NULL, in, eager);
+    memset(&o, 0, sizeof o);
+    o.num_outputs = nout;
+    o.freeze = freeze;
+    f = tc_compile(ctx, model, NULL, &o);
+    *err = INFINITY;
+    /* the first call traces; the second runs the program */
+    if (tc_call(f, in, got) != TC_OK || tc_call(f, in, got) != TC_OK || tc_explain(f, &info, NULL, 0) != TC_OK) {
+        TC_CHECKF(0, "model %d: %s", g_model, tc_fn_error(f));
+        info.kernels = -1;
+    } else {
+        *err = 0;
+        for (k = 0; k < nout; k++)
+            if (tct_maxrel(got[k], eager[k]) > *err) *err = tct_maxrel(got[k], eager[k]);
+    }
+    tc_fn_free(f);
+    tc_scope_end(ctx);
+    return info.kernels;
+}
+
+TC_TEST(test_conv_epilogues_and_bn_folding) {
+    int64_t sw[4] = {12, 12, 3, 3}, sd[4] = {12, 1, 3, 3}, sc = 12;
+    double err;
+    int n;
+    tc_scope_begin(ctx);
+    g_w = tc_persist(tc_rand_uniform(ctx, 4, sw, -0.3, 0.3, 51));
+    g_dw = tc_persist(tc_rand_uniform(ctx, 4, sd, -0.5, 0.5, 52));
+    g_b = tc_persist(tc_rand_uniform(ctx, 1, &sc, -1.0, 1.0, 53));
+    g_bn[0] = tc_persist(tc_rand_uniform(ctx, 1, &sc, -0.5, 0.5, 54));
+    g_bn[1] = tc_persist(tc_rand_uniform(ctx, 1, &sc, 0.5, 2.0, 55));
+    g_bn[2] = tc_persist(tc_rand_uniform(ctx, 1, &sc, 0.5, 1.5, 56));
+    g_bn[3] = tc_persist(tc_rand_uniform(ctx, 1, &sc, -0.5, 0.5, 57));
+    tc_scope_end(ctx);
+    /* the pointwise tail runs on the conv's output tiles: one launch */
+    g_model = 0;
+    n = compiled_launches(0, &err);
+    TC_CHECKF(n == 1 && err < 1e-5, "conv + bias + relu * 2 + 1: %d launches (want 1), error %.3g", n, err);
+    g_model = 2;
+    n = compiled_launches(0, &err);
+    TC_CHECKF(n == 1 && err < 1e-5, "relu(depthwise conv): %d launches (want 1), error %.3g", n, err);
+    /* not frozen: bn's scale and shift are computed (ahead of the conv) and
+     * the norm, residual and relu are the conv's epilogue */
+    g_model = 1;
+    n = compiled_launches(0, &err);
+    TC_CHECKF(n >= 2 && n <= 3 && err < 1e-5, "bn(conv) + x, not frozen: %d launches (want 2-3), error %.3g", n, err);
+    /* frozen: the norm is in the conv's weights; residual and relu remain */
+    n = compiled_launches(1, &err);
+    TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, frozen: %d launches (want 1), error %.3g", n, err);
+    /* the raw conv is an output too: no folding, both results right */
+    g_model = 3;
+    n = compiled_launches(1, &err);
+    TC_CHECKF(n >= 2 && err < 1e-5, "bn(conv) with conv an output: %d launches (want >= 2), error %.3g", n, err);
+    tc_free(g_w), tc_free(g_dw), tc_free(g_b);
+    for (n = 0; n < 4; n++) tc_free(g_bn[n]);
+}
+
+int main(void) {
+    ctx = tc_ctx_create(NULL);
+    TC_RUN(test_conv_every_level_and_shape);
+    TC_RUN(test_conv_epilogues_and_bn_folding);
+    tc_ctx_destroy(ctx);
+    return TC_TEST_SUMMARY();
+}
