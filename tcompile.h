@@ -4688,6 +4688,82 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ld
     }
 }
 
+/* Window kernels (depthwise convolution and pooling, conv.c): one output
+ * row y[0..n) from ntaps input rows that conv.c has padded and split by
+ * stride phase, so tap t reads taps[t][i] for output i:
+ *   kind 0: y = bias + sum_t w[t] * taps[t][i]
+ *   kind 1: y = max_t taps[t][i], a NaN winning (torch's max_pool2d)
+ *   kind 2: y = sum_t taps[t][i]  (avg_pool2d, divided by the caller)
+ * Two vectors of outputs per step hold every tap's sum in registers. */
+typedef int32_t TC__CAT(tc__gvi_, TC__ISA_SFX) __attribute__((vector_size(4 * TC__ISA_W)));
+#define TC__GVI TC__CAT(tc__gvi_, TC__ISA_SFX)
+TC__GINL TC__GV TC__GFN(tc__gmax_nan_)(TC__GV m, TC__GV v) {
+    TC__GVI take = (v > m) | (v != v);
+    return (TC__GV)(((TC__GVI)v & take) | ((TC__GVI)m & ~take));
+}
+
+/* One vector of outputs from i on. */
+TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const float *w, int ntaps, int64_t i,
+                                        float bias) {
+    TC__GV a;
+    int t;
+    if (kind == 1) {
+        a = TC__GLD(taps[0] + i);
+        for (t = 1; t < ntaps; t++) a = TC__GFN(tc__gmax_nan_)(a, TC__GLD(taps[t] + i));
+    } else if (kind == 0) {
+        a = TC__GFN(tc__gsplat_)(bias);
+        for (t = 0; t < ntaps; t++) a = TC__GFMA(TC__GFN(tc__gsplat_)(w[t]), TC__GLD(taps[t] + i), a);
+    } else {
+        a = TC__GFN(tc__gsplat_)(0.0f);
+        for (t = 0; t < ntaps; t++) a += TC__GLD(taps[t] + i);
+    }
+    return a;
+}
+
+/* The taps may be read up to a vector past n (conv.c pads its buffer for
+ * it): a short tail is computed whole and stored in part. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+                                                           int64_t n, float *y, float bias) {
+    int64_t i = 0;
+    int t;
+    for (; i + 2 * TC__GW <= n; i += 2 * TC__GW) {
+        TC__GV a0, a1;
+        if (kind == 1) {
+            a0 = TC__GLD(taps[0] + i);
+            a1 = TC__GLD(taps[0] + i + TC__GW);
+            for (t = 1; t < ntaps; t++) {
+                a0 = TC__GFN(tc__gmax_nan_)(a0, TC__GLD(taps[t] + i));
+                a1 = TC__GFN(tc__gmax_nan_)(a1, TC__GLD(taps[t] + i + TC__GW));
+            }
+        } else if (kind == 0) {
+            a0 = a1 = TC__GFN(tc__gsplat_)(bias);
+            for (t = 0; t < ntaps; t++) {
+                TC__GV wt = TC__GFN(tc__gsplat_)(w[t]);
+                a0 = TC__GFMA(wt, TC__GLD(taps[t] + i), a0);
+                a1 = TC__GFMA(wt, TC__GLD(taps[t] + i + TC__GW), a1);
+            }
+        } else {
+            a0 = a1 = TC__GFN(tc__gsplat_)(0.0f);
+            for (t = 0; t < ntaps; t++) {
+                a0 += TC__GLD(taps[t] + i);
+                a1 += TC__GLD(taps[t] + i + TC__GW);
+            }
+        }
+        TC__GST(y + i, a0);
+        TC__GST(y + i + TC__GW, a1);
+    }
+    for (; i < n; i += TC__GW) {
+        TC__GV a = TC__GFN(tc__gwin_vec_)(kind, taps, w, ntaps, i, bias);
+        if (i + TC__GW <= n) {
+            TC__GST(y + i, a);
+        } else {
+            float part[TC__GW];
+            TC__GST(part, a);
+            memcpy(y + i, part, sizeof(float) * (size_t)(n - i));
+        }
+    }
+}
+
 /* The level's register tile, for gemm.c's table. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
@@ -4704,6 +4780,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GLD
 #undef TC__GST
 #undef TC__GFMA
+#undef TC__GVI
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -4961,6 +5038,82 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ld
     }
 }
 
+/* Window kernels (depthwise convolution and pooling, conv.c): one output
+ * row y[0..n) from ntaps input rows that conv.c has padded and split by
+ * stride phase, so tap t reads taps[t][i] for output i:
+ *   kind 0: y = bias + sum_t w[t] * taps[t][i]
+ *   kind 1: y = max_t taps[t][i], a NaN winning (torch's max_pool2d)
+ *   kind 2: y = sum_t taps[t][i]  (avg_pool2d, divided by the caller)
+ * Two vectors of outputs per step hold every tap's sum in registers. */
+typedef int32_t TC__CAT(tc__gvi_, TC__ISA_SFX) __attribute__((vector_size(4 * TC__ISA_W)));
+#define TC__GVI TC__CAT(tc__gvi_, TC__ISA_SFX)
+TC__GINL TC__GV TC__GFN(tc__gmax_nan_)(TC__GV m, TC__GV v) {
+    TC__GVI take = (v > m) | (v != v);
+    return (TC__GV)(((TC__GVI)v & take) | ((TC__GVI)m & ~take));
+}
+
+/* One vector of outputs from i on. */
+TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const float *w, int ntaps, int64_t i,
+                                        float bias) {
+    TC__GV a;
+    int t;
+    if (kind == 1) {
+        a = TC__GLD(taps[0] + i);
+        for (t = 1; t < ntaps; t++) a = TC__GFN(tc__gmax_nan_)(a, TC__GLD(taps[t] + i));
+    } else if (kind == 0) {
+        a = TC__GFN(tc__gsplat_)(bias);
+        for (t = 0; t < ntaps; t++) a = TC__GFMA(TC__GFN(tc__gsplat_)(w[t]), TC__GLD(taps[t] + i), a);
+    } else {
+        a = TC__GFN(tc__gsplat_)(0.0f);
+        for (t = 0; t < ntaps; t++) a += TC__GLD(taps[t] + i);
+    }
+    return a;
+}
+
+/* The taps may be read up to a vector past n (conv.c pads its buffer for
+ * it): a short tail is computed whole and stored in part. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+                                                           int64_t n, float *y, float bias) {
+    int64_t i = 0;
+    int t;
+    for (; i + 2 * TC__GW <= n; i += 2 * TC__GW) {
+        TC__GV a0, a1;
+        if (kind == 1) {
+            a0 = TC__GLD(taps[0] + i);
+            a1 = TC__GLD(taps[0] + i + TC__GW);
+            for (t = 1; t < ntaps; t++) {
+                a0 = TC__GFN(tc__gmax_nan_)(a0, TC__GLD(taps[t] + i));
+                a1 = TC__GFN(tc__gmax_nan_)(a1, TC__GLD(taps[t] + i + TC__GW));
+            }
+        } else if (kind == 0) {
+            a0 = a1 = TC__GFN(tc__gsplat_)(bias);
+            for (t = 0; t < ntaps; t++) {
+                TC__GV wt = TC__GFN(tc__gsplat_)(w[t]);
+                a0 = TC__GFMA(wt, TC__GLD(taps[t] + i), a0);
+                a1 = TC__GFMA(wt, TC__GLD(taps[t] + i + TC__GW), a1);
+            }
+        } else {
+            a0 = a1 = TC__GFN(tc__gsplat_)(0.0f);
+            for (t = 0; t < ntaps; t++) {
+                a0 += TC__GLD(taps[t] + i);
+                a1 += TC__GLD(taps[t] + i + TC__GW);
+            }
+        }
+        TC__GST(y + i, a0);
+        TC__GST(y + i + TC__GW, a1);
+    }
+    for (; i < n; i += TC__GW) {
+        TC__GV a = TC__GFN(tc__gwin_vec_)(kind, taps, w, ntaps, i, bias);
+        if (i + TC__GW <= n) {
+            TC__GST(y + i, a);
+        } else {
+            float part[TC__GW];
+            TC__GST(part, a);
+            memcpy(y + i, part, sizeof(float) * (size_t)(n - i));
+        }
+    }
+}
+
 /* The level's register tile, for gemm.c's table. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
@@ -4977,6 +5130,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GLD
 #undef TC__GST
 #undef TC__GFMA
+#undef TC__GVI
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5234,6 +5388,82 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ld
     }
 }
 
+/* Window kernels (depthwise convolution and pooling, conv.c): one output
+ * row y[0..n) from ntaps input rows that conv.c has padded and split by
+ * stride phase, so tap t reads taps[t][i] for output i:
+ *   kind 0: y = bias + sum_t w[t] * taps[t][i]
+ *   kind 1: y = max_t taps[t][i], a NaN winning (torch's max_pool2d)
+ *   kind 2: y = sum_t taps[t][i]  (avg_pool2d, divided by the caller)
+ * Two vectors of outputs per step hold every tap's sum in registers. */
+typedef int32_t TC__CAT(tc__gvi_, TC__ISA_SFX) __attribute__((vector_size(4 * TC__ISA_W)));
+#define TC__GVI TC__CAT(tc__gvi_, TC__ISA_SFX)
+TC__GINL TC__GV TC__GFN(tc__gmax_nan_)(TC__GV m, TC__GV v) {
+    TC__GVI take = (v > m) | (v != v);
+    return (TC__GV)(((TC__GVI)v & take) | ((TC__GVI)m & ~take));
+}
+
+/* One vector of outputs from i on. */
+TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const float *w, int ntaps, int64_t i,
+                                        float bias) {
+    TC__GV a;
+    int t;
+    if (kind == 1) {
+        a = TC__GLD(taps[0] + i);
+        for (t = 1; t < ntaps; t++) a = TC__GFN(tc__gmax_nan_)(a, TC__GLD(taps[t] + i));
+    } else if (kind == 0) {
+        a = TC__GFN(tc__gsplat_)(bias);
+        for (t = 0; t < ntaps; t++) a = TC__GFMA(TC__GFN(tc__gsplat_)(w[t]), TC__GLD(taps[t] + i), a);
+    } else {
+        a = TC__GFN(tc__gsplat_)(0.0f);
+        for (t = 0; t < ntaps; t++) a += TC__GLD(taps[t] + i);
+    }
+    return a;
+}
+
+/* The taps may be read up to a vector past n (conv.c pads its buffer for
+ * it): a short tail is computed whole and stored in part. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+                                                           int64_t n, float *y, float bias) {
+    int64_t i = 0;
+    int t;
+    for (; i + 2 * TC__GW <= n; i += 2 * TC__GW) {
+        TC__GV a0, a1;
+        if (kind == 1) {
+            a0 = TC__GLD(taps[0] + i);
+            a1 = TC__GLD(taps[0] + i + TC__GW);
+            for (t = 1; t < ntaps; t++) {
+                a0 = TC__GFN(tc__gmax_nan_)(a0, TC__GLD(taps[t] + i));
+                a1 = TC__GFN(tc__gmax_nan_)(a1, TC__GLD(taps[t] + i + TC__GW));
+            }
+        } else if (kind == 0) {
+            a0 = a1 = TC__GFN(tc__gsplat_)(bias);
+            for (t = 0; t < ntaps; t++) {
+                TC__GV wt = TC__GFN(tc__gsplat_)(w[t]);
+                a0 = TC__GFMA(wt, TC__GLD(taps[t] + i), a0);
+                a1 = TC__GFMA(wt, TC__GLD(taps[t] + i + TC__GW), a1);
+            }
+        } else {
+            a0 = a1 = TC__GFN(tc__gsplat_)(0.0f);
+            for (t = 0; t < ntaps; t++) {
+                a0 += TC__GLD(taps[t] + i);
+                a1 += TC__GLD(taps[t] + i + TC__GW);
+            }
+        }
+        TC__GST(y + i, a0);
+        TC__GST(y + i + TC__GW, a1);
+    }
+    for (; i < n; i += TC__GW) {
+        TC__GV a = TC__GFN(tc__gwin_vec_)(kind, taps, w, ntaps, i, bias);
+        if (i + TC__GW <= n) {
+            TC__GST(y + i, a);
+        } else {
+            float part[TC__GW];
+            TC__GST(part, a);
+            memcpy(y + i, part, sizeof(float) * (size_t)(n - i));
+        }
+    }
+}
+
 /* The level's register tile, for gemm.c's table. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
@@ -5250,6 +5480,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GLD
 #undef TC__GST
 #undef TC__GFMA
+#undef TC__GVI
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5507,6 +5738,82 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ld
     }
 }
 
+/* Window kernels (depthwise convolution and pooling, conv.c): one output
+ * row y[0..n) from ntaps input rows that conv.c has padded and split by
+ * stride phase, so tap t reads taps[t][i] for output i:
+ *   kind 0: y = bias + sum_t w[t] * taps[t][i]
+ *   kind 1: y = max_t taps[t][i], a NaN winning (torch's max_pool2d)
+ *   kind 2: y = sum_t taps[t][i]  (avg_pool2d, divided by the caller)
+ * Two vectors of outputs per step hold every tap's sum in registers. */
+typedef int32_t TC__CAT(tc__gvi_, TC__ISA_SFX) __attribute__((vector_size(4 * TC__ISA_W)));
+#define TC__GVI TC__CAT(tc__gvi_, TC__ISA_SFX)
+TC__GINL TC__GV TC__GFN(tc__gmax_nan_)(TC__GV m, TC__GV v) {
+    TC__GVI take = (v > m) | (v != v);
+    return (TC__GV)(((TC__GVI)v & take) | ((TC__GVI)m & ~take));
+}
+
+/* One vector of outputs from i on. */
+TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const float *w, int ntaps, int64_t i,
+                                        float bias) {
+    TC__GV a;
+    int t;
+    if (kind == 1) {
+        a = TC__GLD(taps[0] + i);
+        for (t = 1; t < ntaps; t++) a = TC__GFN(tc__gmax_nan_)(a, TC__GLD(taps[t] + i));
+    } else if (kind == 0) {
+        a = TC__GFN(tc__gsplat_)(bias);
+        for (t = 0; t < ntaps; t++) a = TC__GFMA(TC__GFN(tc__gsplat_)(w[t]), TC__GLD(taps[t] + i), a);
+    } else {
+        a = TC__GFN(tc__gsplat_)(0.0f);
+        for (t = 0; t < ntaps; t++) a += TC__GLD(taps[t] + i);
+    }
+    return a;
+}
+
+/* The taps may be read up to a vector past n (conv.c pads its buffer for
+ * it): a short tail is computed whole and stored in part. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+                                                           int64_t n, float *y, float bias) {
+    int64_t i = 0;
+    int t;
+    for (; i + 2 * TC__GW <= n; i += 2 * TC__GW) {
+        TC__GV a0, a1;
+        if (kind == 1) {
+            a0 = TC__GLD(taps[0] + i);
+            a1 = TC__GLD(taps[0] + i + TC__GW);
+            for (t = 1; t < ntaps; t++) {
+                a0 = TC__GFN(tc__gmax_nan_)(a0, TC__GLD(taps[t] + i));
+                a1 = TC__GFN(tc__gmax_nan_)(a1, TC__GLD(taps[t] + i + TC__GW));
+            }
+        } else if (kind == 0) {
+            a0 = a1 = TC__GFN(tc__gsplat_)(bias);
+            for (t = 0; t < ntaps; t++) {
+                TC__GV wt = TC__GFN(tc__gsplat_)(w[t]);
+                a0 = TC__GFMA(wt, TC__GLD(taps[t] + i), a0);
+                a1 = TC__GFMA(wt, TC__GLD(taps[t] + i + TC__GW), a1);
+            }
+        } else {
+            a0 = a1 = TC__GFN(tc__gsplat_)(0.0f);
+            for (t = 0; t < ntaps; t++) {
+                a0 += TC__GLD(taps[t] + i);
+                a1 += TC__GLD(taps[t] + i + TC__GW);
+            }
+        }
+        TC__GST(y + i, a0);
+        TC__GST(y + i + TC__GW, a1);
+    }
+    for (; i < n; i += TC__GW) {
+        TC__GV a = TC__GFN(tc__gwin_vec_)(kind, taps, w, ntaps, i, bias);
+        if (i + TC__GW <= n) {
+            TC__GST(y + i, a);
+        } else {
+            float part[TC__GW];
+            TC__GST(part, a);
+            memcpy(y + i, part, sizeof(float) * (size_t)(n - i));
+        }
+    }
+}
+
 /* The level's register tile, for gemm.c's table. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
@@ -5523,6 +5830,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GLD
 #undef TC__GST
 #undef TC__GFMA
+#undef TC__GVI
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5611,6 +5919,8 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
+typedef void (*tc__win_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+                               float bias);
 
 /* One ISA level's kernels and register tile. */
 typedef struct tc__gemm_impl {
@@ -5620,6 +5930,7 @@ typedef struct tc__gemm_impl {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
+    tc__win_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -5678,6 +5989,22 @@ TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, fl
         for (j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] * alpha + (bias ? bias[j] : 0.0f);
 }
 
+/* gemm_isa.c's tc__win_row_ in plain C. */
+TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+                             float bias) {
+    int64_t i;
+    int t;
+    for (i = 0; i < n; i++) {
+        float a = kind == 1 ? taps[0][i] : kind == 0 ? bias : 0.0f;
+        for (t = kind == 1; t < ntaps; t++) {
+            float v = taps[t][i];
+            if (kind == 1) a = v > a || v != v ? v : a;
+            else a = kind == 0 ? a + w[t] * v : a + v;
+        }
+        y[i] = a;
+    }
+}
+
 /* The kernels for the context's executor level. */
 TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     tc__gemm_impl g;
@@ -5688,6 +6015,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     g.axpy = tc__gemm_axpy_base;
     g.dot = tc__gemm_dot_base;
     g.fin = tc__gtile_fin_base;
+    g.win = tc__win_row_base;
 #define TC__GEMM_USE_(SFX)                    \
     do {                                      \
         tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
@@ -5695,6 +6023,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
         g.axpy = tc__gemm_axpy_##SFX;         \
         g.dot = tc__gemm_dot_##SFX;           \
         g.fin = tc__gtile_fin_##SFX;          \
+        g.win = tc__win_row_##SFX;            \
     } while (0)
     switch (ctx ? ctx->isa : TC_ISA_NONE) {
 #ifdef TC__HAVE_VEXEC_X86
@@ -6307,7 +6636,7 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
 }
 
 /* ===== src/conv.c ===== */
-/* Convolution (implicit GEMM per image and group; direct loops for
+/* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
 
@@ -6471,39 +6800,149 @@ TC__FN void tc__conv_pack_b(const tc__gemm *gm, int nr_, int64_t pc, int64_t kc,
     }
 }
 
-typedef struct tc__dw_job {
+/* ---- window kernels: depthwise convolution and pooling --------------------------- */
+
+enum { TC__WIN_CONV = 0, TC__WIN_MAX = 1, TC__WIN_AVG = 2 };
+
+/* Depthwise convolution and pooling slide a small window over each plane.
+ * The plane is first copied into scratch that already holds the padding
+ * (0, or -inf for max) and has each row split by stride phase (phase p
+ * holds padded columns p, p + s, p + 2s, ...): then every tap reads a
+ * contiguous run for consecutive outputs, whatever the stride, and a row of
+ * outputs is one vector loop without bounds checks (tc__win_row_ in
+ * gemm_isa.c).  The copy costs one pass over a plane that is then in cache
+ * for the kh x kw reads. */
+typedef struct tc__win_job {
+    tc_ctx *ctx;
     const float *x, *w, *bias;
     float *y;
     tc__geom g;
-    int64_t mult;            /* output channels per input channel */
-    int64_t cout;
-    const tc__epilogue *epi; /* run on each finished plane */
-} tc__dw_job;
+    int kind, exclude_pad;
+    int64_t mult;              /* conv: output channels per input channel    */
+    int64_t Hp, Wp, Wq;        /* padded rows and columns read; per phase    */
+    int64_t nph;               /* phases read: min(stride, Wp)               */
+    const tc__epilogue *epi;   /* conv: run on each finished output plane    */
+    tc__win_row_fn row;
+    int failed;
+} tc__win_job;
 
-/* Depthwise (one input channel per group): direct loops per output plane. */
-TC__FN void tc__dw_planes(void *arg, int64_t pb, int64_t pe) {
-    const tc__dw_job *j = (const tc__dw_job *)arg;
+/* The window row kernels may read a vector past a row's last output. */
+#define TC__WIN_SLACK 32
+
+/* Input plane xp into buf: padded rows of nph phases of Wq floats (a
+ * phase shorter than Wq is padded too, so every float is written). */
+TC__FN void tc__win_fill(const tc__win_job *j, const float *xp, float *buf) {
     const tc__geom *g = &j->g;
-    int64_t p, oh, ow, ki, kj;
-    for (p = pb; p < pe; p++) {
-        int64_t n = p / j->cout, co = p % j->cout, ci = co / j->mult;
-        const float *xc = j->x + (n * g->C + ci) * g->H * g->W, *wk = j->w + co * g->kh * g->kw;
-        float *yp = j->y + p * g->OH * g->OW, b = j->bias ? j->bias[co] : 0.0f;
-        for (oh = 0; oh < g->OH; oh++)
-            for (ow = 0; ow < g->OW; ow++) {
-                float acc = 0.0f;
-                for (ki = 0; ki < g->kh; ki++) {
-                    int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-                    if (ih < 0 || ih >= g->H) continue;
-                    for (kj = 0; kj < g->kw; kj++) {
-                        int64_t iw = ow * g->sw - g->pw + kj * g->dw;
-                        if (iw >= 0 && iw < g->W) acc += xc[ih * g->W + iw] * wk[ki * g->kw + kj];
-                    }
-                }
-                yp[oh * g->OW + ow] = acc + b;
+    const int64_t s = g->sw, rowlen = j->nph * j->Wq;
+    const float pad = j->kind == TC__WIN_MAX ? -INFINITY : 0.0f;
+    int64_t r, c, ph, t;
+    for (r = 0; r < j->Hp; r++) {
+        int64_t ih = r - g->ph;
+        float *d = buf + r * rowlen;
+        const float *xr = xp + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
+        if (ih < 0 || ih >= g->H) {
+            for (c = 0; c < rowlen; c++) d[c] = pad;
+            continue;
+        }
+        for (ph = 0; ph < j->nph; ph++) {
+            /* phase ph's t-th float is padded column c = ph + t * s, input column c - pw */
+            float *dp = d + ph * j->Wq;
+            int64_t lo = g->pw > ph ? (g->pw - ph + s - 1) / s : 0, hi = (g->pw + g->W - ph + s - 1) / s;
+            if (hi > j->Wq) hi = j->Wq;
+            if (lo > hi) lo = hi;
+            for (t = 0; t < lo; t++) dp[t] = pad;
+            if (s == 1) {
+                if (hi > lo) memcpy(dp + lo, xr + (lo - g->pw), sizeof(float) * (size_t)(hi - lo));
+            } else {
+                const float *src = xr + ph - g->pw;
+                for (t = lo; t < hi; t++) dp[t] = src[t * s];
             }
-        if (j->epi && g->OH * g->OW > 0) j->epi->fn(j->epi->arg, p, 1, 0, g->OH * g->OW, g->OH * g->OW);
+            for (t = hi; t < j->Wq; t++) dp[t] = pad;
+        }
     }
+}
+
+/* torch's avg_pool2d divisor along one axis (the window clipped to the
+ * padded input, or to the input itself with exclude_pad): the divisor of a
+ * window is the product of its row and column sizes. */
+TC__FN int64_t tc__avg_span(int64_t o, int64_t k, int64_t s, int64_t p, int64_t in, int exclude_pad) {
+    int64_t a = o * s - p, b = a + k < in + p ? a + k : in + p;
+    if (!exclude_pad) return b - a;
+    if (a < 0) a = 0;
+    if (b > in) b = in;
+    return b - a;
+}
+
+/* Input planes [pb, pe) (n * C + c): each plane's outputs, mult of them for
+ * a depthwise conv. */
+TC__FN void tc__win_planes(void *arg, int64_t pb, int64_t pe) {
+    tc__win_job *j = (tc__win_job *)arg;
+    const tc__geom *g = &j->g;
+    const int64_t rowlen = j->nph * j->Wq, P = g->OH * g->OW, ntaps = g->kh * g->kw;
+    const int64_t cout = g->C * j->mult;
+    size_t fl = (size_t)(j->Hp * rowlen + TC__WIN_SLACK), tb = (sizeof(const float *) * (size_t)ntaps + 63) / 64 * 64;
+    /* the tap pointers first, the plane on a cache line after them */
+    const float **taps = (const float **)tc__scratch_get(j->ctx, tb + sizeof(float) * (fl + (size_t)g->OW));
+    float *buf = (float *)(void *)((char *)taps + tb);
+    float *colsz = buf + fl;   /* avg: the divisor's column factor */
+    int64_t p, m, oh, ow, ki, kj;
+    if (!taps) {
+        j->failed = 1;
+        return;
+    }
+    for (ow = 0; ow < TC__WIN_SLACK; ow++) buf[fl - TC__WIN_SLACK + ow] = 0.0f;
+    for (ow = 0; ow < g->OW && j->kind == TC__WIN_AVG; ow++)
+        colsz[ow] = (float)tc__avg_span(ow, g->kw, g->sw, g->pw, g->W, j->exclude_pad);
+    for (p = pb; p < pe; p++) {
+        int64_t n = p / g->C, ci = p % g->C;
+        tc__win_fill(j, j->x + p * g->H * g->W, buf);
+        for (m = 0; m < j->mult; m++) {
+            int64_t co = ci * j->mult + m, op = j->kind == TC__WIN_CONV ? n * cout + co : p;
+            float *yp = j->y + op * P;
+            for (oh = 0; oh < g->OH; oh++) {
+                float *yr = yp + oh * g->OW;
+                for (ki = 0; ki < g->kh; ki++)
+                    for (kj = 0; kj < g->kw; kj++) {
+                        int64_t off = kj * g->dw;
+                        taps[ki * g->kw + kj] =
+                            buf + (oh * g->sh + ki * g->dh) * rowlen + (off % g->sw) * j->Wq + off / g->sw;
+                    }
+                j->row(j->kind, taps, j->w ? j->w + co * ntaps : NULL, (int)ntaps, g->OW, yr,
+                       j->bias ? j->bias[co] : 0.0f);
+                if (j->kind == TC__WIN_AVG) {
+                    float rs = (float)tc__avg_span(oh, g->kh, g->sh, g->ph, g->H, j->exclude_pad);
+                    for (ow = 0; ow < g->OW; ow++) yr[ow] = rs * colsz[ow] > 0 ? yr[ow] / (rs * colsz[ow]) : NAN;
+                }
+            }
+            if (j->epi && P > 0) j->epi->fn(j->epi->arg, op, 1, 0, P, P);
+        }
+    }
+    tc__scratch_put((void *)taps);
+}
+
+/* Runs the window kernel of `kind` over x's planes into y; -1 on OOM. */
+TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x, const float *w, const float *bias,
+                       int64_t mult, int exclude_pad, const tc__epilogue *epi, float *y) {
+    tc__win_job j;
+    memset(&j, 0, sizeof j);
+    j.ctx = ctx;
+    j.x = x;
+    j.w = w;
+    j.bias = bias;
+    j.y = y;
+    j.g = *g;
+    j.kind = kind;
+    j.exclude_pad = exclude_pad;
+    j.mult = mult;
+    j.epi = epi;
+    j.row = tc__gemm_impl_of(ctx).win;
+    if (g->N * g->C == 0 || g->OH * g->OW == 0) return 0;
+    j.Hp = (g->OH - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    j.Wp = (g->OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    j.Wq = (j.Wp + g->sw - 1) / g->sw;
+    j.nph = g->sw < j.Wp ? g->sw : j.Wp;
+    tc__parallel_for(ctx, g->N * g->C, g->N * g->C * mult * g->OH * g->OW * g->kh * g->kw, tc__win_planes, &j);
+    return j.failed ? -1 : 0;
 }
 
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
@@ -6522,17 +6961,9 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     K = cg * g.kh * g.kw;
     P = g.OH * g.OW;
     if (!xp || !wp || (b && !bp) || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    else if (cg == 1 && og >= 1 && groups == g.C && og <= 4) {
-        tc__dw_job j;
-        j.x = xp;
-        j.w = wp;
-        j.bias = bp;
-        j.y = op;
-        j.g = g;
-        j.mult = og;
-        j.cout = cout;
-        j.epi = c->epi;
-        tc__parallel_for(c->ctx, g.N * cout, g.N * cout * P * g.kh * g.kw, tc__dw_planes, &j);
+    else if (cg == 1 && groups == g.C) { /* depthwise: a window per channel */
+        if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
+            r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else {
@@ -6619,70 +7050,17 @@ TC__FN tc_result tc__shape_pool2d(tc__call *c) {
     return tc__image_out(c, x, x->shape[x->ndim - 3], (int)c->a.i[TC__G_CEIL]);
 }
 
-typedef struct tc__pool_job {
-    const float *x;
-    float *y;
-    tc__geom g;
-    int is_max, exclude_pad;
-} tc__pool_job;
-
-TC__FN void tc__pool_planes(void *arg, int64_t pb, int64_t pe) {
-    const tc__pool_job *j = (const tc__pool_job *)arg;
-    const tc__geom *g = &j->g;
-    int64_t p, oh, ow, ih, iw;
-    for (p = pb; p < pe; p++) {
-        const float *xp = j->x + p * g->H * g->W;
-        float *yp = j->y + p * g->OH * g->OW;
-        for (oh = 0; oh < g->OH; oh++)
-            for (ow = 0; ow < g->OW; ow++) {
-                int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
-                if (j->is_max) {
-                    float m = -INFINITY;
-                    int64_t ki, kj;
-                    for (ki = 0; ki < g->kh; ki++) {
-                        ih = h0 + ki * g->dh;
-                        if (ih < 0 || ih >= g->H) continue;
-                        for (kj = 0; kj < g->kw; kj++) {
-                            float v;
-                            iw = w0 + kj * g->dw;
-                            if (iw < 0 || iw >= g->W) continue;
-                            v = xp[ih * g->W + iw];
-                            if (v > m || v != v) m = v;
-                            if (m != m) break;
-                        }
-                    }
-                    yp[oh * g->OW + ow] = m;
-                } else {
-                    /* torch's avg_pool2d window and divisor */
-                    int64_t h1 = h0 + g->kh < g->H + g->ph ? h0 + g->kh : g->H + g->ph;
-                    int64_t w1 = w0 + g->kw < g->W + g->pw ? w0 + g->kw : g->W + g->pw;
-                    int64_t size = (h1 - h0) * (w1 - w0);
-                    double s = 0.0;
-                    if (h0 < 0) h0 = 0;
-                    if (w0 < 0) w0 = 0;
-                    if (h1 > g->H) h1 = g->H;
-                    if (w1 > g->W) w1 = g->W;
-                    if (j->exclude_pad) size = (h1 - h0) * (w1 - w0);
-                    for (ih = h0; ih < h1; ih++)
-                        for (iw = w0; iw < w1; iw++) s += xp[ih * g->W + iw];
-                    yp[oh * g->OW + ow] = size > 0 ? (float)(s / (double)size) : NAN;
-                }
-            }
-    }
-}
-
 TC__FN tc_result tc__run_pool2d(tc__call *c, tc_tensor *out) {
     const tc_tensor *x = c->ins[0];
-    tc__pool_job j;
+    tc__geom g;
     void *xo = NULL, *oo = NULL;
+    const float *xp = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
+    float *yp = tc__out_f32(out, &oo);
     tc_result r = TC_OK;
-    j.x = (const float *)tc__contig_as(c->ctx, x, TC_F32, &xo);
-    j.y = tc__out_f32(out, &oo);
-    tc__geom_of(c, x, &j.g);
-    j.is_max = c->op == TC__OP_MAX_POOL2D;
-    j.exclude_pad = (int)c->a.i[TC__G_EXCL];
-    if (!j.x || !j.y) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    else tc__parallel_for(c->ctx, j.g.N * j.g.C, tc__numel(out) * j.g.kh * j.g.kw, tc__pool_planes, &j);
+    tc__geom_of(c, x, &g);
+    if (!xp || !yp || tc__win_run(c->ctx, c->op == TC__OP_MAX_POOL2D ? TC__WIN_MAX : TC__WIN_AVG, &g, xp, NULL, NULL, 1,
+                                  (int)c->a.i[TC__G_EXCL], NULL, yp))
+        r = tc__msg(c, TC_ERR_OOM, "out of memory");
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
     else tc__scratch_put(oo);
     tc__scratch_put(xo);

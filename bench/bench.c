@@ -177,6 +177,39 @@ static void model_resblock(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_ten
     out[0] = tc_relu(ctx, tc_add(ctx, h, in[0]));
 }
 
+/* pool_dw: the window kernels in a MobileNet-style stem: max_pool2d 3 x 3
+ * stride 2 over [8, 32, 112, 112], then a depthwise 3 x 3 conv (bias,
+ * relu) and a 1 x 1 conv to 64 channels */
+typedef struct dw_params {
+    tc_tensor *wd, *bd, *wp;
+} dw_params;
+
+static void *setup_pool_dw(tc_ctx *ctx) {
+    static dw_params p;
+    if (!p.wd) {
+        p.wd = param(ctx, 4, 32, 1, 3, 3, 1.0 / 3, 301);
+        p.bd = param(ctx, 1, 32, 0, 0, 0, 0.1, 302);
+        p.wp = param(ctx, 4, 64, 32, 1, 1, 1.0 / 6, 303);
+    }
+    return &p;
+}
+
+static void model_pool_dw(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const dw_params *p = (const dw_params *)user;
+    tc_pool2d_opts po;
+    tc_conv2d_opts o;
+    tc_tensor *h;
+    memset(&po, 0, sizeof po);
+    po.kernel[0] = po.kernel[1] = 3;
+    po.stride[0] = po.stride[1] = 2;
+    po.padding[0] = po.padding[1] = 1;
+    memset(&o, 0, sizeof o);
+    o.padding[0] = o.padding[1] = 1;
+    o.groups = 32;
+    h = tc_relu(ctx, tc_conv2d(ctx, tc_max_pool2d(ctx, in[0], &po), p->wd, p->bd, &o));
+    out[0] = tc_conv2d(ctx, h, p->wp, NULL, NULL);
+}
+
 static void model_matmul(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     out[0] = tc_matmul(ctx, in[0], in[1]);
@@ -231,6 +264,8 @@ static workload workloads[] = {
      model_attention_by_hand, 4.0 * 4 * 8 * 6 * 197 * 64, 0, 2.0 * 2 * 8 * 6 * 197 * 197 * 64, NULL},
     {"resblock", 1, 1, {{1, 64, 56, 56}}, {4}, model_resblock, 4.0 * (2 * 64 * 56 * 56 + 2 * 64 * 64 * 9), 0,
      2.0 * 2 * 64 * 64 * 9 * 56 * 56, setup_resblock},
+    {"pool_dw", 8, 1, {{8, 32, 112, 112}}, {4}, model_pool_dw, 4.0 * 8 * (32 * 112 * 112 + 64 * 56 * 56), 0,
+     2.0 * 8 * 56 * 56 * (32 * 9 + 64 * 32), setup_pool_dw},
 };
 #define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
 

@@ -80,6 +80,8 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
+typedef void (*tc__win_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+                               float bias);
 
 /* One ISA level's kernels and register tile. */
 typedef struct tc__gemm_impl {
@@ -89,6 +91,7 @@ typedef struct tc__gemm_impl {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
+    tc__win_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -147,6 +150,22 @@ TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, fl
         for (j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] * alpha + (bias ? bias[j] : 0.0f);
 }
 
+/* gemm_isa.c's tc__win_row_ in plain C. */
+TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+                             float bias) {
+    int64_t i;
+    int t;
+    for (i = 0; i < n; i++) {
+        float a = kind == 1 ? taps[0][i] : kind == 0 ? bias : 0.0f;
+        for (t = kind == 1; t < ntaps; t++) {
+            float v = taps[t][i];
+            if (kind == 1) a = v > a || v != v ? v : a;
+            else a = kind == 0 ? a + w[t] * v : a + v;
+        }
+        y[i] = a;
+    }
+}
+
 /* The kernels for the context's executor level. */
 TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     tc__gemm_impl g;
@@ -157,6 +176,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     g.axpy = tc__gemm_axpy_base;
     g.dot = tc__gemm_dot_base;
     g.fin = tc__gtile_fin_base;
+    g.win = tc__win_row_base;
 #define TC__GEMM_USE_(SFX)                    \
     do {                                      \
         tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
@@ -164,6 +184,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
         g.axpy = tc__gemm_axpy_##SFX;         \
         g.dot = tc__gemm_dot_##SFX;           \
         g.fin = tc__gtile_fin_##SFX;          \
+        g.win = tc__win_row_##SFX;            \
     } while (0)
     switch (ctx ? ctx->isa : TC_ISA_NONE) {
 #ifdef TC__HAVE_VEXEC_X86

@@ -245,6 +245,82 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ld
     }
 }
 
+/* Window kernels (depthwise convolution and pooling, conv.c): one output
+ * row y[0..n) from ntaps input rows that conv.c has padded and split by
+ * stride phase, so tap t reads taps[t][i] for output i:
+ *   kind 0: y = bias + sum_t w[t] * taps[t][i]
+ *   kind 1: y = max_t taps[t][i], a NaN winning (torch's max_pool2d)
+ *   kind 2: y = sum_t taps[t][i]  (avg_pool2d, divided by the caller)
+ * Two vectors of outputs per step hold every tap's sum in registers. */
+typedef int32_t TC__CAT(tc__gvi_, TC__ISA_SFX) __attribute__((vector_size(4 * TC__ISA_W)));
+#define TC__GVI TC__CAT(tc__gvi_, TC__ISA_SFX)
+TC__GINL TC__GV TC__GFN(tc__gmax_nan_)(TC__GV m, TC__GV v) {
+    TC__GVI take = (v > m) | (v != v);
+    return (TC__GV)(((TC__GVI)v & take) | ((TC__GVI)m & ~take));
+}
+
+/* One vector of outputs from i on. */
+TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const float *w, int ntaps, int64_t i,
+                                        float bias) {
+    TC__GV a;
+    int t;
+    if (kind == 1) {
+        a = TC__GLD(taps[0] + i);
+        for (t = 1; t < ntaps; t++) a = TC__GFN(tc__gmax_nan_)(a, TC__GLD(taps[t] + i));
+    } else if (kind == 0) {
+        a = TC__GFN(tc__gsplat_)(bias);
+        for (t = 0; t < ntaps; t++) a = TC__GFMA(TC__GFN(tc__gsplat_)(w[t]), TC__GLD(taps[t] + i), a);
+    } else {
+        a = TC__GFN(tc__gsplat_)(0.0f);
+        for (t = 0; t < ntaps; t++) a += TC__GLD(taps[t] + i);
+    }
+    return a;
+}
+
+/* The taps may be read up to a vector past n (conv.c pads its buffer for
+ * it): a short tail is computed whole and stored in part. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+                                                           int64_t n, float *y, float bias) {
+    int64_t i = 0;
+    int t;
+    for (; i + 2 * TC__GW <= n; i += 2 * TC__GW) {
+        TC__GV a0, a1;
+        if (kind == 1) {
+            a0 = TC__GLD(taps[0] + i);
+            a1 = TC__GLD(taps[0] + i + TC__GW);
+            for (t = 1; t < ntaps; t++) {
+                a0 = TC__GFN(tc__gmax_nan_)(a0, TC__GLD(taps[t] + i));
+                a1 = TC__GFN(tc__gmax_nan_)(a1, TC__GLD(taps[t] + i + TC__GW));
+            }
+        } else if (kind == 0) {
+            a0 = a1 = TC__GFN(tc__gsplat_)(bias);
+            for (t = 0; t < ntaps; t++) {
+                TC__GV wt = TC__GFN(tc__gsplat_)(w[t]);
+                a0 = TC__GFMA(wt, TC__GLD(taps[t] + i), a0);
+                a1 = TC__GFMA(wt, TC__GLD(taps[t] + i + TC__GW), a1);
+            }
+        } else {
+            a0 = a1 = TC__GFN(tc__gsplat_)(0.0f);
+            for (t = 0; t < ntaps; t++) {
+                a0 += TC__GLD(taps[t] + i);
+                a1 += TC__GLD(taps[t] + i + TC__GW);
+            }
+        }
+        TC__GST(y + i, a0);
+        TC__GST(y + i + TC__GW, a1);
+    }
+    for (; i < n; i += TC__GW) {
+        TC__GV a = TC__GFN(tc__gwin_vec_)(kind, taps, w, ntaps, i, bias);
+        if (i + TC__GW <= n) {
+            TC__GST(y + i, a);
+        } else {
+            float part[TC__GW];
+            TC__GST(part, a);
+            memcpy(y + i, part, sizeof(float) * (size_t)(n - i));
+        }
+    }
+}
+
 /* The level's register tile, for gemm.c's table. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
@@ -261,3 +337,4 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GLD
 #undef TC__GST
 #undef TC__GFMA
+#undef TC__GVI

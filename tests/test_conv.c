@@ -3,6 +3,8 @@
  * machine runs: K deeper than one GEMM slice, more output positions than
  * one packed panel, every microkernel tail, stride / padding / dilation /
  * groups / depthwise / 1 x 1, batches that run one image per thread, bias;
+ * the window kernels (depthwise conv, max and avg pooling) across vector
+ * tails, strides (phase-split rows), dilation, ceil mode and NaN;
  * the compiler running pointwise ops after a conv as its epilogue (on the
  * depthwise path too), with batch norm's per-channel scale hoisted ahead of
  * the conv; and batch norm folded into the conv's weights under freeze
@@ -117,6 +119,106 @@ TC_TEST(test_conv_every_level_and_shape) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* ---- window kernels: depthwise conv and pooling ------------------------------- */
+
+/* max_pool2d (NaN wins) or avg_pool2d (torch's divisor) in double; 0 on a mismatch. */
+static int check_pool(int isavg, int64_t C, int64_t H, int64_t W, int k, int s, int p, int d, int ceil_mode,
+                      int excl, int nan_at) {
+    int64_t sx[4] = {2, C, H, W}, n, oh, ow, OH, OW;
+    tc_pool2d_opts o;
+    tc_tensor *x, *y;
+    float *xd, *yd;
+    double worst = 0;
+    tc_scope_begin(ctx);
+    memset(&o, 0, sizeof o);
+    o.kernel[0] = o.kernel[1] = k;
+    o.stride[0] = o.stride[1] = s;
+    o.padding[0] = o.padding[1] = p;
+    o.dilation[0] = o.dilation[1] = isavg ? 0 : d;
+    o.ceil_mode = ceil_mode;
+    o.exclude_pad = excl;
+    x = tc_rand_uniform(ctx, 4, sx, -4.0, 4.0, 61);
+    if (nan_at >= 0) { /* one NaN, landing in some vector lane of some window */
+        int64_t at[4] = {1, C - 1, nan_at / W % H, nan_at % W};
+        tc_set(x, at, NAN);
+    }
+    y = isavg ? tc_avg_pool2d(ctx, x, &o) : tc_max_pool2d(ctx, x, &o);
+    TC_CHECKF(tc_status(y) == TC_OK, "pool: %s", tc_error(y));
+    if (tc_status(y) != TC_OK) {
+        tc_scope_end(ctx);
+        return 0;
+    }
+    OH = tc_dim(y, 2), OW = tc_dim(y, 3);
+    xd = dense(x), yd = dense(y);
+    for (n = 0; n < 2 * C; n++)
+        for (oh = 0; oh < OH; oh++)
+            for (ow = 0; ow < OW; ow++) {
+                const float *xp = xd + n * H * W;
+                int64_t h0 = oh * s - p, w0 = ow * s - p, h1, w1, cnt, ih, iw;
+                double r = isavg ? 0 : -INFINITY, got = yd[(n * OH + oh) * OW + ow];
+                if (!isavg) {
+                    int a, b;
+                    for (a = 0; a < k; a++)
+                        for (b = 0; b < k; b++) {
+                            ih = h0 + (int64_t)a * d, iw = w0 + (int64_t)b * d;
+                            if (ih >= 0 && ih < H && iw >= 0 && iw < W && (xp[ih * W + iw] > r || xp[ih * W + iw] != xp[ih * W + iw]))
+                                r = r != r ? r : xp[ih * W + iw];
+                        }
+                } else {
+                    h1 = h0 + k < H + p ? h0 + k : H + p;
+                    w1 = w0 + k < W + p ? w0 + k : W + p;
+                    cnt = (h1 - h0) * (w1 - w0);
+                    if (h0 < 0) h0 = 0;
+                    if (w0 < 0) w0 = 0;
+                    if (h1 > H) h1 = H;
+                    if (w1 > W) w1 = W;
+                    if (excl) cnt = (h1 - h0) * (w1 - w0);
+                    for (ih = h0; ih < h1; ih++)
+                        for (iw = w0; iw < w1; iw++) r += xp[ih * W + iw];
+                    r /= (double)cnt;
+                }
+                if (r != r || got != got) {
+                    if ((r != r) != (got != got)) worst = INFINITY;
+                } else if (fabs(got - r) > worst) {
+                    worst = fabs(got - r);
+                }
+            }
+    TC_CHECKF(worst <= 1e-5, "%s %s C %lld H %lld W %lld k %d s %d p %d d %d ceil %d excl %d nan %d: error %.3g",
+              tc_isa_name(tc_ctx_isa(ctx)), isavg ? "avg_pool2d" : "max_pool2d", (long long)C, (long long)H, (long long)W,
+              k, s, p, d, ceil_mode, excl, nan_at, worst);
+    free(xd), free(yd);
+    tc_scope_end(ctx);
+    return worst <= 1e-5;
+}
+
+TC_TEST(test_windows_every_level) {
+    static const conv_case dw[] = {
+        /* depthwise: N  C   H   W   O  kh kw stride  pad    dil  groups bias */
+        {2, 5, 9, 70, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5, 1},     /* rows past two vectors, a tail */
+        {1, 4, 17, 33, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4, 1},    /* stride 2 (phases), 2 per channel */
+        {1, 3, 12, 31, 15, 5, 5, {3, 1}, {2, 2}, {1, 1}, 3, 0},   /* 5 x 5, 5 per channel, mixed stride */
+        {1, 6, 11, 19, 6, 3, 3, {1, 2}, {2, 2}, {2, 2}, 6, 1},    /* dilation: taps two columns apart */
+        {3, 2, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 2, 1},      /* 1 x 1 images */
+        {1, 2, 8, 16, 2, 7, 1, {1, 1}, {3, 0}, {1, 1}, 2, 1},     /* a column kernel, width one vector */
+    };
+    int isa;
+    size_t i;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (i = 0; i < sizeof dw / sizeof dw[0]; i++) check_conv(&dw[i], (int)(i % 2));
+        check_pool(0, 3, 112, 112, 3, 2, 1, 1, 0, 0, -1); /* ResNet's stem */
+        check_pool(0, 2, 19, 70, 3, 1, 1, 1, 0, 0, 19 * 7 + 40); /* a NaN mid-row */
+        check_pool(0, 2, 9, 35, 3, 2, 1, 2, 1, 0, 3 * 35 + 33);  /* dilation, ceil, NaN near the row's end */
+        check_pool(0, 1, 5, 17, 4, 3, 2, 1, 1, 0, -1);           /* windows past the padding (ceil) */
+        check_pool(1, 3, 14, 33, 3, 2, 1, 1, 0, 0, -1);          /* counting the padding */
+        check_pool(1, 3, 14, 33, 3, 2, 1, 1, 1, 1, -1);          /* excluding it, ceil */
+        check_pool(1, 2, 7, 7, 7, 7, 0, 1, 0, 0, -1);            /* global */
+        check_pool(1, 2, 16, 50, 2, 2, 0, 1, 0, 0, 3);           /* 2 x 2 stride 2, NaN */
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 /* ---- compiled: epilogues and batch-norm folding ----------------------------- */
 
 static tc_tensor *g_w, *g_b, *g_bn[4], *g_dw;
@@ -215,6 +317,7 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
 int main(void) {
     ctx = tc_ctx_create(NULL);
     TC_RUN(test_conv_every_level_and_shape);
+    TC_RUN(test_windows_every_level);
     TC_RUN(test_conv_epilogues_and_bn_folding);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
