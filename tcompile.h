@@ -748,6 +748,8 @@ typedef struct tc_explain_info {
     int inplace;             /* results written over an input that dies there */
     int tuned_launches;      /* max-autotune: launches measured             */
     int tuned_single_thread; /* of them, faster on one thread               */
+    int tuned_tiles;         /* fused kernels run on register tiles smaller
+                                than the default (measured or cached)      */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
@@ -8892,7 +8894,8 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
  * instruction over a whole tile, so interpreting costs one dispatch per
  * tile.  Compute instructions use the op table's ids. */
 
-#define TC__VM_TILE 256        /* the smallest tile; the largest is 4x      */
+#define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
+#define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */
 #define TC__VM_TILE_BUDGET 4096 /* floats of register tiles kept in L1      */
 #define TC__VM_ACCW 64         /* floats per accumulator (4 vectors of 16)  */
 #define TC__VM_MAXREG 24
@@ -12979,12 +12982,15 @@ TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, in
     for (r = row; r < row + m; r++) tc__krun_span(kr, &s, r * ldc + col, r * ldc + col + n);
 }
 
+/* tile: floats per register tile when smaller than the heuristic's (the
+ * workspace is sized for that one), else 0 (max-autotune's choice). */
 TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
-                           int ws_slots) {
+                           int ws_slots, int tile) {
     tc__krun kr;
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
+    if (tile >= TC__VM_TILE_MIN && tile < kr.tile) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
@@ -13345,11 +13351,13 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
 
 typedef struct tc__tune_choice {
     int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
+    int tile;                  /* fused kernel: floats per register tile
+                                  (0: the heuristic, tc__kernel_tile)      */
     int threads;               /* 0: all; 1: one                           */
     double ms;                 /* what the winner measured                 */
 } tc__tune_choice;
 
-#define TC__TUNE_MAGIC "tcompile tune v2"
+#define TC__TUNE_MAGIC "tcompile tune v3"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -13359,6 +13367,7 @@ typedef struct tc__tune_mem {
     tc__tune_choice *ch;
     int n, cap;
     int measured, single, from_disk;
+    int tiles;                 /* fused kernels whose tile was changed       */
 } tc__tune_mem;
 
 TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
@@ -13441,15 +13450,17 @@ TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, lo
     return 1;
 }
 
-/* The choice line "kc=.. mc_tiles=.. threads=.. ms=.." (ms in microseconds
- * since v2, an integer like the rest). */
+/* The choice line "kc=.. mc_tiles=.. tile=.. threads=.. us=.." (the time in
+ * microseconds since v2, an integer like the rest; the tile since v3). */
 TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
-    long kc, mc, th, us;
+    long kc, mc, tile, th, us;
     if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
-        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "threads", 0, 1, &th) ||
+        !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
         return 0;
     c->kc = (int)kc;
     c->mc_tiles = (int)mc;
+    c->tile = (int)tile;
     c->threads = (int)th;
     c->ms = (double)us * 1e-3;
     return 1;
@@ -13498,8 +13509,8 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
             tc__next_ticket(&counter));
     fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
     if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
-                 c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
+                 c->tile, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
@@ -13523,6 +13534,8 @@ typedef struct tc__launch {
     int drop;                  /* to be removed (tc__program_compact)      */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
+    int tile;                  /* fused kernel: tuned floats per register
+                                  tile, 0: tc__kernel_tile's              */
     double tuned_ms;           /* max-autotune: the winner's time       */
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
@@ -14059,7 +14072,7 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
             p->ws = ws;
             p->ws_slots = ctx->num_threads;
         }
-        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
+        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
         return TC_OK;
     }
     if (l->epi >= 0) {
@@ -14104,8 +14117,10 @@ TC__FN int tc__program_freeze(tc__program *p) {
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
  * later process reads it instead of measuring.  A contraction's variants
- * are GEMM blockings (KC x MC); every launch's are then its thread splits
- * (all threads vs one: small kernels lose to the synchronisation). */
+ * are GEMM blockings (KC x MC), a fused kernel's its register-tile sizes
+ * (the heuristic's, then halved down to TC__VM_TILE_MIN); every launch's
+ * are then its thread splits (all threads vs one: small kernels lose to
+ * the synchronisation). */
 static const int tc__gemm_variants[][2] = {{0, 0}, {128, 16}, {384, 16}, {256, 8}, {256, 32}, {512, 8}};
 
 TC__FN int tc__launch_is_gemm(const tc__launch *l) {
@@ -14186,7 +14201,9 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     if (known) {
         l->call.blk.kc = known->kc;
         l->call.blk.mc_tiles = known->mc_tiles;
+        l->tile = l->kernel >= 0 ? known->tile : 0;
         l->threads = known->threads;
+        if (p->tune_mem && known == &ch) p->tune_mem->tiles += l->tile != 0;
         l->tuned_ms = known->ms;
         return TC_OK;
     }
@@ -14207,6 +14224,22 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     l->call.blk.kc = ch.kc;
     l->call.blk.mc_tiles = ch.mc_tiles;
+    /* a fused kernel's register tiles: smaller ones trade dispatches per
+     * element for L1 room beside the streams it reads */
+    if (l->kernel >= 0) {
+        int tile;
+        for (tile = tc__kernel_tile(&p->fu.k[l->kernel]) / 2; tile >= TC__VM_TILE_MIN; tile /= 2) {
+            double t;
+            l->tile = tile;
+            t = tc__tune_measure(p, ctx, l, out, 0, &r);
+            if (r != TC_OK) return r;
+            if (t < best) {
+                best = t;
+                ch.tile = tile;
+            }
+        }
+        l->tile = ch.tile;
+    }
     if (ctx->num_threads > 1) {
         double t = tc__tune_measure(p, ctx, l, out, 1, &r);
         if (r != TC_OK) return r;
@@ -14220,6 +14253,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     if (p->tune_mem) {
         p->tune_mem->measured++;
         p->tune_mem->single += l->threads == 1;
+        p->tune_mem->tiles += l->tile != 0;
     }
     if (key[0]) {
         tc__tune_mem_put(p->tune_mem, key, &ch);
@@ -15512,6 +15546,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     }
     in.tuned_launches = f->tune.measured;
     in.tuned_single_thread = f->tune.single;
+    in.tuned_tiles = f->tune.tiles;
     in.tuned_cached = f->tune.from_disk;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
@@ -15528,8 +15563,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            in.graph_breaks);
     if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
-        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d choices from the cache%s%s\n",
-               in.tuned_launches, in.tuned_single_thread, in.tuned_cached, f->tune_dir[0] ? " in " : "",
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
+               "%d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_cached, f->tune_dir[0] ? " in " : "",
                f->tune_dir);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",

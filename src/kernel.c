@@ -19,7 +19,8 @@
  * instruction over a whole tile, so interpreting costs one dispatch per
  * tile.  Compute instructions use the op table's ids. */
 
-#define TC__VM_TILE 256        /* the smallest tile; the largest is 4x      */
+#define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
+#define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */
 #define TC__VM_TILE_BUDGET 4096 /* floats of register tiles kept in L1      */
 #define TC__VM_ACCW 64         /* floats per accumulator (4 vectors of 16)  */
 #define TC__VM_MAXREG 24

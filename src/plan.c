@@ -16,6 +16,8 @@ typedef struct tc__launch {
     int drop;                  /* to be removed (tc__program_compact)      */
     int is_view;               /* recompute the header; no kernel      */
     int threads;               /* 0: the context's; else a tuned cap    */
+    int tile;                  /* fused kernel: tuned floats per register
+                                  tile, 0: tc__kernel_tile's              */
     double tuned_ms;           /* max-autotune: the winner's time       */
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
@@ -552,7 +554,7 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
             p->ws = ws;
             p->ws_slots = ctx->num_threads;
         }
-        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots);
+        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
         return TC_OK;
     }
     if (l->epi >= 0) {
@@ -597,8 +599,10 @@ TC__FN int tc__program_freeze(tc__program *p) {
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
  * later process reads it instead of measuring.  A contraction's variants
- * are GEMM blockings (KC x MC); every launch's are then its thread splits
- * (all threads vs one: small kernels lose to the synchronisation). */
+ * are GEMM blockings (KC x MC), a fused kernel's its register-tile sizes
+ * (the heuristic's, then halved down to TC__VM_TILE_MIN); every launch's
+ * are then its thread splits (all threads vs one: small kernels lose to
+ * the synchronisation). */
 static const int tc__gemm_variants[][2] = {{0, 0}, {128, 16}, {384, 16}, {256, 8}, {256, 32}, {512, 8}};
 
 TC__FN int tc__launch_is_gemm(const tc__launch *l) {
@@ -679,7 +683,9 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     if (known) {
         l->call.blk.kc = known->kc;
         l->call.blk.mc_tiles = known->mc_tiles;
+        l->tile = l->kernel >= 0 ? known->tile : 0;
         l->threads = known->threads;
+        if (p->tune_mem && known == &ch) p->tune_mem->tiles += l->tile != 0;
         l->tuned_ms = known->ms;
         return TC_OK;
     }
@@ -700,6 +706,22 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     l->call.blk.kc = ch.kc;
     l->call.blk.mc_tiles = ch.mc_tiles;
+    /* a fused kernel's register tiles: smaller ones trade dispatches per
+     * element for L1 room beside the streams it reads */
+    if (l->kernel >= 0) {
+        int tile;
+        for (tile = tc__kernel_tile(&p->fu.k[l->kernel]) / 2; tile >= TC__VM_TILE_MIN; tile /= 2) {
+            double t;
+            l->tile = tile;
+            t = tc__tune_measure(p, ctx, l, out, 0, &r);
+            if (r != TC_OK) return r;
+            if (t < best) {
+                best = t;
+                ch.tile = tile;
+            }
+        }
+        l->tile = ch.tile;
+    }
     if (ctx->num_threads > 1) {
         double t = tc__tune_measure(p, ctx, l, out, 1, &r);
         if (r != TC_OK) return r;
@@ -713,6 +735,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     if (p->tune_mem) {
         p->tune_mem->measured++;
         p->tune_mem->single += l->threads == 1;
+        p->tune_mem->tiles += l->tile != 0;
     }
     if (key[0]) {
         tc__tune_mem_put(p->tune_mem, key, &ch);

@@ -404,12 +404,15 @@ TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, in
     for (r = row; r < row + m; r++) tc__krun_span(kr, &s, r * ldc + col, r * ldc + col + n);
 }
 
+/* tile: floats per register tile when smaller than the heuristic's (the
+ * workspace is sized for that one), else 0 (max-autotune's choice). */
 TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes,
-                           int ws_slots) {
+                           int ws_slots, int tile) {
     tc__krun kr;
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
+    if (tile >= TC__VM_TILE_MIN && tile < kr.tile) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;

@@ -309,6 +309,7 @@ static void *race_put(void *arg) {
         tc__tune_choice ch;
         ch.kc = 100 + id;
         ch.mc_tiles = id;
+        ch.tile = 64 * id;
         ch.threads = id % 2;
         ch.ms = id;
         tc__tune_cache_put(race_dir, "race key", &ch);
@@ -341,7 +342,7 @@ TC_TEST(test_autotune_disk_cache) {
     TC_CHECKF(c.tuned_launches == 0 && c.tuned_cached == b.tuned_launches, "measured %d, cached %d of %d",
               c.tuned_launches, c.tuned_cached, b.tuned_launches);
     /* damaged files are ignored and measured again */
-    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v2\nx\nkc=-5\n' > \"$f\"; done", dir);
+    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v3\nx\nkc=-5\n' > \"$f\"; done", dir);
     TC_CHECK(system(cmd) == 0);
     d = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
     TC_CHECKF(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0, "after damage: measured %d, cached %d",
@@ -349,24 +350,26 @@ TC_TEST(test_autotune_disk_cache) {
     {
         /* strict records: overflowing or trailing values, a FIFO where the
          * file belongs (must not block), a directory path too long to hold */
-        static const char *const bad[] = {"kc=99999999999999999999 mc_tiles=1 threads=0 us=5",
-                                          "kc=64 mc_tiles=1 threads=0 us=5 extra", "kc=64 mc_tiles=1 threads=0 us=",
-                                          "kc=64 mc_tiles=1 threads=2 us=5", "kc= 64 mc_tiles=1 threads=0 us=5"};
+        static const char *const bad[] = {"kc=99999999999999999999 mc_tiles=1 tile=0 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=0 threads=0 us=5 extra",
+                                          "kc=64 mc_tiles=1 tile=0 threads=0 us=", "kc=64 mc_tiles=1 tile=0 threads=2 us=5",
+                                          "kc= 64 mc_tiles=1 tile=0 threads=0 us=5", "kc=64 mc_tiles=1 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=99999 threads=0 us=5"};
         char path[1100], longdir[700];
         tc__tune_choice ch;
         FILE *fp;
         size_t i;
-        ch.kc = 128, ch.mc_tiles = 8, ch.threads = 1, ch.ms = 0.25;
+        ch.kc = 128, ch.mc_tiles = 8, ch.tile = 256, ch.threads = 1, ch.ms = 0.25;
         tc__tune_cache_put(dir, "strict key", &ch);
         memset(&ch, 0, sizeof ch);
         TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 128 && ch.mc_tiles == 8 &&
-                 ch.threads == 1 && fabs(ch.ms - 0.25) < 1e-9);
+                 ch.tile == 256 && ch.threads == 1 && fabs(ch.ms - 0.25) < 1e-9);
         tc__tune_path(dir, "strict key", path, sizeof path);
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             fp = fopen(path, "w");
             TC_CHECK(fp != NULL);
             if (!fp) break;
-            fprintf(fp, "tcompile tune v2\nstrict key\n%s\n", bad[i]);
+            fprintf(fp, "tcompile tune v3\nstrict key\n%s\n", bad[i]);
             fclose(fp);
             TC_CHECKF(tc__tune_cache_get(dir, "strict key", &ch) == 0, "accepted \"%s\"", bad[i]);
         }
@@ -374,7 +377,7 @@ TC_TEST(test_autotune_disk_cache) {
         fp = fopen(path, "w");
         TC_CHECK(fp != NULL);
         if (fp) {
-            fprintf(fp, "tcompile tune v2\r\nstrict key\r\nkc=64 mc_tiles=2 threads=0 us=7\r\n");
+            fprintf(fp, "tcompile tune v3\r\nstrict key\r\nkc=64 mc_tiles=2 tile=128 threads=0 us=7\r\n");
             fclose(fp);
         }
         TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 64 && ch.mc_tiles == 2);
@@ -404,12 +407,79 @@ TC_TEST(test_autotune_disk_cache) {
         for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
         memset(&ch, 0, sizeof ch);
         TC_CHECK(tc__tune_cache_get(dir, "race key", &ch) == 1);
-        TC_CHECKF(ch.kc == 100 + ch.mc_tiles && ch.mc_tiles >= 0 && ch.mc_tiles < 4 && ch.threads == ch.mc_tiles % 2,
-                  "a mixed record: kc=%d mc=%d threads=%d", ch.kc, ch.mc_tiles, ch.threads);
+        TC_CHECKF(ch.kc == 100 + ch.mc_tiles && ch.mc_tiles >= 0 && ch.mc_tiles < 4 && ch.threads == ch.mc_tiles % 2 &&
+                      ch.tile == 64 * ch.mc_tiles,
+                  "a mixed record: kc=%d mc=%d tile=%d threads=%d", ch.kc, ch.mc_tiles, ch.tile, ch.threads);
         TC_CHECK(tc__tune_cache_get(dir, "another key", &ch) == 0);
     }
 #endif
     snprintf(cmd, sizeof cmd, "rm -rf /tmp/tcompile-tune-test-%lu", tc__pid());
+    TC_CHECK(system(cmd) == 0);
+#endif
+}
+
+/* Fused kernels' register tiles: max-autotune measures smaller ones, the
+ * record carries the winner, and a tile read from the cache is the one run
+ * (a planted tile=64 on every record: counted, and the results unchanged). */
+static void tiles_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_mul(c, tc_softmax(c, in[0], -1), tc_sigmoid(c, in[0]));
+    out[1] = tc_gelu_tanh(c, tc_add_scalar(c, tc_mul_scalar(c, in[0], 1.5), 0.25));
+}
+
+static tc_explain_info tiles_once(const char *dir, tc_tensor *x, tc_tensor **want) {
+    tc_compile_options o;
+    tc_explain_info info;
+    tc_tensor *y[2];
+    tc_fn *f;
+    int k;
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_MAX_AUTOTUNE;
+    o.num_outputs = 2;
+    o.cache_dir = dir;
+    f = tc_compile(ctx, tiles_fn, NULL, &o);
+    tc_scope_begin(ctx);
+    TC_CHECK(tc_call(f, &x, y) == TC_OK && tc_call(f, &x, y) == TC_OK);
+    for (k = 0; k < 2; k++)
+        TC_CHECKF(tct_maxrel(y[k], want[k]) == 0, "output %d differs from the default mode by %g", k,
+                  tct_maxrel(y[k], want[k]));
+    memset(&info, 0, sizeof info);
+    TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    return info;
+}
+
+TC_TEST(test_autotune_kernel_tiles) {
+#if !defined(_WIN32)
+    char dir[256], cmd[600];
+    int64_t sx[2] = {96, 3000};
+    tc_tensor *x = rand_t(2, sx, 71), *want[2];
+    tc_compile_options o;
+    tc_explain_info a, b;
+    tc_fn *f;
+    snprintf(dir, sizeof dir, "/tmp/tcompile-tile-test-%lu", tc__pid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
+    TC_CHECK(system(cmd) == 0);
+    memset(&o, 0, sizeof o);
+    o.num_outputs = 2;
+    f = tc_compile(ctx, tiles_fn, NULL, &o);
+    TC_CHECK(tc_call(f, &x, want) == TC_OK && tc_call(f, &x, want) == TC_OK);
+    tc_persist(want[0]), tc_persist(want[1]);
+    tc_fn_free(f);
+    a = tiles_once(dir, x, want);
+    TC_CHECKF(a.tuned_launches >= 2 && a.tuned_tiles <= a.tuned_launches, "measured %d, %d on smaller tiles",
+              a.tuned_launches, a.tuned_tiles);
+    snprintf(cmd, sizeof cmd, "grep -l ' tile=[0-9]* threads=' '%.200s'/tune-*.txt | wc -l | grep -qx %d", dir,
+             a.tuned_launches);
+    TC_CHECKF(system(cmd) == 0, "every record carries a tile");
+    snprintf(cmd, sizeof cmd, "sed -i 's/ tile=[0-9]* / tile=64 /' '%.200s'/tune-*.txt", dir);
+    TC_CHECK(system(cmd) == 0);
+    b = tiles_once(dir, x, want);
+    TC_CHECKF(b.tuned_cached == a.tuned_launches && b.tuned_tiles == a.tuned_launches,
+              "from the cache %d of %d, %d on the planted tile", b.tuned_cached, a.tuned_launches, b.tuned_tiles);
+    tc_free(want[0]), tc_free(want[1]);
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
     TC_CHECK(system(cmd) == 0);
 #endif
 }
@@ -484,6 +554,7 @@ int main(void) {
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);
     TC_RUN(test_autotune_disk_cache);
+    TC_RUN(test_autotune_kernel_tiles);
     TC_RUN(test_freeze_packs_weights_once);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
