@@ -476,8 +476,10 @@ typedef struct tc_compile_options {
     int freeze;              /* 1: the parameters (tensors the function
                                 reads by identity) are constants: weights
                                 are packed for the GEMM once, on the first
-                                call.  Changing a parameter's values
-                                afterwards is then not seen; 0: off       */
+                                call, and batch_norm(conv2d(..)) is folded
+                                into the conv's weights and bias when the
+                                graph is compiled.  Changing a parameter's
+                                values afterwards is then not seen; 0: off */
     const char *cache_dir;   /* max-autotune's on-disk cache of measured
                                 choices (one small file each, safe when
                                 processes share it); NULL: $XDG_CACHE_HOME/
