@@ -755,7 +755,7 @@ typedef struct tc_explain_info {
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
-                                once                                        */
+                                once (GEMV-shaped ones stream it instead)   */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -13558,7 +13558,6 @@ typedef struct tc__program {
     int tune;                  /* max-autotune: measure on the next run   */
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
-    int frozen;                /* freeze: contractions with packed weights */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -14095,6 +14094,14 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
+/* Launches whose weight really is packed once (a GEMV-shaped one streams
+ * its weight instead and never packs it). */
+TC__FN int tc__program_frozen(const tc__program *p) {
+    int k, n = 0;
+    for (k = 0; k < p->nlaunch; k++) n += p->launch[k].call.prepack && p->launch[k].call.prepack->valid;
+    return n;
+}
+
 /* freeze: parameters are constants, so a matmul/linear whose B is an f32
  * parameter packs it once (on its first run) and reuses the packing. */
 TC__FN int tc__program_freeze(tc__program *p) {
@@ -14110,7 +14117,6 @@ TC__FN int tc__program_freeze(tc__program *p) {
         l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
         if (!l->call.prepack) return -1;
         memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));
-        p->frozen++;
     }
     return 0;
 }
@@ -15542,7 +15548,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
-        if (f->entries[i].prog) in.frozen_weights += f->entries[i].prog->frozen;
+        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }

@@ -538,7 +538,7 @@ typedef struct tc_explain_info {
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
-                                once                                        */
+                                once (GEMV-shaped ones stream it instead)   */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

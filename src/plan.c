@@ -38,7 +38,6 @@ typedef struct tc__program {
     int tune;                  /* max-autotune: measure on the next run   */
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
-    int frozen;                /* freeze: contractions with packed weights */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
     tc__launch *launch;
     int nlaunch;
@@ -575,6 +574,14 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
+/* Launches whose weight really is packed once (a GEMV-shaped one streams
+ * its weight instead and never packs it). */
+TC__FN int tc__program_frozen(const tc__program *p) {
+    int k, n = 0;
+    for (k = 0; k < p->nlaunch; k++) n += p->launch[k].call.prepack && p->launch[k].call.prepack->valid;
+    return n;
+}
+
 /* freeze: parameters are constants, so a matmul/linear whose B is an f32
  * parameter packs it once (on its first run) and reuses the packing. */
 TC__FN int tc__program_freeze(tc__program *p) {
@@ -590,7 +597,6 @@ TC__FN int tc__program_freeze(tc__program *p) {
         l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
         if (!l->call.prepack) return -1;
         memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));
-        p->frozen++;
     }
     return 0;
 }

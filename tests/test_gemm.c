@@ -540,6 +540,21 @@ TC_TEST(test_freeze_packs_weights_once) {
         TC_CHECKF(info.frozen_weights == 2, "%d weights frozen", info.frozen_weights);
         tc_fn_free(f);
     }
+    {   /* one row: both GEMMs stream their weight (GEMV), nothing is packed */
+        int64_t s1[2] = {1, 129};
+        tc_compile_options o;
+        tc_explain_info info;
+        tc_tensor *x = rand_t(2, s1, 45), *y;
+        tc_fn *f;
+        memset(&o, 0, sizeof o);
+        o.freeze = 1;
+        f = tc_compile(ctx, frozen_fn, &p, &o);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+        TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+        TC_CHECKF(info.frozen_weights == 0, "GEMV: %d weights counted as packed", info.frozen_weights);
+        tc_fn_free(f);
+        tc_free(x);
+    }
     tc_free(p.w);
     tc_free(p.b);
     tc_free(p.m);
