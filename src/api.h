@@ -205,6 +205,41 @@ TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *s
 #define tc_from_data(ctx, dt, ndim, shape, data) tc_from_data_at(ctx, dt, ndim, shape, data, TC_HERE_)
 #define tc_wrap(ctx, dt, ndim, shape, strides, data) tc_wrap_at(ctx, dt, ndim, shape, strides, data, TC_HERE_)
 
+/* safetensors checkpoints (Hugging Face's format).  tc_safetensors_open
+ * maps the file copy-on-write (reads it where mapping fails) and checks the
+ * whole header strictly: a malformed or hostile file gives NULL and a
+ * message in err (may be NULL), never a crash or a read outside the file.
+ * tc_safetensors_get returns a tensor in the current scope: a view of the
+ * file's memory (zero copy) when its bits are tcompile's dtype and aligned
+ * (F32, F16, BF16, I32, BOOL), else a converted copy: F64 -> f32; I64, I32,
+ * I16, I8, U64, U32, U16, U8 -> i32 (a value outside i32 is an error,
+ * TC_ERR_OVERFLOW).  A view is valid until tc_safetensors_close; writes
+ * into it change this process's copy only.  A missing name is an errored
+ * tensor (TC_ERR_INDEX) whose message names the file. */
+typedef struct tc_safetensors tc_safetensors;
+typedef struct tc_safetensors_info {
+    const char *name;          /* valid until close                         */
+    const char *dtype;         /* as in the file: "F32", "BF16", "I64", ...  */
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    uint64_t nbytes;           /* in the file                               */
+    tc_dtype loads_as;         /* what tc_safetensors_get returns           */
+    int zero_copy;             /* 1: get views the file's memory            */
+    int supported;             /* 0: a dtype get refuses (F8_E4M3, F8_E5M2) */
+} tc_safetensors_info;
+TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap);
+TCDEF void tc_safetensors_close(tc_safetensors *st); /* NULL: no-op */
+TCDEF int tc_safetensors_count(const tc_safetensors *st);             /* tensors, in file order */
+TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name); /* index or -1 */
+TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *st, int index, tc_safetensors_info *info);
+TCDEF const char *tc_safetensors_metadata(const tc_safetensors *st, const char *key); /* NULL: absent */
+TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, TC_AT_);
+#define tc_safetensors_get(st, name) tc_safetensors_get_at(st, name, TC_HERE_)
+/* Writes n tensors (F32, F16, BF16, I32, BOOL; any strides) under names, with
+ * optional string metadata as a NULL-terminated list of key, value. */
+TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
+                                    const char *const *metadata, char *err, size_t errcap);
+
 /* Views: no copy, share storage.  tc_reshape copies only when the strides
  * cannot express the new shape (like torch.reshape); one entry may be -1. */
 TCDEF tc_tensor *tc_reshape_at(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, TC_AT_);

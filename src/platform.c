@@ -185,7 +185,7 @@ TC__FN TC__UNUSED void tc__dl_close(void *lib) {
 #endif
 }
 
-/* ---- file mapping (read-only) -------------------------------------------- */
+/* ---- file mapping ---------------------------------------------------------- */
 
 typedef struct tc__mapping {
     void *data;
@@ -193,22 +193,29 @@ typedef struct tc__mapping {
     void *handle;
 } tc__mapping;
 
-/* Returns 0 on success.  An empty file maps to data == NULL, size 0. */
-TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
+/* Maps a regular file read-only, or copy-on-write when `cow` (writes stay
+ * in this process's pages).  Returns 0 on success, -2 when path is not a
+ * regular file (a FIFO or device: never opened blocking), -1 otherwise.
+ * An empty file maps to data == NULL, size 0. */
+TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m, int cow) {
     memset(m, 0, sizeof *m);
 #if defined(_WIN32)
     {
         LARGE_INTEGER sz;
         HANDLE f = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
         if (f == INVALID_HANDLE_VALUE) return -1;
+        if (GetFileType(f) != FILE_TYPE_DISK) {
+            CloseHandle(f);
+            return -2;
+        }
         if (!GetFileSizeEx(f, &sz)) {
             CloseHandle(f);
             return -1;
         }
         m->size = (size_t)sz.QuadPart;
         if (m->size > 0) {
-            HANDLE map = CreateFileMappingA(f, NULL, PAGE_READONLY, 0, 0, NULL);
-            if (map) m->data = MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0);
+            HANDLE map = CreateFileMappingA(f, NULL, cow ? PAGE_WRITECOPY : PAGE_READONLY, 0, 0, NULL);
+            if (map) m->data = MapViewOfFile(map, cow ? FILE_MAP_COPY : FILE_MAP_READ, 0, 0, 0);
             if (map) CloseHandle(map);
         }
         CloseHandle(f);
@@ -217,15 +224,16 @@ TC__FN TC__UNUSED int tc__map_file(const char *path, tc__mapping *m) {
 #else
     {
         struct stat sb;
-        int fd = open(path, O_RDONLY);
+        int fd = open(path, O_RDONLY | O_NONBLOCK);
         if (fd < 0) return -1;
-        if (fstat(fd, &sb) != 0 || sb.st_size < 0) {
+        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
+            int r = fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode) ? -2 : -1;
             close(fd);
-            return -1;
+            return r;
         }
         m->size = (size_t)sb.st_size;
         if (m->size > 0) {
-            void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+            void *p = mmap(NULL, m->size, cow ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
             if (p == MAP_FAILED) {
                 close(fd);
                 return -1;

@@ -90,7 +90,7 @@ fi
 #     cross compiler and emulator are installed
 ARMCC=${ARMCC:-aarch64-linux-gnu-gcc}
 if have "$ARMCC" && have qemu-aarch64 && [ -d /usr/aarch64-linux-gnu ]; then
-    for t in test_vexec test_gemm test_attention test_conv fuzz_fusion test_compile; do
+    for t in test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion test_compile; do
         if $ARMCC -std=c99 $OPT $WARN -I. "tests/$t.c" -o "$B/$t.arm64" $LIBS 2> "$B/$t.arm64.log"; then
             run_counted "$t (AArch64 NEON, qemu)" qemu-aarch64 -L /usr/aarch64-linux-gnu "$B/$t.arm64"
         else fail "cross-compile $t for AArch64"; head -n 20 "$B/$t.arm64.log"; fi
@@ -107,7 +107,7 @@ elif grep -q "TC_MALLOC, TC_REALLOC and TC_FREE" "$B/partial.log"; then pass "pa
 else fail "partial allocation hooks failed for another reason"; head -n 5 "$B/partial.log"; fi
 
 # 3. unit tests (optimised, as users build), then the oracle
-TESTS="test_ops test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv fuzz_fusion"
+TESTS="test_ops test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
 for t in $TESTS; do
     if $CC -std=c99 -O2 -g $WARN -I. "tests/$t.c" -o "$B/$t" $LIBS 2> "$B/$t.build.log"; then
         run_counted "$t" "$B/$t"

@@ -10,7 +10,7 @@ cd "$root"
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h src/platform.c src/util.c src/threads.c src/tensor.c
 src/optable.h src/dispatch.c src/pointwise.c src/reduce.c @gemm_isa src/gemm.c
-src/linalg.c src/conv.c src/shape.c src/graph.c src/passes.c src/kernel.c src/fuse.c
+src/linalg.c src/conv.c src/shape.c src/safetensors.c src/graph.c src/passes.c src/kernel.c src/fuse.c
 @vexec_isa src/vexec.c src/attention.c src/tunecache.c src/plan.c src/compile.c src/license.h"
 
 # src/vexec_isa.c and src/gemm_isa.c (@name in the manifest) are written

@@ -1,0 +1,730 @@
+/* safetensors files (Hugging Face's checkpoint format): an 8-byte
+ * little-endian header length N, N bytes of JSON
+ *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
+ *    ..., "__metadata__": {"key": "value", ..}}
+ * then the tensors' bytes, offsets relative to the end of the header.
+ *
+ * The reader maps the file copy-on-write (a write into a tensor that views
+ * it changes only this process's pages), or reads it whole where mapping
+ * fails.  The header is parsed by a small parser made for this grammar and
+ * nothing else, and checked the way the reference implementation checks
+ * it: known dtypes, at most TC_MAX_DIMS non-negative integer dims, byte
+ * counts that match shape x dtype without overflow, tensors that tile the
+ * data region exactly (no overlap, no gap, nothing past the end), unique
+ * names, no unknown fields, strings that are valid UTF-8.  A malformed or
+ * hostile file is an error message, never a read outside the file. */
+
+#define TC__ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
+
+typedef struct tc__st_entry {
+    char *name;
+    int code;                  /* index into tc__st_dtypes */
+    int ndim;
+    int64_t shape[TC_MAX_DIMS];
+    uint64_t begin, end;       /* within the data region */
+} tc__st_entry;
+
+struct tc_safetensors {
+    tc_ctx *ctx;
+    tc__mapping map;           /* the file, mapped; or */
+    unsigned char *heap;       /* the file, read */
+    const unsigned char *data; /* the data region */
+    uint64_t data_len;
+    int n, nmeta;
+    tc__st_entry *e;
+    char **meta;               /* nmeta (key, value) pairs */
+    char path[256];            /* for messages (may be cut short) */
+};
+
+/* The file's dtype names; what each loads as and its width in the file. */
+static const struct {
+    const char *name;
+    tc_dtype as;
+    int bytes;
+    int kind;                  /* 0 same bits, 1 float, 2 signed int, 3 unsigned int, 4 bool, -1 unsupported */
+} tc__st_dtypes[] = {
+    {"F32", TC_F32, 4, 0},  {"F16", TC_F16, 2, 0},   {"BF16", TC_BF16, 2, 0}, {"I32", TC_I32, 4, 0},
+    {"BOOL", TC_BOOL, 1, 4}, {"F64", TC_F32, 8, 1},  {"I64", TC_I32, 8, 2},   {"I16", TC_I32, 2, 2},
+    {"I8", TC_I32, 1, 2},   {"U8", TC_I32, 1, 3},    {"U16", TC_I32, 2, 3},   {"U32", TC_I32, 4, 3},
+    {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
+};
+#define TC__ST_NDTYPES ((int)(sizeof tc__st_dtypes / sizeof tc__st_dtypes[0]))
+
+/* ---- the header parser --------------------------------------------------------- */
+
+typedef struct tc__jp {
+    const char *start, *p, *end;
+    char *err;
+    size_t errcap;
+} tc__jp;
+
+TC__FN int tc__jp_fail(tc__jp *j, const char *what) {
+    if (j->err && !j->err[0]) tc__fmt(j->err, j->errcap, "%s at header byte %lld", what, (long long)(j->p - j->start));
+    return 0;
+}
+
+TC__FN void tc__jp_ws(tc__jp *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+
+TC__FN int tc__jp_eat(tc__jp *j, char c) {
+    tc__jp_ws(j);
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return 1;
+    }
+    return 0;
+}
+
+TC__FN int tc__jp_hex4(const char *p, unsigned *v) {
+    int i;
+    *v = 0;
+    for (i = 0; i < 4; i++) {
+        char c = p[i];
+        *v <<= 4;
+        if (c >= '0' && c <= '9') *v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *v |= (unsigned)(c - 'A' + 10);
+        else return 0;
+    }
+    return 1;
+}
+
+/* Length of the valid UTF-8 sequence at p (before end), or 0. */
+TC__FN int tc__utf8_len(const unsigned char *p, const unsigned char *end) {
+    int n, i;
+    unsigned cp;
+    if (p[0] < 0x80) return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) n = 2, cp = p[0] & 0x1Fu;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) n = 3, cp = p[0] & 0x0Fu;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4) n = 4, cp = p[0] & 0x07u;
+    else return 0;
+    if (end - p < n) return 0;
+    for (i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[i] & 0x3Fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return n;
+}
+
+/* A JSON string, decoded to UTF-8 in a fresh NUL-terminated buffer (NULL
+ * on an error; an escaped NUL is refused, names are C strings). */
+TC__FN char *tc__jp_string(tc__jp *j) {
+    const char *s;
+    char *out, *o;
+    int bad = 0;
+    tc__jp_ws(j);
+    if (j->p >= j->end || *j->p != '"') {
+        tc__jp_fail(j, "expected a string");
+        return NULL;
+    }
+    s = ++j->p;
+    while (j->p < j->end && *j->p != '"') j->p += *j->p == '\\' && j->p + 1 < j->end ? 2 : 1;
+    if (j->p >= j->end) {
+        tc__jp_fail(j, "unterminated string");
+        return NULL;
+    }
+    /* decoded is never longer than escaped */
+    out = o = (char *)tc__malloc((size_t)(j->p - s) + 1);
+    if (!out) {
+        tc__jp_fail(j, "out of memory");
+        return NULL;
+    }
+    while (s < j->p && !bad) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20) {
+            bad = 1;
+            break;
+        }
+        if (c != '\\') {
+            int n = tc__utf8_len((const unsigned char *)s, (const unsigned char *)j->p);
+            if (!n) {
+                bad = 1;
+                break;
+            }
+            memcpy(o, s, (size_t)n);
+            o += n;
+            s += n;
+            continue;
+        }
+        c = (unsigned char)s[1];
+        s += 2;
+        if (c == '"' || c == '\\' || c == '/') *o++ = (char)c;
+        else if (c == 'b') *o++ = '\b';
+        else if (c == 'f') *o++ = '\f';
+        else if (c == 'n') *o++ = '\n';
+        else if (c == 'r') *o++ = '\r';
+        else if (c == 't') *o++ = '\t';
+        else if (c == 'u') {
+            unsigned cp, lo;
+            if (j->p - s < 4 || !tc__jp_hex4(s, &cp)) {
+                bad = 1;
+                break;
+            }
+            s += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) { /* a surrogate pair */
+                if (j->p - s < 6 || s[0] != '\\' || s[1] != 'u' || !tc__jp_hex4(s + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+                    bad = 1;
+                    break;
+                }
+                s += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else if ((cp >= 0xDC00 && cp <= 0xDFFF) || cp == 0) {
+                bad = 1;
+                break;
+            }
+            if (cp < 0x80) *o++ = (char)cp;
+            else if (cp < 0x800) *o++ = (char)(0xC0 | cp >> 6), *o++ = (char)(0x80 | (cp & 0x3F));
+            else if (cp < 0x10000)
+                *o++ = (char)(0xE0 | cp >> 12), *o++ = (char)(0x80 | (cp >> 6 & 0x3F)), *o++ = (char)(0x80 | (cp & 0x3F));
+            else
+                *o++ = (char)(0xF0 | cp >> 18), *o++ = (char)(0x80 | (cp >> 12 & 0x3F)),
+                *o++ = (char)(0x80 | (cp >> 6 & 0x3F)), *o++ = (char)(0x80 | (cp & 0x3F));
+        } else {
+            bad = 1;
+        }
+    }
+    if (bad) {
+        TC_FREE(out);
+        tc__jp_fail(j, "invalid string (control character, bad escape or invalid UTF-8)");
+        return NULL;
+    }
+    *o = 0;
+    j->p++;
+    return out;
+}
+
+/* A non-negative integer below 2^63 (no sign, fraction, exponent or leading zero). */
+TC__FN int tc__jp_uint(tc__jp *j, uint64_t *v) {
+    const char *s;
+    tc__jp_ws(j);
+    s = j->p;
+    *v = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        if (*v > (((uint64_t)1 << 63) - 1 - (uint64_t)(*j->p - '0')) / 10) return tc__jp_fail(j, "integer too large");
+        *v = *v * 10 + (uint64_t)(*j->p++ - '0');
+    }
+    if (j->p == s || (j->p - s > 1 && *s == '0')) return tc__jp_fail(j, "expected a non-negative integer");
+    if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E')) return tc__jp_fail(j, "expected an integer");
+    return 1;
+}
+
+/* [u, u, ...] into v (at most cap values); *n gets the count. */
+TC__FN int tc__jp_uints(tc__jp *j, uint64_t *v, int cap, int *n) {
+    *n = 0;
+    if (!tc__jp_eat(j, '[')) return tc__jp_fail(j, "expected an array");
+    if (tc__jp_eat(j, ']')) return 1;
+    do {
+        if (*n == cap) return tc__jp_fail(j, "array too long");
+        if (!tc__jp_uint(j, &v[(*n)++])) return 0;
+    } while (tc__jp_eat(j, ','));
+    return tc__jp_eat(j, ']') ? 1 : tc__jp_fail(j, "expected ',' or ']'");
+}
+
+/* One tensor's {"dtype", "shape", "data_offsets"}, each exactly once. */
+TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
+    int seen = 0, k, n;
+    uint64_t v[TC_MAX_DIMS + 1];
+    if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "expected an object for a tensor");
+    if (!tc__jp_eat(j, '}')) do {
+            char *key = tc__jp_string(j);
+            int bit;
+            if (!key) return 0;
+            bit = strcmp(key, "dtype") == 0 ? 1 : strcmp(key, "shape") == 0 ? 2 : strcmp(key, "data_offsets") == 0 ? 4 : 0;
+            TC_FREE(key);
+            if (!bit) return tc__jp_fail(j, "unknown field in a tensor entry");
+            if (seen & bit) return tc__jp_fail(j, "repeated field in a tensor entry");
+            seen |= bit;
+            if (!tc__jp_eat(j, ':')) return tc__jp_fail(j, "expected ':'");
+            if (bit == 1) {
+                char *dt = tc__jp_string(j);
+                if (!dt) return 0;
+                for (e->code = 0; e->code < TC__ST_NDTYPES && strcmp(dt, tc__st_dtypes[e->code].name) != 0; e->code++) {
+                }
+                TC_FREE(dt);
+                if (e->code == TC__ST_NDTYPES) return tc__jp_fail(j, "unknown dtype");
+            } else if (bit == 2) {
+                if (!tc__jp_uints(j, v, TC_MAX_DIMS, &n)) return 0;
+                e->ndim = n;
+                for (k = 0; k < n; k++) e->shape[k] = (int64_t)v[k];
+            } else {
+                if (!tc__jp_uints(j, v, 2, &n)) return 0;
+                if (n != 2) return tc__jp_fail(j, "data_offsets must be [begin, end]");
+                e->begin = v[0];
+                e->end = v[1];
+            }
+        } while (tc__jp_eat(j, ','));
+    if (seen && !tc__jp_eat(j, '}')) return tc__jp_fail(j, "expected ',' or '}'");
+    return seen == 7 ? 1 : tc__jp_fail(j, "a tensor entry needs dtype, shape and data_offsets");
+}
+
+TC__FN int tc__st_add_meta(tc_safetensors *st, char *k, char *v) {
+    char **m = (char **)TC_REALLOC(st->meta, sizeof(char *) * (size_t)(2 * st->nmeta + 2));
+    if (!m) return 0;
+    st->meta = m;
+    m[2 * st->nmeta] = k;
+    m[2 * st->nmeta + 1] = v;
+    st->nmeta++;
+    return 1;
+}
+
+/* "__metadata__": {"key": "value", ...} */
+TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *st) {
+    if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "__metadata__ must be an object");
+    if (tc__jp_eat(j, '}')) return 1;
+    do {
+        char *k = tc__jp_string(j), *v = NULL;
+        if (!k || !tc__jp_eat(j, ':') || !(v = tc__jp_string(j)) || !tc__st_add_meta(st, k, v)) {
+            TC_FREE(k);
+            TC_FREE(v);
+            return tc__jp_fail(j, "__metadata__ values must be strings");
+        }
+    } while (tc__jp_eat(j, ','));
+    return tc__jp_eat(j, '}') ? 1 : tc__jp_fail(j, "expected ',' or '}'");
+}
+
+TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, size_t errcap) {
+    tc__jp j;
+    int cap = 0, have_meta = 0;
+    j.start = j.p = h;
+    j.end = h + n;
+    j.err = err;
+    j.errcap = errcap;
+    if (!tc__jp_eat(&j, '{')) return tc__jp_fail(&j, "the header is not a JSON object");
+    if (!tc__jp_eat(&j, '}')) do {
+            char *key = tc__jp_string(&j);
+            if (!key) return 0;
+            if (!tc__jp_eat(&j, ':')) {
+                TC_FREE(key);
+                return tc__jp_fail(&j, "expected ':'");
+            }
+            if (strcmp(key, "__metadata__") == 0) {
+                TC_FREE(key);
+                if (have_meta++) return tc__jp_fail(&j, "repeated __metadata__");
+                if (!tc__jp_meta(&j, st)) return 0;
+                continue;
+            }
+            if (st->n == cap) {
+                tc__st_entry *e = (tc__st_entry *)TC_REALLOC(st->e, sizeof(tc__st_entry) * (size_t)(cap * 2 + 8));
+                if (!e) {
+                    TC_FREE(key);
+                    return tc__jp_fail(&j, "out of memory");
+                }
+                st->e = e;
+                cap = cap * 2 + 8;
+            }
+            memset(&st->e[st->n], 0, sizeof st->e[0]);
+            st->e[st->n].name = key;
+            if (!tc__jp_entry(&j, &st->e[st->n++])) return 0;
+        } while (tc__jp_eat(&j, ','));
+    if ((st->n || have_meta) && !tc__jp_eat(&j, '}')) return tc__jp_fail(&j, "expected ',' or '}'");
+    tc__jp_ws(&j);
+    if (j.p != j.end) return tc__jp_fail(&j, "text after the header's object");
+    return 1;
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+TC__FN int tc__st_cmp_begin(const void *a, const void *b) {
+    const tc__st_entry *x = *(const tc__st_entry *const *)a, *y = *(const tc__st_entry *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
+}
+
+TC__FN int tc__st_cmp_name(const void *a, const void *b) {
+    return strcmp((*(const tc__st_entry *const *)a)->name, (*(const tc__st_entry *const *)b)->name);
+}
+
+/* Sizes, then the tiling of the data region, then unique names. */
+TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
+    tc__st_entry **ord;
+    uint64_t at = 0;
+    int i, k, ok = 1;
+    for (i = 0; i < st->n; i++) {
+        tc__st_entry *e = &st->e[i];
+        uint64_t bytes = (uint64_t)tc__st_dtypes[e->code].bytes;
+        for (k = 0; k < e->ndim; k++) {
+            uint64_t d = (uint64_t)e->shape[k];
+            if (d && bytes > ((uint64_t)1 << 62) / d) {
+                tc__fmt(err, errcap, "tensor '%s': its size overflows", e->name);
+                return 0;
+            }
+            bytes *= d;
+        }
+        if (e->end < e->begin || e->end - e->begin != bytes) {
+            tc__fmt(err, errcap, "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its %s shape needs %llu", e->name,
+                    (unsigned long long)e->begin, (unsigned long long)e->end,
+                    (unsigned long long)(e->end >= e->begin ? e->end - e->begin : 0), tc__st_dtypes[e->code].name,
+                    (unsigned long long)bytes);
+            return 0;
+        }
+    }
+    ord = (tc__st_entry **)tc__malloc(sizeof(tc__st_entry *) * (size_t)(st->n > 0 ? st->n : 1));
+    if (!ord) {
+        tc__fmt(err, errcap, "out of memory");
+        return 0;
+    }
+    for (i = 0; i < st->n; i++) ord[i] = &st->e[i];
+    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_begin);
+    for (i = 0; i < st->n && ok; i++) {
+        if (ord[i]->begin != at) {
+            tc__fmt(err, errcap, "tensor '%s' starts at byte %llu of the data, expected %llu (%s)", ord[i]->name,
+                    (unsigned long long)ord[i]->begin, (unsigned long long)at,
+                    ord[i]->begin < at ? "it overlaps another" : "a gap before it");
+            ok = 0;
+        }
+        at = ord[i]->end;
+    }
+    if (ok && at != st->data_len) {
+        tc__fmt(err, errcap, "the tensors cover %llu bytes of data, the file holds %llu", (unsigned long long)at,
+                (unsigned long long)st->data_len);
+        ok = 0;
+    }
+    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_name);
+    for (i = 1; i < st->n && ok; i++)
+        if (strcmp(ord[i - 1]->name, ord[i]->name) == 0) {
+            tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
+            ok = 0;
+        }
+    TC_FREE(ord);
+    return ok;
+}
+
+/* ---- the public API ------------------------------------------------------------- */
+
+TCDEF void tc_safetensors_close(tc_safetensors *st) {
+    int i;
+    if (!st) return;
+    for (i = 0; i < st->n; i++) TC_FREE(st->e[i].name);
+    for (i = 0; i < 2 * st->nmeta; i++) TC_FREE(st->meta[i]);
+    TC_FREE(st->e);
+    TC_FREE(st->meta);
+    tc__unmap_file(&st->map);
+    TC_FREE(st->heap);
+    TC_FREE(st);
+}
+
+/* The whole file read into memory (where it cannot be mapped); 0 on success. */
+TC__FN int tc__st_read_whole(const char *path, unsigned char **out, size_t *size) {
+    FILE *fp = fopen(path, "rb");
+    size_t cap = 1 << 16, n = 0, got;
+    unsigned char *buf = NULL, *nb;
+    if (!fp) return -1;
+    do {
+        if (n == cap || !buf) {
+            if (buf) cap *= 2;
+            nb = (unsigned char *)TC_REALLOC(buf, cap);
+            if (!nb) {
+                TC_FREE(buf);
+                fclose(fp);
+                return -1;
+            }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+    } while (got > 0);
+    fclose(fp);
+    *out = buf;
+    *size = n;
+    return 0;
+}
+
+TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
+    tc_safetensors *st;
+    const unsigned char *base;
+    size_t size;
+    uint64_t hlen = 0;
+    char dummy[2];
+    int i;
+    if (!err || !errcap) err = dummy, errcap = sizeof dummy;
+    err[0] = 0;
+    if (!ctx || !path) {
+        tc__fmt(err, errcap, "tc_safetensors_open: %s is NULL", ctx ? "path" : "ctx");
+        return NULL;
+    }
+    st = (tc_safetensors *)TC_MALLOC(sizeof *st);
+    if (!st) {
+        tc__fmt(err, errcap, "tc_safetensors_open: out of memory");
+        return NULL;
+    }
+    memset(st, 0, sizeof *st);
+    st->ctx = ctx;
+    tc__fmt(st->path, sizeof st->path, "%s", path);
+    i = tc__map_file(path, &st->map, 1);
+    if (i == 0) {
+        base = (const unsigned char *)st->map.data;
+        size = st->map.size;
+    } else if (i == -1 && tc__st_read_whole(path, &st->heap, &size) == 0) {
+        base = st->heap;
+    } else {
+        tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
+        tc_safetensors_close(st);
+        return NULL;
+    }
+    for (i = 7; i >= 0 && size >= 8; i--) hlen = hlen << 8 | base[i];
+    if (size < 8 || hlen > size - 8 || hlen > TC__ST_MAX_HEADER) {
+        tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path,
+                size < 8 ? "shorter than the 8-byte header length" : "the header length runs past the file (or over 100 MB)");
+        tc_safetensors_close(st);
+        return NULL;
+    }
+    st->data = base + 8 + hlen;
+    st->data_len = (uint64_t)(size - 8 - (size_t)hlen);
+    {
+        char msg[200];
+        msg[0] = 0;
+        if (!tc__st_parse(st, (const char *)base + 8, (size_t)hlen, msg, sizeof msg) ||
+            !tc__st_validate(st, msg, sizeof msg)) {
+            tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path, msg[0] ? msg : "invalid header");
+            tc_safetensors_close(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+TCDEF int tc_safetensors_count(const tc_safetensors *st) { return st ? st->n : 0; }
+
+TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name) {
+    int i;
+    for (i = 0; st && name && i < st->n; i++)
+        if (strcmp(st->e[i].name, name) == 0) return i;
+    return -1;
+}
+
+TCDEF const char *tc_safetensors_metadata(const tc_safetensors *st, const char *key) {
+    int i;
+    for (i = 0; st && key && i < st->nmeta; i++)
+        if (strcmp(st->meta[2 * i], key) == 0) return st->meta[2 * i + 1];
+    return NULL;
+}
+
+TC__FN int tc__little_endian(void) {
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* Can entry e be viewed in place (same bits, aligned, the host's byte order)? */
+TC__FN int tc__st_zero_copy(const tc_safetensors *st, const tc__st_entry *e) {
+    const int w = tc__st_dtypes[e->code].bytes;
+    const unsigned char *p = st->data + e->begin;
+    uint64_t i;
+    if (tc__st_dtypes[e->code].kind == 4) { /* bool: only when every byte is 0 or 1 */
+        for (i = 0; i < e->end - e->begin; i++)
+            if (p[i] > 1) return 0;
+        return 1;
+    }
+    return tc__st_dtypes[e->code].kind == 0 && (w == 1 || tc__little_endian()) && (uintptr_t)p % (uintptr_t)w == 0;
+}
+
+TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *st, int index, tc_safetensors_info *info) {
+    const tc__st_entry *e;
+    if (!st || !info) return TC_ERR_NULL;
+    if (index < 0 || index >= st->n) return TC_ERR_INDEX;
+    e = &st->e[index];
+    memset(info, 0, sizeof *info);
+    info->name = e->name;
+    info->dtype = tc__st_dtypes[e->code].name;
+    info->ndim = e->ndim;
+    memcpy(info->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);
+    info->nbytes = e->end - e->begin;
+    info->loads_as = tc__st_dtypes[e->code].as;
+    info->zero_copy = tc__st_zero_copy(st, e);
+    info->supported = tc__st_dtypes[e->code].kind >= 0;
+    return TC_OK;
+}
+
+/* Element i of e (w bytes, little-endian) as raw bits. */
+TC__FN uint64_t tc__st_bits(const unsigned char *p, int w, uint64_t i) {
+    uint64_t v = 0;
+    int b;
+    for (b = w - 1; b >= 0; b--) v = v << 8 | p[i * (uint64_t)w + (uint64_t)b];
+    return v;
+}
+
+TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, const char *file, int line) {
+    char text[TC__MSG_CAP + 160], where[200];
+    const tc__st_entry *e;
+    int idx = tc_safetensors_find(st, name), kind;
+    uint64_t n, i;
+    void *buf;
+    tc_tensor *t;
+    if (!st) return &tc__sentinel_null_ctx;
+    if (file) tc__fmt(where, sizeof where, "tc_safetensors_get (%s:%d)", file, line);
+    else tc__fmt(where, sizeof where, "tc_safetensors_get");
+    if (!name || idx < 0) {
+        tc__fmt(text, sizeof text, "%s: %s%s%s in %s", where, name ? "no tensor named '" : "name is NULL", name ? name : "",
+                name ? "'" : "", st->path);
+        return tc__error_tensor(st->ctx, name ? TC_ERR_INDEX : TC_ERR_NULL, text);
+    }
+    e = &st->e[idx];
+    kind = tc__st_dtypes[e->code].kind;
+    if (kind < 0) {
+        tc__fmt(text, sizeof text, "%s: '%s' is %s, which tcompile does not load", where, name, tc__st_dtypes[e->code].name);
+        return tc__error_tensor(st->ctx, TC_ERR_UNSUPPORTED, text);
+    }
+    if (tc__st_zero_copy(st, e))
+        return tc_wrap_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, NULL, (void *)(st->data + e->begin), file,
+                          line);
+    /* converted (or merely realigned / byte-swapped) into a fresh tensor */
+    n = (e->end - e->begin) / (uint64_t)tc__st_dtypes[e->code].bytes;
+    buf = tc__malloc((size_t)(n ? n : 1) * tc_dtype_size(tc__st_dtypes[e->code].as));
+    if (!buf) {
+        tc__fmt(text, sizeof text, "%s: out of memory for '%s'", where, name);
+        return tc__error_tensor(st->ctx, TC_ERR_OOM, text);
+    }
+    for (i = 0; i < n; i++) {
+        const unsigned char *p = st->data + e->begin;
+        const int wb = tc__st_dtypes[e->code].bytes;
+        uint64_t bits = tc__st_bits(p, wb, i);
+        if (kind == 0 && wb == 4) ((uint32_t *)buf)[i] = (uint32_t)bits;
+        else if (kind == 0) ((uint16_t *)buf)[i] = (uint16_t)bits;
+        else if (kind == 4) ((unsigned char *)buf)[i] = bits != 0;
+        else if (kind == 1) {
+            double d;
+            memcpy(&d, &bits, sizeof d);
+            ((float *)buf)[i] = (float)d;
+        } else {
+            /* integers into i32: a value that does not fit is an error, not a wrap */
+            int64_t v = kind == 2 ? (int64_t)(bits << (64 - 8 * wb)) >> (64 - 8 * wb) : (int64_t)bits;
+            if ((kind == 3 && bits > 0x7FFFFFFFu) || v < INT32_MIN || v > INT32_MAX) {
+                TC_FREE(buf);
+                tc__fmt(text, sizeof text, "%s: '%s' (%s) holds %s%llu at element %llu, outside i32", where, name,
+                        tc__st_dtypes[e->code].name, v < 0 && kind == 2 ? "-" : "",
+                        (unsigned long long)(v < 0 && kind == 2 ? (uint64_t)0 - (uint64_t)v : bits),
+                        (unsigned long long)i);
+                return tc__error_tensor(st->ctx, TC_ERR_OVERFLOW, text);
+            }
+            ((int32_t *)buf)[i] = (int32_t)v;
+        }
+    }
+    t = tc_from_data_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, buf, file, line);
+    TC_FREE(buf);
+    return t;
+}
+
+/* ---- the writer ------------------------------------------------------------------ */
+
+TC__FN void tc__json_string(tc__text *t, const char *s) {
+    tc__text_printf(t, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') tc__text_printf(t, "\\%c", c);
+        else if (c < 0x20) tc__text_printf(t, "\\u%04x", c);
+        else tc__text_printf(t, "%c", c);
+    }
+    tc__text_printf(t, "\"");
+}
+
+TC__FN const char *tc__st_dtype_name(tc_dtype dt) {
+    int i;
+    for (i = 0; i < TC__ST_NDTYPES; i++)
+        if (tc__st_dtypes[i].kind == 0 || tc__st_dtypes[i].kind == 4)
+            if (tc__st_dtypes[i].as == dt) return tc__st_dtypes[i].name;
+    return NULL;
+}
+
+/* The header's text for the tensors (NULL metadata: none); *len its length. */
+TC__FN char *tc__st_header(int n, const char *const *names, tc_tensor *const *ts, const char *const *meta, size_t *len) {
+    tc__text t;
+    uint64_t at = 0;
+    int pass, i, k;
+    t.p = NULL;
+    t.n = 0;
+    t.cap = 0;
+    /* the first pass measures, the second writes */
+    for (pass = 0; pass < 2; pass++) {
+        if (pass) {
+            t.cap = t.n + 8;
+            t.n = 0;
+            at = 0;
+            if (!(t.p = (char *)tc__malloc(t.cap))) return NULL;
+        }
+        tc__text_printf(&t, "{");
+        if (meta && meta[0]) {
+            tc__text_printf(&t, "\"__metadata__\":{");
+            for (i = 0; meta[i] && meta[i + 1]; i += 2) {
+                if (i) tc__text_printf(&t, ",");
+                tc__json_string(&t, meta[i]);
+                tc__text_printf(&t, ":");
+                tc__json_string(&t, meta[i + 1]);
+            }
+            tc__text_printf(&t, "}%s", n ? "," : "");
+        }
+        for (i = 0; i < n; i++) {
+            uint64_t bytes = (uint64_t)tc_numel(ts[i]) * tc_dtype_size(tc_type(ts[i]));
+            if (i) tc__text_printf(&t, ",");
+            tc__json_string(&t, names[i]);
+            tc__text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tc__st_dtype_name(tc_type(ts[i])));
+            for (k = 0; k < tc_ndim(ts[i]); k++) tc__text_printf(&t, "%s%lld", k ? "," : "", (long long)tc_shape(ts[i])[k]);
+            tc__text_printf(&t, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + bytes));
+            at += bytes;
+        }
+        tc__text_printf(&t, "}");
+        /* padded with spaces so the data starts 8-byte aligned */
+        while ((t.n + 8) % 8) tc__text_printf(&t, " ");
+    }
+    *len = t.n;
+    return t.p;
+}
+
+TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
+                                    const char *const *metadata, char *err, size_t errcap) {
+    char dummy[2], *hdr = NULL;
+    size_t hlen = 0;
+    unsigned char len8[8];
+    FILE *fp;
+    int i, k, ok;
+    if (!err || !errcap) err = dummy, errcap = sizeof dummy;
+    err[0] = 0;
+    if (!path || n < 0 || (n > 0 && (!names || !tensors))) {
+        tc__fmt(err, errcap, "tc_safetensors_save: %s", !path ? "path is NULL" : n < 0 ? "n < 0" : "names or tensors is NULL");
+        return !path || n >= 0 ? TC_ERR_NULL : TC_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < n; i++) {
+        if (!names[i] || !names[i][0] || strcmp(names[i], "__metadata__") == 0) {
+            tc__fmt(err, errcap, "tc_safetensors_save: name %d is %s", i, !names[i] ? "NULL" : !names[i][0] ? "empty" : "reserved");
+            return names[i] ? TC_ERR_INVALID_ARG : TC_ERR_NULL;
+        }
+        if (tc_status(tensors[i]) != TC_OK || !tc__st_dtype_name(tc_type(tensors[i]))) {
+            tc__fmt(err, errcap, "tc_safetensors_save: tensor '%s' %s", names[i],
+                    tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
+            return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
+        }
+        for (k = 0; k < i; k++)
+            if (strcmp(names[k], names[i]) == 0) {
+                tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", names[i]);
+                return TC_ERR_INVALID_ARG;
+            }
+    }
+    if (!(hdr = tc__st_header(n, names, tensors, metadata, &hlen))) {
+        tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
+        return TC_ERR_OOM;
+    }
+    for (i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    fp = fopen(path, "wb");
+    ok = fp && fwrite(len8, 1, 8, fp) == 8 && fwrite(hdr, 1, hlen, fp) == hlen;
+    TC_FREE(hdr);
+    for (i = 0; ok && i < n; i++) {
+        size_t w = tc_dtype_size(tc_type(tensors[i])), bytes = (size_t)tc_numel(tensors[i]) * w, b;
+        unsigned char *buf = (unsigned char *)tc__malloc(bytes ? bytes : 1);
+        ok = buf && tc_read(tensors[i], tc_type(tensors[i]), buf, bytes) == TC_OK;
+        if (ok && !tc__little_endian() && w > 1) /* the file is little-endian */
+            for (b = 0; b < bytes; b += w)
+                for (k = 0; k < (int)w / 2; k++) {
+                    unsigned char x = buf[b + (size_t)k];
+                    buf[b + (size_t)k] = buf[b + w - 1 - (size_t)k];
+                    buf[b + w - 1 - (size_t)k] = x;
+                }
+        ok = ok && fwrite(buf, 1, bytes, fp) == bytes;
+        TC_FREE(buf);
+    }
+    if (fp && fclose(fp) != 0) ok = 0;
+    if (!ok) {
+        if (fp) remove(path);
+        tc__fmt(err, errcap, "tc_safetensors_save: cannot write %s", path);
+        return TC_ERR_IO;
+    }
+    return TC_OK;
+}
