@@ -13767,7 +13767,8 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
-    if (tile >= TC__VM_TILE_MIN && tile < kr.tile) kr.tile = tile;
+    /* only the sizes max-autotune tries (a damaged cache record may hold any) */
+    if (tile >= TC__VM_TILE_MIN && tile < kr.tile && (tile & (tile - 1)) == 0) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
@@ -14751,11 +14752,10 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         {
             tc__launch *l = &p->launch[p->nlaunch++];
             tc__call *c = &l->call;
+            memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
             l->node = i;
             l->kernel = -1;
-            l->inplace = 0;
             l->epi = -1;
-            l->drop = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;

@@ -456,11 +456,10 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
         {
             tc__launch *l = &p->launch[p->nlaunch++];
             tc__call *c = &l->call;
+            memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
             l->node = i;
             l->kernel = -1;
-            l->inplace = 0;
             l->epi = -1;
-            l->drop = 0;
             tc__call_init(c, ctx, nd->op, nd->file, nd->line);
             c->a = nd->a;
             c->nin = nd->nin;

@@ -927,6 +927,39 @@ TC_TEST(test_modes_observable) {
     tc_fn_free(f);
 }
 
+/* A program built over dirty heap memory: every field of a launch starts
+ * known (an uninitialised tuned tile of 100 floats once broke row
+ * reductions; an uninitialised thread cap could serialise a launch). */
+static void dirty_row_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    (void)u;
+    out[0] = tc_sum(c, tc_mul_scalar(c, in[0], 2.0), 1, &ax, 0);
+}
+
+TC_TEST(test_program_over_dirty_heap) {
+    int64_t shape[2] = {3, 5000}, sz;
+    tc_tensor *x = tc_rand_uniform(ctx, 2, shape, 0.0, 1.0, 5), *y, *ye;
+    tc_fn *f;
+    int round;
+    for (round = 0; round < 3; round++) {
+        void *junk[400];
+        int k = 0;
+        /* freed blocks of many sizes, every int in them 100 */
+        for (sz = 256; sz <= 256 * 400 && k < 400; sz += 256, k++) {
+            int *p = (int *)malloc((size_t)sz);
+            int64_t i;
+            for (i = 0; p && i < sz / (int64_t)sizeof(int); i++) p[i] = 100;
+            junk[k] = p;
+        }
+        while (k > 0) free(junk[--k]);
+        f = tc_compile(ctx, dirty_row_fn, NULL, NULL);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+        dirty_row_fn(ctx, NULL, &x, &ye);
+        TC_CHECKF(tct_maxrel(y, ye) < 1e-5, "round %d: compiled differs from eager by %g", round, tct_maxrel(y, ye));
+        tc_fn_free(f);
+    }
+}
+
 int main(void) {
     int r;
     ctx = tc_ctx_create(NULL);
@@ -951,6 +984,7 @@ int main(void) {
 #endif
     TC_RUN(test_dot_dump);
     TC_RUN(test_review_regressions);
+    TC_RUN(test_program_over_dirty_heap);
     r = TC_TEST_SUMMARY();
     tc_ctx_destroy(ctx);
     return r;
