@@ -126,6 +126,7 @@ for t in $TESTS; do
 done
 
 run_counted "oracle vs PyTorch" sh tests/oracle.sh "$B"
+run_counted "example models vs PyTorch" sh tests/models_oracle.sh "$B/models"
 
 # 4. everything again under ASan + UBSan
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
@@ -136,6 +137,7 @@ for t in $TESTS; do
 done
 
 ORACLE_SANITIZE=1 run_counted "oracle vs PyTorch (ASan+UBSan)" sh tests/oracle.sh "$B/oracle_asan"
+ORACLE_SANITIZE=1 run_counted "example models vs PyTorch (ASan+UBSan)" sh tests/models_oracle.sh "$B/models_asan"
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -22,6 +22,25 @@ def bf16_bits(a):
     return (bits >> 16).astype("<u2")
 
 
+def save_file(path, arrays, metadata=None):
+    """arrays: name -> numpy array (float32/float16/float64/int64/int32/bool), in a safetensors file"""
+    codes = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.float64): "F64",
+             np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.bool_): "BOOL"}
+    header, data, at = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": codes[a.dtype], "shape": list(a.shape), "data_offsets": [at, at + len(raw)]}
+        data.append(raw)
+        at += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(data))
+
+
 def write(d):
     rng = np.random.default_rng(7)
     tensors = []  # (name, dtype, shape, bytes, values as float64)
