@@ -158,6 +158,103 @@ def resnet_cases(build, tmp, gen):
         yield compare(name, want, dump, 1e-4)
 
 
+# ---- GPT-2 in Hugging Face's layout (Conv1D weights are [in, out]) ----
+
+def gpt2_random(gen, n_layer, d, vocab, n_ctx, prefix, extras):
+    r = lambda *shape, std=0.02: (torch.randn(*shape, generator=gen, dtype=torch.float64) * std)
+    sd = {"wte.weight": r(vocab, d, std=0.5), "wpe.weight": r(n_ctx, d, std=0.1)}
+    for i in range(n_layer):
+        p = "h.%d." % i
+        sd[p + "ln_1.weight"] = 1 + r(d, std=0.1)
+        sd[p + "ln_1.bias"] = r(d, std=0.1)
+        sd[p + "attn.c_attn.weight"] = r(d, 3 * d, std=0.2)
+        sd[p + "attn.c_attn.bias"] = r(3 * d, std=0.1)
+        sd[p + "attn.c_proj.weight"] = r(d, d, std=0.2)
+        sd[p + "attn.c_proj.bias"] = r(d, std=0.1)
+        sd[p + "ln_2.weight"] = 1 + r(d, std=0.1)
+        sd[p + "ln_2.bias"] = r(d, std=0.1)
+        sd[p + "mlp.c_fc.weight"] = r(d, 4 * d, std=0.2)
+        sd[p + "mlp.c_fc.bias"] = r(4 * d, std=0.1)
+        sd[p + "mlp.c_proj.weight"] = r(4 * d, d, std=0.1)
+        sd[p + "mlp.c_proj.bias"] = r(d, std=0.1)
+        if extras:  # buffers some checkpoints carry; the example ignores them
+            sd[p + "attn.bias"] = torch.tril(torch.ones(n_ctx, n_ctx)).view(1, 1, n_ctx, n_ctx)
+    sd["ln_f.weight"] = 1 + r(d, std=0.1)
+    sd["ln_f.bias"] = r(d, std=0.1)
+    return {prefix + k: v for k, v in sd.items()}
+
+
+def gpt2_logits(sd, prefix, n_layer, n_head, ids):
+    g = lambda k: sd[prefix + k]
+    T, d = len(ids), g("wte.weight").shape[1]
+    hd = d // n_head
+    x = g("wte.weight")[ids] + g("wpe.weight")[torch.arange(T)]
+    mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+    for i in range(n_layer):
+        p = "h.%d." % i
+        h = F.layer_norm(x, (d,), g(p + "ln_1.weight"), g(p + "ln_1.bias"), 1e-5)
+        q, k, v = (h @ g(p + "attn.c_attn.weight") + g(p + "attn.c_attn.bias")).split(d, dim=1)
+        q, k, v = (t.view(T, n_head, hd).transpose(0, 1) for t in (q, k, v))
+        a = torch.softmax(q @ k.transpose(1, 2) / hd ** 0.5 + mask, dim=-1) @ v
+        x = x + a.transpose(0, 1).reshape(T, d) @ g(p + "attn.c_proj.weight") + g(p + "attn.c_proj.bias")
+        h = F.layer_norm(x, (d,), g(p + "ln_2.weight"), g(p + "ln_2.bias"), 1e-5)
+        h = F.gelu(h @ g(p + "mlp.c_fc.weight") + g(p + "mlp.c_fc.bias"), approximate="tanh")
+        x = x + h @ g(p + "mlp.c_proj.weight") + g(p + "mlp.c_proj.bias")
+    x = F.layer_norm(x[-1], (d,), g("ln_f.weight"), g("ln_f.bias"), 1e-5)
+    return x @ g("wte.weight").T
+
+
+def gpt2_cases(build, tmp, gen):
+    cases = [("gpt2 (transformer. prefix, config.json)", 3, 128, 4, 97, 64, "transformer.", True),
+             ("gpt2 (bare names, n_head = d / 64)", 2, 128, 2, 61, 40, "", False)]
+    for name, n_layer, d, n_head, vocab, n_ctx, prefix, extras in cases:
+        sd = gpt2_random(gen, n_layer, d, vocab, n_ctx, prefix, extras)
+        mdir = os.path.join(tmp, "gpt2-%d" % n_layer)
+        os.makedirs(mdir, exist_ok=True)
+        save_file(os.path.join(mdir, "model.safetensors"), {k: v.float().numpy() for k, v in sd.items()})
+        if prefix:
+            with open(os.path.join(mdir, "config.json"), "w") as f:
+                f.write('{"model_type": "gpt2", "n_embd": %d, "n_head": %d, "n_layer": %d}' % (d, n_head, n_layer))
+        # the byte-level alphabet: "\u0120" is a space before a word
+        with open(os.path.join(mdir, "vocab.json"), "w") as f:
+            f.write('{"Hello": 0, "\\u0120world": 1, "!": 2' + "".join(', "t%d": %d' % (i, i) for i in range(3, vocab)) + "}")
+        sd32 = {k: v.float().double() for k, v in sd.items()}  # what the file holds
+        prompt = [0, 1, 2, 5, 7]
+        ntok = 12
+        with torch.no_grad():
+            want = gpt2_logits(sd32, prefix, n_layer, n_head, prompt).numpy()
+            ids, gaps = list(prompt), []
+            for _ in range(ntok):
+                lg = gpt2_logits(sd32, prefix, n_layer, n_head, ids)
+                top2 = torch.topk(lg, 2).values
+                gaps.append(float(top2[0] - top2[1]))
+                ids.append(int(torch.argmax(lg)))
+        dump = os.path.join(tmp, "gpt2.txt")
+        r = subprocess.run([os.path.join(build, "gpt2"), "--model", mdir, "--prompt", " ".join(map(str, prompt)),
+                            "--tokens", str(ntok), "--dump", dump], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL %s: the example exited %d: %s" % (name, r.returncode, (r.stderr or r.stdout)[-400:]))
+            yield False
+            continue
+        lines = open(dump).read().split("\n")
+        with open(dump, "w") as f:
+            f.write(lines[0] + "\n" + lines[1] + "\n")
+        ok = compare(name + ", prompt logits", want, dump, 1e-4)
+        got = [int(t) for t in lines[2].split()]
+        # greedy ids must agree wherever the reference's top two are not a near tie
+        bad = [i for i, (a, b) in enumerate(zip(got, ids[len(prompt):])) if a != b and gaps[i] > 1e-4]
+        first = next((i for i, (a, b) in enumerate(zip(got, ids[len(prompt):])) if a != b), None)
+        good = len(got) == ntok and not (first is not None and first in bad)
+        print("%-4s %s, %d greedy tokens with the KV cache: %s" % ("ok" if good else "FAIL", name, ntok,
+              "identical" if first is None else "first difference at %d (top-2 gap %.2g)" % (first, gaps[first])))
+        text_ok = '"Hello world!' in r.stdout
+        print("%-4s %s, vocab.json decoding: %s" % ("ok" if text_ok else "FAIL", name, r.stdout.split("\n")[1][:80]))
+        rec = "0 recompiles" in r.stdout
+        print("%-4s %s, decode step compiled once: %s" % ("ok" if rec else "FAIL", name,
+              [l for l in r.stdout.split("\n") if l.startswith("decode step")][:1]))
+        yield ok and good and text_ok and rec
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -166,9 +263,10 @@ def main():
     torch.manual_seed(1234)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for ok in resnet_cases(build, tmp, gen):
-            passed += ok
-            failed += not ok
+        for cases in (resnet_cases, gpt2_cases):
+            for ok in cases(build, tmp, gen):
+                passed += ok
+                failed += not ok
     print("%d passed, %d failed, 0 skipped" % (passed, failed))
     sys.exit(1 if failed else 0)
 
