@@ -7008,7 +7008,9 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     K = cg * g.kh * g.kw;
     P = g.OH * g.OW;
     if (!xp || !wp || (b && !bp) || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    else if (cg == 1 && groups == g.C) { /* depthwise: a window per channel */
+    else if (cg == 1 && groups == g.C && (og <= 4 || g.N * g.C >= 2 * (int64_t)tc_ctx_num_threads(c->ctx))) {
+        /* depthwise: a window per channel (parallel over input planes; with
+         * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
@@ -9583,7 +9585,8 @@ TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int6
  * twice). */
 TC__FN int tc__bnfold_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const tc__bnfold_pass *bp = (const tc__bnfold_pass *)arg;
-    const tc__node *cv;
+    tc__node cv;               /* a copy: adding nodes may move g->nodes */
+    tc__node wn;
     const float *v[6];
     void *own[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     float *nw = NULL, *nb = NULL;
@@ -9591,16 +9594,19 @@ TC__FN int tc__bnfold_node(tc__graph *g, const tc__node *nd, const int *in, void
     int ci[3], k, id = -2;
     if (nd->op != TC__OP_BATCH_NORM || nd->nin != 5 || nd->dt != TC_F32 || in[0] < 0 || bp->uses[nd->in[0]] != 1)
         return -2;
-    cv = &g->nodes[in[0]];
-    if (cv->kind != TC__NODE_OP || cv->op != TC__OP_CONV2D || cv->dt != TC_F32 || cv->ndim != 4 || cv->shape[1] < 1)
+    cv = g->nodes[in[0]];
+    if (cv.kind != TC__NODE_OP || cv.op != TC__OP_CONV2D || cv.dt != TC_F32 || cv.ndim != 4 || cv.shape[1] < 1 ||
+        cv.nin != 3 || cv.in[1] < 0)
         return -2;
-    cout = cv->shape[1];
-    per = tc__numel_of(g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape) / cout;
+    ci[0] = cv.in[0], ci[1] = cv.in[1], ci[2] = cv.in[2];
+    wn = g->nodes[ci[1]];
+    cout = cv.shape[1];
+    per = tc__numel_of(wn.ndim, wn.shape) / cout;
     /* w, b, then mean, var, gamma, beta; an absent optional one stays NULL */
-    v[0] = tc__frozen_f32(bp->ctx, g, cv->in[1], cout * per, &own[0]);
-    v[1] = tc__frozen_f32(bp->ctx, g, cv->in[2], cout, &own[1]);
+    v[0] = tc__frozen_f32(bp->ctx, g, ci[1], cout * per, &own[0]);
+    v[1] = tc__frozen_f32(bp->ctx, g, ci[2], cout, &own[1]);
     for (k = 1; k < 5; k++) v[k + 1] = tc__frozen_f32(bp->ctx, g, in[k], cout, &own[k + 1]);
-    if (!v[0] || (cv->in[2] >= 0 && !v[1]) || !v[2] || !v[3] || (in[3] >= 0 && !v[4]) || (in[4] >= 0 && !v[5]))
+    if (!v[0] || (ci[2] >= 0 && !v[1]) || !v[2] || !v[3] || (in[3] >= 0 && !v[4]) || (in[4] >= 0 && !v[5]))
         goto done;
     nw = (float *)tc__malloc(sizeof(float) * (size_t)(cout * per > 0 ? cout * per : 1));
     nb = (float *)tc__malloc(sizeof(float) * (size_t)cout);
@@ -9613,11 +9619,10 @@ TC__FN int tc__bnfold_node(tc__graph *g, const tc__node *nd, const int *in, void
         for (q = 0; q < per; q++) nw[co * per + q] = (float)(v[0][co * per + q] * sc);
         nb[co] = (float)(((v[1] ? v[1][co] : 0.0f) - (double)v[2][co]) * sc + (v[5] ? v[5][co] : 0.0f));
     }
-    ci[0] = cv->in[0];
-    ci[1] = tc__g_data(g, TC_F32, g->nodes[cv->in[1]].ndim, g->nodes[cv->in[1]].shape, nw, cv->file, cv->line);
-    ci[2] = tc__g_data(g, TC_F32, 1, &cout, nb, cv->file, cv->line);
+    ci[1] = tc__g_data(g, TC_F32, wn.ndim, wn.shape, nw, cv.file, cv.line);
+    ci[2] = tc__g_data(g, TC_F32, 1, &cout, nb, cv.file, cv.line);
     nw = nb = NULL; /* the graph's now */
-    id = ci[1] < 0 || ci[2] < 0 ? -1 : tc__g_op(g, TC__OP_CONV2D, &cv->a, ci, 3, cv->file, cv->line);
+    id = ci[1] < 0 || ci[2] < 0 ? -1 : tc__g_op(g, TC__OP_CONV2D, &cv.a, ci, 3, cv.file, cv.line);
 done:
     TC_FREE(nw);
     TC_FREE(nb);

@@ -323,7 +323,9 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     K = cg * g.kh * g.kw;
     P = g.OH * g.OW;
     if (!xp || !wp || (b && !bp) || !op) r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    else if (cg == 1 && groups == g.C) { /* depthwise: a window per channel */
+    else if (cg == 1 && groups == g.C && (og <= 4 || g.N * g.C >= 2 * (int64_t)tc_ctx_num_threads(c->ctx))) {
+        /* depthwise: a window per channel (parallel over input planes; with
+         * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
