@@ -21,7 +21,7 @@ $(BUILD)/%: examples/%.c tcompile.h
 	@mkdir -p $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
-examples: $(BUILD)/quickstart $(BUILD)/graph_breaks $(BUILD)/resnet $(BUILD)/gpt2
+examples: $(BUILD)/quickstart $(BUILD)/graph_breaks $(BUILD)/resnet $(BUILD)/gpt2 $(BUILD)/vit $(BUILD)/game_agent
 
 demo: $(BUILD)/quickstart
 	./$(BUILD)/quickstart

@@ -255,6 +255,96 @@ def gpt2_cases(build, tmp, gen):
         yield ok and good and text_ok and rec
 
 
+# ---- ViT, timm's layout and Hugging Face's ----
+
+def vit_random(gen, D, depth, patch, grid, classes):
+    r = lambda *shape, std=0.05: torch.randn(*shape, generator=gen, dtype=torch.float64) * std
+    sd = {"patch_embed.proj.weight": r(D, 3, patch, patch, std=0.1), "patch_embed.proj.bias": r(D, std=0.02),
+          "cls_token": r(1, 1, D, std=0.5), "pos_embed": r(1, grid * grid + 1, D, std=0.5)}
+    for i in range(depth):
+        p = "blocks.%d." % i
+        sd[p + "norm1.weight"] = 1 + r(D, std=0.1)
+        sd[p + "norm1.bias"] = r(D, std=0.1)
+        sd[p + "attn.qkv.weight"] = r(3 * D, D, std=0.15)
+        sd[p + "attn.qkv.bias"] = r(3 * D, std=0.1)
+        sd[p + "attn.proj.weight"] = r(D, D, std=0.15)
+        sd[p + "attn.proj.bias"] = r(D, std=0.1)
+        sd[p + "norm2.weight"] = 1 + r(D, std=0.1)
+        sd[p + "norm2.bias"] = r(D, std=0.1)
+        sd[p + "mlp.fc1.weight"] = r(4 * D, D, std=0.15)
+        sd[p + "mlp.fc1.bias"] = r(4 * D, std=0.1)
+        sd[p + "mlp.fc2.weight"] = r(D, 4 * D, std=0.1)
+        sd[p + "mlp.fc2.bias"] = r(D, std=0.1)
+    sd["norm.weight"] = 1 + r(D, std=0.1)
+    sd["norm.bias"] = r(D, std=0.1)
+    sd["head.weight"] = r(classes, D, std=0.2)
+    sd["head.bias"] = r(classes, std=0.1)
+    return sd
+
+
+def vit_logits(sd, depth, heads, patch, eps, x):
+    D = sd["cls_token"].shape[2]
+    t = F.conv2d(x, sd["patch_embed.proj.weight"], sd["patch_embed.proj.bias"], stride=patch).flatten(2).transpose(1, 2)
+    t = torch.cat([sd["cls_token"].expand(x.shape[0], 1, D), t], 1) + sd["pos_embed"]
+    B, N, _ = t.shape
+    for i in range(depth):
+        p = "blocks.%d." % i
+        h = F.layer_norm(t, (D,), sd[p + "norm1.weight"], sd[p + "norm1.bias"], eps)
+        qkv = (h @ sd[p + "attn.qkv.weight"].T + sd[p + "attn.qkv.bias"]).view(B, N, 3, heads, D // heads).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(qkv[0] @ qkv[1].transpose(-1, -2) / (D // heads) ** 0.5, -1) @ qkv[2]
+        t = t + a.transpose(1, 2).reshape(B, N, D) @ sd[p + "attn.proj.weight"].T + sd[p + "attn.proj.bias"]
+        h = F.layer_norm(t, (D,), sd[p + "norm2.weight"], sd[p + "norm2.bias"], eps)
+        h = F.gelu(h @ sd[p + "mlp.fc1.weight"].T + sd[p + "mlp.fc1.bias"])
+        t = t + h @ sd[p + "mlp.fc2.weight"].T + sd[p + "mlp.fc2.bias"]
+    t = F.layer_norm(t[:, 0], (D,), sd["norm.weight"], sd["norm.bias"], eps)
+    return t @ sd["head.weight"].T + sd["head.bias"]
+
+
+def vit_to_hf(sd, depth):
+    """timm names -> Hugging Face's ViTForImageClassification names (q, k, v apart)"""
+    D = sd["cls_token"].shape[2]
+    hf = {"vit.embeddings.cls_token": sd["cls_token"], "vit.embeddings.position_embeddings": sd["pos_embed"],
+          "vit.embeddings.patch_embeddings.projection.weight": sd["patch_embed.proj.weight"],
+          "vit.embeddings.patch_embeddings.projection.bias": sd["patch_embed.proj.bias"],
+          "vit.layernorm.weight": sd["norm.weight"], "vit.layernorm.bias": sd["norm.bias"],
+          "classifier.weight": sd["head.weight"], "classifier.bias": sd["head.bias"]}
+    ren = {"norm1": "layernorm_before", "attn.proj": "attention.output.dense", "norm2": "layernorm_after",
+           "mlp.fc1": "intermediate.dense", "mlp.fc2": "output.dense"}
+    for i in range(depth):
+        p, q = "blocks.%d." % i, "vit.encoder.layer.%d." % i
+        for a, b in ren.items():
+            for w in ("weight", "bias"):
+                hf[q + b + "." + w] = sd[p + a + "." + w]
+        for w in ("weight", "bias"):
+            for j, part in enumerate(("query", "key", "value")):
+                hf[q + "attention.attention." + part + "." + w] = sd[p + "attn.qkv." + w][j * D:(j + 1) * D]
+    return hf
+
+
+def vit_cases(build, tmp, gen):
+    cases = [("vit (timm layout)", False, 64, 3, 2, 8, 4, 11), ("vit (Hugging Face layout)", True, 96, 2, 3, 16, 3, 6)]
+    for name, hf, D, depth, heads, patch, grid, classes in cases:
+        sd = vit_random(gen, D, depth, patch, grid, classes)
+        sd32 = {k: v.float().double() for k, v in sd.items()}
+        ck = os.path.join(tmp, "vit.safetensors")
+        save_file(ck, {k: v.float().numpy() for k, v in (vit_to_hf(sd, depth) if hf else sd).items()})
+        size = patch * grid
+        img = (torch.rand(size, size, 3, generator=gen) * 255).to(torch.uint8).numpy()
+        ppm = os.path.join(tmp, "vit.ppm")
+        write_ppm(ppm, img)
+        x = (torch.from_numpy(img.astype(np.float64) / 255.0).permute(2, 0, 1).unsqueeze(0) - 0.5) / 0.5
+        with torch.no_grad():
+            want = vit_logits(sd32, depth, heads, patch, 1e-12 if hf else 1e-6, x)[0].numpy()
+        dump = os.path.join(tmp, "vit.txt")
+        r = subprocess.run([os.path.join(build, "vit"), "--weights", ck, "--image", ppm, "--heads", str(heads), "--runs", "1",
+                            "--dump", dump], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("FAIL %s: the example exited %d: %s" % (name, r.returncode, (r.stderr or r.stdout)[-400:]))
+            yield False
+            continue
+        yield compare(name, want, dump, 1e-4)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -263,7 +353,7 @@ def main():
     torch.manual_seed(1234)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for cases in (resnet_cases, gpt2_cases):
+        for cases in (resnet_cases, gpt2_cases, vit_cases):
             for ok in cases(build, tmp, gen):
                 passed += ok
                 failed += not ok

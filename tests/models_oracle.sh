@@ -29,7 +29,7 @@ extra="-O2"
 if [ "${ORACLE_SANITIZE:-0}" = 1 ]; then
     extra="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
 fi
-for ex in resnet gpt2; do
+for ex in resnet gpt2 vit; do
     # $extra is deliberately unquoted: it holds several flags
     if ! ${CC:-gcc} -std=c99 $extra -Wall -Wextra -Werror -pedantic -I. "examples/$ex.c" -o "$tmp/$ex" -lm -lpthread; then
         echo "FAIL models oracle: examples/$ex.c does not build"
