@@ -107,6 +107,8 @@ typedef struct workload {
     int ref;         /* has a hand-written reference (ref_isa.h)      */
     double flops;    /* contractions: flops per call (GFLOP/s column)  */
     void *(*setup)(tc_ctx *ctx); /* parameters (persistent), passed as user */
+    int ids;         /* > 0: input 0 holds token ids in [0, ids) (i32)  */
+    int model;       /* one of the model workloads: in the table and chart */
 } workload;
 
 /* ---- models with parameters ------------------------------------------------------ */
@@ -210,6 +212,193 @@ static void model_pool_dw(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tens
     out[0] = tc_conv2d(ctx, h, p->wp, NULL, NULL);
 }
 
+/* ---- the model workloads (the table and chart of README) ----------------------- */
+
+/* mlp_small: 64 -> 256 -> 256 -> 16, ReLU, weights [out, in] */
+static void *setup_mlp_small(tc_ctx *ctx) {
+    static mlp_params p[2];
+    if (!p[0].w1) {
+        p[0].w1 = param(ctx, 2, 256, 64, 0, 0, 1.0 / 8, 401);
+        p[0].b1 = param(ctx, 1, 256, 0, 0, 0, 0.1, 402);
+        p[0].w2 = param(ctx, 2, 256, 256, 0, 0, 1.0 / 16, 403);
+        p[0].b2 = param(ctx, 1, 256, 0, 0, 0, 0.1, 404);
+        p[1].w1 = param(ctx, 2, 16, 256, 0, 0, 1.0 / 16, 405);
+        p[1].b1 = param(ctx, 1, 16, 0, 0, 0, 0.1, 406);
+    }
+    return p;
+}
+
+static void model_mlp_small(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const mlp_params *p = (const mlp_params *)user;
+    tc_tensor *h = tc_relu(ctx, tc_linear(ctx, in[0], p[0].w1, p[0].b1));
+    h = tc_relu(ctx, tc_linear(ctx, h, p[0].w2, p[0].b2));
+    out[0] = tc_linear(ctx, h, p[1].w1, p[1].b1);
+}
+
+/* A pre-LN transformer block: x + attn(ln1(x)), then + mlp(ln2(x)). */
+typedef struct tblock {
+    tc_tensor *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} tblock;
+
+static void tblock_init(tc_ctx *ctx, tblock *b, int64_t d, int64_t hidden, uint64_t seed) {
+    b->ln1_w = param(ctx, 1, d, 0, 0, 0, 0.1, seed + 1);
+    b->ln1_b = param(ctx, 1, d, 0, 0, 0, 0.1, seed + 2);
+    b->qkv_w = param(ctx, 2, 3 * d, d, 0, 0, 1.0 / sqrt((double)d), seed + 3);
+    b->qkv_b = param(ctx, 1, 3 * d, 0, 0, 0, 0.02, seed + 4);
+    b->proj_w = param(ctx, 2, d, d, 0, 0, 1.0 / sqrt((double)d), seed + 5);
+    b->proj_b = param(ctx, 1, d, 0, 0, 0, 0.02, seed + 6);
+    b->ln2_w = param(ctx, 1, d, 0, 0, 0, 0.1, seed + 7);
+    b->ln2_b = param(ctx, 1, d, 0, 0, 0, 0.1, seed + 8);
+    b->fc1_w = param(ctx, 2, hidden, d, 0, 0, 1.0 / sqrt((double)d), seed + 9);
+    b->fc1_b = param(ctx, 1, hidden, 0, 0, 0, 0.02, seed + 10);
+    b->fc2_w = param(ctx, 2, d, hidden, 0, 0, 1.0 / sqrt((double)hidden), seed + 11);
+    b->fc2_b = param(ctx, 1, d, 0, 0, 0, 0.02, seed + 12);
+}
+
+/* x [B, T, d] through one block with `heads` heads (causal for GPT). */
+static tc_tensor *tblock_fwd(tc_ctx *ctx, const tblock *b, tc_tensor *x, int64_t heads, int causal, int tanh_gelu) {
+    int64_t B = tc_dim(x, 0), T = tc_dim(x, 1), d = tc_dim(x, 2), sh[5], sm[3];
+    int perm_qkv[5] = {2, 0, 3, 1, 4}, perm_back[4] = {0, 2, 1, 3};
+    tc_tensor *h = tc_layer_norm(ctx, x, 1, b->ln1_w, b->ln1_b, 1e-5), *qkv, *a;
+    sh[0] = B, sh[1] = T, sh[2] = 3, sh[3] = heads, sh[4] = d / heads;
+    sm[0] = B, sm[1] = T, sm[2] = d;
+    qkv = tc_permute(ctx, tc_reshape(ctx, tc_linear(ctx, h, b->qkv_w, b->qkv_b), 5, sh), perm_qkv);
+    a = tc_scaled_dot_product_attention(ctx, tc_select(ctx, qkv, 0, 0), tc_select(ctx, qkv, 0, 1), tc_select(ctx, qkv, 0, 2),
+                                        NULL, causal, 0.0);
+    x = tc_add(ctx, x, tc_linear(ctx, tc_reshape(ctx, tc_permute(ctx, a, perm_back), 3, sm), b->proj_w, b->proj_b));
+    h = tc_linear(ctx, tc_layer_norm(ctx, x, 1, b->ln2_w, b->ln2_b, 1e-5), b->fc1_w, b->fc1_b);
+    h = tanh_gelu ? tc_gelu_tanh(ctx, h) : tc_gelu(ctx, h);
+    return tc_add(ctx, x, tc_linear(ctx, h, b->fc2_w, b->fc2_b));
+}
+
+/* vit_block: ViT-S's block, d 384, 6 heads, 197 tokens, MLP 1536 */
+static void *setup_vit_block(tc_ctx *ctx) {
+    static tblock b;
+    if (!b.ln1_w) tblock_init(ctx, &b, 384, 1536, 500);
+    return &b;
+}
+
+static void model_vit_block(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    out[0] = tblock_fwd(ctx, (const tblock *)user, in[0], 6, 0, 0);
+}
+
+/* gpt_tiny: GPT-2's architecture, 4 layers, d 256, 4 heads, vocab 4096,
+ * T 128: ids -> embeddings -> blocks -> ln_f -> logits (tied head) */
+typedef struct gpt_params {
+    tc_tensor *wte, *wpe, *lnf_w, *lnf_b;
+    tblock h[4];
+} gpt_params;
+
+static void *setup_gpt_tiny(tc_ctx *ctx) {
+    static gpt_params p;
+    int i;
+    if (!p.wte) {
+        p.wte = param(ctx, 2, 4096, 256, 0, 0, 0.1, 600);
+        p.wpe = param(ctx, 2, 128, 256, 0, 0, 0.05, 601);
+        p.lnf_w = param(ctx, 1, 256, 0, 0, 0, 0.1, 602);
+        p.lnf_b = param(ctx, 1, 256, 0, 0, 0, 0.1, 603);
+        for (i = 0; i < 4; i++) tblock_init(ctx, &p.h[i], 256, 1024, 610 + 20 * (uint64_t)i);
+    }
+    return &p;
+}
+
+static void model_gpt_tiny(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const gpt_params *p = (const gpt_params *)user;
+    tc_tensor *x = tc_add(ctx, tc_embedding(ctx, p->wte, in[0]), p->wpe); /* [B, T, d] + [T, d] */
+    int i;
+    for (i = 0; i < 4; i++) x = tblock_fwd(ctx, &p->h[i], x, 4, 1, 1);
+    out[0] = tc_linear(ctx, tc_layer_norm(ctx, x, 1, p->lnf_w, p->lnf_b, 1e-5), p->wte, NULL);
+}
+
+/* ResNets of basic blocks: cnn_small (3 x 64 x 64: a 3 x 3 stem to 32,
+ * stages of 32 and 64 channels, 10 classes) and resnet18 (torchvision's
+ * ResNet-18 at 224 x 224, 1000 classes); batch norm after every conv
+ * (folded under freeze). */
+typedef struct rn_conv {
+    tc_tensor *w, *bn[4];
+    int stride;
+} rn_conv;
+
+typedef struct rn_params {
+    int small, nblocks;
+    rn_conv stem, c[16][3]; /* per block: conv1, conv2, downsample (w NULL: none) */
+    tc_tensor *fc_w, *fc_b;
+} rn_params;
+
+static uint64_t rn_seed = 700;
+
+static void rn_conv_init(tc_ctx *ctx, rn_conv *c, int64_t cout, int64_t cin, int64_t k, int stride) {
+    c->w = param(ctx, 4, cout, cin, k, k, sqrt(6.0 / (double)(cin * k * k)), rn_seed++);
+    c->bn[0] = param(ctx, 1, cout, 0, 0, 0, 0.1, rn_seed++);                        /* mean */
+    c->bn[1] = tc_persist(tc_add_scalar(ctx, param(ctx, 1, cout, 0, 0, 0, 0.3, rn_seed++), 1.0)); /* var */
+    c->bn[2] = tc_persist(tc_add_scalar(ctx, param(ctx, 1, cout, 0, 0, 0, 0.1, rn_seed++), 1.0)); /* weight */
+    c->bn[3] = param(ctx, 1, cout, 0, 0, 0, 0.1, rn_seed++);                        /* bias */
+    c->stride = stride;
+}
+
+static void rn_init(tc_ctx *ctx, rn_params *p, int small) {
+    static const int64_t w18[4] = {64, 128, 256, 512}, wsm[2] = {32, 64};
+    const int64_t *w = small ? wsm : w18;
+    int stages = small ? 2 : 4, s, b;
+    int64_t in = w[0];
+    p->small = small;
+    rn_conv_init(ctx, &p->stem, w[0], 3, small ? 3 : 7, small ? 1 : 2);
+    p->nblocks = 0;
+    for (s = 0; s < stages; s++)
+        for (b = 0; b < 2; b++) {
+            rn_conv *c = p->c[p->nblocks++];
+            int stride = b == 0 && s > 0 ? 2 : 1;
+            rn_conv_init(ctx, &c[0], w[s], in, 3, stride);
+            rn_conv_init(ctx, &c[1], w[s], w[s], 3, 1);
+            if (stride != 1 || in != w[s]) rn_conv_init(ctx, &c[2], w[s], in, 1, stride);
+            in = w[s];
+        }
+    p->fc_w = param(ctx, 2, small ? 10 : 1000, in, 0, 0, 1.0 / sqrt((double)in), rn_seed++);
+    p->fc_b = param(ctx, 1, small ? 10 : 1000, 0, 0, 0, 0.1, rn_seed++);
+}
+
+static tc_tensor *rn_cbn(tc_ctx *ctx, const rn_conv *c, tc_tensor *x, int relu) {
+    tc_conv2d_opts o;
+    tc_tensor *h;
+    memset(&o, 0, sizeof o);
+    o.stride[0] = o.stride[1] = c->stride;
+    o.padding[0] = o.padding[1] = (int)(tc_dim(c->w, 2) / 2);
+    h = tc_batch_norm(ctx, tc_conv2d(ctx, x, c->w, NULL, &o), c->bn[0], c->bn[1], c->bn[2], c->bn[3], 1e-5);
+    return relu ? tc_relu(ctx, h) : h;
+}
+
+static void model_resnet(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const rn_params *p = (const rn_params *)user;
+    tc_tensor *x = rn_cbn(ctx, &p->stem, in[0], 1);
+    int b;
+    if (!p->small) {
+        tc_pool2d_opts po;
+        memset(&po, 0, sizeof po);
+        po.kernel[0] = po.kernel[1] = 3;
+        po.stride[0] = po.stride[1] = 2;
+        po.padding[0] = po.padding[1] = 1;
+        x = tc_max_pool2d(ctx, x, &po);
+    }
+    for (b = 0; b < p->nblocks; b++) {
+        const rn_conv *c = p->c[b];
+        tc_tensor *id = c[2].w ? rn_cbn(ctx, &c[2], x, 0) : x;
+        x = tc_relu(ctx, tc_add(ctx, rn_cbn(ctx, &c[1], rn_cbn(ctx, &c[0], x, 1), 0), id));
+    }
+    out[0] = tc_linear(ctx, tc_flatten(ctx, tc_adaptive_avg_pool2d(ctx, x, 1, 1), 1, -1), p->fc_w, p->fc_b);
+}
+
+static void *setup_cnn_small(tc_ctx *ctx) {
+    static rn_params p;
+    if (!p.fc_w) rn_init(ctx, &p, 1);
+    return &p;
+}
+
+static void *setup_resnet18(tc_ctx *ctx) {
+    static rn_params p;
+    if (!p.fc_w) rn_init(ctx, &p, 0);
+    return &p;
+}
+
 static void model_matmul(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     out[0] = tc_matmul(ctx, in[0], in[1]);
@@ -244,28 +433,38 @@ static void model_attention_by_hand(tc_ctx *ctx, void *user, tc_tensor *const *i
 }
 
 static workload workloads[] = {
-    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0, NULL},
-    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0, NULL},
+    {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0, NULL, 0, 0},
+    {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0, NULL, 0, 0},
     /* C[M,N] = A[M,K] @ B[K,N]; named by (M, N, K) */
     {"gemm_1024", 1, 2, {{1024, 1024}, {1024, 1024}}, {2, 2}, model_matmul, 4.0 * 3 * 1024 * 1024, 0,
-     2.0 * 1024 * 1024 * 1024, NULL},
+     2.0 * 1024 * 1024 * 1024, NULL, 0, 0},
     {"gemm_64x4096x1024", 1, 2, {{64, 1024}, {1024, 4096}}, {2, 2}, model_matmul,
-     4.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096), 0, 2.0 * 64 * 4096 * 1024, NULL},
+     4.0 * (64 * 1024 + 1024 * 4096 + 64 * 4096), 0, 2.0 * 64 * 4096 * 1024, NULL, 0, 0},
     {"gemv_4096", 1, 2, {{1, 4096}, {4096, 4096}}, {2, 2}, model_matmul, 4.0 * (4096 + 4096 * 4096 + 4096), 0,
-     2.0 * 4096 * 4096, NULL},
-#define TC_BENCH_MLP(B)                                                                                          \
-    {"mlp_large", B, 1, {{B, 1024}}, {2}, model_mlp, 4.0 * (2.0 * 4096 * 1024 + B * 2048.0), 0, 4.0 * B * 4096 * 1024, \
-     setup_mlp_large}
-    TC_BENCH_MLP(1), TC_BENCH_MLP(8), TC_BENCH_MLP(32),
-#undef TC_BENCH_MLP
+     2.0 * 4096 * 4096, NULL, 0, 0},
     {"sdpa_causal", 1, 3, {{1, 6, 1024, 64}, {1, 6, 1024, 64}, {1, 6, 1024, 64}}, {4, 4, 4}, model_sdpa_causal,
-     4.0 * 4 * 6 * 1024 * 64, 0, 2.0 * 2 * 6 * 1024 * 1024 * 64 / 2, NULL},
+     4.0 * 4 * 6 * 1024 * 64, 0, 2.0 * 2 * 6 * 1024 * 1024 * 64 / 2, NULL, 0, 0},
     {"attention_by_hand", 8, 3, {{8, 6, 197, 64}, {8, 6, 197, 64}, {8, 6, 197, 64}}, {4, 4, 4},
-     model_attention_by_hand, 4.0 * 4 * 8 * 6 * 197 * 64, 0, 2.0 * 2 * 8 * 6 * 197 * 197 * 64, NULL},
+     model_attention_by_hand, 4.0 * 4 * 8 * 6 * 197 * 64, 0, 2.0 * 2 * 8 * 6 * 197 * 197 * 64, NULL, 0, 0},
     {"resblock", 1, 1, {{1, 64, 56, 56}}, {4}, model_resblock, 4.0 * (2 * 64 * 56 * 56 + 2 * 64 * 64 * 9), 0,
-     2.0 * 2 * 64 * 64 * 9 * 56 * 56, setup_resblock},
+     2.0 * 2 * 64 * 64 * 9 * 56 * 56, setup_resblock, 0, 0},
     {"pool_dw", 8, 1, {{8, 32, 112, 112}}, {4}, model_pool_dw, 4.0 * 8 * (32 * 112 * 112 + 64 * 56 * 56), 0,
-     2.0 * 8 * 56 * 56 * (32 * 9 + 64 * 32), setup_pool_dw},
+     2.0 * 8 * 56 * 56 * (32 * 9 + 64 * 32), setup_pool_dw, 0, 0},
+    /* the model table: batch 1, 8, 32 each; flops count the contractions */
+#define TC_BENCH_MODELS(B)                                                                                              \
+    {"mlp_small", B, 1, {{B, 64}}, {2}, model_mlp_small, 4.0 * B * (64 + 16), 0, 2.0 * B * (64 * 256 + 256 * 256 + 256 * 16), \
+     setup_mlp_small, 0, 1},                                                                                           \
+    {"mlp_large", B, 1, {{B, 1024}}, {2}, model_mlp, 4.0 * (2.0 * 4096 * 1024 + B * 2048.0), 0, 4.0 * B * 4096 * 1024,    \
+     setup_mlp_large, 0, 1},                                                                                           \
+    {"vit_block", B, 1, {{B, 197, 384}}, {3}, model_vit_block, 4.0 * 2 * B * 197 * 384, 0,                                \
+     2.0 * B * 197 * (384 * 384 * 12 + 2 * 197 * 384), setup_vit_block, 0, 1},                                        \
+    {"gpt_tiny", B, 1, {{B, 128}}, {2}, model_gpt_tiny, 4.0 * B * 128 * (1 + 4096), 0,                                   \
+     2.0 * B * 128 * (4 * (256 * 256 * 12 + 128 * 256) + 256 * 4096), setup_gpt_tiny, 4096, 1},                        \
+    {"cnn_small", B, 1, {{B, 3, 64, 64}}, {4}, model_resnet, 4.0 * B * (3 * 64 * 64 + 10), 0, 0, setup_cnn_small, 0, 1}, \
+    {"resnet18", B, 1, {{B, 3, 224, 224}}, {4}, model_resnet, 4.0 * B * (3 * 224 * 224 + 1000), 0, B * 3.64e9,         \
+     setup_resnet18, 0, 1}
+    TC_BENCH_MODELS(1), TC_BENCH_MODELS(8), TC_BENCH_MODELS(32),
+#undef TC_BENCH_MODELS
 };
 #define NWORK ((int)(sizeof workloads / sizeof workloads[0]))
 
@@ -493,7 +692,8 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     ref_job ref, blas;
     int i, m, nc = 0;
     for (i = 0; i < w->nin; i++) {
-        in[i] = tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
+        in[i] = i == 0 && w->ids > 0 ? tc_cast(ctx, tc_rand_uniform(ctx, w->ndim[i], w->shape[i], 0.0, w->ids - 1.0, 42), TC_I32)
+                                     : tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
         tc_persist(in[i]);
     }
     bench_user = w->setup ? w->setup(ctx) : NULL;
@@ -595,6 +795,99 @@ static void write_outputs(const char *csv, const char *cpu) {
     printf("\nwrote %s (device %s)\n", csv, cpu);
 }
 
+/* The row of (workload, batch, mode), or NULL. */
+static const row *find_row(const char *workload, int batch, const char *mode) {
+    int i;
+    for (i = 0; i < nrows; i++)
+        if (strcmp(rows[i].workload, workload) == 0 && rows[i].batch == batch && strcmp(rows[i].mode, mode) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* The model table (Markdown) and a bar chart of the compiled modes'
+ * speedups over eager (SVG, written here: no plotting dependency), beside
+ * the CSV, for the model workloads that ran. */
+static void write_model_report(const char *csv, const char *cpu, int threads) {
+    static const char *const modes[3] = {"default", "reduce-overhead", "max-autotune"};
+    static const char *const colors[3] = {"#4e79a7", "#f28e2b", "#59a14f"};
+    char path[600];
+    const char *slash = strrchr(csv, '/');
+    int dirlen = slash ? (int)(slash - csv) + 1 : 0, i, m, ngroups = 0;
+    double maxs = 1.0;
+    FILE *fp;
+    for (i = 0; i < NWORK; i++)
+        if (workloads[i].model && find_row(workloads[i].name, workloads[i].batch, "eager")) {
+            ngroups++;
+            for (m = 0; m < 3; m++) {
+                const row *e = find_row(workloads[i].name, workloads[i].batch, "eager"),
+                          *r = find_row(workloads[i].name, workloads[i].batch, modes[m]);
+                if (r && r->ms > 0 && e->ms / r->ms > maxs) maxs = e->ms / r->ms;
+            }
+        }
+    if (!ngroups) return;
+    snprintf(path, sizeof path, "%.*smodels.md", dirlen, csv);
+    if ((fp = fopen(path, "w")) != NULL) {
+        fprintf(fp, "Mean time per call (median of interleaved runs after warm-up), %s, %d threads; "
+                    "speedup over eager in parentheses; first call = trace + compile + run (default mode).\n\n",
+                cpu, threads);
+        fprintf(fp, "| model | batch | eager ms | default ms | reduce-overhead ms | max-autotune ms | first call ms |\n");
+        fprintf(fp, "|---|---:|---:|---:|---:|---:|---:|\n");
+        for (i = 0; i < NWORK; i++) {
+            const row *e = find_row(workloads[i].name, workloads[i].batch, "eager");
+            if (!workloads[i].model || !e) continue;
+            fprintf(fp, "| %s | %d | %.3f |", workloads[i].name, workloads[i].batch, e->ms);
+            for (m = 0; m < 3; m++) {
+                const row *r = find_row(workloads[i].name, workloads[i].batch, modes[m]);
+                if (r && r->ms > 0) fprintf(fp, " %.3f (%.2fx) |", r->ms, e->ms / r->ms);
+                else fprintf(fp, " |");
+            }
+            {
+                const row *r = find_row(workloads[i].name, workloads[i].batch, "default");
+                fprintf(fp, " %.1f |\n", r ? r->compile_ms : 0.0);
+            }
+        }
+        fclose(fp);
+        printf("wrote %s\n", path);
+    }
+    snprintf(path, sizeof path, "%.*sspeedups.svg", dirlen, csv);
+    if ((fp = fopen(path, "w")) != NULL) {
+        const int gw = 54, left = 56, top = 40, ph = 220, width = left + ngroups * gw + 20, height = top + ph + 110;
+        double tick;
+        int g = 0;
+        fprintf(fp, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+                    "font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+                width, height);
+        fprintf(fp, "<text x=\"%d\" y=\"18\" font-size=\"13\">tcompile: speedup over eager (%s, %d threads)</text>\n",
+                left, cpu, threads);
+        for (tick = 0; tick <= maxs + 1e-9; tick += maxs > 8 ? 2.0 : maxs > 4 ? 1.0 : 0.5) {
+            double y = top + ph - tick / maxs * ph;
+            fprintf(fp, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", left, width - 10, y, y,
+                    tick == 1.0 ? "#888" : "#e5e5e5");
+            fprintf(fp, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.1fx</text>\n", left - 4, y + 4, tick);
+        }
+        for (i = 0; i < NWORK; i++) {
+            const row *e = find_row(workloads[i].name, workloads[i].batch, "eager");
+            int x0 = left + g * gw + 6;
+            if (!workloads[i].model || !e) continue;
+            for (m = 0; m < 3; m++) {
+                const row *r = find_row(workloads[i].name, workloads[i].batch, modes[m]);
+                double sp = r && r->ms > 0 ? e->ms / r->ms : 0, h = sp / maxs * ph;
+                fprintf(fp, "<rect x=\"%d\" y=\"%.1f\" width=\"13\" height=\"%.1f\" fill=\"%s\"><title>%s b%d %s: %.2fx</title></rect>\n",
+                        x0 + 14 * m, top + ph - h, h, colors[m], workloads[i].name, workloads[i].batch, modes[m], sp);
+            }
+            fprintf(fp, "<text transform=\"translate(%d,%d) rotate(-50)\" text-anchor=\"end\">%s b%d</text>\n", x0 + 24,
+                    top + ph + 12, workloads[i].name, workloads[i].batch);
+            g++;
+        }
+        for (m = 0; m < 3; m++)
+            fprintf(fp, "<rect x=\"%d\" y=\"26\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"35\">%s</text>\n",
+                    width - 330 + 110 * m, colors[m], width - 316 + 110 * m, modes[m]);
+        fprintf(fp, "</svg>\n");
+        fclose(fp);
+        printf("wrote %s\n", path);
+    }
+}
+
 static void cpu_name(char *buf, size_t cap, tc_ctx *ctx) {
     FILE *fp = fopen("/proc/cpuinfo", "r");
     char line[256];
@@ -657,6 +950,7 @@ int main(int argc, char **argv) {
         if (want) run_workload(ctx, &workloads[j], threads, bw);
     }
     write_outputs(csv, cpu);
+    write_model_report(csv, cpu, threads);
     tc_ctx_destroy(ctx);
     return 0;
 }
