@@ -9542,19 +9542,26 @@ TC__FN int *tc__use_counts(const tc__graph *g) {
     return uses;
 }
 
-TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
-    tc__attn_pass ap;
+/* tc__graph_rebuild for a pattern that must see the old graph's reader
+ * counts (to rewrite only what nothing else reads): *uses_at points at
+ * them while fn runs. */
+TC__FN tc__graph *tc__rebuild_with_uses(tc__graph *g, tc__rewrite_fn fn, void *arg, const int **uses_at, int *changed) {
     int *uses = tc__use_counts(g);
     tc__graph *ng;
     if (!uses) {
         tc__graph_free(g);
         return NULL;
     }
-    ap.old = g;
-    ap.uses = uses;
-    ng = tc__graph_rebuild(g, tc__attention_node, &ap, changed);
+    *uses_at = uses;
+    ng = tc__graph_rebuild(g, fn, arg, changed);
     TC_FREE(uses);
     return ng;
+}
+
+TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
+    tc__attn_pass ap;
+    ap.old = g;
+    return tc__rebuild_with_uses(g, tc__attention_node, &ap, &ap.uses, changed);
 }
 
 /* ---- batch norm folding (freeze) ---------------------------------------------- */
@@ -9632,17 +9639,8 @@ done:
 
 TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
     tc__bnfold_pass bp;
-    int *uses = tc__use_counts(g);
-    tc__graph *ng;
-    if (!uses) {
-        tc__graph_free(g);
-        return NULL;
-    }
     bp.ctx = ctx;
-    bp.uses = uses;
-    ng = tc__graph_rebuild(g, tc__bnfold_node, &bp, changed);
-    TC_FREE(uses);
-    return ng;
+    return tc__rebuild_with_uses(g, tc__bnfold_node, &bp, &bp.uses, changed);
 }
 
 /* softmax, log_softmax, layer_norm, rms_norm, silu, gelu (both forms),

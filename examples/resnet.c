@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "image.h"
+#include "common.h"
 
 typedef struct bn {
     tc_tensor *w, *b, *mean, *var;
@@ -205,12 +205,6 @@ static void forward(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **o
 
 /* ---- main ------------------------------------------------------------------------- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static void print_top5(tc_ctx *ctx, const char *what, tc_tensor *logits, char **labels, int nlabels) {
     int64_t n = tc_dim(logits, 1), i;
     float *p = (float *)malloc(sizeof(float) * (size_t)n);
@@ -238,10 +232,7 @@ int main(int argc, char **argv) {
     tc_ctx *ctx;
     resnet *m = (resnet *)malloc(sizeof(resnet));
     tc_tensor *x, *ye, *yc;
-    tc_compile_options o;
-    tc_fn *f;
     unsigned char *px = NULL;
-    double t0, eager_ms, first_ms, comp_ms;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--weights") && v) weights = v, i++;
@@ -302,67 +293,10 @@ int main(int argc, char **argv) {
            "", weights ? weights : "random weights", (long long)width, (long long)classes, batch, size, size,
            tc_ctx_num_threads(ctx), image ? image : "a test pattern");
 
-    /* eager: op by op */
-    tc_scope_begin(ctx);
-    forward(ctx, m, &x, &ye);
-    tc_persist(ye);
-    tc_scope_end(ctx);
-    if (tc_status(ye) != TC_OK) {
-        fprintf(stderr, "resnet: %s\n", tc_error(ye));
-        return 1;
-    }
-    t0 = now_ms();
-    for (i = 0; i < runs; i++) {
-        tc_scope_begin(ctx);
-        forward(ctx, m, &x, &yc);
-        tc_scope_end(ctx);
-    }
-    eager_ms = (now_ms() - t0) / runs;
-
-    /* compiled: traced once, batch norm folded into the convs, fused */
-    memset(&o, 0, sizeof o);
-    o.freeze = 1;
-    o.mode = !strcmp(mode_name, "reduce-overhead") ? TC_MODE_REDUCE_OVERHEAD
-             : !strcmp(mode_name, "max-autotune") ? TC_MODE_MAX_AUTOTUNE
-                                                  : TC_MODE_DEFAULT;
-    f = tc_compile(ctx, forward, m, &o);
-    t0 = now_ms();
-    if (tc_call(f, &x, &yc) != TC_OK) {
-        fprintf(stderr, "resnet: %s\n", tc_fn_error(f));
-        return 1;
-    }
-    first_ms = now_ms() - t0;
-    t0 = now_ms();
-    for (i = 0; i < runs; i++) {
-        tc_scope_begin(ctx);
-        tc_call(f, &x, &yc);
-        if (i < runs - 1) tc_scope_end(ctx);
-    }
-    comp_ms = (now_ms() - t0) / runs;
-    tc_persist(yc);
-    tc_scope_end(ctx);
-    {
-        tc_explain_info info;
-        tc_explain(f, &info, NULL, 0);
-        printf("eager %.2f ms/call; compiled (%s) %.2f ms/call, first call %.1f ms, %.2fx; %d kernels (%d op by op), "
-               "max |compiled - eager| %.2g\n",
-               eager_ms, mode_name, comp_ms, first_ms, eager_ms / comp_ms, info.kernels, info.kernels_unfused,
-               tc_item(tc_max(ctx, tc_abs(ctx, tc_sub(ctx, yc, ye)), 0, NULL, 0)));
-    }
+    if (run_eager_and_compiled(ctx, "resnet", forward, m, x, mode_name, runs, &ye, &yc)) return 1;
     print_top5(ctx, "eager   ", ye, labels, nlabels);
     print_top5(ctx, "compiled", yc, labels, nlabels);
-    if (dump) { /* the oracle's input: both logit rows of image 0 */
-        FILE *fp = fopen(dump, "w");
-        int64_t n = tc_dim(ye, 1), j, r;
-        float *v = (float *)malloc(sizeof(float) * (size_t)n);
-        for (r = 0; fp && r < 2; r++) {
-            tc_read(tc_select(ctx, r ? yc : ye, 0, 0), TC_F32, v, sizeof(float) * (size_t)n);
-            for (j = 0; j < n; j++) fprintf(fp, "%.9g%c", v[j], j + 1 < n ? ' ' : '\n');
-        }
-        if (fp) fclose(fp);
-        free(v);
-    }
-    tc_fn_free(f);
+    if (dump) dump_logits(ctx, dump, ye, yc);
     tc_safetensors_close(g_st);
     tc_ctx_destroy(ctx);
     for (i = 0; i < nlabels; i++) free(labels[i]);

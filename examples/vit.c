@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "image.h"
+#include "common.h"
 
 typedef struct vblock {
     tc_tensor *n1_w, *n1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *n2_w, *n2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
@@ -188,12 +188,6 @@ static void forward(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **o
     out[0] = tc_linear(ctx, x, m->head_w, m->head_b);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 int main(int argc, char **argv) {
     const char *weights = NULL, *image = NULL, *dump = NULL, *mode_name = "default", *norm = "half";
     int size = 0, batch = 1, threads = 0, runs = 10, i, raw = 0, rw = 0, rh = 0;
@@ -202,11 +196,7 @@ int main(int argc, char **argv) {
     tc_ctx_options co;
     tc_ctx *ctx;
     tc_tensor *x, *ye, *yc;
-    tc_compile_options o;
-    tc_explain_info info;
-    tc_fn *f;
     unsigned char *px = NULL;
-    double t0, eager_ms, first_ms, comp_ms;
     memset(&m, 0, sizeof m);
     m.D = 384, m.patch = 16, m.grid = 14, m.depth = 12, m.classes = 1000, m.eps = 1e-6; /* ViT-S/16 */
     for (i = 1; i < argc; i++) {
@@ -256,62 +246,17 @@ int main(int argc, char **argv) {
            weights ? weights : "random weights", g_hf ? "Hugging Face" : "timm", (long long)m.D, (long long)m.heads,
            (long long)m.depth, (long long)m.patch, (long long)(m.grid * m.grid + 1), (long long)m.classes, batch, size,
            size, tc_ctx_num_threads(ctx));
-    tc_scope_begin(ctx);
-    forward(ctx, &m, &x, &ye);
-    tc_persist(ye);
-    tc_scope_end(ctx);
-    if (tc_status(ye) != TC_OK) {
-        fprintf(stderr, "vit: %s\n", tc_error(ye));
-        return 1;
-    }
-    t0 = now_ms();
-    for (i = 0; i < runs; i++) {
-        tc_scope_begin(ctx);
-        forward(ctx, &m, &x, &yc);
-        tc_scope_end(ctx);
-    }
-    eager_ms = (now_ms() - t0) / runs;
-    memset(&o, 0, sizeof o);
-    o.freeze = 1;
-    o.mode = !strcmp(mode_name, "reduce-overhead") ? TC_MODE_REDUCE_OVERHEAD
-             : !strcmp(mode_name, "max-autotune") ? TC_MODE_MAX_AUTOTUNE
-                                                  : TC_MODE_DEFAULT;
-    f = tc_compile(ctx, forward, &m, &o);
-    t0 = now_ms();
-    if (tc_call(f, &x, &yc) != TC_OK) {
-        fprintf(stderr, "vit: %s\n", tc_fn_error(f));
-        return 1;
-    }
-    first_ms = now_ms() - t0;
-    t0 = now_ms();
-    for (i = 0; i < runs; i++) {
-        tc_scope_begin(ctx);
-        tc_call(f, &x, &yc);
-        if (i < runs - 1) tc_scope_end(ctx);
-    }
-    comp_ms = (now_ms() - t0) / runs;
-    tc_persist(yc);
-    tc_scope_end(ctx);
-    tc_explain(f, &info, NULL, 0);
-    printf("eager %.2f ms/call; compiled (%s) %.2f ms/call, first call %.1f ms, %.2fx; %d kernels (%d op by op), "
-           "max |compiled - eager| %.2g\n",
-           eager_ms, mode_name, comp_ms, first_ms, eager_ms / comp_ms, info.kernels, info.kernels_unfused,
-           tc_item(tc_max(ctx, tc_abs(ctx, tc_sub(ctx, yc, ye)), 0, NULL, 0)));
+    if (run_eager_and_compiled(ctx, "vit", forward, &m, x, mode_name, runs, &ye, &yc)) return 1;
+    if (dump) dump_logits(ctx, dump, ye, yc);
     {
-        int64_t n = m.classes, j, r, best = 0;
+        int64_t n = m.classes, j, best = 0;
         float *v = (float *)malloc(sizeof(float) * (size_t)n);
-        FILE *fp = dump ? fopen(dump, "w") : NULL;
-        for (r = 0; r < 2; r++) {
-            tc_read(tc_select(ctx, r ? yc : ye, 0, 0), TC_F32, v, sizeof(float) * (size_t)n);
-            for (j = 0; fp && j < n; j++) fprintf(fp, "%.9g%c", v[j], j + 1 < n ? ' ' : '\n');
-        }
+        tc_read(tc_select(ctx, yc, 0, 0), TC_F32, v, sizeof(float) * (size_t)n);
         for (j = 1; j < n; j++)
             if (v[j] > v[best]) best = j;
         printf("compiled: class %lld (logit %.3f)\n", (long long)best, v[best]);
-        if (fp) fclose(fp);
         free(v);
     }
-    tc_fn_free(f);
     tc_safetensors_close(g_st);
     tc_ctx_destroy(ctx);
     free(m.b);
