@@ -787,6 +787,8 @@ typedef struct tc_explain_info {
     int tuned_single_thread; /* of them, faster on one thread               */
     int tuned_tiles;         /* fused kernels run on register tiles smaller
                                 than the default (measured or cached)      */
+    int tuned_microkernels;  /* contractions run on a lower ISA level's GEMM
+                                microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
@@ -2350,6 +2352,8 @@ typedef struct tc__call {
     struct {
         int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
                                   fixed heuristic                          */
+        int isa;               /* GEMM microkernels' level (max-autotune);
+                                  0: the context's                         */
     } blk;
     struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
                                   once, kept by the program                 */
@@ -5921,6 +5925,8 @@ typedef struct tc__gemm {
     void (*packb)(const struct tc__gemm *g, int nr, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
                   int64_t js1, float *bp);
     const void *packb_arg;
+    tc_isa isa;              /* the microkernels' level when below the
+                                context's (max-autotune's choice); 0: its */
 } tc__gemm;
 
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
@@ -6052,8 +6058,8 @@ TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w,
     }
 }
 
-/* The kernels for the context's executor level. */
-TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
+/* The kernels of one level (TC_ISA_NONE: plain C). */
+TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     tc__gemm_impl g;
     g.isa = TC_ISA_NONE;
     g.mr = TC__BASE_MR;
@@ -6072,7 +6078,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
         g.fin = tc__gtile_fin_##SFX;          \
         g.win = tc__win_row_##SFX;            \
     } while (0)
-    switch (ctx ? ctx->isa : TC_ISA_NONE) {
+    switch (isa) {
 #ifdef TC__HAVE_VEXEC_X86
     case TC_ISA_AVX512: TC__GEMM_USE_(avx512); break;
     case TC_ISA_AVX2: TC__GEMM_USE_(avx2); break;
@@ -6084,8 +6090,17 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     default: break;
     }
 #undef TC__GEMM_USE_
-    g.isa = ctx ? ctx->isa : TC_ISA_NONE;
+    g.isa = isa;
     return g;
+}
+
+/* The kernels for the context's executor level. */
+TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) { return tc__gemm_impl_isa(ctx ? ctx->isa : TC_ISA_NONE); }
+
+/* g's kernels: its tuned level when that is one the context can run. */
+TC__FN tc__gemm_impl tc__gemm_impl_for(const tc_ctx *ctx, const tc__gemm *g) {
+    if (ctx && g->isa >= TC_ISA_SCALAR && ctx->isa != TC_ISA_NONE && g->isa < ctx->isa) return tc__gemm_impl_isa(g->isa);
+    return tc__gemm_impl_of(ctx);
 }
 
 /* B[pc.., jc + js..] into NR-wide slivers, zero past the panel's last column. */
@@ -6258,7 +6273,7 @@ TC__FN void tc__skinny_range4(void *arg, int64_t b, int64_t e) {
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     tc__skinny_job j;
     j.g = g;
-    j.im = tc__gemm_impl_of(ctx);
+    j.im = tc__gemm_impl_for(ctx, g);
     if (serial) tc__skinny_cols(&j, 0, g->N);
     else tc__parallel_for(ctx, (g->N + 3) / 4, g->M * g->N * g->K, tc__skinny_range4, &j);
     return 0;
@@ -6269,7 +6284,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
     float *bp;
     tc__gemm_prepack *pre;
-    tc__gemm_impl im = tc__gemm_impl_of(ctx);
+    tc__gemm_impl im = tc__gemm_impl_for(ctx, g);
     int failed = 0;
     const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
     if (g->M <= 0 || g->N <= 0) return 0;
@@ -6533,6 +6548,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.epi = c->epi;
     g.kc = c->blk.kc;
     g.mc_tiles = c->blk.mc_tiles;
+    g.isa = (tc_isa)c->blk.isa;
     /* fold A's batch dims into M when every batch stride continues the rows */
     {
         int64_t next = g.rsa * g.M;
@@ -7047,6 +7063,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
             gm.epi_row0 = gi * og; /* the output seen as [N * cout, P] */
             gm.kc = c->blk.kc;
             gm.mc_tiles = c->blk.mc_tiles;
+            gm.isa = (tc_isa)c->blk.isa;
             if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N))
                 r = tc__msg(c, TC_ERR_OOM, "out of memory");
         }
@@ -14134,11 +14151,13 @@ typedef struct tc__tune_choice {
     int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
     int tile;                  /* fused kernel: floats per register tile
                                   (0: the heuristic, tc__kernel_tile)      */
+    int isa;                   /* contraction: the microkernels' level
+                                  (0: the context's)                       */
     int threads;               /* 0: all; 1: one                           */
     double ms;                 /* what the winner measured                 */
 } tc__tune_choice;
 
-#define TC__TUNE_MAGIC "tcompile tune v3"
+#define TC__TUNE_MAGIC "tcompile tune v4"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -14149,6 +14168,7 @@ typedef struct tc__tune_mem {
     int n, cap;
     int measured, single, from_disk;
     int tiles;                 /* fused kernels whose tile was changed       */
+    int isas;                  /* contractions on lower-level microkernels  */
 } tc__tune_mem;
 
 TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
@@ -14231,14 +14251,16 @@ TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, lo
     return 1;
 }
 
-/* The choice line "kc=.. mc_tiles=.. tile=.. threads=.. us=.." (the time in
- * microseconds since v2, an integer like the rest; the tile since v3). */
+/* The choice line "kc=.. mc_tiles=.. tile=.. isa=.. threads=.. us=.." (the
+ * time in microseconds since v2, an integer like the rest; the tile since
+ * v3, the microkernels' level since v4). */
 TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
-    long kc, mc, tile, th, us;
+    long kc, mc, tile, isa, th, us;
     if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
-        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "threads", 0, 1, &th) ||
-        !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "isa", 0, TC_ISA_AVX512, &isa) ||
+        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
         return 0;
+    c->isa = (int)isa;
     c->kc = (int)kc;
     c->mc_tiles = (int)mc;
     c->tile = (int)tile;
@@ -14290,8 +14312,8 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
             tc__next_ticket(&counter));
     fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
     if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
-                 c->tile, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d isa=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc,
+                 c->mc_tiles, c->tile, c->isa, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
@@ -14903,7 +14925,8 @@ TC__FN int tc__program_freeze(tc__program *p) {
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
  * later process reads it instead of measuring.  A contraction's variants
- * are GEMM blockings (KC x MC), a fused kernel's its register-tile sizes
+ * are GEMM blockings (KC x MC), then the microkernels of each lower ISA
+ * level down to 128-bit vectors; a fused kernel's its register-tile sizes
  * (the heuristic's, then halved down to TC__VM_TILE_MIN); every launch's
  * are then its thread splits (all threads vs one: small kernels lose to
  * the synchronisation). */
@@ -14988,8 +15011,12 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         l->call.blk.kc = known->kc;
         l->call.blk.mc_tiles = known->mc_tiles;
         l->tile = l->kernel >= 0 ? known->tile : 0;
+        l->call.blk.isa = tc__launch_is_gemm(l) ? known->isa : 0;
         l->threads = known->threads;
-        if (p->tune_mem && known == &ch) p->tune_mem->tiles += l->tile != 0;
+        if (p->tune_mem && known == &ch) {
+            p->tune_mem->tiles += l->tile != 0;
+            p->tune_mem->isas += l->call.blk.isa != 0;
+        }
         l->tuned_ms = known->ms;
         return TC_OK;
     }
@@ -15010,6 +15037,22 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     l->call.blk.kc = ch.kc;
     l->call.blk.mc_tiles = ch.mc_tiles;
+    /* a contraction's microkernels: a lower level's register tile can win
+     * (narrower vectors, a clock that does not drop, a shape its tile fits) */
+    if (tc__launch_is_gemm(l)) {
+        int lvl;
+        for (lvl = (int)ctx->isa - 1; lvl >= (int)TC_ISA_V128; lvl--) {
+            double t;
+            l->call.blk.isa = lvl;
+            t = tc__tune_measure(p, ctx, l, out, 0, &r);
+            if (r != TC_OK) return r;
+            if (t < best) {
+                best = t;
+                ch.isa = lvl;
+            }
+        }
+        l->call.blk.isa = ch.isa;
+    }
     /* a fused kernel's register tiles: smaller ones trade dispatches per
      * element for L1 room beside the streams it reads */
     if (l->kernel >= 0) {
@@ -15040,6 +15083,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         p->tune_mem->measured++;
         p->tune_mem->single += l->threads == 1;
         p->tune_mem->tiles += l->tile != 0;
+        p->tune_mem->isas += l->call.blk.isa != 0;
     }
     if (key[0]) {
         tc__tune_mem_put(p->tune_mem, key, &ch);
@@ -16333,6 +16377,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.tuned_launches = f->tune.measured;
     in.tuned_single_thread = f->tune.single;
     in.tuned_tiles = f->tune.tiles;
+    in.tuned_microkernels = f->tune.isas;
     in.tuned_cached = f->tune.from_disk;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
@@ -16350,9 +16395,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
-               "%d choices from the cache%s%s\n",
-               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_cached, f->tune_dir[0] ? " in " : "",
-               f->tune_dir);
+               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_microkernels, in.tuned_cached,
+               f->tune_dir[0] ? " in " : "", f->tune_dir);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,

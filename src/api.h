@@ -570,6 +570,8 @@ typedef struct tc_explain_info {
     int tuned_single_thread; /* of them, faster on one thread               */
     int tuned_tiles;         /* fused kernels run on register tiles smaller
                                 than the default (measured or cached)      */
+    int tuned_microkernels;  /* contractions run on a lower ISA level's GEMM
+                                microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed

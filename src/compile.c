@@ -1174,6 +1174,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.tuned_launches = f->tune.measured;
     in.tuned_single_thread = f->tune.single;
     in.tuned_tiles = f->tune.tiles;
+    in.tuned_microkernels = f->tune.isas;
     in.tuned_cached = f->tune.from_disk;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
@@ -1191,9 +1192,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
-               "%d choices from the cache%s%s\n",
-               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_cached, f->tune_dir[0] ? " in " : "",
-               f->tune_dir);
+               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_microkernels, in.tuned_cached,
+               f->tune_dir[0] ? " in " : "", f->tune_dir);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,

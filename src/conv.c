@@ -362,6 +362,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
             gm.epi_row0 = gi * og; /* the output seen as [N * cout, P] */
             gm.kc = c->blk.kc;
             gm.mc_tiles = c->blk.mc_tiles;
+            gm.isa = (tc_isa)c->blk.isa;
             if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N))
                 r = tc__msg(c, TC_ERR_OOM, "out of memory");
         }

@@ -35,6 +35,8 @@ typedef struct tc__gemm {
     void (*packb)(const struct tc__gemm *g, int nr, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
                   int64_t js1, float *bp);
     const void *packb_arg;
+    tc_isa isa;              /* the microkernels' level when below the
+                                context's (max-autotune's choice); 0: its */
 } tc__gemm;
 
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
@@ -166,8 +168,8 @@ TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w,
     }
 }
 
-/* The kernels for the context's executor level. */
-TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
+/* The kernels of one level (TC_ISA_NONE: plain C). */
+TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     tc__gemm_impl g;
     g.isa = TC_ISA_NONE;
     g.mr = TC__BASE_MR;
@@ -186,7 +188,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
         g.fin = tc__gtile_fin_##SFX;          \
         g.win = tc__win_row_##SFX;            \
     } while (0)
-    switch (ctx ? ctx->isa : TC_ISA_NONE) {
+    switch (isa) {
 #ifdef TC__HAVE_VEXEC_X86
     case TC_ISA_AVX512: TC__GEMM_USE_(avx512); break;
     case TC_ISA_AVX2: TC__GEMM_USE_(avx2); break;
@@ -198,8 +200,17 @@ TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) {
     default: break;
     }
 #undef TC__GEMM_USE_
-    g.isa = ctx ? ctx->isa : TC_ISA_NONE;
+    g.isa = isa;
     return g;
+}
+
+/* The kernels for the context's executor level. */
+TC__FN tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx) { return tc__gemm_impl_isa(ctx ? ctx->isa : TC_ISA_NONE); }
+
+/* g's kernels: its tuned level when that is one the context can run. */
+TC__FN tc__gemm_impl tc__gemm_impl_for(const tc_ctx *ctx, const tc__gemm *g) {
+    if (ctx && g->isa >= TC_ISA_SCALAR && ctx->isa != TC_ISA_NONE && g->isa < ctx->isa) return tc__gemm_impl_isa(g->isa);
+    return tc__gemm_impl_of(ctx);
 }
 
 /* B[pc.., jc + js..] into NR-wide slivers, zero past the panel's last column. */
@@ -372,7 +383,7 @@ TC__FN void tc__skinny_range4(void *arg, int64_t b, int64_t e) {
 TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     tc__skinny_job j;
     j.g = g;
-    j.im = tc__gemm_impl_of(ctx);
+    j.im = tc__gemm_impl_for(ctx, g);
     if (serial) tc__skinny_cols(&j, 0, g->N);
     else tc__parallel_for(ctx, (g->N + 3) / 4, g->M * g->N * g->K, tc__skinny_range4, &j);
     return 0;
@@ -383,7 +394,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
     float *bp;
     tc__gemm_prepack *pre;
-    tc__gemm_impl im = tc__gemm_impl_of(ctx);
+    tc__gemm_impl im = tc__gemm_impl_for(ctx, g);
     int failed = 0;
     const int64_t KC = g->kc > 0 ? g->kc : TC__GEMM_KC, MCT = g->mc_tiles > 0 ? g->mc_tiles : TC__GEMM_MC_TILES;
     if (g->M <= 0 || g->N <= 0) return 0;

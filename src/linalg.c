@@ -119,6 +119,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     g.epi = c->epi;
     g.kc = c->blk.kc;
     g.mc_tiles = c->blk.mc_tiles;
+    g.isa = (tc_isa)c->blk.isa;
     /* fold A's batch dims into M when every batch stride continues the rows */
     {
         int64_t next = g.rsa * g.M;

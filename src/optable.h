@@ -125,6 +125,8 @@ typedef struct tc__call {
     struct {
         int kc, mc_tiles;      /* GEMM blocking (max-autotune); 0: the
                                   fixed heuristic                          */
+        int isa;               /* GEMM microkernels' level (max-autotune);
+                                  0: the context's                         */
     } blk;
     struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
                                   once, kept by the program                 */

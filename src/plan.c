@@ -604,7 +604,8 @@ TC__FN int tc__program_freeze(tc__program *p) {
  * data and the fastest kept, then stored in the on-disk cache
  * (tunecache.c) under a key naming everything the choice depends on, so a
  * later process reads it instead of measuring.  A contraction's variants
- * are GEMM blockings (KC x MC), a fused kernel's its register-tile sizes
+ * are GEMM blockings (KC x MC), then the microkernels of each lower ISA
+ * level down to 128-bit vectors; a fused kernel's its register-tile sizes
  * (the heuristic's, then halved down to TC__VM_TILE_MIN); every launch's
  * are then its thread splits (all threads vs one: small kernels lose to
  * the synchronisation). */
@@ -689,8 +690,12 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         l->call.blk.kc = known->kc;
         l->call.blk.mc_tiles = known->mc_tiles;
         l->tile = l->kernel >= 0 ? known->tile : 0;
+        l->call.blk.isa = tc__launch_is_gemm(l) ? known->isa : 0;
         l->threads = known->threads;
-        if (p->tune_mem && known == &ch) p->tune_mem->tiles += l->tile != 0;
+        if (p->tune_mem && known == &ch) {
+            p->tune_mem->tiles += l->tile != 0;
+            p->tune_mem->isas += l->call.blk.isa != 0;
+        }
         l->tuned_ms = known->ms;
         return TC_OK;
     }
@@ -711,6 +716,22 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     l->call.blk.kc = ch.kc;
     l->call.blk.mc_tiles = ch.mc_tiles;
+    /* a contraction's microkernels: a lower level's register tile can win
+     * (narrower vectors, a clock that does not drop, a shape its tile fits) */
+    if (tc__launch_is_gemm(l)) {
+        int lvl;
+        for (lvl = (int)ctx->isa - 1; lvl >= (int)TC_ISA_V128; lvl--) {
+            double t;
+            l->call.blk.isa = lvl;
+            t = tc__tune_measure(p, ctx, l, out, 0, &r);
+            if (r != TC_OK) return r;
+            if (t < best) {
+                best = t;
+                ch.isa = lvl;
+            }
+        }
+        l->call.blk.isa = ch.isa;
+    }
     /* a fused kernel's register tiles: smaller ones trade dispatches per
      * element for L1 room beside the streams it reads */
     if (l->kernel >= 0) {
@@ -741,6 +762,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         p->tune_mem->measured++;
         p->tune_mem->single += l->threads == 1;
         p->tune_mem->tiles += l->tile != 0;
+        p->tune_mem->isas += l->call.blk.isa != 0;
     }
     if (key[0]) {
         tc__tune_mem_put(p->tune_mem, key, &ch);

@@ -14,11 +14,13 @@ typedef struct tc__tune_choice {
     int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
     int tile;                  /* fused kernel: floats per register tile
                                   (0: the heuristic, tc__kernel_tile)      */
+    int isa;                   /* contraction: the microkernels' level
+                                  (0: the context's)                       */
     int threads;               /* 0: all; 1: one                           */
     double ms;                 /* what the winner measured                 */
 } tc__tune_choice;
 
-#define TC__TUNE_MAGIC "tcompile tune v3"
+#define TC__TUNE_MAGIC "tcompile tune v4"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -29,6 +31,7 @@ typedef struct tc__tune_mem {
     int n, cap;
     int measured, single, from_disk;
     int tiles;                 /* fused kernels whose tile was changed       */
+    int isas;                  /* contractions on lower-level microkernels  */
 } tc__tune_mem;
 
 TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
@@ -111,14 +114,16 @@ TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, lo
     return 1;
 }
 
-/* The choice line "kc=.. mc_tiles=.. tile=.. threads=.. us=.." (the time in
- * microseconds since v2, an integer like the rest; the tile since v3). */
+/* The choice line "kc=.. mc_tiles=.. tile=.. isa=.. threads=.. us=.." (the
+ * time in microseconds since v2, an integer like the rest; the tile since
+ * v3, the microkernels' level since v4). */
 TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
-    long kc, mc, tile, th, us;
+    long kc, mc, tile, isa, th, us;
     if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
-        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "threads", 0, 1, &th) ||
-        !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "isa", 0, TC_ISA_AVX512, &isa) ||
+        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
         return 0;
+    c->isa = (int)isa;
     c->kc = (int)kc;
     c->mc_tiles = (int)mc;
     c->tile = (int)tile;
@@ -170,8 +175,8 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
             tc__next_ticket(&counter));
     fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
     if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc, c->mc_tiles,
-                 c->tile, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d isa=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc,
+                 c->mc_tiles, c->tile, c->isa, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }

@@ -310,6 +310,7 @@ static void *race_put(void *arg) {
         ch.kc = 100 + id;
         ch.mc_tiles = id;
         ch.tile = 64 * id;
+        ch.isa = 0;
         ch.threads = id % 2;
         ch.ms = id;
         tc__tune_cache_put(race_dir, "race key", &ch);
@@ -341,8 +342,17 @@ TC_TEST(test_autotune_disk_cache) {
     c = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
     TC_CHECKF(c.tuned_launches == 0 && c.tuned_cached == b.tuned_launches, "measured %d, cached %d of %d",
               c.tuned_launches, c.tuned_cached, b.tuned_launches);
+    /* a planted microkernel level (128-bit vectors) is the one run: counted, results right */
+    if (tc_ctx_isa(ctx) > TC_ISA_V128) {
+        tc_explain_info m;
+        snprintf(cmd, sizeof cmd, "sed -i 's/ isa=[0-9]* / isa=%d /' '%.200s'/tune-*.txt", (int)TC_ISA_V128, dir);
+        TC_CHECK(system(cmd) == 0);
+        m = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+        TC_CHECKF(m.tuned_cached == b.tuned_launches && m.tuned_microkernels == 2,
+                  "planted level: %d choices cached, %d contractions on it (want 2)", m.tuned_cached, m.tuned_microkernels);
+    }
     /* damaged files are ignored and measured again */
-    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v3\nx\nkc=-5\n' > \"$f\"; done", dir);
+    snprintf(cmd, sizeof cmd, "for f in '%.200s'/tune-*.txt; do printf 'tcompile tune v4\nx\nkc=-5\n' > \"$f\"; done", dir);
     TC_CHECK(system(cmd) == 0);
     d = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
     TC_CHECKF(d.tuned_launches == b.tuned_launches && d.tuned_cached == 0, "after damage: measured %d, cached %d",
@@ -350,26 +360,28 @@ TC_TEST(test_autotune_disk_cache) {
     {
         /* strict records: overflowing or trailing values, a FIFO where the
          * file belongs (must not block), a directory path too long to hold */
-        static const char *const bad[] = {"kc=99999999999999999999 mc_tiles=1 tile=0 threads=0 us=5",
-                                          "kc=64 mc_tiles=1 tile=0 threads=0 us=5 extra",
-                                          "kc=64 mc_tiles=1 tile=0 threads=0 us=", "kc=64 mc_tiles=1 tile=0 threads=2 us=5",
-                                          "kc= 64 mc_tiles=1 tile=0 threads=0 us=5", "kc=64 mc_tiles=1 threads=0 us=5",
-                                          "kc=64 mc_tiles=1 tile=99999 threads=0 us=5"};
+        static const char *const bad[] = {"kc=99999999999999999999 mc_tiles=1 tile=0 isa=0 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=0 isa=0 threads=0 us=5 extra",
+                                          "kc=64 mc_tiles=1 tile=0 isa=0 threads=0 us=", "kc=64 mc_tiles=1 tile=0 isa=0 threads=2 us=5",
+                                          "kc= 64 mc_tiles=1 tile=0 isa=0 threads=0 us=5", "kc=64 mc_tiles=1 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=99999 isa=0 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=0 isa=9 threads=0 us=5",
+                                          "kc=64 mc_tiles=1 tile=0 threads=0 us=5"};
         char path[1100], longdir[700];
         tc__tune_choice ch;
         FILE *fp;
         size_t i;
-        ch.kc = 128, ch.mc_tiles = 8, ch.tile = 256, ch.threads = 1, ch.ms = 0.25;
+        ch.kc = 128, ch.mc_tiles = 8, ch.tile = 256, ch.isa = 3, ch.threads = 1, ch.ms = 0.25;
         tc__tune_cache_put(dir, "strict key", &ch);
         memset(&ch, 0, sizeof ch);
         TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 128 && ch.mc_tiles == 8 &&
-                 ch.tile == 256 && ch.threads == 1 && fabs(ch.ms - 0.25) < 1e-9);
+                 ch.tile == 256 && ch.isa == 3 && ch.threads == 1 && fabs(ch.ms - 0.25) < 1e-9);
         tc__tune_path(dir, "strict key", path, sizeof path);
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             fp = fopen(path, "w");
             TC_CHECK(fp != NULL);
             if (!fp) break;
-            fprintf(fp, "tcompile tune v3\nstrict key\n%s\n", bad[i]);
+            fprintf(fp, "tcompile tune v4\nstrict key\n%s\n", bad[i]);
             fclose(fp);
             TC_CHECKF(tc__tune_cache_get(dir, "strict key", &ch) == 0, "accepted \"%s\"", bad[i]);
         }
@@ -377,7 +389,7 @@ TC_TEST(test_autotune_disk_cache) {
         fp = fopen(path, "w");
         TC_CHECK(fp != NULL);
         if (fp) {
-            fprintf(fp, "tcompile tune v3\r\nstrict key\r\nkc=64 mc_tiles=2 tile=128 threads=0 us=7\r\n");
+            fprintf(fp, "tcompile tune v4\r\nstrict key\r\nkc=64 mc_tiles=2 tile=128 isa=0 threads=0 us=7\r\n");
             fclose(fp);
         }
         TC_CHECK(tc__tune_cache_get(dir, "strict key", &ch) == 1 && ch.kc == 64 && ch.mc_tiles == 2);
@@ -470,7 +482,7 @@ TC_TEST(test_autotune_kernel_tiles) {
     a = tiles_once(dir, x, want);
     TC_CHECKF(a.tuned_launches >= 2 && a.tuned_tiles <= a.tuned_launches, "measured %d, %d on smaller tiles",
               a.tuned_launches, a.tuned_tiles);
-    snprintf(cmd, sizeof cmd, "grep -l ' tile=[0-9]* threads=' '%.200s'/tune-*.txt | wc -l | grep -qx %d", dir,
+    snprintf(cmd, sizeof cmd, "grep -l ' tile=[0-9]* isa=[0-9]* threads=' '%.200s'/tune-*.txt | wc -l | grep -qx %d", dir,
              a.tuned_launches);
     TC_CHECKF(system(cmd) == 0, "every record carries a tile");
     snprintf(cmd, sizeof cmd, "sed -i 's/ tile=[0-9]* / tile=64 /' '%.200s'/tune-*.txt", dir);
