@@ -9581,6 +9581,37 @@ TC__FN tc__graph *tc__pass_attention(tc__graph *g, int *changed) {
     return tc__rebuild_with_uses(g, tc__attention_node, &ap, &ap.uses, changed);
 }
 
+/* ---- legalization --------------------------------------------------------------- */
+
+/* A concat of more inputs than a launch holds (TC__MAX_IN: a GPT's K/V of
+ * every layer) becomes a tree of concats of at most TC__MAX_IN each, the
+ * same values in the same order. */
+TC__FN int tc__legalize_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
+    int ids[TC__MAX_IN], *level, n = nd->nin, i, k, id = -2;
+    (void)arg;
+    if (nd->op != TC__OP_CONCAT || n <= TC__MAX_IN) return -2;
+    if (!(level = (int *)tc__malloc(sizeof(int) * (size_t)n))) return -1;
+    memcpy(level, in, sizeof(int) * (size_t)n);
+    while (n > 1) {
+        int m = 0;
+        for (i = 0; i < n; i += TC__MAX_IN) {
+            int c = n - i < TC__MAX_IN ? n - i : TC__MAX_IN;
+            for (k = 0; k < c; k++) ids[k] = level[i + k];
+            level[m] = c == 1 ? ids[0] : tc__g_op(g, TC__OP_CONCAT, &nd->a, ids, c, nd->file, nd->line);
+            if (level[m++] < 0) {
+                TC_FREE(level);
+                return -1;
+            }
+        }
+        n = m;
+    }
+    id = level[0];
+    TC_FREE(level);
+    return id;
+}
+
+TC__FN tc__graph *tc__pass_legalize(tc__graph *g, int *changed) { return tc__graph_rebuild(g, tc__legalize_node, NULL, changed); }
+
 /* ---- batch norm folding (freeze) ---------------------------------------------- */
 
 typedef struct tc__bnfold_pass {
@@ -15708,6 +15739,7 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_legalize(*g, &changed);
     if (*g) *g = tc__pass_hoist(*g, &changed);
     if (*g && tc__pass_dce(*g) < 0) {
         tc__graph_free(*g);

@@ -505,6 +505,7 @@ TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
     }
     if (*g) *g = tc__pass_simplify(*g, &changed);
     if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_legalize(*g, &changed);
     if (*g) *g = tc__pass_hoist(*g, &changed);
     if (*g && tc__pass_dce(*g) < 0) {
         tc__graph_free(*g);

@@ -960,6 +960,28 @@ TC_TEST(test_program_over_dirty_heap) {
     }
 }
 
+/* A concat of more tensors than one launch holds (13 > TC__MAX_IN) compiles
+ * as a tree of concats with the same result (a GPT's per-layer K/V). */
+static void wide_concat_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *parts[13];
+    int k;
+    (void)u;
+    for (k = 0; k < 13; k++) parts[k] = tc_mul_scalar(c, tc_slice(c, in[0], 0, k, k + 1, 1), 1.0 + k);
+    out[0] = tc_concat(c, 13, parts, 0);
+}
+
+TC_TEST(test_wide_concat_compiles) {
+    int64_t shape[2] = {13, 7};
+    tc_tensor *x = tc_rand_uniform(ctx, 2, shape, -1.0, 1.0, 3), *y = NULL, *ye;
+    tc_fn *f = tc_compile(ctx, wide_concat_fn, NULL, NULL);
+    tc_explain_info info;
+    TC_CHECKF(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK, "%s", tc_fn_error(f));
+    wide_concat_fn(ctx, NULL, &x, &ye);
+    TC_CHECK(tct_maxrel(y, ye) == 0);
+    TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK && info.eager_calls == 0);
+    tc_fn_free(f);
+}
+
 int main(void) {
     int r;
     ctx = tc_ctx_create(NULL);
@@ -985,6 +1007,7 @@ int main(void) {
     TC_RUN(test_dot_dump);
     TC_RUN(test_review_regressions);
     TC_RUN(test_program_over_dirty_heap);
+    TC_RUN(test_wide_concat_compiles);
     r = TC_TEST_SUMMARY();
     tc_ctx_destroy(ctx);
     return r;
