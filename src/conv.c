@@ -112,22 +112,24 @@ TC__FN tc_result tc__shape_conv2d(tc__call *c) {
  * is the im2col matrix (k = (channel, ki, kj), q = (oh, ow)).  X is never
  * stored: the GEMM's B packer computes each KC x NR sliver straight from
  * the image (tc__gemm.packb), so the extra memory is one packed panel,
- * not K x P floats per image.  gm->B is the group's first channel. */
+ * not K x P floats per image.  gm->B is the group's first channel of image
+ * 0; columns past P continue into the next images (a folded batch). */
 TC__FN void tc__conv_pack_b(const tc__gemm *gm, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0,
                             int64_t js1, float *bp) {
     const tc__geom *g = (const tc__geom *)gm->packb_arg;
-    const int64_t khw = g->kh * g->kw, HW = g->H * g->W;
+    const int64_t khw = g->kh * g->kw, HW = g->H * g->W, P = g->OH * g->OW;
     int64_t js;
     for (js = js0; js < js1 && js < nc; js += nr_) {
-        int64_t nr = nc - js < nr_ ? nc - js : nr_, q0 = jc + js, oh0 = q0 / g->OW, ow0 = q0 % g->OW;
+        /* column q is image q / P (batches folded into the columns), position q % P */
+        int64_t nr = nc - js < nr_ ? nc - js : nr_, q0 = jc + js, n0 = q0 / P, oh0 = q0 % P / g->OW, ow0 = q0 % P % g->OW;
         int64_t ch = pc / khw, ki = (pc / g->kw) % g->kh, kj = pc % g->kw, k;
         float *dst = bp + js * kc;
         for (k = 0; k < kc; k++) {
             float *d = dst + k * nr_;
-            const float *xc = gm->B + ch * HW;
-            int64_t j = 0, oh = oh0, ow = ow0, t;
+            int64_t j = 0, n = n0, oh = oh0, ow = ow0, t;
             /* the sliver's columns, one output row's run at a time */
             while (j < nr) {
+                const float *xc = gm->B + n * g->C * HW + ch * HW;
                 int64_t run = nr - j < g->OW - ow ? nr - j : g->OW - ow;
                 int64_t ih = oh * g->sh - g->ph + ki * g->dh, iw0 = ow * g->sw - g->pw + kj * g->dw;
                 const float *xr = xc + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
@@ -148,7 +150,10 @@ TC__FN void tc__conv_pack_b(const tc__gemm *gm, int nr_, int64_t pc, int64_t kc,
                 }
                 j += run;
                 ow = 0;
-                oh++;
+                if (++oh == g->OH) {
+                    oh = 0;
+                    n++;
+                }
             }
             for (; j < nr_; j++) d[j] = 0.0f;
             if (++kj == g->kw) {
@@ -307,6 +312,8 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
     return j.failed ? -1 : 0;
 }
 
+#define TC__CONV_FOLD_P 1024 /* output positions below which a batch folds into one GEMM */
+
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     const tc_tensor *x = c->ins[0], *w = c->ins[1], *b = c->ins[2];
     tc__geom g;
@@ -333,6 +340,12 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
     } else {
         /* 1 x 1, stride 1, no padding: the image itself is the B matrix */
         int direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+        /* small images: the batch folds into the GEMM's columns (one GEMM of
+         * N * P columns instead of N narrow ones), into scratch, then each
+         * image's rows go to their place and the epilogue runs there */
+        float *fold = g.N > 1 && P < TC__CONV_FOLD_P
+                          ? (float *)tc__scratch_get(c->ctx, sizeof(float) * (size_t)(og * g.N * P > 0 ? og * g.N * P : 1))
+                          : NULL;
         for (n = 0; n < g.N; n++) {
             off[n] = 0;                      /* A: the group's weights */
             off[g.N + n] = n * g.C * g.H * g.W; /* B: image n           */
@@ -363,9 +376,25 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
             gm.kc = c->blk.kc;
             gm.mc_tiles = c->blk.mc_tiles;
             gm.isa = (tc_isa)c->blk.isa;
-            if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N))
+            if (fold) {
+                int64_t n, i;
+                gm.N = g.N * P;
+                gm.packb = tc__conv_pack_b;
+                gm.packb_arg = &g;
+                gm.C = fold;
+                gm.ldc = g.N * P;
+                gm.epi = NULL;
+                if (tc__gemm_run(c->ctx, &gm, 0)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
+                for (n = 0; r == TC_OK && n < g.N; n++) {
+                    for (i = 0; i < og; i++)
+                        memcpy(op + (n * cout + gi * og + i) * P, fold + i * g.N * P + n * P, sizeof(float) * (size_t)P);
+                    if (c->epi) c->epi->fn(c->epi->arg, n * cout + gi * og, og, 0, P, P);
+                }
+            } else if (tc__gemm_batched(c->ctx, &gm, g.N, off, off + g.N, off + 2 * g.N)) {
                 r = tc__msg(c, TC_ERR_OOM, "out of memory");
+            }
         }
+        tc__scratch_put(fold);
     }
     if (r == TC_OK) tc__out_f32_done(c->ctx, out, oo);
     else tc__scratch_put(oo);

@@ -2,7 +2,7 @@
  * the image) against a double-precision reference on every ISA level this
  * machine runs: K deeper than one GEMM slice, more output positions than
  * one packed panel, every microkernel tail, stride / padding / dilation /
- * groups / depthwise / 1 x 1, batches that run one image per thread, bias;
+ * groups / depthwise / 1 x 1, batches folded into one GEMM's columns, bias;
  * the window kernels (depthwise conv, max and avg pooling) across vector
  * tails, strides (phase-split rows), dilation, ceil mode and NaN;
  * the compiler running pointwise ops after a conv as its epilogue (on the
@@ -99,6 +99,8 @@ TC_TEST(test_conv_every_level_and_shape) {
         {1, 3, 50, 47, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 0},   /* 2350 positions: two B panels */
         {2, 3, 31, 29, 8, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, 1},    /* ResNet's stem: 7 x 7 stride 2 */
         {1, 16, 14, 15, 33, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},  /* 1 x 1: the image is B itself */
+        {3, 20, 9, 11, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},   /* 1 x 1 over a folded batch */
+        {4, 24, 6, 7, 50, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 1},    /* a folded batch, K slices, groups */
         {2, 16, 13, 14, 24, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, 0},  /* 1 x 1 stride 2 (downsample) */
         {1, 12, 12, 17, 20, 3, 3, {1, 2}, {2, 1}, {2, 3}, 1, 1},  /* dilation, mixed strides */
         {3, 8, 10, 9, 12, 3, 5, {1, 1}, {1, 2}, {1, 1}, 2, 1},    /* groups, 3 x 5 */
