@@ -9760,6 +9760,8 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
 #define TC__VM_MAXSTAGE 8
 #define TC__VM_MAXSLOT 16      /* reductions per kernel                      */
 #define TC__VM_MAXLOCAL 8
+#define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
+#define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -9836,6 +9838,11 @@ typedef struct tc__vst {
     float slot[TC__VM_MAXSLOT];
     float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
+    /* software prefetch of a later tile, spread over the tile's compute
+     * instructions (a burst of a whole tile's lines overruns the miss
+     * buffers and most of it is dropped) */
+    const char *pf[TC__VM_MAXPF];
+    int npf, pf_lines, pf_next;
 } tc__vst;
 
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles
@@ -10933,7 +10940,15 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
+ * per tile rather than per vector */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -11325,8 +11340,16 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
+     * instead of W (once per row and reduction, it shows in short rows) */
+    {
+        double l[TC__W];
+        int w;
+        for (i = 0; i < TC__W; i++) l[i] = a[i];
+        for (w = TC__W / 2; w >= 1; w /= 2)
+            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
+        r = l[0];
+    }
     return r;
 }
 #undef TC__VACC_SUM
@@ -11389,6 +11412,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
+        if (s->pf_next < s->pf_lines) {
+            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
+            for (q = 0; q < s->npf; q++)
+                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+            s->pf_next = e;
+        }
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -11415,19 +11444,25 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++)
-                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
             if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted */
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++)                                                                       \
-            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+        if (sb) {                                                                                     \
+            TC__VF av = TC__LD(a);                                                                    \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
+        } else {                                                                                      \
+            TC__VF bv = TC__LD(b);                                                                    \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+        }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -11435,19 +11470,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 default: break;
                 }
             } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
                 const float *a = s->r[in->a];
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
-        break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
-                    break;
+                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
                 default: break;
                 }
             }
@@ -11509,7 +11541,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
-#undef TC__PUT
+#undef TC__RUN
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -11572,7 +11604,15 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
+ * per tile rather than per vector */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -11964,8 +12004,16 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
+     * instead of W (once per row and reduction, it shows in short rows) */
+    {
+        double l[TC__W];
+        int w;
+        for (i = 0; i < TC__W; i++) l[i] = a[i];
+        for (w = TC__W / 2; w >= 1; w /= 2)
+            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
+        r = l[0];
+    }
     return r;
 }
 #undef TC__VACC_SUM
@@ -12028,6 +12076,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
+        if (s->pf_next < s->pf_lines) {
+            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
+            for (q = 0; q < s->npf; q++)
+                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+            s->pf_next = e;
+        }
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -12054,19 +12108,25 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++)
-                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
             if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted */
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++)                                                                       \
-            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+        if (sb) {                                                                                     \
+            TC__VF av = TC__LD(a);                                                                    \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
+        } else {                                                                                      \
+            TC__VF bv = TC__LD(b);                                                                    \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+        }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -12074,19 +12134,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 default: break;
                 }
             } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
                 const float *a = s->r[in->a];
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
-        break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
-                    break;
+                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
                 default: break;
                 }
             }
@@ -12148,7 +12205,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
-#undef TC__PUT
+#undef TC__RUN
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12211,7 +12268,15 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
+ * per tile rather than per vector */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -12603,8 +12668,16 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
+     * instead of W (once per row and reduction, it shows in short rows) */
+    {
+        double l[TC__W];
+        int w;
+        for (i = 0; i < TC__W; i++) l[i] = a[i];
+        for (w = TC__W / 2; w >= 1; w /= 2)
+            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
+        r = l[0];
+    }
     return r;
 }
 #undef TC__VACC_SUM
@@ -12667,6 +12740,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
+        if (s->pf_next < s->pf_lines) {
+            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
+            for (q = 0; q < s->npf; q++)
+                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+            s->pf_next = e;
+        }
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -12693,19 +12772,25 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++)
-                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
             if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted */
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++)                                                                       \
-            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+        if (sb) {                                                                                     \
+            TC__VF av = TC__LD(a);                                                                    \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
+        } else {                                                                                      \
+            TC__VF bv = TC__LD(b);                                                                    \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+        }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -12713,19 +12798,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 default: break;
                 }
             } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
                 const float *a = s->r[in->a];
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
-        break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
-                    break;
+                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
                 default: break;
                 }
             }
@@ -12787,7 +12869,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
-#undef TC__PUT
+#undef TC__RUN
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12850,7 +12932,15 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
+ * per tile rather than per vector */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -13242,8 +13332,16 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
+     * instead of W (once per row and reduction, it shows in short rows) */
+    {
+        double l[TC__W];
+        int w;
+        for (i = 0; i < TC__W; i++) l[i] = a[i];
+        for (w = TC__W / 2; w >= 1; w /= 2)
+            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
+        r = l[0];
+    }
     return r;
 }
 #undef TC__VACC_SUM
@@ -13306,6 +13404,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
+        if (s->pf_next < s->pf_lines) {
+            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
+            for (q = 0; q < s->npf; q++)
+                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+            s->pf_next = e;
+        }
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -13332,19 +13436,25 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++)
-                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
             if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted */
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++)                                                                       \
-            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+        if (sb) {                                                                                     \
+            TC__VF av = TC__LD(a);                                                                    \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
+        } else {                                                                                      \
+            TC__VF bv = TC__LD(b);                                                                    \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+        }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -13352,19 +13462,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 default: break;
                 }
             } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
                 const float *a = s->r[in->a];
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
-        break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
-                    break;
+                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
                 default: break;
                 }
             }
@@ -13426,7 +13533,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
-#undef TC__PUT
+#undef TC__RUN
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13598,19 +13705,27 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Prefetches len elements of every contiguous input, `steps` along domain
- * dim `dim` past its current tile (dim < 0: along the stream itself).  The
- * tiles do enough math that the hardware prefetcher alone lets the next
- * one start cold. */
-TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int dim, int64_t steps, int len) {
-    int a;
-    for (a = 0; a < kr->k->nacc; a++) {
-        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
-        const char *p;
+/* Arms the prefetch of len elements of every contiguous input, `steps`
+ * along domain dim `dim` past its current tile (dim < 0: along the stream
+ * itself); the tile's instructions issue it a few lines at a time and
+ * tc__vst_pf_rest what is left.  The tiles do enough math that the
+ * hardware prefetcher alone lets the next one start cold. */
+TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
+    int a, lines = (int)(((size_t)len * sizeof(float) + 63) / 64);
+    if (lines > s->pf_lines) s->pf_lines = lines;
+    for (a = 0; a < kr->k->nacc && s->npf < TC__VM_MAXPF; a++) {
+        int64_t esz = (int64_t)tc__dtype_sizes[s->dt[a]];
         if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
-        p = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * (int64_t)esz;
-        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+        s->pf[s->npf++] = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * esz;
     }
+}
+
+/* Issues the lines of the armed prefetch the instructions did not. */
+TC__FN void tc__vst_pf_rest(tc__vst *s) {
+    int i, l;
+    for (i = 0; i < s->npf; i++)
+        for (l = s->pf_next; l < s->pf_lines; l++) __builtin_prefetch(s->pf[i] + (size_t)l * 64, 0, 3);
+    s->npf = s->pf_next = s->pf_lines = 0;
 }
 #define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */
 
@@ -13627,6 +13742,7 @@ TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg
         int len = (int)(n - t < tile ? n - t : tile);
         if (n - t > (int64_t)tile * TC__PREFETCH_TILES) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
+        tc__vst_pf_rest(s);
         tc__vst_advance(s, kr->k->nacc, len);
     }
 }
@@ -13696,6 +13812,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
                 tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
+            tc__vst_pf_rest(s);
             tc__vst_advance(s, k->nacc, len);
             /* folded into doubles every 64 values per accumulator lane
              * (4 vectors of the level's lanes) */

@@ -28,6 +28,8 @@
 #define TC__VM_MAXSTAGE 8
 #define TC__VM_MAXSLOT 16      /* reductions per kernel                      */
 #define TC__VM_MAXLOCAL 8
+#define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
+#define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -104,6 +106,11 @@ typedef struct tc__vst {
     float slot[TC__VM_MAXSLOT];
     float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
     float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
+    /* software prefetch of a later tile, spread over the tile's compute
+     * instructions (a burst of a whole tile's lines overruns the miss
+     * buffers and most of it is dropped) */
+    const char *pf[TC__VM_MAXPF];
+    int npf, pf_lines, pf_next;
 } tc__vst;
 
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles

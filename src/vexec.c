@@ -163,19 +163,27 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Prefetches len elements of every contiguous input, `steps` along domain
- * dim `dim` past its current tile (dim < 0: along the stream itself).  The
- * tiles do enough math that the hardware prefetcher alone lets the next
- * one start cold. */
-TC__FN void tc__krun_prefetch(const tc__krun *kr, const tc__vst *s, int dim, int64_t steps, int len) {
-    int a;
-    for (a = 0; a < kr->k->nacc; a++) {
-        size_t esz = tc__dtype_sizes[s->dt[a]], bytes = esz * (size_t)len, c;
-        const char *p;
+/* Arms the prefetch of len elements of every contiguous input, `steps`
+ * along domain dim `dim` past its current tile (dim < 0: along the stream
+ * itself); the tile's instructions issue it a few lines at a time and
+ * tc__vst_pf_rest what is left.  The tiles do enough math that the
+ * hardware prefetcher alone lets the next one start cold. */
+TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
+    int a, lines = (int)(((size_t)len * sizeof(float) + 63) / 64);
+    if (lines > s->pf_lines) s->pf_lines = lines;
+    for (a = 0; a < kr->k->nacc && s->npf < TC__VM_MAXPF; a++) {
+        int64_t esz = (int64_t)tc__dtype_sizes[s->dt[a]];
         if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
-        p = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * (int64_t)esz;
-        for (c = 0; c < bytes; c += 64) __builtin_prefetch(p + c, 0, 0);
+        s->pf[s->npf++] = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * esz;
     }
+}
+
+/* Issues the lines of the armed prefetch the instructions did not. */
+TC__FN void tc__vst_pf_rest(tc__vst *s) {
+    int i, l;
+    for (i = 0; i < s->npf; i++)
+        for (l = s->pf_next; l < s->pf_lines; l++) __builtin_prefetch(s->pf[i] + (size_t)l * 64, 0, 3);
+    s->npf = s->pf_next = s->pf_lines = 0;
 }
 #define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */
 
@@ -192,6 +200,7 @@ TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg
         int len = (int)(n - t < tile ? n - t : tile);
         if (n - t > (int64_t)tile * TC__PREFETCH_TILES) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
         kr->isa->tile(kr->k->code + stg->begin, stg->end - stg->begin, s, len);
+        tc__vst_pf_rest(s);
         tc__vst_advance(s, kr->k->nacc, len);
     }
 }
@@ -261,6 +270,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
                 tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
             if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
+            tc__vst_pf_rest(s);
             tc__vst_advance(s, k->nacc, len);
             /* folded into doubles every 64 values per accumulator lane
              * (4 vectors of the level's lanes) */

@@ -50,7 +50,15 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-#define TC__PUT(p, v) TC__VFN(tc__vput_)(p, v, ntd)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
+ * per tile rather than per vector */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -442,8 +450,16 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
+     * instead of W (once per row and reduction, it shows in short rows) */
+    {
+        double l[TC__W];
+        int w;
+        for (i = 0; i < TC__W; i++) l[i] = a[i];
+        for (w = TC__W / 2; w >= 1; w /= 2)
+            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
+        r = l[0];
+    }
     return r;
 }
 #undef TC__VACC_SUM
@@ -506,6 +522,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
+        if (s->pf_next < s->pf_lines) {
+            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
+            for (q = 0; q < s->npf; q++)
+                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+            s->pf_next = e;
+        }
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -532,19 +554,25 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            for (i = 0; i < m; i++)
-                TC__PUT(d + i * TC__W, TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
             if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted */
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++)                                                                       \
-            TC__PUT(d + i * TC__W, TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), TC__LD(b + i * sb))); \
+        if (sb) {                                                                                     \
+            TC__VF av = TC__LD(a);                                                                    \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
+        } else {                                                                                      \
+            TC__VF bv = TC__LD(b);                                                                    \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+        }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
@@ -552,19 +580,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 default: break;
                 }
             } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
                 const float *a = s->r[in->a];
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID:                                                                                 \
-        for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * sa), p0, p1)); \
-        break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST:
-                    for (i = 0; i < m; i++) TC__PUT(d + i * TC__W, TC__LD(a + i * sa));
-                    break;
+                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
                 default: break;
                 }
             }
@@ -626,4 +651,4 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__SEL
 #undef TC__LD
 #undef TC__ST
-#undef TC__PUT
+#undef TC__RUN
