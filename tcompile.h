@@ -11340,16 +11340,38 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
-     * instead of W (once per row and reduction, it shows in short rows) */
-    {
-        double l[TC__W];
-        int w;
-        for (i = 0; i < TC__W; i++) l[i] = a[i];
-        for (w = TC__W / 2; w >= 1; w /= 2)
-            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
-        r = l[0];
+    /* the lanes, in registers: reading them one by one through memory after
+     * a vector store stalls on store forwarding (once per row and
+     * reduction, it cost a fifth of softmax_ln) */
+#if TC__ISA_W == 16
+    if (comb == TC__COMB_SUM) {
+        __m512 v = (__m512)a;
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
     }
+    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
+#elif TC__ISA_W == 8
+    if (comb == TC__COMB_SUM) {
+        __m256 v = (__m256)a;
+        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    {
+        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
+                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
+        __m128 q = _mm_movehl_ps(h, h);
+        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+        q = _mm_shuffle_ps(h, h, 1);
+        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+        return _mm_cvtss_f32(h);
+    }
+#endif
+    r = a[0];
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 #undef TC__VACC_SUM
@@ -12004,16 +12026,38 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
-     * instead of W (once per row and reduction, it shows in short rows) */
-    {
-        double l[TC__W];
-        int w;
-        for (i = 0; i < TC__W; i++) l[i] = a[i];
-        for (w = TC__W / 2; w >= 1; w /= 2)
-            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
-        r = l[0];
+    /* the lanes, in registers: reading them one by one through memory after
+     * a vector store stalls on store forwarding (once per row and
+     * reduction, it cost a fifth of softmax_ln) */
+#if TC__ISA_W == 16
+    if (comb == TC__COMB_SUM) {
+        __m512 v = (__m512)a;
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
     }
+    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
+#elif TC__ISA_W == 8
+    if (comb == TC__COMB_SUM) {
+        __m256 v = (__m256)a;
+        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    {
+        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
+                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
+        __m128 q = _mm_movehl_ps(h, h);
+        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+        q = _mm_shuffle_ps(h, h, 1);
+        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+        return _mm_cvtss_f32(h);
+    }
+#endif
+    r = a[0];
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 #undef TC__VACC_SUM
@@ -12668,16 +12712,38 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
-     * instead of W (once per row and reduction, it shows in short rows) */
-    {
-        double l[TC__W];
-        int w;
-        for (i = 0; i < TC__W; i++) l[i] = a[i];
-        for (w = TC__W / 2; w >= 1; w /= 2)
-            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
-        r = l[0];
+    /* the lanes, in registers: reading them one by one through memory after
+     * a vector store stalls on store forwarding (once per row and
+     * reduction, it cost a fifth of softmax_ln) */
+#if TC__ISA_W == 16
+    if (comb == TC__COMB_SUM) {
+        __m512 v = (__m512)a;
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
     }
+    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
+#elif TC__ISA_W == 8
+    if (comb == TC__COMB_SUM) {
+        __m256 v = (__m256)a;
+        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    {
+        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
+                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
+        __m128 q = _mm_movehl_ps(h, h);
+        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+        q = _mm_shuffle_ps(h, h, 1);
+        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+        return _mm_cvtss_f32(h);
+    }
+#endif
+    r = a[0];
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 #undef TC__VACC_SUM
@@ -13332,16 +13398,38 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes pairwise in doubles: a dependency chain of log2(W) steps
-     * instead of W (once per row and reduction, it shows in short rows) */
-    {
-        double l[TC__W];
-        int w;
-        for (i = 0; i < TC__W; i++) l[i] = a[i];
-        for (w = TC__W / 2; w >= 1; w /= 2)
-            for (i = 0; i < w; i++) l[i] = tc__comb_apply(l[i], l[i + w], comb);
-        r = l[0];
+    /* the lanes, in registers: reading them one by one through memory after
+     * a vector store stalls on store forwarding (once per row and
+     * reduction, it cost a fifth of softmax_ln) */
+#if TC__ISA_W == 16
+    if (comb == TC__COMB_SUM) {
+        __m512 v = (__m512)a;
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
     }
+    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
+#elif TC__ISA_W == 8
+    if (comb == TC__COMB_SUM) {
+        __m256 v = (__m256)a;
+        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    {
+        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
+                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
+        __m128 q = _mm_movehl_ps(h, h);
+        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+        q = _mm_shuffle_ps(h, h, 1);
+        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+        return _mm_cvtss_f32(h);
+    }
+#endif
+    r = a[0];
+    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
     return r;
 }
 #undef TC__VACC_SUM
