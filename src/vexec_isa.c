@@ -79,6 +79,19 @@ TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
 #endif
 }
 
+/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
+ * them (x86's return their second operand when either is NaN) */
+TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_max_ps((__m512)TC__SPL(lo), _mm512_min_ps((__m512)TC__SPL(hi), (__m512)x));
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
+#else
+    x = TC__SEL(x > hi, TC__SPL(hi), x);
+    return TC__SEL(x < lo, TC__SPL(lo), x);
+#endif
+}
+
 /* 2^n for integer-valued n in [-151, 129], as two factors so that
  * denormal and overflowing results come out as libm's. */
 TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
@@ -97,8 +110,7 @@ TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
 TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     TC__VF t, n, r, p;
     TC__VI ni;
-    x = TC__SEL(x > 89.0f, TC__SPL(89.0f), x);
-    x = TC__SEL(x < -104.0f, TC__SPL(-104.0f), x);
+    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
     t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
     n = t - 12582912.0f;
     ni = (TC__VI)t - 0x4B400000;
