@@ -744,6 +744,15 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     for (i = 0; i < w->nin; i++) tc_free(in[i]);
 }
 
+/* Whether a workload before index j has this name (the batch sizes of one
+ * workload are entries of their own). */
+static int name_seen(const char *name, int j) {
+    int i;
+    for (i = 0; i < j; i++)
+        if (strcmp(workloads[i].name, name) == 0) return 1;
+    return 0;
+}
+
 static const workload *find_workload(const char *name, int batch) {
     int i;
     for (i = 0; i < NWORK; i++)
@@ -930,7 +939,8 @@ int main(int argc, char **argv) {
         for (j = 0; j < NWORK; j++) ok |= strcmp(sel[i], workloads[j].name) == 0;
         if (!ok) {
             fprintf(stderr, "bench: unknown workload '%s'; known:", sel[i]);
-            for (j = 0; j < NWORK; j++) fprintf(stderr, " %s", workloads[j].name);
+            for (j = 0; j < NWORK; j++) /* once per name, not per batch size */
+                if (!name_seen(workloads[j].name, j)) fprintf(stderr, " %s", workloads[j].name);
             fprintf(stderr, "\n");
             return 2;
         }
