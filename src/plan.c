@@ -624,8 +624,8 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
     t.p = key;
     t.n = 0;
     t.cap = cap;
-    tc__text_printf(&t, "isa=%s threads=%d cpu=%d ncpu=%d ", tc_isa_name(ctx->isa), ctx->num_threads,
-                    ctx->cpu_features, tc__cpu_count());
+    tc__text_printf(&t, "tc=%s/%s isa=%s threads=%d cpu=%d ncpu=%d ", TC_VERSION_STRING, TC__TUNE_KERNELS,
+                    tc_isa_name(ctx->isa), ctx->num_threads, ctx->cpu_features, tc__cpu_count());
     if (l->kernel >= 0) { /* a fused program: its code, hashed */
         const tc__kernel *k = &p->fu.k[l->kernel];
         uint64_t h = 14695981039346656037ull;

@@ -21,6 +21,10 @@ typedef struct tc__tune_choice {
 } tc__tune_choice;
 
 #define TC__TUNE_MAGIC "tcompile tune v4"
+/* The kernels' revision, in every key: a record measured against older
+ * GEMM or executor code says little about the current one, so a change
+ * that moves their speed bumps this and old records become misses. */
+#define TC__TUNE_KERNELS "k20261203"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second

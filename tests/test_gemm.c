@@ -324,7 +324,7 @@ TC_TEST(test_autotune_disk_cache) {
     char dir[256], cmd[600];
     int64_t sa[2] = {64, 96}, sb[2] = {96, 160}, sw[2] = {48, 160};
     tc_tensor *in[3];
-    tc_explain_info a, b, c, d;
+    tc_explain_info a, b, c, d, e;
     snprintf(dir, sizeof dir, "/tmp/tcompile-tune-test-%lu/sub", tc__pid());
     snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
     TC_CHECK(system(cmd) == 0);
@@ -342,6 +342,13 @@ TC_TEST(test_autotune_disk_cache) {
     c = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
     TC_CHECKF(c.tuned_launches == 0 && c.tuned_cached == b.tuned_launches, "measured %d, cached %d of %d",
               c.tuned_launches, c.tuned_cached, b.tuned_launches);
+    /* a record measured by another revision of the kernels is a miss:
+     * measured again, not trusted */
+    snprintf(cmd, sizeof cmd, "sed -i '2s|^tc=[^ ]* |tc=0.0.0/k0 |' '%.200s'/tune-*.txt", dir);
+    TC_CHECK(system(cmd) == 0);
+    e = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+    TC_CHECKF(e.tuned_launches == b.tuned_launches && e.tuned_cached == 0, "old revision: measured %d, cached %d",
+              e.tuned_launches, e.tuned_cached);
     /* a planted microkernel level (128-bit vectors) is the one run: counted, results right */
     if (tc_ctx_isa(ctx) > TC_ISA_V128) {
         tc_explain_info m;
