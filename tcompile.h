@@ -10970,10 +10970,12 @@ TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
 }
 
 /* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN) */
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
 TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
 #if TC__ISA_W == 16
-    return (TC__VF)_mm512_max_ps((__m512)TC__SPL(lo), _mm512_min_ps((__m512)TC__SPL(hi), (__m512)x));
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
 #elif TC__ISA_W == 8
     return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
 #else
@@ -11355,31 +11357,46 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     /* the lanes, in registers: reading them one by one through memory after
      * a vector store stalls on store forwarding (once per row and
      * reduction, it cost a fifth of softmax_ln) */
-#if TC__ISA_W == 16
-    if (comb == TC__COMB_SUM) {
-        __m512 v = (__m512)a;
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
-    }
-    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
-#elif TC__ISA_W == 8
-    if (comb == TC__COMB_SUM) {
-        __m256 v = (__m256)a;
-        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-    }
-    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#if TC__ISA_W == 16 || TC__ISA_W == 8
     {
-        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
-                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
-        __m128 q = _mm_movehl_ps(h, h);
-        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-        q = _mm_shuffle_ps(h, h, 1);
-        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-        return _mm_cvtss_f32(h);
+#if TC__ISA_W == 16
+        /* masked forms throughout: g++ 12 misreports the unmasked ones'
+         * undefined pass-through operand as uninitialised */
+        __m512d v = _mm512_castps_pd((__m512)a);
+        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM) {
+            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
+            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        }
+        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
+#else
+        __m256 h0 = (__m256)a;
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM)
+            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
+#endif
+        if (comb == TC__COMB_SUM) {
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+        }
+        /* NaN wins max and min (x86's min/max would drop it) */
+#if TC__ISA_W == 16
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+#else
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#endif
+        {
+            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_movehl_ps(h, h);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_shuffle_ps(h, h, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+            return _mm_cvtss_f32(h);
+        }
     }
 #endif
     r = a[0];
@@ -11668,10 +11685,12 @@ TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
 }
 
 /* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN) */
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
 TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
 #if TC__ISA_W == 16
-    return (TC__VF)_mm512_max_ps((__m512)TC__SPL(lo), _mm512_min_ps((__m512)TC__SPL(hi), (__m512)x));
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
 #elif TC__ISA_W == 8
     return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
 #else
@@ -12053,31 +12072,46 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     /* the lanes, in registers: reading them one by one through memory after
      * a vector store stalls on store forwarding (once per row and
      * reduction, it cost a fifth of softmax_ln) */
-#if TC__ISA_W == 16
-    if (comb == TC__COMB_SUM) {
-        __m512 v = (__m512)a;
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
-    }
-    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
-#elif TC__ISA_W == 8
-    if (comb == TC__COMB_SUM) {
-        __m256 v = (__m256)a;
-        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-    }
-    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#if TC__ISA_W == 16 || TC__ISA_W == 8
     {
-        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
-                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
-        __m128 q = _mm_movehl_ps(h, h);
-        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-        q = _mm_shuffle_ps(h, h, 1);
-        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-        return _mm_cvtss_f32(h);
+#if TC__ISA_W == 16
+        /* masked forms throughout: g++ 12 misreports the unmasked ones'
+         * undefined pass-through operand as uninitialised */
+        __m512d v = _mm512_castps_pd((__m512)a);
+        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM) {
+            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
+            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        }
+        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
+#else
+        __m256 h0 = (__m256)a;
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM)
+            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
+#endif
+        if (comb == TC__COMB_SUM) {
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+        }
+        /* NaN wins max and min (x86's min/max would drop it) */
+#if TC__ISA_W == 16
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+#else
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#endif
+        {
+            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_movehl_ps(h, h);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_shuffle_ps(h, h, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+            return _mm_cvtss_f32(h);
+        }
     }
 #endif
     r = a[0];
@@ -12366,10 +12400,12 @@ TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
 }
 
 /* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN) */
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
 TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
 #if TC__ISA_W == 16
-    return (TC__VF)_mm512_max_ps((__m512)TC__SPL(lo), _mm512_min_ps((__m512)TC__SPL(hi), (__m512)x));
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
 #elif TC__ISA_W == 8
     return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
 #else
@@ -12751,31 +12787,46 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     /* the lanes, in registers: reading them one by one through memory after
      * a vector store stalls on store forwarding (once per row and
      * reduction, it cost a fifth of softmax_ln) */
-#if TC__ISA_W == 16
-    if (comb == TC__COMB_SUM) {
-        __m512 v = (__m512)a;
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
-    }
-    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
-#elif TC__ISA_W == 8
-    if (comb == TC__COMB_SUM) {
-        __m256 v = (__m256)a;
-        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-    }
-    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#if TC__ISA_W == 16 || TC__ISA_W == 8
     {
-        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
-                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
-        __m128 q = _mm_movehl_ps(h, h);
-        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-        q = _mm_shuffle_ps(h, h, 1);
-        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-        return _mm_cvtss_f32(h);
+#if TC__ISA_W == 16
+        /* masked forms throughout: g++ 12 misreports the unmasked ones'
+         * undefined pass-through operand as uninitialised */
+        __m512d v = _mm512_castps_pd((__m512)a);
+        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM) {
+            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
+            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        }
+        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
+#else
+        __m256 h0 = (__m256)a;
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM)
+            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
+#endif
+        if (comb == TC__COMB_SUM) {
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+        }
+        /* NaN wins max and min (x86's min/max would drop it) */
+#if TC__ISA_W == 16
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+#else
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#endif
+        {
+            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_movehl_ps(h, h);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_shuffle_ps(h, h, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+            return _mm_cvtss_f32(h);
+        }
     }
 #endif
     r = a[0];
@@ -13064,10 +13115,12 @@ TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
 }
 
 /* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN) */
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
 TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
 #if TC__ISA_W == 16
-    return (TC__VF)_mm512_max_ps((__m512)TC__SPL(lo), _mm512_min_ps((__m512)TC__SPL(hi), (__m512)x));
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
 #elif TC__ISA_W == 8
     return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
 #else
@@ -13449,31 +13502,46 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     /* the lanes, in registers: reading them one by one through memory after
      * a vector store stalls on store forwarding (once per row and
      * reduction, it cost a fifth of softmax_ln) */
-#if TC__ISA_W == 16
-    if (comb == TC__COMB_SUM) {
-        __m512 v = (__m512)a;
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
-    }
-    if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-    return comb == TC__COMB_MAX ? _mm512_reduce_max_ps((__m512)a) : _mm512_reduce_min_ps((__m512)a);
-#elif TC__ISA_W == 8
-    if (comb == TC__COMB_SUM) {
-        __m256 v = (__m256)a;
-        __m256d s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-        __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-    }
-    if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#if TC__ISA_W == 16 || TC__ISA_W == 8
     {
-        __m128 h = comb == TC__COMB_MAX ? _mm_max_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1))
-                                        : _mm_min_ps(_mm256_castps256_ps128((__m256)a), _mm256_extractf128_ps((__m256)a, 1));
-        __m128 q = _mm_movehl_ps(h, h);
-        h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-        q = _mm_shuffle_ps(h, h, 1);
-        h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-        return _mm_cvtss_f32(h);
+#if TC__ISA_W == 16
+        /* masked forms throughout: g++ 12 misreports the unmasked ones'
+         * undefined pass-through operand as uninitialised */
+        __m512d v = _mm512_castps_pd((__m512)a);
+        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM) {
+            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
+            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        }
+        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
+#else
+        __m256 h0 = (__m256)a;
+        __m256d s4 = _mm256_setzero_pd();
+        if (comb == TC__COMB_SUM)
+            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
+#endif
+        if (comb == TC__COMB_SUM) {
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+        }
+        /* NaN wins max and min (x86's min/max would drop it) */
+#if TC__ISA_W == 16
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+#else
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+#endif
+        {
+            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_movehl_ps(h, h);
+            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
+            q = _mm_shuffle_ps(h, h, 1);
+            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
+            return _mm_cvtss_f32(h);
+        }
     }
 #endif
     r = a[0];
