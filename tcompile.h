@@ -11370,8 +11370,9 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
             s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
                                _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        } else {
+            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
         }
-        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
 #else
         __m256 h0 = (__m256)a;
         __m256d s4 = _mm256_setzero_pd();
@@ -12085,8 +12086,9 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
             s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
                                _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        } else {
+            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
         }
-        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
 #else
         __m256 h0 = (__m256)a;
         __m256d s4 = _mm256_setzero_pd();
@@ -12800,8 +12802,9 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
             s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
                                _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        } else {
+            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
         }
-        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
 #else
         __m256 h0 = (__m256)a;
         __m256d s4 = _mm256_setzero_pd();
@@ -13515,8 +13518,9 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
             s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
                                _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        } else {
+            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
         }
-        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
 #else
         __m256 h0 = (__m256)a;
         __m256d s4 = _mm256_setzero_pd();
@@ -13909,7 +13913,8 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Arms the prefetch of len elements of every contiguous input, `steps`
+/* Arms the prefetch of len elements (as many lines as len floats: the
+ * widest element) of every contiguous input, `steps`
  * along domain dim `dim` past its current tile (dim < 0: along the stream
  * itself); the tile's instructions issue it a few lines at a time and
  * tc__vst_pf_rest what is left.  The tiles do enough math that the

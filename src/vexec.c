@@ -163,7 +163,8 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
-/* Arms the prefetch of len elements of every contiguous input, `steps`
+/* Arms the prefetch of len elements (as many lines as len floats: the
+ * widest element) of every contiguous input, `steps`
  * along domain dim `dim` past its current tile (dim < 0: along the stream
  * itself); the tile's instructions issue it a few lines at a time and
  * tc__vst_pf_rest what is left.  The tiles do enough math that the

@@ -480,8 +480,9 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
             s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
                                _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        } else {
+            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
         }
-        h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
 #else
         __m256 h0 = (__m256)a;
         __m256d s4 = _mm256_setzero_pd();
