@@ -11346,63 +11346,70 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb
     for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+/* A vector's lanes combined in registers: reading them one by one through
+ * memory after a vector store stalls on store forwarding (once per row and
+ * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
+ * and min (x86's min/max would drop it). */
+TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
+    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
+    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
+    __m128d s2;
+    __m128 q, h4;
+#if TC__ISA_W == 16
+    /* masked forms: g++ 12 misreports the unmasked ones' undefined
+     * pass-through operand as uninitialised */
+    __m512d v = _mm512_castps_pd((__m512)a);
+    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+    if (comb == TC__COMB_SUM) {
+        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
+        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+    } else {
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
+    }
+#else
+    if (comb == TC__COMB_SUM) {
+        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
+                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
+    } else {
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+        h = (__m256)a;
+    }
+#endif
+    if (comb == TC__COMB_SUM) {
+        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    h4 = _mm256_castps256_ps128(h);
+    q = _mm256_extractf128_ps(h, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_movehl_ps(h4, h4);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_shuffle_ps(h4, h4, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
+    return _mm_cvtss_f32(h4);
+}
+#endif
+
 /* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
-    int i;
-    double r;
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes, in registers: reading them one by one through memory after
-     * a vector store stalls on store forwarding (once per row and
-     * reduction, it cost a fifth of softmax_ln) */
 #if TC__ISA_W == 16 || TC__ISA_W == 8
+    return TC__VFN(tc__vfold_x86_)(a, comb);
+#else
     {
-#if TC__ISA_W == 16
-        /* masked forms throughout: g++ 12 misreports the unmasked ones'
-         * undefined pass-through operand as uninitialised */
-        __m512d v = _mm512_castps_pd((__m512)a);
-        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
-        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM) {
-            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
-            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
-        } else {
-            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
-        }
-#else
-        __m256 h0 = (__m256)a;
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM)
-            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
-#endif
-        if (comb == TC__COMB_SUM) {
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-        }
-        /* NaN wins max and min (x86's min/max would drop it) */
-#if TC__ISA_W == 16
-        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-#else
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-#endif
-        {
-            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_movehl_ps(h, h);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_shuffle_ps(h, h, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-            return _mm_cvtss_f32(h);
-        }
+        double r = a[0];
+        int i;
+        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+        return r;
     }
 #endif
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
-    return r;
 }
 #undef TC__VACC_SUM
 #undef TC__VACC_MAX
@@ -12062,63 +12069,70 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb
     for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+/* A vector's lanes combined in registers: reading them one by one through
+ * memory after a vector store stalls on store forwarding (once per row and
+ * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
+ * and min (x86's min/max would drop it). */
+TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
+    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
+    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
+    __m128d s2;
+    __m128 q, h4;
+#if TC__ISA_W == 16
+    /* masked forms: g++ 12 misreports the unmasked ones' undefined
+     * pass-through operand as uninitialised */
+    __m512d v = _mm512_castps_pd((__m512)a);
+    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+    if (comb == TC__COMB_SUM) {
+        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
+        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+    } else {
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
+    }
+#else
+    if (comb == TC__COMB_SUM) {
+        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
+                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
+    } else {
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+        h = (__m256)a;
+    }
+#endif
+    if (comb == TC__COMB_SUM) {
+        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    h4 = _mm256_castps256_ps128(h);
+    q = _mm256_extractf128_ps(h, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_movehl_ps(h4, h4);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_shuffle_ps(h4, h4, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
+    return _mm_cvtss_f32(h4);
+}
+#endif
+
 /* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
-    int i;
-    double r;
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes, in registers: reading them one by one through memory after
-     * a vector store stalls on store forwarding (once per row and
-     * reduction, it cost a fifth of softmax_ln) */
 #if TC__ISA_W == 16 || TC__ISA_W == 8
+    return TC__VFN(tc__vfold_x86_)(a, comb);
+#else
     {
-#if TC__ISA_W == 16
-        /* masked forms throughout: g++ 12 misreports the unmasked ones'
-         * undefined pass-through operand as uninitialised */
-        __m512d v = _mm512_castps_pd((__m512)a);
-        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
-        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM) {
-            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
-            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
-        } else {
-            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
-        }
-#else
-        __m256 h0 = (__m256)a;
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM)
-            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
-#endif
-        if (comb == TC__COMB_SUM) {
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-        }
-        /* NaN wins max and min (x86's min/max would drop it) */
-#if TC__ISA_W == 16
-        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-#else
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-#endif
-        {
-            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_movehl_ps(h, h);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_shuffle_ps(h, h, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-            return _mm_cvtss_f32(h);
-        }
+        double r = a[0];
+        int i;
+        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+        return r;
     }
 #endif
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
-    return r;
 }
 #undef TC__VACC_SUM
 #undef TC__VACC_MAX
@@ -12778,63 +12792,70 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb
     for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+/* A vector's lanes combined in registers: reading them one by one through
+ * memory after a vector store stalls on store forwarding (once per row and
+ * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
+ * and min (x86's min/max would drop it). */
+TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
+    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
+    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
+    __m128d s2;
+    __m128 q, h4;
+#if TC__ISA_W == 16
+    /* masked forms: g++ 12 misreports the unmasked ones' undefined
+     * pass-through operand as uninitialised */
+    __m512d v = _mm512_castps_pd((__m512)a);
+    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+    if (comb == TC__COMB_SUM) {
+        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
+        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+    } else {
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
+    }
+#else
+    if (comb == TC__COMB_SUM) {
+        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
+                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
+    } else {
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+        h = (__m256)a;
+    }
+#endif
+    if (comb == TC__COMB_SUM) {
+        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    h4 = _mm256_castps256_ps128(h);
+    q = _mm256_extractf128_ps(h, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_movehl_ps(h4, h4);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_shuffle_ps(h4, h4, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
+    return _mm_cvtss_f32(h4);
+}
+#endif
+
 /* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
-    int i;
-    double r;
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes, in registers: reading them one by one through memory after
-     * a vector store stalls on store forwarding (once per row and
-     * reduction, it cost a fifth of softmax_ln) */
 #if TC__ISA_W == 16 || TC__ISA_W == 8
+    return TC__VFN(tc__vfold_x86_)(a, comb);
+#else
     {
-#if TC__ISA_W == 16
-        /* masked forms throughout: g++ 12 misreports the unmasked ones'
-         * undefined pass-through operand as uninitialised */
-        __m512d v = _mm512_castps_pd((__m512)a);
-        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
-        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM) {
-            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
-            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
-        } else {
-            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
-        }
-#else
-        __m256 h0 = (__m256)a;
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM)
-            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
-#endif
-        if (comb == TC__COMB_SUM) {
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-        }
-        /* NaN wins max and min (x86's min/max would drop it) */
-#if TC__ISA_W == 16
-        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-#else
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-#endif
-        {
-            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_movehl_ps(h, h);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_shuffle_ps(h, h, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-            return _mm_cvtss_f32(h);
-        }
+        double r = a[0];
+        int i;
+        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+        return r;
     }
 #endif
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
-    return r;
 }
 #undef TC__VACC_SUM
 #undef TC__VACC_MAX
@@ -13494,63 +13515,70 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb
     for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
 }
 
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+/* A vector's lanes combined in registers: reading them one by one through
+ * memory after a vector store stalls on store forwarding (once per row and
+ * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
+ * and min (x86's min/max would drop it). */
+TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
+    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
+    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
+    __m128d s2;
+    __m128 q, h4;
+#if TC__ISA_W == 16
+    /* masked forms: g++ 12 misreports the unmasked ones' undefined
+     * pass-through operand as uninitialised */
+    __m512d v = _mm512_castps_pd((__m512)a);
+    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+    if (comb == TC__COMB_SUM) {
+        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
+        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+    } else {
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
+    }
+#else
+    if (comb == TC__COMB_SUM) {
+        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
+                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
+    } else {
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+        h = (__m256)a;
+    }
+#endif
+    if (comb == TC__COMB_SUM) {
+        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    h4 = _mm256_castps256_ps128(h);
+    q = _mm256_extractf128_ps(h, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_movehl_ps(h4, h4);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_shuffle_ps(h4, h4, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
+    return _mm_cvtss_f32(h4);
+}
+#endif
+
 /* The accumulator reduced to one value (vectors first, then lanes). */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
-    int i;
-    double r;
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-    /* the lanes, in registers: reading them one by one through memory after
-     * a vector store stalls on store forwarding (once per row and
-     * reduction, it cost a fifth of softmax_ln) */
 #if TC__ISA_W == 16 || TC__ISA_W == 8
+    return TC__VFN(tc__vfold_x86_)(a, comb);
+#else
     {
-#if TC__ISA_W == 16
-        /* masked forms throughout: g++ 12 misreports the unmasked ones'
-         * undefined pass-through operand as uninitialised */
-        __m512d v = _mm512_castps_pd((__m512)a);
-        __m256 h0 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
-        __m256 h1 = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM) {
-            __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, h0), _mm512_maskz_cvtps_pd((__mmask8)0xFF, h1));
-            s4 = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                               _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
-        } else {
-            h0 = comb == TC__COMB_MAX ? _mm256_max_ps(h0, h1) : _mm256_min_ps(h0, h1);
-        }
-#else
-        __m256 h0 = (__m256)a;
-        __m256d s4 = _mm256_setzero_pd();
-        if (comb == TC__COMB_SUM)
-            s4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(h0)), _mm256_cvtps_pd(_mm256_extractf128_ps(h0, 1)));
-#endif
-        if (comb == TC__COMB_SUM) {
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
-            return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-        }
-        /* NaN wins max and min (x86's min/max would drop it) */
-#if TC__ISA_W == 16
-        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-#else
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-#endif
-        {
-            __m128 h = _mm256_castps256_ps128(h0), q = _mm256_extractf128_ps(h0, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_movehl_ps(h, h);
-            h = comb == TC__COMB_MAX ? _mm_max_ps(h, q) : _mm_min_ps(h, q);
-            q = _mm_shuffle_ps(h, h, 1);
-            h = comb == TC__COMB_MAX ? _mm_max_ss(h, q) : _mm_min_ss(h, q);
-            return _mm_cvtss_f32(h);
-        }
+        double r = a[0];
+        int i;
+        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+        return r;
     }
 #endif
-    r = a[0];
-    for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
-    return r;
 }
 #undef TC__VACC_SUM
 #undef TC__VACC_MAX
