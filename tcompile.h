@@ -9845,6 +9845,16 @@ typedef struct tc__vst {
     int npf, pf_lines, pf_next;
 } tc__vst;
 
+/* Issues the armed prefetch's lines up to `end` (at most all of them) for
+ * every armed stream. */
+TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
+    int q, l;
+    if (end > s->pf_lines) end = s->pf_lines;
+    for (q = 0; q < s->npf; q++)
+        for (l = s->pf_next; l < end; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+    if (end > s->pf_next) s->pf_next = end;
+}
+
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles
  * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
  * streams), since each instruction's dispatch is paid once per tile. */
@@ -11471,12 +11481,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
-        if (s->pf_next < s->pf_lines) {
-            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
-            for (q = 0; q < s->npf; q++)
-                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
-            s->pf_next = e;
-        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -12194,12 +12199,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
-        if (s->pf_next < s->pf_lines) {
-            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
-            for (q = 0; q < s->npf; q++)
-                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
-            s->pf_next = e;
-        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -12917,12 +12917,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
-        if (s->pf_next < s->pf_lines) {
-            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
-            for (q = 0; q < s->npf; q++)
-                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
-            s->pf_next = e;
-        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -13640,12 +13635,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
-        if (s->pf_next < s->pf_lines) {
-            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
-            for (q = 0; q < s->npf; q++)
-                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
-            s->pf_next = e;
-        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
@@ -13959,9 +13949,7 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t s
 
 /* Issues the lines of the armed prefetch the instructions did not. */
 TC__FN void tc__vst_pf_rest(tc__vst *s) {
-    int i, l;
-    for (i = 0; i < s->npf; i++)
-        for (l = s->pf_next; l < s->pf_lines; l++) __builtin_prefetch(s->pf[i] + (size_t)l * 64, 0, 3);
+    tc__vst_pf_upto(s, s->pf_lines);
     s->npf = s->pf_next = s->pf_lines = 0;
 }
 #define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */

@@ -181,9 +181,7 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t s
 
 /* Issues the lines of the armed prefetch the instructions did not. */
 TC__FN void tc__vst_pf_rest(tc__vst *s) {
-    int i, l;
-    for (i = 0; i < s->npf; i++)
-        for (l = s->pf_next; l < s->pf_lines; l++) __builtin_prefetch(s->pf[i] + (size_t)l * 64, 0, 3);
+    tc__vst_pf_upto(s, s->pf_lines);
     s->npf = s->pf_next = s->pf_lines = 0;
 }
 #define TC__PREFETCH_TILES 2 /* how far a stream runs ahead */

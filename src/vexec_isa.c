@@ -581,12 +581,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
         default: break;
         }
-        if (s->pf_next < s->pf_lines) {
-            int q, l, e = s->pf_next + TC__VM_PF_STEP < s->pf_lines ? s->pf_next + TC__VM_PF_STEP : s->pf_lines;
-            for (q = 0; q < s->npf; q++)
-                for (l = s->pf_next; l < e; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
-            s->pf_next = e;
-        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
         uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
