@@ -9845,15 +9845,17 @@ typedef struct tc__vst {
     int npf, pf_lines, pf_next;
 } tc__vst;
 
+#ifdef TC__HAVE_VEXEC
 /* Issues the armed prefetch's lines up to `end` (at most all of them) for
  * every armed stream. */
 TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     int q, l;
     if (end > s->pf_lines) end = s->pf_lines;
     for (q = 0; q < s->npf; q++)
-        for (l = s->pf_next; l < end; l++) __builtin_prefetch(s->pf[q] + (size_t)l * 64, 0, 3);
+        for (l = s->pf_next; l < end; l++) tc__prefetch(s->pf[q] + (size_t)l * 64);
     if (end > s->pf_next) s->pf_next = end;
 }
+#endif
 
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles
  * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
