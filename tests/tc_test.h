@@ -68,5 +68,27 @@ static inline double tct_maxrel(tc_tensor *a, tc_tensor *b) {
     free(y);
     return m;
 }
+
+/* Largest |a - b| over 1 + the largest |b|: the error of a chain of
+ * contractions, whose elements cancel, so that a summation order picked by
+ * max-autotune moves small elements by more than their own ulps. */
+static inline double tct_maxrel_scaled(tc_tensor *a, tc_tensor *b) {
+    int64_t n = tc_numel(a), i;
+    double m = 0, big = 0;
+    float *x, *y;
+    if (tc_status(a) || tc_status(b) || n != tc_numel(b) || tc_ndim(a) != tc_ndim(b)) return INFINITY;
+    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
+    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+        if (fabs((double)y[i]) > big) big = fabs((double)y[i]);
+    }
+    free(x);
+    free(y);
+    return m / (1.0 + big);
+}
 #endif
 #endif

@@ -371,7 +371,8 @@ static void empty_row_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **o
     out[0] = tc_add(c, out[0], tc_layer_norm(c, in[0], 1, NULL, NULL, 1e-5));
 }
 
-static double compiled_err(tc_model_fn fn, int nin, tc_tensor **in, int mode) {
+static double compiled_err_by(tc_model_fn fn, int nin, tc_tensor **in, int mode,
+                              double (*err)(tc_tensor *, tc_tensor *)) {
     tc_compile_options o;
     tc_fn *f;
     tc_tensor *y, *ye;
@@ -383,11 +384,14 @@ static double compiled_err(tc_model_fn fn, int nin, tc_tensor **in, int mode) {
     f = tc_compile(ctx, fn, NULL, &o);
     fn(ctx, NULL, in, &ye);
     for (call = 0; call < 3; call++) {
-        double e = tc_call(f, in, &y) == TC_OK ? maxrel(y, ye) : INFINITY;
+        double e = tc_call(f, in, &y) == TC_OK ? err(y, ye) : INFINITY;
         if (e > worst) worst = e;
     }
     tc_fn_free(f);
     return worst;
+}
+static double compiled_err(tc_model_fn fn, int nin, tc_tensor **in, int mode) {
+    return compiled_err_by(fn, nin, in, mode, tct_maxrel);
 }
 
 TC_TEST(test_review_regressions) {
@@ -399,8 +403,12 @@ TC_TEST(test_review_regressions) {
     in[0] = randn(2, 96, 96, 51);
     in[1] = randn(2, 96, 96, 52);
     for (mode = 1; mode <= 3; mode++) {
-        double e1 = compiled_err(epi_transpose_fn, 2, in, mode), e2 = compiled_err(two_epilogues_fn, 2, in, mode);
-        TC_CHECKF(e1 < 1e-5 && e2 < 1e-4, "mode %d: epilogue + transpose %g, two epilogues %g", mode, e1, e2);
+        /* four chained matmuls: their small elements are differences of
+         * large terms, so the error is measured against the output's scale
+         * (max-autotune may pick a GEMM whose summation order differs) */
+        double e1 = compiled_err(epi_transpose_fn, 2, in, mode);
+        double e2 = compiled_err_by(two_epilogues_fn, 2, in, mode, tct_maxrel_scaled);
+        TC_CHECKF(e1 < 1e-5 && e2 < 1e-5, "mode %d: epilogue + transpose %g, two epilogues %g", mode, e1, e2);
     }
     for (k = 0; k < 4; k++) {
         double e;
