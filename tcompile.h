@@ -13949,6 +13949,17 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t s
     }
 }
 
+/* Narrows the armed prefetch to part `part` of `nparts` of its lines: a
+ * row kernel's stages share the next row's lines, so each issues a few and
+ * the row is in cache when the first stage reaches it (all of it in the
+ * first stage, which computes nothing to spread it over, was a burst the
+ * miss buffers dropped). */
+TC__FN void tc__vst_pf_part(tc__vst *s, int part, int nparts) {
+    int lines = s->pf_lines;
+    s->pf_next = lines * part / nparts;
+    s->pf_lines = lines * (part + 1) / nparts;
+}
+
 /* Issues the lines of the armed prefetch the instructions did not. */
 TC__FN void tc__vst_pf_rest(tc__vst *s) {
     tc__vst_pf_upto(s, s->pf_lines);
@@ -14008,10 +14019,11 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
 
 /* One row stage over the row at outer index idx[0..row0): every tile of
  * every row dim; the stage's accumulators end as row scalars (slots),
- * folded into doubles now and then.  The first stage also fetches the
- * next row along the innermost outer dim (when next_row is set). */
-TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int first,
-                               float *const *lbase, int next_row) {
+ * folded into doubles now and then.  Stage `part` of the row's `nparts`
+ * also fetches its share of the next row along the innermost outer dim
+ * (when next_row is set). */
+TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int part,
+                               int nparts, float *const *lbase, int next_row) {
     const tc__kernel *k = kr->k;
     int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, since = 0;
     int tile = kr->tile;
@@ -14035,9 +14047,12 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         for (t = 0; t < inner; t += tile) {
             int len = (int)(inner - t < tile ? inner - t : tile);
             for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
-            if (first && inner - t > (int64_t)tile * TC__PREFETCH_TILES)
-                tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
-            if (first && next_row) tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
+            int ahead = part == 0 && inner - t > (int64_t)tile * TC__PREFETCH_TILES;
+            if (ahead) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
+            if (next_row) {
+                tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
+                if (!ahead) tc__vst_pf_part(s, part, nparts);
+            }
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_pf_rest(s);
             tc__vst_advance(s, k->nacc, len);
@@ -14070,7 +14085,8 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i, si, d;
-    int next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1;
+    int next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1, nrow_stages = 0, part;
+    for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
@@ -14079,10 +14095,10 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
             idx[d] = rest % kr->shape[d];
             rest /= kr->shape[d];
         }
-        for (si = 0; si < k->nstage; si++) {
+        for (si = 0, part = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
             if (!stg->scalar) {
-                tc__krun_row_stage(kr, &s, idx, stg, si == 0, lbase, next_row);
+                tc__krun_row_stage(kr, &s, idx, stg, part++, nrow_stages, lbase, next_row);
                 continue;
             }
             for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0;
