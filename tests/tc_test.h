@@ -46,33 +46,15 @@ static const char *tct_current = "";
     (printf("%d passed, %d failed\n", tct_passed, tct_tests_failed),      \
      tct_tests_failed != 0)
 #ifdef TCOMPILE_H
-/* Largest |a - b| / (1 + |b|) over two f32-readable tensors of equal size
- * (NaN in both counts as equal); +inf on an error or a size mismatch.  The
- * tolerance fused kernels are held to: a few ulp (vector math, reassociated
- * sums), never more. */
-static inline double tct_maxrel(tc_tensor *a, tc_tensor *b) {
-    int64_t n = tc_numel(a), i;
-    double m = 0;
-    float *x, *y;
-    if (tc_status(a) || tc_status(b) || n != tc_numel(b) || tc_ndim(a) != tc_ndim(b)) return INFINITY;
-    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
-    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
-    for (i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]) / (1.0 + fabs((double)y[i]));
-        if (x[i] != x[i] && y[i] != y[i]) d = 0;
-        if (d > m || d != d) m = d != d ? INFINITY : d;
-    }
-    free(x);
-    free(y);
-    return m;
-}
-
-/* Largest |a - b| over 1 + the largest |b|: the error of a chain of
- * contractions, whose elements cancel, so that a summation order picked by
- * max-autotune moves small elements by more than their own ulps. */
-static inline double tct_maxrel_scaled(tc_tensor *a, tc_tensor *b) {
+/* The largest difference of two f32-readable tensors, measured as `how`
+ * says: TCT_REL |a - b| / (1 + |b|) per element (the tolerance fused
+ * kernels are held to: a few ulp, for vector math and reassociated sums);
+ * TCT_ABS |a - b|; TCT_SCALED |a - b| over 1 + the largest |b| (a chain of
+ * contractions, whose small elements are differences of large terms, so a
+ * summation order max-autotune picks moves them by more than their own
+ * ulps).  NaN in both counts as equal; +inf on an error or a size mismatch. */
+enum { TCT_REL, TCT_ABS, TCT_SCALED };
+static inline double tct_err(tc_tensor *a, tc_tensor *b, int how) {
     int64_t n = tc_numel(a), i;
     double m = 0, big = 0;
     float *x, *y;
@@ -83,12 +65,17 @@ static inline double tct_maxrel_scaled(tc_tensor *a, tc_tensor *b) {
     tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
     for (i = 0; i < n; i++) {
         double d = fabs((double)x[i] - (double)y[i]);
+        if (how == TCT_REL) d /= 1.0 + fabs((double)y[i]);
+        if (x[i] != x[i] && y[i] != y[i]) d = 0;
         if (d > m || d != d) m = d != d ? INFINITY : d;
         if (fabs((double)y[i]) > big) big = fabs((double)y[i]);
     }
     free(x);
     free(y);
-    return m / (1.0 + big);
+    return how == TCT_SCALED ? m / (1.0 + big) : m;
 }
+static inline double tct_maxrel(tc_tensor *a, tc_tensor *b) { return tct_err(a, b, TCT_REL); }
+static inline double tct_maxdiff(tc_tensor *a, tc_tensor *b) { return tct_err(a, b, TCT_ABS); }
+static inline double tct_maxrel_scaled(tc_tensor *a, tc_tensor *b) { return tct_err(a, b, TCT_SCALED); }
 #endif
 #endif

@@ -21,24 +21,7 @@ static tc_tensor *randn(int nd, int64_t a, int64_t b, int64_t c, uint64_t seed) 
 #define FUSED_TOL 1e-5
 #define maxrel tct_maxrel
 
-/* max |a - b| over equal-shaped tensors; +inf on mismatch */
-static double maxdiff(tc_tensor *a, tc_tensor *b) {
-    int64_t n = tc_numel(a), i;
-    double m = 0;
-    float *x, *y;
-    if (tc_status(a) || tc_status(b) || n != tc_numel(b) || tc_ndim(a) != tc_ndim(b)) return INFINITY;
-    x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
-    tc_read(a, TC_F32, x, sizeof(float) * (size_t)n);
-    tc_read(b, TC_F32, y, sizeof(float) * (size_t)n);
-    for (i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]);
-        if (d > m || d != d) m = d != d ? INFINITY : d;
-    }
-    free(x);
-    free(y);
-    return m;
-}
+#define maxdiff tct_maxdiff
 
 /* ---- models ---------------------------------------------------------------- */
 
