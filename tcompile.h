@@ -14046,8 +14046,8 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         tc__krun_point(kr, s, idx, 0);
         for (t = 0; t < inner; t += tile) {
             int len = (int)(inner - t < tile ? inner - t : tile);
-            for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
             int ahead = part == 0 && inner - t > (int64_t)tile * TC__PREFETCH_TILES;
+            for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
             if (ahead) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
             if (next_row) {
                 tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);

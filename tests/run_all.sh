@@ -10,10 +10,6 @@ set -u
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build/test}
 mkdir -p "$B"
-# max-autotune's on-disk cache: a fresh one for this run, never the user's
-case "$B" in /*) TC_CACHE_DIR="$B/tune-cache" ;; *) TC_CACHE_DIR="$(pwd)/$B/tune-cache" ;; esac
-export TC_CACHE_DIR
-rm -rf "$TC_CACHE_DIR"
 
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
@@ -55,14 +51,16 @@ have() { command -v "$1" > /dev/null 2>&1; }
 
 # The job pool: a FIFO holding one token per free slot.
 JOBS=${JOBS:-$(getconf _NPROCESSORS_ONLN 2> /dev/null || echo 1)}
-J="$B/jobs"
+# (absolute: a job's max-autotune cache must not move if a test changes directory)
+case "$B" in /*) J="$B/jobs" ;; *) J="$(pwd)/$B/jobs" ;; esac
 rm -rf "$J"; mkdir -p "$J"
 mkfifo "$J/pool" || { echo "cannot make a FIFO in $J"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 exec 3<> "$J/pool"
 i=0; while [ "$i" -lt "$JOBS" ]; do echo >&3; i=$((i + 1)); done
 njob=0
 # job CMD...: runs CMD in the background once a slot is free, with W its
-# own scratch directory (also its max-autotune cache).
+# own scratch directory, which also holds its max-autotune cache: a fresh
+# one per job, never the user's.
 job() {
     njob=$((njob + 1))
     n=$(printf %03d "$njob")
