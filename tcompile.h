@@ -9775,11 +9775,13 @@ enum {
     TC__V_END
 };
 
-enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN };
+/* SUMSQ is an accumulation's combiner only (ACC's c): it sums the
+ * squares of its register, and its slot's combiner is SUM. */
+enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ };
 
 /* The combiners, as the eager reductions define them (NaN wins max/min). */
 TC__FN double tc__comb_identity(int comb) {
-    return comb == TC__COMB_SUM ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    return comb == TC__COMB_SUM || comb == TC__COMB_SUMSQ ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
 }
 TC__FN double tc__comb_apply(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
@@ -9787,8 +9789,11 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
     return (v < a || v != v) ? v : a;
 }
 
+/* A compute instruction reads operand a as a * as + at, where as and at
+ * are uniform registers (-1: 1 and -0, i.e. a as it is): the affine
+ * prologue tc__kernel_simplify folds producers into. */
 typedef struct tc__vins {
-    int16_t op, dst, a, b, c;
+    int16_t op, dst, a, b, c, as, at;
     float f0, f1;
 } tc__vins;
 
@@ -9889,9 +9894,25 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v->a = (int16_t)a;
     v->b = (int16_t)b;
     v->c = (int16_t)c;
+    v->as = v->at = -1;
     v->f0 = f0;
     v->f1 = f1;
     return 0;
+}
+
+/* The registers an instruction reads, as pointers to its fields (so a
+ * pass can rename them); returns how many (at most 5). */
+TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
+    int n = 0;
+    if (v->op == TC__V_STORE || v->op == TC__V_STOREL || v->op == TC__V_ACC) src[n++] = &v->b;
+    else if (v->op < TC__OP_COUNT) {
+        int16_t *f[5];
+        int j;
+        f[0] = &v->a, f[1] = &v->b, f[2] = &v->c, f[3] = &v->as, f[4] = &v->at;
+        for (j = 0; j < 5; j++)
+            if (*f[j] >= 0) src[n++] = f[j];
+    }
+    return n;
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
@@ -9931,11 +9952,14 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
             case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
             case TC__V_ACC:
-                tc__text_printf(sb, "    slot%d %s= r%d%s\n", v->a, comb[v->c], v->b,
+                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
+                                v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
                 break;
             default:
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
+                if (v->as >= 0) tc__text_printf(sb, "*r%d", v->as);
+                if (v->at >= 0) tc__text_printf(sb, "+r%d", v->at);
                 if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
                 if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
                 if (v->op == TC__OP_CLAMP || v->op == TC__OP_SOFTPLUS) tc__text_printf(sb, "; %g, %g", v->f0, v->f1);
@@ -9943,6 +9967,155 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             }
         }
     }
+}
+
+/* ---- simplification: affine prologues, reciprocals, sums of squares ---- */
+
+/* What a stage's SSA value is, to the pass below. */
+typedef struct tc__vval {
+    int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
+    int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
+    int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int kept;        /* stored, kept or accumulated: its pass stays anyway     */
+} tc__vval;
+
+typedef struct tc__vsimp {
+    tc__kernel *k;
+    tc__vval *v;
+    int nvreg, oom;
+} tc__vsimp;
+
+/* A uniform instruction appended to the stage (computed once per tile). */
+TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
+    int d = p->nvreg++;
+    if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
+    p->v[d].x = p->v[d].sq = -1;
+    p->v[d].uni = 1;
+    p->v[d].kept = 0;
+    return (int16_t)d;
+}
+
+/* dst = op(x * s1 + t1, u), or u - (x * s1 + t1) when rev, or its negation
+ * for NEG: an affine function of x again, whose s and t are computed from
+ * s1, t1 and u once per tile. */
+TC__FN void tc__vsimp_derive(tc__vsimp *p, int dst, int op, int rev, int16_t x, int16_t s1, int16_t t1, int16_t u) {
+    tc__vval *d = &p->v[dst];
+    int16_t s = s1, t = t1;
+    if (op == TC__OP_ADD) t = t1 < 0 ? u : tc__vsimp_uni(p, TC__OP_ADD, t1, u, 0);
+    else if (op == TC__OP_SUB && !rev) t = t1 < 0 ? tc__vsimp_uni(p, TC__OP_NEG, u, -1, 0) : tc__vsimp_uni(p, TC__OP_SUB, t1, u, 0);
+    else if (op == TC__OP_MUL) {
+        s = s1 < 0 ? u : tc__vsimp_uni(p, TC__OP_MUL, s1, u, 0);
+        t = t1 < 0 ? -1 : tc__vsimp_uni(p, TC__OP_MUL, t1, u, 0);
+    } else { /* NEG, or u - y */
+        s = s1 < 0 ? tc__vsimp_uni(p, TC__V_CONST, -1, -1, -1.0f) : tc__vsimp_uni(p, TC__OP_NEG, s1, -1, 0);
+        if (rev) t = t1 < 0 ? u : tc__vsimp_uni(p, TC__OP_SUB, u, t1, 0);
+        else t = t1 < 0 ? -1 : tc__vsimp_uni(p, TC__OP_NEG, t1, -1, 0);
+    }
+    d->x = x;
+    d->s = s;
+    d->t = t;
+}
+
+/* One compute instruction: its operand a folded, then what it is noted. */
+TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
+    tc__vval *v = p->v;
+    int op = in->op, bin = in->b >= 0 && in->c < 0;
+    int comm = bin && (op == TC__OP_ADD || op == TC__OP_MUL || op == TC__OP_EQ || op == TC__OP_NE);
+    if (comm && !v[in->b].uni && (v[in->a].uni || (v[in->a].x < 0 && v[in->b].x >= 0))) {
+        int16_t tmp = in->a; /* the uniform operand second, a foldable one first */
+        in->a = in->b;
+        in->b = tmp;
+    }
+    if (in->as < 0 && in->at < 0 && v[in->a].x >= 0 && !v[in->a].kept) {
+        const tc__vval *y = &v[in->a];
+        in->as = y->s;
+        in->at = y->t;
+        in->a = y->x;
+    }
+    v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    if (v[in->dst].uni) return;
+    if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
+        in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
+        in->op = (int16_t)(op = TC__OP_MUL);
+    }
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+        tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
+    else if (bin && op == TC__OP_SUB && v[in->a].uni && in->as < 0 && in->at < 0) {
+        const tc__vval *y = &v[in->b];
+        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
+    } else if (op == TC__OP_NEG)
+        tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
+    if (in->as < 0 && in->at < 0 && (op == TC__OP_SQUARE || (op == TC__OP_MUL && in->a == in->b))) v[in->dst].sq = in->a;
+}
+
+/* Drops the instructions of code[begin, ncode) whose values nobody reads. */
+TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
+    int i, j, n, w;
+    int16_t *src[5];
+    for (i = begin; i < k->ncode; i++)
+        for (j = 0, n = tc__vins_srcs(&k->code[i], src); j < n; j++) uses[*src[j]]++;
+    for (i = k->ncode - 1; i >= begin; i--) {
+        tc__vins *v = &k->code[i];
+        if (v->dst < 0 || uses[v->dst] > 0) continue;
+        for (j = 0, n = tc__vins_srcs(v, src); j < n; j++) uses[*src[j]]--;
+        v->op = TC__V_END; /* dead */
+    }
+    for (i = w = begin; i < k->ncode; i++)
+        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
+    k->ncode = w;
+}
+
+/* Rewrites the SSA code of the stage being built, code[begin, ncode), with
+ * *nvreg values so far, so the executor makes fewer passes over its tiles:
+ * - a value that is an affine function x * s + t of one non-uniform value
+ *   (+, -, * by constants or row scalars, negation, and chains of those) is
+ *   folded into the instructions that read it as their operand a's
+ *   prologue (one multiply-add per vector; the producer's own pass goes);
+ * - division by a uniform value multiplies by its reciprocal;
+ * - a sum of squares accumulates with multiply-adds (SUMSQ).
+ * The fused forms round once where the graph rounds twice (x * s + t),
+ * and x * (1 / u) is within an ulp of x / u: the reassociation a compiled
+ * function's tolerance allows.  0, or -1 out of memory. */
+TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
+    int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
+    tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
+    tc__vsimp p;
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    p.k = k;
+    p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
+    p.nvreg = *nvreg;
+    p.oom = !old || !uses || !p.v;
+    if (!p.oom) {
+        memcpy(old, k->code + begin, sizeof(tc__vins) * (size_t)n);
+        k->ncode = begin;
+        for (i = 0; i < cap; i++) {
+            p.v[i].x = p.v[i].sq = -1;
+            p.v[i].uni = p.v[i].kept = 0;
+            uses[i] = 0;
+        }
+        for (i = 0; i < n; i++) /* folding a value that is kept saves no pass, and may cost one (a square) */
+            if (old[i].op == TC__V_STORE || old[i].op == TC__V_STOREL || old[i].op == TC__V_ACC) p.v[old[i].b].kept = 1;
+        for (i = 0; i < n && !p.oom; i++) {
+            tc__vins in = old[i];
+            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) p.v[in.dst].uni = 1;
+            else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
+                in.b = p.v[in.b].sq;
+                in.c = TC__COMB_SUMSQ;
+            } else if (in.op < TC__OP_COUNT) tc__vsimp_compute(&p, &in);
+            if (tc__kernel_emit(k, in.op, in.dst, in.a, in.b, in.c, in.f0, in.f1) != 0) p.oom = 1;
+            else {
+                k->code[k->ncode - 1].as = in.as;
+                k->code[k->ncode - 1].at = in.at;
+            }
+        }
+        if (!p.oom) tc__vsimp_dce(k, begin, uses);
+        *nvreg = p.nvreg;
+    }
+    TC_FREE(old);
+    TC_FREE(uses);
+    TC_FREE(p.v);
+    return p.oom ? -1 : 0;
 }
 
 /* ===== src/fuse.c ===== */
@@ -10535,30 +10708,18 @@ TC__FN int tc__fuse_regalloc(tc__fuse *f, int begin, int end) {
     }
     for (i = 0; i < nv; i++) last[i] = -1;
     for (i = begin; i < end; i++) {
-        tc__vins *v = &k->code[i];
-        int op = v->op;
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) last[v->b] = i;
-        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
-            if (v->a >= 0) last[v->a] = i;
-            if (v->b >= 0) last[v->b] = i;
-            if (v->c >= 0) last[v->c] = i;
-        }
+        int16_t *src[5];
+        int j, ns = tc__vins_srcs(&k->code[i], src);
+        for (j = 0; j < ns; j++) last[*src[j]] = i;
     }
     for (i = begin; i < end; i++) {
         tc__vins *v = &k->code[i];
-        int op = v->op, j, srcs[3], ns = 0;
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) srcs[ns++] = v->b;
-        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
-            if (v->a >= 0) srcs[ns++] = v->a;
-            if (v->b >= 0) srcs[ns++] = v->b;
-            if (v->c >= 0) srcs[ns++] = v->c;
-        }
+        int16_t *src[5];
+        int j, srcs[5], ns = tc__vins_srcs(v, src);
         /* rename sources, then free those dying here before picking dst */
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) v->b = (int16_t)phys[v->b];
-        else if (ns) {
-            if (v->a >= 0) v->a = (int16_t)phys[v->a];
-            if (v->b >= 0) v->b = (int16_t)phys[v->b];
-            if (v->c >= 0) v->c = (int16_t)phys[v->c];
+        for (j = 0; j < ns; j++) {
+            srcs[j] = *src[j];
+            *src[j] = (int16_t)phys[srcs[j]];
         }
         for (j = 0; j < ns; j++) {
             int dup = 0, t;
@@ -10598,8 +10759,12 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
 
 TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     tc__kstage *st = &f->k->stage[f->k->nstage];
-    st->end = f->k->ncode;
     if (f->oom || f->fail_node >= 0) return -1;
+    if (tc__kernel_simplify(f->k, st->begin, &f->nvreg) != 0) {
+        f->oom = 1;
+        return -1;
+    }
+    st->end = f->k->ncode;
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     f->k->nstage++;
     f->stage++;
@@ -10962,6 +11127,9 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
 
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
+#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
     return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
@@ -11319,6 +11487,7 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_SUM(a, v) ((a) + (v))
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -11339,6 +11508,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     i = 0;
     if (comb == TC__COMB_SUM) {
         TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
     } else if (comb == TC__COMB_MAX) {
         TC__VACC_LOOP(TC__VACC_MAX)
     } else {
@@ -11424,6 +11595,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
 #endif
 }
 #undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 
@@ -11450,6 +11622,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
         int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -11507,10 +11680,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -11522,12 +11701,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__LD(a);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            TC__VF av = TC__A(0);                                                                     \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
             TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
         }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
@@ -11541,11 +11720,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
                 default: break;
                 }
             }
@@ -11608,6 +11787,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__A
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -11680,6 +11860,9 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
 
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
+#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
     return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
@@ -12037,6 +12220,7 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_SUM(a, v) ((a) + (v))
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -12057,6 +12241,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     i = 0;
     if (comb == TC__COMB_SUM) {
         TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
     } else if (comb == TC__COMB_MAX) {
         TC__VACC_LOOP(TC__VACC_MAX)
     } else {
@@ -12142,6 +12328,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
 #endif
 }
 #undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 
@@ -12168,6 +12355,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
         int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -12225,10 +12413,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -12240,12 +12434,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__LD(a);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            TC__VF av = TC__A(0);                                                                     \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
             TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
         }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
@@ -12259,11 +12453,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
                 default: break;
                 }
             }
@@ -12326,6 +12520,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__A
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12398,6 +12593,9 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
 
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
+#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
     return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
@@ -12755,6 +12953,7 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_SUM(a, v) ((a) + (v))
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -12775,6 +12974,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     i = 0;
     if (comb == TC__COMB_SUM) {
         TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
     } else if (comb == TC__COMB_MAX) {
         TC__VACC_LOOP(TC__VACC_MAX)
     } else {
@@ -12860,6 +13061,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
 #endif
 }
 #undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 
@@ -12886,6 +13088,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
         int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -12943,10 +13146,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -12958,12 +13167,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__LD(a);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            TC__VF av = TC__A(0);                                                                     \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
             TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
         }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
@@ -12977,11 +13186,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
                 default: break;
                 }
             }
@@ -13044,6 +13253,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__A
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13116,6 +13326,9 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
 
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
+#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
     return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
@@ -13473,6 +13686,7 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_SUM(a, v) ((a) + (v))
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -13493,6 +13707,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     i = 0;
     if (comb == TC__COMB_SUM) {
         TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
     } else if (comb == TC__COMB_MAX) {
         TC__VACC_LOOP(TC__VACC_MAX)
     } else {
@@ -13578,6 +13794,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
 #endif
 }
 #undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 
@@ -13604,6 +13821,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
         int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -13661,10 +13879,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -13676,12 +13900,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__LD(a);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            TC__VF av = TC__A(0);                                                                     \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
             TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
         }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
@@ -13695,11 +13919,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
                 default: break;
                 }
             }
@@ -13762,6 +13986,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__A
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14581,7 +14806,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261203"
+#define TC__TUNE_KERNELS "k20261203b"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -15377,8 +15602,8 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         char ins[128];
         for (i = 0; i < k->ncode; i++) {
             const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, (double)v->f0,
-                    (double)v->f1);
+            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
+                    (double)v->f0, (double)v->f1);
             h ^= tc__fnv1a(ins);
             h *= 1099511628211ull;
         }

@@ -587,30 +587,18 @@ TC__FN int tc__fuse_regalloc(tc__fuse *f, int begin, int end) {
     }
     for (i = 0; i < nv; i++) last[i] = -1;
     for (i = begin; i < end; i++) {
-        tc__vins *v = &k->code[i];
-        int op = v->op;
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) last[v->b] = i;
-        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
-            if (v->a >= 0) last[v->a] = i;
-            if (v->b >= 0) last[v->b] = i;
-            if (v->c >= 0) last[v->c] = i;
-        }
+        int16_t *src[5];
+        int j, ns = tc__vins_srcs(&k->code[i], src);
+        for (j = 0; j < ns; j++) last[*src[j]] = i;
     }
     for (i = begin; i < end; i++) {
         tc__vins *v = &k->code[i];
-        int op = v->op, j, srcs[3], ns = 0;
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) srcs[ns++] = v->b;
-        else if (op != TC__V_LOAD && op != TC__V_CONST && op != TC__V_SLOT && op != TC__V_LOADL) {
-            if (v->a >= 0) srcs[ns++] = v->a;
-            if (v->b >= 0) srcs[ns++] = v->b;
-            if (v->c >= 0) srcs[ns++] = v->c;
-        }
+        int16_t *src[5];
+        int j, srcs[5], ns = tc__vins_srcs(v, src);
         /* rename sources, then free those dying here before picking dst */
-        if (op == TC__V_STORE || op == TC__V_STOREL || op == TC__V_ACC) v->b = (int16_t)phys[v->b];
-        else if (ns) {
-            if (v->a >= 0) v->a = (int16_t)phys[v->a];
-            if (v->b >= 0) v->b = (int16_t)phys[v->b];
-            if (v->c >= 0) v->c = (int16_t)phys[v->c];
+        for (j = 0; j < ns; j++) {
+            srcs[j] = *src[j];
+            *src[j] = (int16_t)phys[srcs[j]];
         }
         for (j = 0; j < ns; j++) {
             int dup = 0, t;
@@ -650,8 +638,12 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
 
 TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     tc__kstage *st = &f->k->stage[f->k->nstage];
-    st->end = f->k->ncode;
     if (f->oom || f->fail_node >= 0) return -1;
+    if (tc__kernel_simplify(f->k, st->begin, &f->nvreg) != 0) {
+        f->oom = 1;
+        return -1;
+    }
+    st->end = f->k->ncode;
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     f->k->nstage++;
     f->stage++;

@@ -43,11 +43,13 @@ enum {
     TC__V_END
 };
 
-enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN };
+/* SUMSQ is an accumulation's combiner only (ACC's c): it sums the
+ * squares of its register, and its slot's combiner is SUM. */
+enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ };
 
 /* The combiners, as the eager reductions define them (NaN wins max/min). */
 TC__FN double tc__comb_identity(int comb) {
-    return comb == TC__COMB_SUM ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    return comb == TC__COMB_SUM || comb == TC__COMB_SUMSQ ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
 }
 TC__FN double tc__comb_apply(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
@@ -55,8 +57,11 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
     return (v < a || v != v) ? v : a;
 }
 
+/* A compute instruction reads operand a as a * as + at, where as and at
+ * are uniform registers (-1: 1 and -0, i.e. a as it is): the affine
+ * prologue tc__kernel_simplify folds producers into. */
 typedef struct tc__vins {
-    int16_t op, dst, a, b, c;
+    int16_t op, dst, a, b, c, as, at;
     float f0, f1;
 } tc__vins;
 
@@ -157,9 +162,25 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v->a = (int16_t)a;
     v->b = (int16_t)b;
     v->c = (int16_t)c;
+    v->as = v->at = -1;
     v->f0 = f0;
     v->f1 = f1;
     return 0;
+}
+
+/* The registers an instruction reads, as pointers to its fields (so a
+ * pass can rename them); returns how many (at most 5). */
+TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
+    int n = 0;
+    if (v->op == TC__V_STORE || v->op == TC__V_STOREL || v->op == TC__V_ACC) src[n++] = &v->b;
+    else if (v->op < TC__OP_COUNT) {
+        int16_t *f[5];
+        int j;
+        f[0] = &v->a, f[1] = &v->b, f[2] = &v->c, f[3] = &v->as, f[4] = &v->at;
+        for (j = 0; j < 5; j++)
+            if (*f[j] >= 0) src[n++] = f[j];
+    }
+    return n;
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
@@ -199,11 +220,14 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
             case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
             case TC__V_ACC:
-                tc__text_printf(sb, "    slot%d %s= r%d%s\n", v->a, comb[v->c], v->b,
+                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
+                                v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
                 break;
             default:
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
+                if (v->as >= 0) tc__text_printf(sb, "*r%d", v->as);
+                if (v->at >= 0) tc__text_printf(sb, "+r%d", v->at);
                 if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
                 if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
                 if (v->op == TC__OP_CLAMP || v->op == TC__OP_SOFTPLUS) tc__text_printf(sb, "; %g, %g", v->f0, v->f1);
@@ -211,4 +235,153 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             }
         }
     }
+}
+
+/* ---- simplification: affine prologues, reciprocals, sums of squares ---- */
+
+/* What a stage's SSA value is, to the pass below. */
+typedef struct tc__vval {
+    int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
+    int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
+    int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int kept;        /* stored, kept or accumulated: its pass stays anyway     */
+} tc__vval;
+
+typedef struct tc__vsimp {
+    tc__kernel *k;
+    tc__vval *v;
+    int nvreg, oom;
+} tc__vsimp;
+
+/* A uniform instruction appended to the stage (computed once per tile). */
+TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
+    int d = p->nvreg++;
+    if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
+    p->v[d].x = p->v[d].sq = -1;
+    p->v[d].uni = 1;
+    p->v[d].kept = 0;
+    return (int16_t)d;
+}
+
+/* dst = op(x * s1 + t1, u), or u - (x * s1 + t1) when rev, or its negation
+ * for NEG: an affine function of x again, whose s and t are computed from
+ * s1, t1 and u once per tile. */
+TC__FN void tc__vsimp_derive(tc__vsimp *p, int dst, int op, int rev, int16_t x, int16_t s1, int16_t t1, int16_t u) {
+    tc__vval *d = &p->v[dst];
+    int16_t s = s1, t = t1;
+    if (op == TC__OP_ADD) t = t1 < 0 ? u : tc__vsimp_uni(p, TC__OP_ADD, t1, u, 0);
+    else if (op == TC__OP_SUB && !rev) t = t1 < 0 ? tc__vsimp_uni(p, TC__OP_NEG, u, -1, 0) : tc__vsimp_uni(p, TC__OP_SUB, t1, u, 0);
+    else if (op == TC__OP_MUL) {
+        s = s1 < 0 ? u : tc__vsimp_uni(p, TC__OP_MUL, s1, u, 0);
+        t = t1 < 0 ? -1 : tc__vsimp_uni(p, TC__OP_MUL, t1, u, 0);
+    } else { /* NEG, or u - y */
+        s = s1 < 0 ? tc__vsimp_uni(p, TC__V_CONST, -1, -1, -1.0f) : tc__vsimp_uni(p, TC__OP_NEG, s1, -1, 0);
+        if (rev) t = t1 < 0 ? u : tc__vsimp_uni(p, TC__OP_SUB, u, t1, 0);
+        else t = t1 < 0 ? -1 : tc__vsimp_uni(p, TC__OP_NEG, t1, -1, 0);
+    }
+    d->x = x;
+    d->s = s;
+    d->t = t;
+}
+
+/* One compute instruction: its operand a folded, then what it is noted. */
+TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
+    tc__vval *v = p->v;
+    int op = in->op, bin = in->b >= 0 && in->c < 0;
+    int comm = bin && (op == TC__OP_ADD || op == TC__OP_MUL || op == TC__OP_EQ || op == TC__OP_NE);
+    if (comm && !v[in->b].uni && (v[in->a].uni || (v[in->a].x < 0 && v[in->b].x >= 0))) {
+        int16_t tmp = in->a; /* the uniform operand second, a foldable one first */
+        in->a = in->b;
+        in->b = tmp;
+    }
+    if (in->as < 0 && in->at < 0 && v[in->a].x >= 0 && !v[in->a].kept) {
+        const tc__vval *y = &v[in->a];
+        in->as = y->s;
+        in->at = y->t;
+        in->a = y->x;
+    }
+    v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    if (v[in->dst].uni) return;
+    if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
+        in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
+        in->op = (int16_t)(op = TC__OP_MUL);
+    }
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+        tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
+    else if (bin && op == TC__OP_SUB && v[in->a].uni && in->as < 0 && in->at < 0) {
+        const tc__vval *y = &v[in->b];
+        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
+    } else if (op == TC__OP_NEG)
+        tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
+    if (in->as < 0 && in->at < 0 && (op == TC__OP_SQUARE || (op == TC__OP_MUL && in->a == in->b))) v[in->dst].sq = in->a;
+}
+
+/* Drops the instructions of code[begin, ncode) whose values nobody reads. */
+TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
+    int i, j, n, w;
+    int16_t *src[5];
+    for (i = begin; i < k->ncode; i++)
+        for (j = 0, n = tc__vins_srcs(&k->code[i], src); j < n; j++) uses[*src[j]]++;
+    for (i = k->ncode - 1; i >= begin; i--) {
+        tc__vins *v = &k->code[i];
+        if (v->dst < 0 || uses[v->dst] > 0) continue;
+        for (j = 0, n = tc__vins_srcs(v, src); j < n; j++) uses[*src[j]]--;
+        v->op = TC__V_END; /* dead */
+    }
+    for (i = w = begin; i < k->ncode; i++)
+        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
+    k->ncode = w;
+}
+
+/* Rewrites the SSA code of the stage being built, code[begin, ncode), with
+ * *nvreg values so far, so the executor makes fewer passes over its tiles:
+ * - a value that is an affine function x * s + t of one non-uniform value
+ *   (+, -, * by constants or row scalars, negation, and chains of those) is
+ *   folded into the instructions that read it as their operand a's
+ *   prologue (one multiply-add per vector; the producer's own pass goes);
+ * - division by a uniform value multiplies by its reciprocal;
+ * - a sum of squares accumulates with multiply-adds (SUMSQ).
+ * The fused forms round once where the graph rounds twice (x * s + t),
+ * and x * (1 / u) is within an ulp of x / u: the reassociation a compiled
+ * function's tolerance allows.  0, or -1 out of memory. */
+TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
+    int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
+    tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
+    tc__vsimp p;
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    p.k = k;
+    p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
+    p.nvreg = *nvreg;
+    p.oom = !old || !uses || !p.v;
+    if (!p.oom) {
+        memcpy(old, k->code + begin, sizeof(tc__vins) * (size_t)n);
+        k->ncode = begin;
+        for (i = 0; i < cap; i++) {
+            p.v[i].x = p.v[i].sq = -1;
+            p.v[i].uni = p.v[i].kept = 0;
+            uses[i] = 0;
+        }
+        for (i = 0; i < n; i++) /* folding a value that is kept saves no pass, and may cost one (a square) */
+            if (old[i].op == TC__V_STORE || old[i].op == TC__V_STOREL || old[i].op == TC__V_ACC) p.v[old[i].b].kept = 1;
+        for (i = 0; i < n && !p.oom; i++) {
+            tc__vins in = old[i];
+            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) p.v[in.dst].uni = 1;
+            else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
+                in.b = p.v[in.b].sq;
+                in.c = TC__COMB_SUMSQ;
+            } else if (in.op < TC__OP_COUNT) tc__vsimp_compute(&p, &in);
+            if (tc__kernel_emit(k, in.op, in.dst, in.a, in.b, in.c, in.f0, in.f1) != 0) p.oom = 1;
+            else {
+                k->code[k->ncode - 1].as = in.as;
+                k->code[k->ncode - 1].at = in.at;
+            }
+        }
+        if (!p.oom) tc__vsimp_dce(k, begin, uses);
+        *nvreg = p.nvreg;
+    }
+    TC_FREE(old);
+    TC_FREE(uses);
+    TC_FREE(p.v);
+    return p.oom ? -1 : 0;
 }

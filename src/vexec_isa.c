@@ -60,6 +60,9 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
 
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
+#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
     return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
@@ -417,6 +420,7 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_SUM(a, v) ((a) + (v))
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -437,6 +441,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     i = 0;
     if (comb == TC__COMB_SUM) {
         TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
     } else if (comb == TC__COMB_MAX) {
         TC__VACC_LOOP(TC__VACC_MAX)
     } else {
@@ -522,6 +528,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
 #endif
 }
 #undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 
@@ -548,6 +555,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
         int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
             if (s->stride[in->a] == 0) { /* broadcast: one vector */
@@ -605,10 +613,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
         if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__LD(a + i * sa) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
             break;
         }
         default:
@@ -620,12 +634,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__LD(a);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * TC__W), TC__LD(b + i * TC__W))); \
+            TC__VF av = TC__A(0);                                                                     \
+            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
             TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__LD(a + i * sa), bv));                      \
+            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
         }                                                                                             \
         break;
                     TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
@@ -639,11 +653,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 float p0 = in->f0, p1 = in->f1;
                 switch (in->op) {
 #define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(a + i * TC__W), p0, p1)); break;
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
                     TC__UNARY_OPS(TC__VU_, _)
 #undef TC__VU_
                 case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__LD(a + i * TC__W)); break;
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
                 default: break;
                 }
             }
@@ -706,3 +720,4 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__A

@@ -532,6 +532,126 @@ TC_TEST(test_tiles_and_accumulators) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* ---- the kernel IR's simplification (tc__kernel_simplify) ------------------------------ */
+
+/* The only kernel of f's first cached program (f called twice: the
+ * first call runs a program of its own). */
+static const tc__kernel *only_kernel(tc_fn *f) {
+    tc__program *p = f->nentries > 0 ? f->entries[0].prog : NULL;
+    return p && p->fu.nk == 1 ? &p->fu.k[0] : NULL;
+}
+
+static int count_ops(const tc__kernel *k, int op, int with_prologue) {
+    int i, n = 0;
+    for (i = 0; i < k->ncode; i++)
+        n += k->code[i].op == op && (!with_prologue || k->code[i].as >= 0 || k->code[i].at >= 0);
+    return n;
+}
+
+/* single-rounding affine forms, bit-exact against eager (signed zeros,
+ * infinities and NaN included; the graph pass already drops x*1 and x+0),
+ * then chains of them within tolerance */
+static void aff_mul2(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_reciprocal(c, tc_mul_scalar(c, in[0], 2.0));
+}
+static void aff_add(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_reciprocal(c, tc_add_scalar(c, in[0], 0.5));
+}
+static void aff_sub(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_reciprocal(c, tc_sub(c, in[0], tc_scalar(c, 0.5)));
+}
+static void aff_rsub(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_reciprocal(c, tc_sub(c, tc_scalar(c, 0.0), in[0]));
+}
+static void aff_neg(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_reciprocal(c, tc_neg(c, in[0]));
+}
+static void aff_div4(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u; /* 1/4 is exact, so x * (1/4) rounds as x / 4 does */
+    out[0] = tc_sqrt(c, tc_div(c, in[0], tc_scalar(c, 4.0)));
+}
+static void aff_chain(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *a = tc_div(c, tc_sub_scalar(c, tc_mul_scalar(c, tc_add_scalar(c, tc_mul_scalar(c, in[0], 1.5), 0.25), 3.0), 1.0),
+                          tc_scalar(c, 7.0));
+    (void)u; /* read twice: folded into both readers, and never computed */
+    out[0] = tc_add(c, tc_tanh(c, tc_neg(c, a)), tc_mul(c, tc_sigmoid(c, a), tc_sub(c, tc_scalar(c, 2.0), a)));
+}
+/* x - mean(x) kept for later and squared for the variance: a sum of squares */
+static void var_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    tc_tensor *d = tc_sub(c, in[0], tc_mean(c, in[0], 1, &ax, 1));
+    (void)u;
+    out[0] = tc_mul(c, d, tc_sum(c, tc_mul(c, d, d), 1, &ax, 1));
+}
+
+TC_TEST(test_kernel_simplify) {
+    static const tc_model_fn exact[] = {aff_mul2, aff_add, aff_sub, aff_rsub, aff_neg, aff_div4};
+    static const char *const names[] = {"1/(x*2)", "1/(x+0.5)", "1/(x-0.5)", "1/(0-x)", "1/(-x)", "sqrt(x/4)"};
+    static const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1.0f, -1.0f, 3.5f, -2.25f, 1e38f, -1e38f, 1e-38f};
+    float xs[37];
+    int64_t n = 37;
+    int isa, i, j;
+    for (i = 0; i < 37; i++) xs[i] = i < 11 ? specials[i] : (float)(i - 20) * 0.37f;
+    xs[33] = INFINITY;
+    xs[34] = -INFINITY;
+    xs[35] = NAN;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (j = 0; j < 6; j++) {
+            tc_fn *f = tc_compile(ctx, exact[j], NULL, NULL);
+            tc_tensor *x, *y, *ye;
+            const tc__kernel *k;
+            tc_scope_begin(ctx);
+            x = tc_from_data(ctx, TC_F32, 1, &n, xs);
+            exact[j](ctx, NULL, &x, &ye);
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+            k = only_kernel(f);
+            TC_CHECKF(k && k->nstage == 1 && count_ops(k, j == 5 ? TC__OP_SQRT : TC__OP_RECIPROCAL, 1) == 1,
+                      "%s: the affine step is not folded into its reader", names[j]);
+            for (i = 0; i < n; i++) {
+                float a = ((const float *)tc_data(y))[i], b = ((const float *)tc_data(ye))[i];
+                TC_CHECKF(memcmp(&a, &b, 4) == 0 || (a != a && b != b), "%s on %s at x = %g: %g, eager %g", names[j],
+                          tc_isa_name((tc_isa)isa), (double)xs[i], (double)a, (double)b);
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+        {
+            tc_fn *f = tc_compile(ctx, aff_chain, NULL, NULL), *g = tc_compile(ctx, var_fn, NULL, NULL);
+            tc_tensor *x, *y, *ye;
+            const tc__kernel *k;
+            tc_scope_begin(ctx);
+            x = randn(2, 5, 203, 91);
+            aff_chain(ctx, NULL, &x, &ye);
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 1e-6, "chain on %s: %g", tc_isa_name((tc_isa)isa), maxrel(y, ye));
+            k = only_kernel(f);
+            /* all that is left over the tile: tanh, sigmoid, the product, the
+             * sum; the one division is the reciprocal of 7, once per tile */
+            TC_CHECKF(k && count_ops(k, TC__OP_TANH, 1) == 1 && count_ops(k, TC__OP_SIGMOID, 1) == 1 &&
+                          count_ops(k, TC__OP_MUL, 1) == 1 && count_ops(k, TC__OP_DIV, 0) == 1 &&
+                          count_ops(k, TC__OP_ADD, 1) == 0,
+                      "chain on %s: the affine steps are not folded", tc_isa_name((tc_isa)isa));
+            var_fn(ctx, NULL, &x, &ye);
+            TC_CHECK(tc_call(g, &x, &y) == TC_OK && tc_call(g, &x, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 2e-6, "variance on %s: %g", tc_isa_name((tc_isa)isa), maxrel(y, ye));
+            k = only_kernel(g);
+            for (i = 0, j = 0; k && i < k->ncode; i++) j += k->code[i].op == TC__V_ACC && k->code[i].c == TC__COMB_SUMSQ;
+            TC_CHECKF(j == 1 && count_ops(k, TC__OP_MUL, 0) == 1, "variance on %s: %d sums of squares", tc_isa_name((tc_isa)isa), j);
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+            tc_fn_free(g);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -546,6 +666,7 @@ int main(void) {
     TC_RUN(test_epilogues_and_regressions);
     TC_RUN(test_review_regressions);
     TC_RUN(test_tiles_and_accumulators);
+    TC_RUN(test_kernel_simplify);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
