@@ -120,7 +120,9 @@
  * vector exp, log, tanh, sigmoid are within 2-3 ulp of libm, erf within 3
  * ulp or 2e-7, sin/cos within 2e-7 absolute up to |x| = 8192 (libm beyond);
  * results may differ from eager in the last bits (reassociated sums, vector
- * math).  Do not compile the implementation with -ffast-math.  Results
+ * math, a chain of +-* by constants or row scalars folded into one
+ * multiply-add, division by such a value done as a multiply by its
+ * reciprocal; signed zeros, infinities and NaN as in eager).  Do not compile the implementation with -ffast-math.  Results
  * whose input dies at that kernel are written in place; tc_explain reports
  * kernels before and after fusion and the peak memory of a call.
  * tc_explain reports graphs, breaks
