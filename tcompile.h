@@ -9751,7 +9751,10 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
  *
  * Registers are tiles of tc__kernel_tile(k) floats; the executor runs each
  * instruction over a whole tile, so interpreting costs one dispatch per
- * tile.  Compute instructions use the op table's ids. */
+ * tile and one pass through L1 per instruction.  Compute instructions use
+ * the op table's ids.  Before register allocation each stage's code is
+ * simplified (tc__kernel_simplify, at the end of this file) to cut those
+ * passes: affine steps become their readers' multiply-add prologue. */
 
 #define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
 #define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */
@@ -10042,7 +10045,7 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
     }
     if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
-    else if (bin && op == TC__OP_SUB && v[in->a].uni && in->as < 0 && in->at < 0) {
+    else if (bin && op == TC__OP_SUB && v[in->a].uni) { /* u - y: a uniform a has no prologue */
         const tc__vval *y = &v[in->b];
         if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
         else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
