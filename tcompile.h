@@ -4535,9 +4535,9 @@ typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may
 
 TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
 TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
-TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) { /* bit for bit: see tc__vsplat_ */
     TC__GV v = {0};
-    return v + c;
+    return -v + c;
 }
 /* c + a * b, one rounding where the ISA fuses it */
 TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {
@@ -4885,9 +4885,9 @@ typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may
 
 TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
 TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
-TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) { /* bit for bit: see tc__vsplat_ */
     TC__GV v = {0};
-    return v + c;
+    return -v + c;
 }
 /* c + a * b, one rounding where the ISA fuses it */
 TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {
@@ -5235,9 +5235,9 @@ typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may
 
 TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
 TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
-TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) { /* bit for bit: see tc__vsplat_ */
     TC__GV v = {0};
-    return v + c;
+    return -v + c;
 }
 /* c + a * b, one rounding where the ISA fuses it */
 TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {
@@ -5585,9 +5585,9 @@ typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may
 
 TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
 TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
-TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) { /* bit for bit: see tc__vsplat_ */
     TC__GV v = {0};
-    return v + c;
+    return -v + c;
 }
 /* c + a * b, one rounding where the ISA fuses it */
 TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {
@@ -11098,9 +11098,11 @@ typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
 typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
 typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
 
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
 TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
     TC__VF v = {0};
-    return v + c;
+    return -v + c;
 }
 TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
 TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
@@ -11690,7 +11692,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
          * -0 included, as it is): a multiply-add per vector in place of the
          * pass over the tile that computing a*as+at on its own would cost */
         sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
@@ -11831,9 +11833,11 @@ typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
 typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
 typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
 
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
 TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
     TC__VF v = {0};
-    return v + c;
+    return -v + c;
 }
 TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
 TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
@@ -12423,7 +12427,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
          * -0 included, as it is): a multiply-add per vector in place of the
          * pass over the tile that computing a*as+at on its own would cost */
         sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
@@ -12564,9 +12568,11 @@ typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
 typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
 typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
 
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
 TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
     TC__VF v = {0};
-    return v + c;
+    return -v + c;
 }
 TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
 TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
@@ -13156,7 +13162,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
          * -0 included, as it is): a multiply-add per vector in place of the
          * pass over the tile that computing a*as+at on its own would cost */
         sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
@@ -13297,9 +13303,11 @@ typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
 typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
 typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
 
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
 TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
     TC__VF v = {0};
-    return v + c;
+    return -v + c;
 }
 TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
 TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
@@ -13889,7 +13897,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
          * -0 included, as it is): a multiply-add per vector in place of the
          * pass over the tile that computing a*as+at on its own would cost */
         sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];

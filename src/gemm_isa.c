@@ -39,9 +39,9 @@ typedef float TC__GVU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may
 
 TC__GINL TC__GV TC__GFN(tc__gld_)(const float *p) { return *(const TC__GVU *)p; }
 TC__GINL void TC__GFN(tc__gst_)(float *p, TC__GV v) { *(TC__GVU *)p = v; }
-TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) {
+TC__GINL TC__GV TC__GFN(tc__gsplat_)(float c) { /* bit for bit: see tc__vsplat_ */
     TC__GV v = {0};
-    return v + c;
+    return -v + c;
 }
 /* c + a * b, one rounding where the ISA fuses it */
 TC__GINL TC__GV TC__GFN(tc__gfma_)(TC__GV a, TC__GV b, TC__GV c) {

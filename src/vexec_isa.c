@@ -26,9 +26,11 @@ typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
 typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
 typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
 
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
 TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
     TC__VF v = {0};
-    return v + c;
+    return -v + c;
 }
 TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
 TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
@@ -618,7 +620,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
          * -0 included, as it is): a multiply-add per vector in place of the
          * pass over the tile that computing a*as+at on its own would cost */
         sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : -TC__SPL(0.0f); /* splat adds to +0: -0 is negated */
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
         switch (in->op) {
         case TC__OP_WHERE: {
             const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
