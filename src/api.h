@@ -98,6 +98,8 @@ typedef struct tc_ctx_options {
     tc_log_level log_level; /* messages above this level are dropped         */
     int log_op_errors;      /* nonzero: log every op error when it happens   */
     tc_isa max_isa;         /* AUTO = the best the CPU runs; else a cap      */
+    int64_t cache_bytes;    /* freed tensor blocks kept for reuse, at most
+                               this many bytes: 0 = 256 MiB, < 0 = none     */
 } tc_ctx_options;
 
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts); /* NULL on OOM */
@@ -117,6 +119,12 @@ TCDEF void tc_ctx_clear_error(tc_ctx *ctx);
 /* Live tensor objects and storage bytes owned by the context. */
 TCDEF int64_t tc_ctx_live_tensors(const tc_ctx *ctx);
 TCDEF int64_t tc_ctx_live_bytes(const tc_ctx *ctx);
+/* Bytes of freed tensor blocks the context keeps for the next tensors (a
+ * large block malloc'd afresh is often new pages to fault in, which cost
+ * more than the op itself); tc_ctx_empty_cache returns them to the system
+ * (so does an allocation that would fail otherwise, and tc_ctx_destroy). */
+TCDEF int64_t tc_ctx_cached_bytes(const tc_ctx *ctx);
+TCDEF void tc_ctx_empty_cache(tc_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Scopes (see MEMORY MODEL above)                                           */

@@ -74,6 +74,7 @@ typedef struct tc__storage {
     void *data;          /* aligned element memory                        */
     void *raw;           /* what TC_MALLOC returned (NULL when wrapped)   */
     size_t bytes;
+    size_t cap;          /* bytes the block holds (>= bytes: reused ones) */
     int64_t refs;        /* tensors viewing it                            */
 } tc__storage;
 
@@ -104,6 +105,16 @@ typedef struct tc__pool tc__pool;
 typedef struct tc__trace tc__trace;
 typedef struct tc__scratch_cache tc__scratch_cache;
 
+/* A freed tensor block kept for reuse (tensor.c, the storage cache). */
+#define TC__STORE_CACHE_SLOTS 16
+#define TC__STORE_CACHE_MIN ((size_t)256 * 1024)             /* smaller: malloc's bins */
+#define TC__STORE_CACHE_DEFAULT ((size_t)256 * 1024 * 1024) /* the limit when 0      */
+typedef struct tc__cached_block {
+    void *raw, *data;
+    size_t cap;
+    uint64_t stamp;                 /* when it was freed: oldest goes first */
+} tc__cached_block;
+
 struct tc_ctx {
     tc_ctx_options opts;
     int num_threads;
@@ -123,6 +134,10 @@ struct tc_ctx {
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
     tc_isa isa;                     /* the fused-kernel executor's level    */
+    tc__cached_block cache[TC__STORE_CACHE_SLOTS];
+    int ncache;
+    size_t cached_bytes, cache_limit;
+    uint64_t cache_clock;
 };
 
 #ifdef __cplusplus

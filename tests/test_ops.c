@@ -3116,6 +3116,111 @@ TC_TEST(test_sdpa) {
 /* Memory model                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Freed large blocks are kept for the next tensor that fits (not too
+ * loosely), within the context's limit; small ones go back to malloc. */
+static tc_ctx *cache_ctx(int64_t limit) {
+    tc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.num_threads = 1;
+    o.cache_bytes = limit;
+    return tc_ctx_create(&o);
+}
+TC_TEST(test_storage_cache) {
+    tc_ctx *ctx = cache_ctx(0);
+    int64_t n1m = 1 << 20, n768k = 3 << 18, n256k = 1 << 18, s100 = 100, i;
+    tc_tensor *a, *b, *c;
+    const float *pb;
+    int ok = 1;
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    tc_free(tc_ones(ctx, TC_F32, 1, &s100)); /* small: malloc's */
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    a = tc_ones(ctx, TC_F32, 1, &n1m);
+    tc_free(a);
+    TC_CHECKF(tc_ctx_cached_bytes(ctx) == 4 * n1m, "cached %lld", (long long)tc_ctx_cached_bytes(ctx));
+    c = tc_ones(ctx, TC_F32, 1, &n256k); /* a quarter of the block: too loose a fit */
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 4 * n1m);
+    b = tc_full(ctx, TC_F32, 1, &n768k, 2.5); /* fits: the block is reused, its old values overwritten */
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    TC_CHECK(tc_ctx_live_bytes(ctx) == 4 * (n256k + n768k));
+    pb = (const float *)tc_data(b);
+    for (i = 0; i < n768k; i++) ok &= pb[i] == 2.5f;
+    TC_CHECK(ok);
+    tc_free(b);
+    tc_free(c);
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 4 * (n1m + n256k)); /* the block's size, not the tensor's */
+    tc_ctx_empty_cache(ctx);
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    TC_CHECK(tc_ctx_live_bytes(ctx) == 0);
+    /* a view keeps the block until the last tensor on it goes */
+    a = tc_ones(ctx, TC_F32, 1, &n1m);
+    b = tc_slice(ctx, a, 0, 0, 10, 1);
+    tc_free(a);
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    {
+        int64_t i0 = 0;
+        TC_CHECK(tc_get(b, &i0) == 1.0);
+    }
+    tc_free(b);
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 4 * n1m);
+    tc_ctx_destroy(ctx); /* frees the cache (test_hooks counts every block) */
+
+    /* the limit: the oldest block goes to make room */
+    ctx = cache_ctx(6 * n1m);
+    a = tc_ones(ctx, TC_F32, 1, &n1m);
+    b = tc_ones(ctx, TC_F32, 1, &n1m);
+    tc_free(a);
+    tc_free(b);
+    TC_CHECKF(tc_ctx_cached_bytes(ctx) == 4 * n1m, "cached %lld", (long long)tc_ctx_cached_bytes(ctx));
+    tc_ctx_destroy(ctx);
+    ctx = cache_ctx(-1); /* none */
+    tc_free(tc_ones(ctx, TC_F32, 1, &n1m));
+    TC_CHECK(tc_ctx_cached_bytes(ctx) == 0);
+    tc_ctx_destroy(ctx);
+}
+
+/* What the cache is for: large results freed and allocated again (an
+ * eager model's intermediates, call after call) reuse pages already
+ * faulted in, where malloc, having trimmed its heap on the frees, would
+ * hand out fresh ones. */
+#if defined(__linux__)
+#include <sys/resource.h>
+static long minor_faults(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : -1;
+}
+#endif
+/* Minor page faults of the last two of three rounds, each allocating and
+ * writing four 16 MB tensors (4096 pages each) and freeing them. */
+static long churn_faults(tc_ctx *ctx) {
+#if defined(__linux__)
+    int64_t n = 4 << 20;
+    long f0 = 0;
+    int r, i;
+    for (r = 0; r < 3; r++) {
+        tc_tensor *t[4];
+        if (r == 1) f0 = minor_faults();
+        for (i = 0; i < 4; i++) t[i] = tc_full(ctx, TC_F32, 1, &n, 1.0 + i);
+        for (i = 0; i < 4; i++) tc_free(t[i]);
+    }
+    return minor_faults() - f0;
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
+TC_TEST(test_storage_cache_faults) {
+#if defined(__linux__)
+    tc_ctx *ctx = cache_ctx(0), *none = cache_ctx(-1);
+    long f_none = churn_faults(none), f_cached = churn_faults(ctx);
+    TC_CHECKF(f_cached < 256, "%ld minor faults in 8 cached 16 MB tensors (without the cache: %ld)", f_cached, f_none);
+    if (f_none < 4096) printf("  (note: without the cache malloc kept its pages too here: %ld faults)\n", f_none);
+    tc_ctx_destroy(ctx);
+    tc_ctx_destroy(none);
+#else
+    printf("  test_storage_cache_faults skipped: counts page faults with getrusage (Linux only)\n");
+#endif
+}
+
 TC_TEST(test_memory_scopes) {
     tc_ctx *ctx = mkctx(1);
     int64_t t0 = tc_ctx_live_tensors(ctx), b0 = tc_ctx_live_bytes(ctx), s100 = 100, s10 = 10;
@@ -3869,6 +3974,8 @@ int main(void) {
     TC_RUN(test_pad);
     TC_RUN(test_embedding_index_select_gather);
     TC_RUN(test_sdpa);
+    TC_RUN(test_storage_cache);
+    TC_RUN(test_storage_cache_faults);
     TC_RUN(test_memory_scopes);
     TC_RUN(test_threads_identical);
     TC_RUN(test_big_vs_reference);
