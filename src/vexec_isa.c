@@ -52,18 +52,33 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-/* d[0..m) vectors <- VAL (an expression of i), the store kind chosen once
- * per tile rather than per vector */
-#define TC__RUN(VAL)                                                           \
+/* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
+ * operand a has a prologue chosen once per tile rather than per vector:
+ * each loop is compiled with tc__pro_c a constant, so a kernel without
+ * prologues pays no identity multiply-add per vector (one vector op in
+ * twenty of an exp, one in two of a plain multiply) */
+#define TC__RUN_(VAL)                                                          \
     do {                                                                       \
         if (ntd)                                                               \
             for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
         else                                                                   \
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
+#define TC__RUN(VAL)                  \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUN_(VAL);            \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUN_(VAL);            \
+        }                             \
+    } while (0)
 
-/* operand a's vector j, with its affine prologue (see tc__vm_tile_) */
-#define TC__A(j) TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv)
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
+ * TC__RUN, and once outside one */
+#define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
+#define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -129,7 +144,10 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     p = TC__FMA(p, r, 4.1665795894E-2f);
     p = TC__FMA(p, r, 1.6666665459E-1f);
     p = TC__FMA(p, r, 5.0000001201E-1f);
-    p = TC__VFN(tc__vfma_)(p, r * r, r) + 1.0f;
+    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
+     * an add: the vector ops, not memory, bound the kernels that use it */
+    p = TC__FMA(p, r, 1.0f);
+    p = TC__FMA(p, r, 1.0f);
     return TC__VFN(tc__vscale_)(p, ni);
 }
 
@@ -280,9 +298,12 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
     case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u): one exp, one division */
-        return x * TC__VFN(tc__vsigmoid_)(1.59576912160573072f * (x + 0.044715f * x * x * x));
-    case TC__OP_SILU: return x * TC__VFN(tc__vsigmoid_)(x);
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
+         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
+         * multiply by a reciprocal */
+        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                           -1.59576912160573072f)));
+    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -556,7 +577,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0, pro = in->as >= 0 || in->at >= 0;
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
@@ -636,7 +657,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VB_(ID)                                                                                   \
     case TC__OP_##ID:                                                                                 \
         if (sb) {                                                                                     \
-            TC__VF av = TC__A(0);                                                                     \
+            TC__VF av = TC__A1(0);                                                                    \
             if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
             else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
         } else {                                                                                      \
@@ -722,4 +743,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__RUN
+#undef TC__RUN_
 #undef TC__A
+#undef TC__A1
