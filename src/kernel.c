@@ -62,11 +62,17 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
 
 /* A compute instruction reads operand a as a * as + at, where as and at
  * are uniform registers (-1: 1 and -0, i.e. a as it is): the affine
- * prologue tc__kernel_simplify folds producers into. */
+ * prologue tc__kernel_simplify folds producers into.  A product may read
+ * operand b as bu(b), bu one of the gate activations below (-1: b as it
+ * is): x * sigmoid(y) and its kin (GLU, SwiGLU, GeGLU, LSTM gates) in one
+ * pass, so the product's stores are spread over the activation's math
+ * instead of written in a burst by a pass that only multiplies. */
 typedef struct tc__vins {
-    int16_t op, dst, a, b, c, as, at;
+    int16_t op, dst, a, b, c, as, at, bu;
     float f0, f1;
 } tc__vins;
+
+#define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
 
 /* One buffer access, static part (from the fuser). */
 typedef struct tc__kaccess {
@@ -162,6 +168,7 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v = &k->code[k->ncode++];
     v->op = (int16_t)op;
     v->dst = (int16_t)dst;
+    v->bu = -1;
     v->a = (int16_t)a;
     v->b = (int16_t)b;
     v->c = (int16_t)c;
@@ -231,7 +238,8 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
                 if (v->as >= 0) tc__text_printf(sb, "*r%d", v->as);
                 if (v->at >= 0) tc__text_printf(sb, "+r%d", v->at);
-                if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
+                if (v->bu >= 0) tc__text_printf(sb, ", %s(r%d)", tc__vop_name(v->bu), v->b);
+                else if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
                 if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
                 if (v->op == TC__OP_CLAMP || v->op == TC__OP_SOFTPLUS) tc__text_printf(sb, "; %g, %g", v->f0, v->f1);
                 tc__text_printf(sb, ")\n");
@@ -337,6 +345,39 @@ TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
     k->ncode = w;
 }
 
+TC__FN int tc__is_gate_op(int op) {
+#define TC__GATE_IS_(ID) op == TC__OP_##ID ||
+    return TC__GATE_OPS(TC__GATE_IS_) 0;
+#undef TC__GATE_IS_
+}
+
+/* x * g(y), g a gate activation whose value nothing else reads: the
+ * product reads y through g (tc__vins.bu) and g's own pass goes. */
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+    int i, j, side, w;
+    for (i = begin; i < k->ncode; i++) {
+        tc__vins *m = &k->code[i];
+        if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
+        for (side = 0; side < 2; side++) {
+            int16_t u = side ? m->a : m->b;
+            const tc__vins *g = NULL;
+            /* operand a moves to b, where it would lose its prologue */
+            if (side && (m->as >= 0 || m->at >= 0)) break;
+            for (j = i - 1; j >= begin && !g; j--)
+                if (k->code[j].dst == u) g = &k->code[j];
+            if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
+            if (side) m->a = m->b;
+            m->b = g->a;
+            m->bu = g->op;
+            k->code[g - k->code].op = TC__V_END; /* read once, by the product: dead now */
+            break;
+        }
+    }
+    for (i = w = begin; i < k->ncode; i++)
+        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
+    k->ncode = w;
+}
+
 /* Rewrites the SSA code of the stage being built, code[begin, ncode), with
  * *nvreg values so far, so the executor makes fewer passes over its tiles:
  * - a value that is an affine function x * s + t of one non-uniform value
@@ -344,7 +385,9 @@ TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
  *   folded into the instructions that read it as their operand a's
  *   prologue (one multiply-add per vector; the producer's own pass goes);
  * - division by a uniform value multiplies by its reciprocal;
- * - a sum of squares accumulates with multiply-adds (SUMSQ).
+ * - a sum of squares accumulates with multiply-adds (SUMSQ);
+ * - a gate activation read once by a product is applied as the product
+ *   reads it (tc__vins.bu), exactly as the two passes would round.
  * The fused forms round once where the graph rounds twice (x * s + t),
  * and x * (1 / u) is within an ulp of x / u: the reassociation a compiled
  * function's tolerance allows.  0, or -1 out of memory. */
@@ -380,7 +423,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
                 k->code[k->ncode - 1].at = in.at;
             }
         }
-        if (!p.oom) tc__vsimp_dce(k, begin, uses);
+        if (!p.oom) {
+            tc__vsimp_dce(k, begin, uses);
+            tc__vsimp_gate(k, begin, uses, p.v);
+        }
         *nvreg = p.nvreg;
     }
     TC_FREE(old);

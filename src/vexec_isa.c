@@ -649,7 +649,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->b >= 0) {
+            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                    TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+                default: break;
+                }
+            } else if (in->b >= 0) {
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 /* one switch per tile, not per vector: the op is hoisted,
                  * and so is a uniform operand (a register, not a load) */

@@ -589,6 +589,72 @@ static void var_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     out[0] = tc_mul(c, d, tc_sum(c, tc_mul(c, d, d), 1, &ax, 1));
 }
 
+/* products with a gate activation (read once: fused into the product) */
+static void gate_sig(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_mul(c, in[0], tc_sigmoid(c, in[1]));
+}
+static void gate_swiglu(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u; /* the gate is the product's first operand */
+    out[0] = tc_mul(c, tc_silu(c, in[0]), in[1]);
+}
+static void gate_pro_tanh(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u; /* a prologue on the other operand */
+    out[0] = tc_mul(c, tc_add_scalar(c, tc_mul_scalar(c, in[0], 1.5), 0.25), tc_tanh(c, in[1]));
+}
+static void gate_col_gelu(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u; /* the gate's input strided (a transpose) */
+    out[0] = tc_mul(c, in[0], tc_gelu(c, tc_transpose(c, in[1], 0, 1)));
+}
+static void gate_two(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u; /* two gates: one fuses, the other keeps its pass */
+    out[0] = tc_mul(c, tc_gelu_tanh(c, in[0]), tc_relu(c, tc_exp(c, in[1])));
+}
+static void gate_shared(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *g = tc_sigmoid(c, in[1]);
+    (void)u; /* read twice: not fused */
+    out[0] = tc_add(c, tc_mul(c, in[0], g), g);
+}
+
+TC_TEST(test_gated_products) {
+    static const tc_model_fn fns[] = {gate_sig, gate_swiglu, gate_pro_tanh, gate_col_gelu, gate_two, gate_shared};
+    static const char *const names[] = {"x*sigmoid(y)", "silu(x)*y", "(1.5x+0.25)*tanh(y)", "x*gelu(y^T)",
+                                        "gelu_tanh(x)*relu(exp(y))", "x*sigmoid(y)+sigmoid(y)"};
+    static const int gate[] = {TC__OP_SIGMOID, TC__OP_SILU, TC__OP_TANH, TC__OP_GELU, TC__OP_RELU, -1};
+    int isa, j;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (j = 0; j < 6; j++) {
+            tc_compile_options co;
+            tc_fn *f;
+            tc_tensor *in[2], *y, *ye;
+            const tc__kernel *k;
+            int i, fused = 0, alone = 0;
+            memset(&co, 0, sizeof co);
+            co.num_inputs = 2;
+            f = tc_compile(ctx, fns[j], NULL, &co);
+            tc_scope_begin(ctx);
+            in[0] = randn(2, 7, 203, 11);
+            in[1] = j == 3 ? randn(2, 203, 7, 12) : randn(2, 7, 203, 12);
+            fns[j](ctx, NULL, in, &ye);
+            TC_CHECK(tc_call(f, in, &y) == TC_OK && tc_call(f, in, &y) == TC_OK);
+            TC_CHECKF(maxrel(y, ye) < 2e-6, "%s on %s: %g", names[j], tc_isa_name((tc_isa)isa), maxrel(y, ye));
+            k = only_kernel(f);
+            for (i = 0; k && i < k->ncode; i++) {
+                fused += k->code[i].op == TC__OP_MUL && k->code[i].bu >= 0 && k->code[i].bu == gate[j];
+                alone += k->code[i].op == gate[j] || (j == 5 && k->code[i].op == TC__OP_SIGMOID);
+            }
+            TC_CHECKF(k && (j == 5 ? fused == 0 && alone == 1 : fused == 1 && alone == 0),
+                      "%s on %s: %d products with the gate, %d passes of it alone", names[j], tc_isa_name((tc_isa)isa),
+                      fused, alone);
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 TC_TEST(test_kernel_simplify) {
     static const tc_model_fn exact[] = {aff_mul2, aff_add, aff_sub, aff_rsub, aff_neg, aff_div4};
     static const char *const names[] = {"1/(x*2)", "1/(x+0.5)", "1/(x-0.5)", "1/(0-x)", "1/(-x)", "sqrt(x/4)"};
@@ -667,6 +733,7 @@ int main(void) {
     TC_RUN(test_review_regressions);
     TC_RUN(test_tiles_and_accumulators);
     TC_RUN(test_kernel_simplify);
+    TC_RUN(test_gated_products);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
