@@ -456,6 +456,53 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
         TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
         a1 = F(a1, v);                                                                            \
     }
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+/* max and min where NaN wins, as the ISA's max/min (which return their
+ * second operand when either is NaN, so a NaN already in the accumulator
+ * stays) plus an unordered compare of the value noted on the side: two
+ * vector ops where the select form takes three and two mask ops */
+#if TC__ISA_W == 16
+#define TC__VNAN_T __mmask16
+#define TC__VNAN_NOTE(n, v) ((n) | _mm512_cmp_ps_mask((__m512)(v), (__m512)(v), _CMP_UNORD_Q))
+#define TC__VNAN_ANY(n) ((n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
+#elif TC__ISA_W == 8
+#define TC__VNAN_T __m256
+#define TC__VNAN_NOTE(n, v) _mm256_or_ps(n, _mm256_cmp_ps((__m256)(v), (__m256)(v), _CMP_UNORD_Q))
+#define TC__VNAN_ANY(n) (_mm256_movemask_ps(n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm256_max_ps((__m256)(v), (__m256)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm256_min_ps((__m256)(v), (__m256)(a))
+#else
+#define TC__VNAN_T __m128
+#define TC__VNAN_NOTE(n, v) _mm_or_ps(n, _mm_cmpunord_ps((__m128)(v), (__m128)(v)))
+#define TC__VNAN_ANY(n) (_mm_movemask_ps(n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm_max_ps((__m128)(v), (__m128)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm_min_ps((__m128)(v), (__m128)(a))
+#endif
+#define TC__VACC_MAXN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMAX_(v, a))
+#define TC__VACC_MINN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMIN_(v, a))
+#define TC__VACC_MAXMIN_(max)                                         \
+    do {                                                              \
+        TC__VNAN_T nan_;                                              \
+        memset(&nan_, 0, sizeof nan_);                                \
+        if (max) {                                                    \
+            TC__VACC_LOOP(TC__VACC_MAXN)                              \
+        } else {                                                      \
+            TC__VACC_LOOP(TC__VACC_MINN)                              \
+        }                                                             \
+        if (TC__VNAN_ANY(nan_)) a0 = TC__SPL(NAN);                    \
+    } while (0)
+#else
+#define TC__VACC_MAXMIN_(max)            \
+    do {                                 \
+        if (max) {                       \
+            TC__VACC_LOOP(TC__VACC_MAX)  \
+        } else {                         \
+            TC__VACC_LOOP(TC__VACC_MIN)  \
+        }                                \
+    } while (0)
+#endif
 TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
     TC__VI lane;
@@ -466,10 +513,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else if (comb == TC__COMB_MAX) {
-        TC__VACC_LOOP(TC__VACC_MAX)
     } else {
-        TC__VACC_LOOP(TC__VACC_MIN)
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
     TC__ST(acc, a0);
     TC__ST(acc + TC__W, a1);
@@ -477,6 +522,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
     TC__ST(acc + 3 * TC__W, a3);
 }
 #undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
 
 /* An accumulator set to the combiner's identity. */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
