@@ -328,9 +328,17 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
     if (in->as < 0 && in->at < 0 && (op == TC__OP_SQUARE || (op == TC__OP_MUL && in->a == in->b))) v[in->dst].sq = in->a;
 }
 
+/* Drops the instructions of code[begin, ncode) marked dead (TC__V_END). */
+TC__FN void tc__kernel_compact(tc__kernel *k, int begin) {
+    int i, w;
+    for (i = w = begin; i < k->ncode; i++)
+        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
+    k->ncode = w;
+}
+
 /* Drops the instructions of code[begin, ncode) whose values nobody reads. */
 TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
-    int i, j, n, w;
+    int i, j, n;
     int16_t *src[5];
     for (i = begin; i < k->ncode; i++)
         for (j = 0, n = tc__vins_srcs(&k->code[i], src); j < n; j++) uses[*src[j]]++;
@@ -340,9 +348,7 @@ TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
         for (j = 0, n = tc__vins_srcs(v, src); j < n; j++) uses[*src[j]]--;
         v->op = TC__V_END; /* dead */
     }
-    for (i = w = begin; i < k->ncode; i++)
-        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
-    k->ncode = w;
+    tc__kernel_compact(k, begin);
 }
 
 TC__FN int tc__is_gate_op(int op) {
@@ -354,13 +360,13 @@ TC__FN int tc__is_gate_op(int op) {
 /* x * g(y), g a gate activation whose value nothing else reads: the
  * product reads y through g (tc__vins.bu) and g's own pass goes. */
 TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
-    int i, j, side, w;
+    int i, j, side;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i];
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
         for (side = 0; side < 2; side++) {
             int16_t u = side ? m->a : m->b;
-            const tc__vins *g = NULL;
+            tc__vins *g = NULL;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
             for (j = i - 1; j >= begin && !g; j--)
@@ -369,13 +375,11 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             if (side) m->a = m->b;
             m->b = g->a;
             m->bu = g->op;
-            k->code[g - k->code].op = TC__V_END; /* read once, by the product: dead now */
+            g->op = TC__V_END; /* read once, by the product: dead now */
             break;
         }
     }
-    for (i = w = begin; i < k->ncode; i++)
-        if (k->code[i].op != TC__V_END) k->code[w++] = k->code[i];
-    k->ncode = w;
+    tc__kernel_compact(k, begin);
 }
 
 /* Rewrites the SSA code of the stage being built, code[begin, ncode), with
