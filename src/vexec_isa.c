@@ -154,7 +154,10 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
         r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
         /* t's low four bits are n mod 16 (the bias's are zero), the index
          * the permute reads */
-        tb = (TC__VF)_mm512_permutexvar_ps((__m512i)t, _mm512_loadu_ps(TC__VFN(tc__vexp2_16_)));
+        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
+        /* the masked form: the plain one's undefined pass-through trips
+         * g++ 12's -Wmaybe-uninitialized once inlined */
+        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
         q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
         q = TC__FMA(q, r, 1.0f);
         /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */

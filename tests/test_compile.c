@@ -627,14 +627,17 @@ static tc_tensor *oc_conv(tc_ctx *c, tc_tensor *x, tc_tensor *w) {
 typedef struct op_case {
     const char *name;
     tc_tensor *(*fn)(tc_ctx *c, tc_tensor *x, tc_tensor *w);
+    int tuned; /* has a contraction whose microkernel max-autotune may swap */
 } op_case;
 
 static const op_case op_cases[] = {
-    {"unary", oc_unary}, {"unary2", oc_unary2}, {"trig", oc_trig}, {"binary", oc_binary}, {"compare", oc_compare},
-    {"int", oc_int}, {"half", oc_half}, {"reduce", oc_reduce}, {"reduce2", oc_reduce2}, {"rows", oc_rows},
-    {"norms", oc_norms}, {"matmul", oc_matmul}, {"linear", oc_linear}, {"views", oc_views}, {"pad", oc_pad},
-    {"attn", oc_attn}, {"attn_mask", oc_attn_mask}, {"flatten", oc_flatten}, {"pool", oc_pool}, {"bn", oc_bn},
-    {"concat", oc_concat}, {"chunk", oc_chunk}, {"index", oc_index}, {"conv", oc_conv}, {"misc", oc_misc}};
+    {"unary", oc_unary, 0}, {"unary2", oc_unary2, 0}, {"trig", oc_trig, 0}, {"binary", oc_binary, 0},
+    {"compare", oc_compare, 0}, {"int", oc_int, 0}, {"half", oc_half, 0}, {"reduce", oc_reduce, 0},
+    {"reduce2", oc_reduce2, 0}, {"rows", oc_rows, 0}, {"norms", oc_norms, 0}, {"matmul", oc_matmul, 1},
+    {"linear", oc_linear, 1}, {"views", oc_views, 0}, {"pad", oc_pad, 0}, {"attn", oc_attn, 0},
+    {"attn_mask", oc_attn_mask, 0}, {"flatten", oc_flatten, 0}, {"pool", oc_pool, 0}, {"bn", oc_bn, 0},
+    {"concat", oc_concat, 0}, {"chunk", oc_chunk, 0}, {"index", oc_index, 0}, {"conv", oc_conv, 1},
+    {"misc", oc_misc, 0}};
 
 static const op_case *cur_case;
 static void case_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -649,7 +652,9 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
     in[0] = randn(3, 4, 3, 5, 31);
     in[1] = randn(3, 4, 3, 5, 32);
     /* modes 0-2 fused (within FUSED_TOL of eager); 3-5 the same modes op by
-     * op, which must match eager exactly */
+     * op, which must match eager exactly, but for a contraction under
+     * max-autotune (5): it keeps the fastest microkernel of every ISA level,
+     * and x86's 128-bit one rounds a product and a sum apart (a few ulp) */
     for (mode = 0; mode < 6; mode++)
         for (k = 0; k < sizeof op_cases / sizeof op_cases[0]; k++) {
             tc_compile_options o;
@@ -668,7 +673,10 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
             for (call = 0; call < 3; call++) {
                 tc_result r = tc_call(f, in, &y);
                 TC_CHECKF(r == TC_OK, "%s (mode %d) call %d: %s", cur_case->name, mode, call, tc_fn_error(f));
-                if (mode >= 3)
+                if (mode == 5 && cur_case->tuned)
+                    TC_CHECKF(maxrel(y, ye) < 1e-6, "%s (max-autotune, op by op) call %d: differs from eager by %g",
+                              cur_case->name, call, maxrel(y, ye));
+                else if (mode >= 3)
                     TC_CHECKF(maxdiff(y, ye) == 0, "%s (mode %d, op by op) call %d: differs from eager by %g",
                               cur_case->name, mode, call, maxdiff(y, ye));
                 else
