@@ -1287,6 +1287,18 @@ TC__FN TC__UNUSED int tc__try_enter(int *flag) {
 #endif
 }
 
+/* A failure flag raised by any worker of a parallel loop (several may at
+ * once); read by the caller after the pool's join, which orders it. */
+TC__FN TC__UNUSED void tc__flag_raise(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+#elif defined(_WIN32)
+    InterlockedExchange((volatile LONG *)flag, 1);
+#else
+    *flag = 1; /* no atomics known for this compiler: best effort */
+#endif
+}
+
 /* A counter's next value, unique across threads (temporary file names). */
 TC__FN TC__UNUSED unsigned tc__next_ticket(int *counter) {
 #if defined(TC__HAVE_ATOMICS)
@@ -6314,7 +6326,7 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
     float *ap = (float *)tc__scratch_get(j->ctx, sizeof(float) * (size_t)j->mc * (size_t)j->kc);
     int64_t t, packed_ic = -1;
     if (!ap) {
-        j->failed = 1;
+        tc__flag_raise(&j->failed);
         return;
     }
     for (t = tb; t < te; t++) {
@@ -6518,7 +6530,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.B += j->boff[i];
         gi.C += j->coff[i];
         gi.epi_row0 += gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
-        if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
+        if (tc__gemm_run(j->ctx, &gi, 1)) tc__flag_raise(&j->failed);
     }
 }
 
@@ -7076,7 +7088,7 @@ TC__FN void tc__win_planes(void *arg, int64_t pb, int64_t pe) {
     float *colsz = buf + fl;   /* avg: the divisor's column factor */
     int64_t p, m, oh, ow, ki, kj;
     if (!taps) {
-        j->failed = 1;
+        tc__flag_raise(&j->failed);
         return;
     }
     for (ow = 0; ow < TC__WIN_SLACK; ow++) buf[fl - TC__WIN_SLACK + ow] = 0.0f;
@@ -15295,7 +15307,7 @@ TC__FN void tc__flash_tasks(void *arg, int64_t tb, int64_t te) {
     float *qp = (float *)tc__scratch_get(f->ctx, sizeof(float) * floats), *st, *pp, *o, *m, *l, *corr;
     int64_t t;
     if (!qp) {
-        f->failed = 1;
+        tc__flag_raise(&f->failed);
         return;
     }
     memset(qp, 0, sizeof(float) * floats); /* the tile's padding lanes stay finite */

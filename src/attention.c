@@ -162,7 +162,7 @@ TC__FN void tc__flash_tasks(void *arg, int64_t tb, int64_t te) {
     float *qp = (float *)tc__scratch_get(f->ctx, sizeof(float) * floats), *st, *pp, *o, *m, *l, *corr;
     int64_t t;
     if (!qp) {
-        f->failed = 1;
+        tc__flag_raise(&f->failed);
         return;
     }
     memset(qp, 0, sizeof(float) * floats); /* the tile's padding lanes stay finite */

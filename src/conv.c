@@ -254,7 +254,7 @@ TC__FN void tc__win_planes(void *arg, int64_t pb, int64_t pe) {
     float *colsz = buf + fl;   /* avg: the divisor's column factor */
     int64_t p, m, oh, ow, ki, kj;
     if (!taps) {
-        j->failed = 1;
+        tc__flag_raise(&j->failed);
         return;
     }
     for (ow = 0; ow < TC__WIN_SLACK; ow++) buf[fl - TC__WIN_SLACK + ow] = 0.0f;

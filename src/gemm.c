@@ -303,7 +303,7 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
     float *ap = (float *)tc__scratch_get(j->ctx, sizeof(float) * (size_t)j->mc * (size_t)j->kc);
     int64_t t, packed_ic = -1;
     if (!ap) {
-        j->failed = 1;
+        tc__flag_raise(&j->failed);
         return;
     }
     for (t = tb; t < te; t++) {
@@ -507,7 +507,7 @@ TC__FN void tc__bgemm_range(void *arg, int64_t b, int64_t e) {
         gi.B += j->boff[i];
         gi.C += j->coff[i];
         gi.epi_row0 += gi.ldc > 0 ? j->coff[i] / gi.ldc : 0;
-        if (tc__gemm_run(j->ctx, &gi, 1)) j->failed = 1;
+        if (tc__gemm_run(j->ctx, &gi, 1)) tc__flag_raise(&j->failed);
     }
 }
 

@@ -289,6 +289,18 @@ TC__FN TC__UNUSED int tc__try_enter(int *flag) {
 #endif
 }
 
+/* A failure flag raised by any worker of a parallel loop (several may at
+ * once); read by the caller after the pool's join, which orders it. */
+TC__FN TC__UNUSED void tc__flag_raise(int *flag) {
+#if defined(TC__HAVE_ATOMICS)
+    __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+#elif defined(_WIN32)
+    InterlockedExchange((volatile LONG *)flag, 1);
+#else
+    *flag = 1; /* no atomics known for this compiler: best effort */
+#endif
+}
+
 /* A counter's next value, unique across threads (temporary file names). */
 TC__FN TC__UNUSED unsigned tc__next_ticket(int *counter) {
 #if defined(TC__HAVE_ATOMICS)
