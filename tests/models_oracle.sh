@@ -6,29 +6,9 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
-py=""
-for cand in /usr/bin/python3 python3; do
-    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c "import torch, numpy" >/dev/null 2>&1; then
-        py=$cand
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "SKIP models oracle: python3-torch not installed (apt-get install python3-torch)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
-if [ $# -ge 1 ] && [ -n "$1" ]; then
-    tmp=$1
-    mkdir -p "$tmp" || exit 1
-else
-    tmp=$(mktemp -d "${TMPDIR:-/tmp}/tc_models.XXXXXX") || exit 1
-    trap 'rm -rf "$tmp"' EXIT
-fi
-extra="-O2"
-if [ "${ORACLE_SANITIZE:-0}" = 1 ]; then
-    extra="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
-fi
+. tests/oracle_lib.sh
+oracle_python "models oracle" "torch, numpy"
+oracle_dirs tc_models "${1:-}"
 for ex in resnet gpt2 vit; do
     # $extra is deliberately unquoted: it holds several flags
     if ! ${CC:-gcc} -std=c99 $extra -Wall -Wextra -Werror -pedantic -I. "examples/$ex.c" -o "$tmp/$ex" -lm -lpthread; then

@@ -8,37 +8,13 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 
-py=""
-for cand in /usr/bin/python3 python3; do
-    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c "import torch" >/dev/null 2>&1; then
-        py=$cand
-        break
-    fi
-done
-if [ -z "$py" ]; then
-    echo "SKIP oracle: python3-torch not installed (apt-get install python3-torch)"
-    echo "0 passed, 0 failed, 1 skipped"
-    exit 0
-fi
-
+. tests/oracle_lib.sh
+oracle_python oracle torch
 # The binaries go to the directory given as $1 (kept), else to a temp dir.
-if [ $# -ge 1 ] && [ -n "$1" ]; then
-    tmp=$1
-    mkdir -p "$tmp" || exit 1
-else
-    tmp=$(mktemp -d "${TMPDIR:-/tmp}/tc_oracle_build.XXXXXX") || exit 1
-    trap 'rm -rf "$tmp"' EXIT
-    trap 'exit 130' INT TERM
-fi
+oracle_dirs tc_oracle_build "${1:-}"
 
 # Two builds: the default, and one whose kernels go parallel at any size, so
 # that the small cases exercise the threaded paths as well.
-# ORACLE_SANITIZE=1 builds both with AddressSanitizer + UBSan (a report makes
-# the case it happened in fail).
-extra="-O2"
-if [ "${ORACLE_SANITIZE:-0}" = 1 ]; then
-    extra="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined"
-fi
 for variant in "oracle_dump" "oracle_dump_min_work_2 -DTC_PARALLEL_MIN_WORK=2"; do
     set -- $variant
     exe=$1

@@ -1,0 +1,36 @@
+# Shared by the PyTorch oracles (tests/oracle.sh, tests/models_oracle.sh),
+# sourced with `.` from the repository root after `set -u`.
+
+# oracle_python NAME MODULES: sets $py to a python3 that can import MODULES
+# (comma-separated), else prints NAME's skip lines and exits the caller
+# with 0: without torch an oracle is skipped, not failed.
+oracle_python() {
+    py=""
+    for cand in /usr/bin/python3 python3; do
+        if command -v "$cand" >/dev/null 2>&1 && "$cand" -c "import $2" >/dev/null 2>&1; then
+            py=$cand
+            return 0
+        fi
+    done
+    echo "SKIP $1: python3-torch not installed (apt-get install python3-torch)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+}
+
+# oracle_dirs PREFIX [DIR]: sets $tmp to DIR (created, kept) when given, else
+# to a temporary directory removed on exit; sets $extra to the build flags
+# (ORACLE_SANITIZE=1: AddressSanitizer + UBSan, a report fails its case).
+oracle_dirs() {
+    if [ $# -ge 2 ] && [ -n "$2" ]; then
+        tmp=$2
+        mkdir -p "$tmp" || exit 1
+    else
+        tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+        trap 'rm -rf "$tmp"' EXIT
+        trap 'exit 130' INT TERM
+    fi
+    extra="-O2"
+    if [ "${ORACLE_SANITIZE:-0}" = 1 ]; then
+        extra="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
+    fi
+}
