@@ -724,8 +724,9 @@ typedef struct tc__bnfold_pass {
     const int *uses;           /* readers per old node */
 } tc__bnfold_pass;
 
-/* The values of a frozen f32 constant of n elements (a parameter, or data a
- * pass made), or NULL; *own is released with tc__scratch_put. */
+/* The values of a frozen f32 constant of n elements (a parameter, data a
+ * pass made, or a constant fill made in the traced function: tc_ones as a
+ * norm's weight), or NULL; *own is released with tc__scratch_put. */
 TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int64_t n, void **own) {
     const tc__node *nd;
     *own = NULL;
@@ -735,6 +736,14 @@ TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int6
     if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK)
         return (const float *)tc__contig_as(ctx, nd->param, TC_F32, own);
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA) return (const float *)nd->a.ptr;
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL) {
+        float *buf = (float *)tc__scratch_get(ctx, sizeof(float) * (size_t)(n > 0 ? n : 1));
+        int64_t i;
+        if (!buf) return NULL; /* left unfolded: still right */
+        for (i = 0; i < n; i++) buf[i] = (float)nd->a.f[0];
+        *own = buf;
+        return buf;
+    }
     return NULL;
 }
 

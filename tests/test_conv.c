@@ -229,7 +229,9 @@ static int g_model, g_pre;
 static tc_tensor *bn(tc_ctx *c, tc_tensor *h) { return tc_batch_norm(c, h, g_bn[0], g_bn[1], g_bn[2], g_bn[3], 1e-5); }
 
 /* 0: relu(conv + b) * 2 + 1; 1: relu(bn(conv) + x) (ResNet's tail);
- * 2: relu(depthwise conv); 3: bn(conv), whose raw result is an output too */
+ * 2: relu(depthwise conv); 3: bn(conv), whose raw result is an output too;
+ * 4: relu(bn(conv) + x) with the norm's mean and weight filled in the
+ * traced function (zeros, a constant) rather than parameters */
 static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     tc_conv2d_opts o;
     tc_tensor *h;
@@ -247,6 +249,11 @@ static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) 
     h = tc_conv2d(c, h, g_w, g_model == 0 ? g_b : NULL, &o);
     if (g_model == 0) out[0] = tc_add_scalar(c, tc_mul_scalar(c, tc_relu(c, h), 2.0), 1.0);
     else if (g_model == 1) out[0] = tc_relu(c, tc_add(c, bn(c, h), in[0]));
+    else if (g_model == 4) {
+        int64_t C = 12;
+        tc_tensor *n = tc_batch_norm(c, h, tc_zeros(c, TC_F32, 1, &C), g_bn[1], tc_full(c, TC_F32, 1, &C, 0.75), g_bn[3], 1e-5);
+        out[0] = tc_relu(c, tc_add(c, n, in[0]));
+    }
     else {
         out[0] = bn(c, h);
         out[1] = h;
@@ -311,6 +318,10 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     /* frozen: the norm is in the conv's weights; residual and relu remain */
     n = compiled_launches(1, &err);
     TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, frozen: %d launches (want 1), error %.3g", n, err);
+    /* stats and weight made by fills in the function fold the same way */
+    g_model = 4;
+    n = compiled_launches(1, &err);
+    TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, filled stats, frozen: %d launches (want 1), error %.3g", n, err);
     /* the raw conv is an output too: no folding, both results right */
     g_model = 3;
     n = compiled_launches(1, &err);
