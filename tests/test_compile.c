@@ -653,8 +653,9 @@ TC_TEST(test_every_op_family_compiled_equals_eager) {
     in[1] = randn(3, 4, 3, 5, 32);
     /* modes 0-2 fused (within FUSED_TOL of eager); 3-5 the same modes op by
      * op, which must match eager exactly, but for a contraction under
-     * max-autotune (5): it keeps the fastest microkernel of every ISA level,
-     * and x86's 128-bit one rounds a product and a sum apart (a few ulp) */
+     * max-autotune (5): it keeps the fastest K blocking and microkernel of
+     * every ISA level, and x86's 128-bit one rounds a product and a sum
+     * apart (a few ulp) */
     for (mode = 0; mode < 6; mode++)
         for (k = 0; k < sizeof op_cases / sizeof op_cases[0]; k++) {
             tc_compile_options o;
