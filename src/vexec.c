@@ -163,6 +163,18 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
     }
 }
 
+/* Whether access a's next step along outer dim `dim` needs no software
+ * prefetch: it reads the same memory again (stride 0), or it starts where
+ * the current row ends (one row dim, walked contiguously), which the
+ * hardware's stream prefetcher already runs ahead of; fetching such rows
+ * again by software cost softmax_ln 7-10% (in cache and at 4096 rows
+ * alike) for no gain. */
+TC__FN int tc__krun_next_row_cached(const tc__krun *kr, int a, int dim) {
+    int last = kr->ndim - 1;
+    return kr->st[a][dim] == 0 ||
+           (kr->row0 == last && dim == last - 1 && kr->st[a][last] == 1 && kr->st[a][dim] == kr->shape[last]);
+}
+
 /* Arms the prefetch of len elements (as many lines as len floats: the
  * widest element) of every contiguous input, `steps`
  * along domain dim `dim` past its current tile (dim < 0: along the stream
@@ -174,7 +186,7 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t s
     if (lines > s->pf_lines) s->pf_lines = lines;
     for (a = 0; a < kr->k->nacc && s->npf < TC__VM_MAXPF; a++) {
         int64_t esz = (int64_t)tc__dtype_sizes[s->dt[a]];
-        if (s->stride[a] != 1 || kr->k->acc[a].store) continue;
+        if (s->stride[a] != 1 || kr->k->acc[a].store || (dim >= 0 && tc__krun_next_row_cached(kr, a, dim))) continue;
         s->pf[s->npf++] = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * esz;
     }
 }
@@ -315,7 +327,11 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], o;
     float *lbase[TC__VM_MAXLOCAL];
     int i, si, d;
-    int next_row = kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1, nrow_stages = 0, part;
+    int next_row = 0, nrow_stages = 0, part, a;
+    /* the next row is fetched ahead by software only where some input's
+     * next row is not the continuation of its current one */
+    if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
+        for (a = 0; a < k->nacc; a++) next_row |= !k->acc[a].store && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
