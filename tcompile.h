@@ -9948,6 +9948,20 @@ typedef struct tc__vins {
 
 #define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
 
+/* The compute instructions whose sum (or sum of squares) right after them
+ * the executor takes as they store each vector (no pass that reads the
+ * tile back): the values row kernels sum in practice (softmax's exp,
+ * norms' centred values and means of sums and products).  Each costs an
+ * extra loop per operand form, so the list stays short. */
+#define TC__ACC_FUSED_BINARY(X) X(ADD) X(SUB) X(MUL) X(DIV)
+TC__FN int tc__vins_fuses_acc(const tc__vins *in) {
+    if (in->bu >= 0) return 0;
+    if (in->b < 0) return in->op == TC__OP_EXP;
+#define TC__FA_(ID) in->op == TC__OP_##ID ||
+    return in->c < 0 && (TC__ACC_FUSED_BINARY(TC__FA_) 0);
+#undef TC__FA_
+}
+
 /* One buffer access, static part (from the fuser). */
 typedef struct tc__kaccess {
     int node;                  /* graph node whose header holds the memory   */
@@ -9999,6 +10013,12 @@ typedef struct tc__vst {
      * buffers and most of it is dropped) */
     const char *pf[TC__VM_MAXPF];
     int npf, pf_lines, pf_next;
+    /* the tile is a whole row of a row stage: its accumulations start at
+     * the identity and end as row scalars (slot = fold * scale) in
+     * registers, with no accumulator in memory to set up and read back */
+    int fin;
+    const int *slot_comb;
+    const float *slot_scale;
 } tc__vst;
 
 #ifdef TC__HAVE_VEXEC
@@ -11337,6 +11357,50 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
         }                             \
     } while (0)
 
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
+    } while (0)
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
+    } while (0)
+#define TC__RUNA(VAL)                 \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUNA_SQ_(VAL);        \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUNA_SQ_(VAL);        \
+        }                             \
+    } while (0)
+
 /* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
@@ -11800,43 +11864,6 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
         }                                \
     } while (0)
 #endif
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
-    TC__VI lane;
-    int i = 0, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < TC__W; i++) lane[i] = i;
-    i = 0;
-    if (comb == TC__COMB_SUM) {
-        TC__VACC_LOOP(TC__VACC_SUM)
-    } else if (comb == TC__COMB_SUMSQ) {
-        TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else {
-        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
-    }
-    TC__ST(acc, a0);
-    TC__ST(acc + TC__W, a1);
-    TC__ST(acc + 2 * TC__W, a2);
-    TC__ST(acc + 3 * TC__W, a3);
-}
-#undef TC__VACC_LOOP
-#undef TC__VACC_MAXMIN_
-#ifdef TC__VNAN_T
-#undef TC__VNAN_T
-#undef TC__VNAN_NOTE
-#undef TC__VNAN_ANY
-#undef TC__VMAX_
-#undef TC__VMIN_
-#undef TC__VACC_MAXN
-#undef TC__VACC_MINN
-#endif
-
-/* An accumulator set to the combiner's identity. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
-    int i;
-    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
-}
-
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
@@ -11885,9 +11912,8 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
-/* The accumulator reduced to one value (vectors first, then lanes). */
-static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
+/* Four accumulator vectors reduced to one value (vectors first, then lanes). */
+TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
@@ -11902,10 +11928,72 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     }
 #endif
 }
-#undef TC__VACC_SUM
-#undef TC__VACC_SUMSQ
-#undef TC__VACC_MAX
-#undef TC__VACC_MIN
+
+/* The accumulator in memory reduced to one value. */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
+                                  comb);
+}
+
+/* fold: the tile is the whole row (tc__vst.fin): start at the identity
+ * and end as the row scalar *fold = reduce * scale, exactly as the row
+ * stage's own fold of the accumulator would (tc__krun_row_stage). */
+#define TC__VACC_BEGIN(acc, comb, fold)                                                             \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            a0 = a1 = a2 = a3 = TC__SPL((float)tc__comb_identity(comb));                            \
+        } else {                                                                                    \
+            a0 = TC__LD(acc), a1 = TC__LD((acc) + TC__W), a2 = TC__LD((acc) + 2 * TC__W);           \
+            a3 = TC__LD((acc) + 3 * TC__W);                                                         \
+        }                                                                                           \
+    } while (0)
+#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
+            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+        } else {                                                                                    \
+            TC__ST(acc, a0);                                                                        \
+            TC__ST((acc) + TC__W, a1);                                                              \
+            TC__ST((acc) + 2 * TC__W, a2);                                                          \
+            TC__ST((acc) + 3 * TC__W, a3);                                                          \
+        }                                                                                           \
+    } while (0)
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+    TC__VF a0, a1, a2, a3;
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    TC__VACC_BEGIN(acc, comb, fold);
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else {
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
+    }
+    TC__VACC_END(acc, fold, fcomb, scale);
+}
+#undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
+
+/* An accumulator set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
+    int i;
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
+}
+
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -11922,6 +12010,48 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
     }
     return s->r[reg];
 }
+
+#define TC__VB_FORMS_(ID, RUN)                                                                    \
+    if (sb) {                                                                                     \
+        TC__VF av = TC__A1(0);                                                                    \
+        if (sa) RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));          \
+        else RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));                   \
+    } else {                                                                                      \
+        TC__VF bv = TC__LD(b);                                                                    \
+        RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
+    }
+
+#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
+ * vectors into d, with accumulation `ac` of its value taken as each vector
+ * is stored.  A function of its own: inside the interpreter's one large
+ * body the compiler spilled the accumulators, and the sum ran through
+ * memory at a store-forwarding round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+                                                           int m, int sa, int sb) {
+    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
+    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
+    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+    TC__VF a0, a1, a2, a3;
+    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VACC_BEGIN(acc, ac->c, fold);
+    if (!b) {
+        TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
+    } else {
+        switch (in->op) {
+#define TC__VBA_(ID)                  \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUNA)   \
+        break;
+            TC__ACC_FUSED_BINARY(TC__VBA_)
+#undef TC__VBA_
+        default: break;
+        }
+    }
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+}
+#endif
 
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -11961,7 +12091,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         }
         case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        case TC__V_ACC:
+            TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
+                               s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
+                               s->fin ? s->slot_scale[in->a] : 1.0f);
+            continue;
         default: break;
         }
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
@@ -11987,6 +12121,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+#if TC__ISA_W > 1
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
+            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+            /* a sum of the value follows: taken as it is stored */
+            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
+            s->r[in->dst] = d;
+            s->u[in->dst] = 0;
+            continue;
+        }
+#endif
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         /* operand a is read as a * as + at (uniform registers, folded in by
          * tc__kernel_simplify; absent: 1 and -0, which leave every value,
@@ -12017,18 +12161,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 /* one switch per tile, not per vector: the op is hoisted,
                  * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
-#define TC__VB_(ID)                                                                                   \
-    case TC__OP_##ID:                                                                                 \
-        if (sb) {                                                                                     \
-            TC__VF av = TC__A1(0);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
-            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
-        } else {                                                                                      \
-            TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
-        }                                                                                             \
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
 #undef TC__VB_
                 default: break;
@@ -12052,6 +12189,17 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         s->u[in->dst] = uni;
     }
 }
+
+#undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
+#undef TC__VACC_BEGIN
+#undef TC__VACC_END
+#undef TC__RUNA_
+#undef TC__RUNA_SQ_
+#undef TC__RUNA
+#undef TC__VB_FORMS_
 
 /* Elementwise math over an array (tests measure accuracy through it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
@@ -12196,6 +12344,50 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
         }                             \
     } while (0)
 
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
+    } while (0)
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
+    } while (0)
+#define TC__RUNA(VAL)                 \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUNA_SQ_(VAL);        \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUNA_SQ_(VAL);        \
+        }                             \
+    } while (0)
+
 /* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
@@ -12659,43 +12851,6 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
         }                                \
     } while (0)
 #endif
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
-    TC__VI lane;
-    int i = 0, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < TC__W; i++) lane[i] = i;
-    i = 0;
-    if (comb == TC__COMB_SUM) {
-        TC__VACC_LOOP(TC__VACC_SUM)
-    } else if (comb == TC__COMB_SUMSQ) {
-        TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else {
-        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
-    }
-    TC__ST(acc, a0);
-    TC__ST(acc + TC__W, a1);
-    TC__ST(acc + 2 * TC__W, a2);
-    TC__ST(acc + 3 * TC__W, a3);
-}
-#undef TC__VACC_LOOP
-#undef TC__VACC_MAXMIN_
-#ifdef TC__VNAN_T
-#undef TC__VNAN_T
-#undef TC__VNAN_NOTE
-#undef TC__VNAN_ANY
-#undef TC__VMAX_
-#undef TC__VMIN_
-#undef TC__VACC_MAXN
-#undef TC__VACC_MINN
-#endif
-
-/* An accumulator set to the combiner's identity. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
-    int i;
-    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
-}
-
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
@@ -12744,9 +12899,8 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
-/* The accumulator reduced to one value (vectors first, then lanes). */
-static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
+/* Four accumulator vectors reduced to one value (vectors first, then lanes). */
+TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
@@ -12761,10 +12915,72 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     }
 #endif
 }
-#undef TC__VACC_SUM
-#undef TC__VACC_SUMSQ
-#undef TC__VACC_MAX
-#undef TC__VACC_MIN
+
+/* The accumulator in memory reduced to one value. */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
+                                  comb);
+}
+
+/* fold: the tile is the whole row (tc__vst.fin): start at the identity
+ * and end as the row scalar *fold = reduce * scale, exactly as the row
+ * stage's own fold of the accumulator would (tc__krun_row_stage). */
+#define TC__VACC_BEGIN(acc, comb, fold)                                                             \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            a0 = a1 = a2 = a3 = TC__SPL((float)tc__comb_identity(comb));                            \
+        } else {                                                                                    \
+            a0 = TC__LD(acc), a1 = TC__LD((acc) + TC__W), a2 = TC__LD((acc) + 2 * TC__W);           \
+            a3 = TC__LD((acc) + 3 * TC__W);                                                         \
+        }                                                                                           \
+    } while (0)
+#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
+            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+        } else {                                                                                    \
+            TC__ST(acc, a0);                                                                        \
+            TC__ST((acc) + TC__W, a1);                                                              \
+            TC__ST((acc) + 2 * TC__W, a2);                                                          \
+            TC__ST((acc) + 3 * TC__W, a3);                                                          \
+        }                                                                                           \
+    } while (0)
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+    TC__VF a0, a1, a2, a3;
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    TC__VACC_BEGIN(acc, comb, fold);
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else {
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
+    }
+    TC__VACC_END(acc, fold, fcomb, scale);
+}
+#undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
+
+/* An accumulator set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
+    int i;
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
+}
+
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -12781,6 +12997,48 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
     }
     return s->r[reg];
 }
+
+#define TC__VB_FORMS_(ID, RUN)                                                                    \
+    if (sb) {                                                                                     \
+        TC__VF av = TC__A1(0);                                                                    \
+        if (sa) RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));          \
+        else RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));                   \
+    } else {                                                                                      \
+        TC__VF bv = TC__LD(b);                                                                    \
+        RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
+    }
+
+#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
+ * vectors into d, with accumulation `ac` of its value taken as each vector
+ * is stored.  A function of its own: inside the interpreter's one large
+ * body the compiler spilled the accumulators, and the sum ran through
+ * memory at a store-forwarding round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+                                                           int m, int sa, int sb) {
+    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
+    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
+    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+    TC__VF a0, a1, a2, a3;
+    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VACC_BEGIN(acc, ac->c, fold);
+    if (!b) {
+        TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
+    } else {
+        switch (in->op) {
+#define TC__VBA_(ID)                  \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUNA)   \
+        break;
+            TC__ACC_FUSED_BINARY(TC__VBA_)
+#undef TC__VBA_
+        default: break;
+        }
+    }
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+}
+#endif
 
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -12820,7 +13078,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         }
         case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        case TC__V_ACC:
+            TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
+                               s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
+                               s->fin ? s->slot_scale[in->a] : 1.0f);
+            continue;
         default: break;
         }
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
@@ -12846,6 +13108,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+#if TC__ISA_W > 1
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
+            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+            /* a sum of the value follows: taken as it is stored */
+            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
+            s->r[in->dst] = d;
+            s->u[in->dst] = 0;
+            continue;
+        }
+#endif
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         /* operand a is read as a * as + at (uniform registers, folded in by
          * tc__kernel_simplify; absent: 1 and -0, which leave every value,
@@ -12876,18 +13148,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 /* one switch per tile, not per vector: the op is hoisted,
                  * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
-#define TC__VB_(ID)                                                                                   \
-    case TC__OP_##ID:                                                                                 \
-        if (sb) {                                                                                     \
-            TC__VF av = TC__A1(0);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
-            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
-        } else {                                                                                      \
-            TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
-        }                                                                                             \
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
 #undef TC__VB_
                 default: break;
@@ -12911,6 +13176,17 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         s->u[in->dst] = uni;
     }
 }
+
+#undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
+#undef TC__VACC_BEGIN
+#undef TC__VACC_END
+#undef TC__RUNA_
+#undef TC__RUNA_SQ_
+#undef TC__RUNA
+#undef TC__VB_FORMS_
 
 /* Elementwise math over an array (tests measure accuracy through it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
@@ -13055,862 +13331,47 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
         }                             \
     } while (0)
 
-/* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
- * TC__RUN, and once outside one */
-#define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-#define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-
-TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
-TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
-    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
-}
-
-TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_sqrt_ps((__m256)x);
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return (TC__VF)_mm_sqrt_ps((__m128)x);
-#else
-    int i;
-    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
-    return x;
-#endif
-}
-
-/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN; AVX-512's
- * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
-TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
-                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
-#else
-    x = TC__SEL(x > hi, TC__SPL(hi), x);
-    return TC__SEL(x < lo, TC__SPL(lo), x);
-#endif
-}
-
-/* 2^n for integer-valued n in [-151, 129], as two factors so that
- * denormal and overflowing results come out as libm's. */
-TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
-#if TC__ISA_W == 16
-    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
-     * undefined pass-through operand as uninitialised) */
-    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
-#else
-    TC__VI h = n >> 1;
-    y = y * (TC__VF)((h + 127) << 23);
-    return y * (TC__VF)((n - h + 127) << 23);
-#endif
-}
-
-#if TC__ISA_W == 16
-/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
- * permute */
-static const float TC__VFN(tc__vexp2_16_)[16] = {
-    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
-    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
-#endif
-
-/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
- * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
- * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
-    TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
-#if TC__ISA_W == 16
-    {
-        TC__VF tb, q;
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        /* ln2 / 16 in two parts, the first exact in a product with n */
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
-        /* t's low four bits are n mod 16 (the bias's are zero), the index
-         * the permute reads */
-        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
-        /* the masked form: the plain one's undefined pass-through trips
-         * g++ 12's -Wmaybe-uninitialized once inlined */
-        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
-        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
-        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
-                                              (__m512)(n * 0.0625f));
-    }
-#else
-    TC__VF p;
-    TC__VI ni;
-    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
-    n = t - 12582912.0f;
-    ni = (TC__VI)t - 0x4B400000;
-    r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    p = TC__SPL(1.9875691500E-4f);
-    p = TC__FMA(p, r, 1.3981999507E-3f);
-    p = TC__FMA(p, r, 8.3334519073E-3f);
-    p = TC__FMA(p, r, 4.1665795894E-2f);
-    p = TC__FMA(p, r, 1.6666665459E-1f);
-    p = TC__FMA(p, r, 5.0000001201E-1f);
-    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
-     * an add: the vector ops, not memory, bound the kernels that use it */
-    p = TC__FMA(p, r, 1.0f);
-    p = TC__FMA(p, r, 1.0f);
-    return TC__VFN(tc__vscale_)(p, ni);
-#endif
-}
-
-/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
-TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
-    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
-    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
-    xi = (TC__VI)x;
-    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
-    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
-    small = m < 0.707106781186547524f;
-    e = e + small; /* small is -1 where true */
-    m = TC__SEL(small, m + m, m) - 1.0f;
-    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
-    z = m * m;
-    y = TC__SPL(7.0376836292E-2f);
-    y = y * m - 1.1514610310E-1f;
-    y = y * m + 1.1676998740E-1f;
-    y = y * m - 1.2420140846E-1f;
-    y = y * m + 1.4249322787E-1f;
-    y = y * m - 1.6668057665E-1f;
-    y = y * m + 2.0000714765E-1f;
-    y = y * m - 2.4999993993E-1f;
-    y = y * m + 3.3333331174E-1f;
-    y = y * m * z;
-    y = y + ef * -2.12194440e-4f;
-    y = y - 0.5f * z;
-    y = m + y + ef * 0.693359375f;
-    y = TC__SEL(x0 == INFINITY, x0, y);
-    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
-    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
-}
-
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
-
-/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
-TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
-    s = TC__SPL(-5.70498872745E-3f);
-    s = TC__FMA(s, z, 2.06390887954E-2f);
-    s = TC__FMA(s, z, -5.37397155531E-2f);
-    s = TC__FMA(s, z, 1.33314422036E-1f);
-    s = TC__FMA(s, z, -3.33332819422E-1f);
-    s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.625f, s, b);
-}
-
-/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
- * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
- * under 1.2e-7 (Numerical Recipes' erfcc). */
-TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
-    s = TC__SPL(-1.0f / 1320.0f);
-    s = s * z + 1.0f / 216.0f;
-    s = s * z - 1.0f / 42.0f;
-    s = s * z + 1.0f / 10.0f;
-    s = s * z - 1.0f / 3.0f;
-    s = (s * z + 1.0f) * x * 1.12837916709551257f;
-    t = 1.0f / (1.0f + 0.5f * ax);
-    p = TC__SPL(0.17087277f);
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
-    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.5f, s, b);
-}
-
-/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
- * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
-TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
-    TC__VI j, sign, usec;
-    TC__VI huge = ~(ax <= 8192.0f);
-    int i, any = 0;
-    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
-    t = ax * 1.27323954473516f;
-    y = (t + 12582912.0f) - 12582912.0f;
-    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
-    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
-    j = (j + 1) & ~1;                                 /* odd octants move up */
-    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
-    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    j = j + cos_shift * 2;
-    sign = (j & 4) != 0;
-    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
-    usec = (j & 2) != 0;
-    z = r * r;
-    ps = TC__SPL(-1.9515295891E-4f);
-    ps = ps * z + 8.3321608736E-3f;
-    ps = ps * z - 1.6666654611E-1f;
-    ps = ps * z * r + r;
-    pc = TC__SPL(2.443315711809948E-5f);
-    pc = pc * z - 1.388731625493765E-3f;
-    pc = pc * z + 4.166664568298827E-2f;
-    pc = pc * z * z - 0.5f * z + 1.0f;
-    res = TC__SEL(usec, pc, ps);
-    res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= huge[i];
-    if (any)
-        for (i = 0; i < TC__W; i++)
-            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
-    return res;
-}
-
-/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
- * already integers (or NaN) and pass through. */
-TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
-    r = (ax + 8388608.0f) - 8388608.0f;
-    r = TC__VFN(tc__vcopysign_)(r, x);
-    r = TC__SEL(r > x, r - 1.0f, r);
-    return TC__SEL(ax < 8388608.0f, r, x);
-}
-
-/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
-TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
-    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
-    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
-    l = TC__SEL(w == INFINITY, lw, l);
-    return TC__SEL(d == 0.0f, u, l);
-}
-
-/* One elementwise op, with the same formula as the eager kernel. */
-TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    switch (op) {
-    case TC__OP_NEG: return -x;
-    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
-    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
-    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
-    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RECIPROCAL: return 1.0f / x;
-    case TC__OP_SQUARE: return x * x;
-    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
-    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
-    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
-    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
-    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
-    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
-    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
-    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
-    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
-    case TC__OP_SOFTPLUS: {
-        TC__VF xb = x * p0;
-        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
-    }
-    case TC__OP_CLAMP: {
-        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
-        return TC__SEL(lo > p1, TC__SPL(p1), lo);
-    }
-    case TC__OP_CLONE:
-    case TC__OP_CAST:
-    default: return x;
-    }
-}
-
-TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
-    int i;
-    switch (op) {
-    case TC__OP_ADD: return a + b;
-    case TC__OP_SUB: return a - b;
-    case TC__OP_MUL: return a * b;
-    case TC__OP_DIV: return a / b;
-    case TC__OP_POW:
-        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
-        return a;
-    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
-    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
-    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    default: return a;
-    }
-}
-
-/* A computed vector to its destination: streamed past the caches when the
- * destination is a large result written straight from the op. */
-TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
-#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
-    if (nt) {
-#if TC__ISA_W == 16
-        _mm512_stream_ps(p, (__m512)v);
-#elif TC__ISA_W == 8
-        _mm256_stream_ps(p, (__m256)v);
-#else
-        _mm_stream_ps(p, (__m128)v);
-#endif
-        return;
-    }
-#else
-    (void)nt;
-#endif
-    TC__ST(p, v);
-}
-
-/* Loads `len` elements of access k into a tile, zero past len up to the
- * vector boundary.  Contiguous f32 is read in place when whole vectors. */
-TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
-    const char *p = s->ptr[k];
-    int64_t st = s->stride[k];
-    int i, nv = (len + TC__W - 1) / TC__W;
-    if (s->dt[k] == TC_F32 && st == 1) {
-        if (len % TC__W == 0) return (const float *)p;
-#if TC__ISA_W == 16
-        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
-        _mm512_storeu_ps(buf + len / 16 * 16,
-                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
-#else
-        memcpy(buf, p, sizeof(float) * (size_t)len);
-        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
-#endif
-        return buf;
-    }
-    if (st == 0) {
-        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
-        TC__VF sv = TC__SPL(v);
-        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
-        return buf;
-    }
-    if (s->dt[k] == TC_F32) {
-        const float *fp = (const float *)p;
-        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
-    } else {
-        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
-    }
-    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
-    return buf;
-}
-
-TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
-    char *p = s->ptr[k];
-    int64_t st = s->stride[k];
-    int i;
-    if (s->dt[k] == TC_F32 && st == 1) {
-        float *fp = (float *)p;
-        i = 0;
-#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
-        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
-            for (; i + TC__W <= len; i += TC__W)
-#if TC__ISA_W == 16
-                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
-#elif TC__ISA_W == 8
-                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
-#else
-                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
-#endif
-        }
-#endif
-        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
-#if TC__ISA_W == 16
-        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
-#else
-        for (; i < len; i++) fp[i] = v[i];
-#endif
-        return;
-    }
-    if (s->dt[k] == TC_F32) {
-        float *fp = (float *)p;
-        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
-        return;
-    }
-    if (s->dt[k] == TC_BOOL) {
-        unsigned char *bp = (unsigned char *)p;
-        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
-        return;
-    }
-    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
-}
-
-/* Combines a register's len values into the accumulator (4 vectors, kept
- * in registers over the tile: an accumulation costs one load per vector);
- * lanes past len leave it as it is. */
-#define TC__VACC_SUM(a, v) ((a) + (v))
-#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
-#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
-#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
-#define TC__VACC_LOOP(F)                                                                          \
-    for (; i + 4 <= nv; i += 4) {                                                                 \
-        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
-        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
-        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
-        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
-    }                                                                                             \
-    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
-    if (rem) {                                                                                    \
-        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
-        a1 = F(a1, v);                                                                            \
-    }
-#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
-/* max and min where NaN wins, as the ISA's max/min (which return their
- * second operand when either is NaN, so a NaN already in the accumulator
- * stays) plus an unordered compare of the value noted on the side: two
- * vector ops where the select form takes three and two mask ops */
-#if TC__ISA_W == 16
-#define TC__VNAN_T __mmask16
-#define TC__VNAN_NOTE(n, v) ((n) | _mm512_cmp_ps_mask((__m512)(v), (__m512)(v), _CMP_UNORD_Q))
-#define TC__VNAN_ANY(n) ((n) != 0)
-#define TC__VMAX_(v, a) (TC__VF) _mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
-#define TC__VMIN_(v, a) (TC__VF) _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
-#elif TC__ISA_W == 8
-#define TC__VNAN_T __m256
-#define TC__VNAN_NOTE(n, v) _mm256_or_ps(n, _mm256_cmp_ps((__m256)(v), (__m256)(v), _CMP_UNORD_Q))
-#define TC__VNAN_ANY(n) (_mm256_movemask_ps(n) != 0)
-#define TC__VMAX_(v, a) (TC__VF) _mm256_max_ps((__m256)(v), (__m256)(a))
-#define TC__VMIN_(v, a) (TC__VF) _mm256_min_ps((__m256)(v), (__m256)(a))
-#else
-#define TC__VNAN_T __m128
-#define TC__VNAN_NOTE(n, v) _mm_or_ps(n, _mm_cmpunord_ps((__m128)(v), (__m128)(v)))
-#define TC__VNAN_ANY(n) (_mm_movemask_ps(n) != 0)
-#define TC__VMAX_(v, a) (TC__VF) _mm_max_ps((__m128)(v), (__m128)(a))
-#define TC__VMIN_(v, a) (TC__VF) _mm_min_ps((__m128)(v), (__m128)(a))
-#endif
-#define TC__VACC_MAXN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMAX_(v, a))
-#define TC__VACC_MINN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMIN_(v, a))
-#define TC__VACC_MAXMIN_(max)                                         \
-    do {                                                              \
-        TC__VNAN_T nan_;                                              \
-        memset(&nan_, 0, sizeof nan_);                                \
-        if (max) {                                                    \
-            TC__VACC_LOOP(TC__VACC_MAXN)                              \
-        } else {                                                      \
-            TC__VACC_LOOP(TC__VACC_MINN)                              \
-        }                                                             \
-        if (TC__VNAN_ANY(nan_)) a0 = TC__SPL(NAN);                    \
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
     } while (0)
-#else
-#define TC__VACC_MAXMIN_(max)            \
-    do {                                 \
-        if (max) {                       \
-            TC__VACC_LOOP(TC__VACC_MAX)  \
-        } else {                         \
-            TC__VACC_LOOP(TC__VACC_MIN)  \
-        }                                \
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
     } while (0)
-#endif
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
-    TC__VI lane;
-    int i = 0, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < TC__W; i++) lane[i] = i;
-    i = 0;
-    if (comb == TC__COMB_SUM) {
-        TC__VACC_LOOP(TC__VACC_SUM)
-    } else if (comb == TC__COMB_SUMSQ) {
-        TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else {
-        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
-    }
-    TC__ST(acc, a0);
-    TC__ST(acc + TC__W, a1);
-    TC__ST(acc + 2 * TC__W, a2);
-    TC__ST(acc + 3 * TC__W, a3);
-}
-#undef TC__VACC_LOOP
-#undef TC__VACC_MAXMIN_
-#ifdef TC__VNAN_T
-#undef TC__VNAN_T
-#undef TC__VNAN_NOTE
-#undef TC__VNAN_ANY
-#undef TC__VMAX_
-#undef TC__VMIN_
-#undef TC__VACC_MAXN
-#undef TC__VACC_MINN
-#endif
-
-/* An accumulator set to the combiner's identity. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
-    int i;
-    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
-}
-
-#if TC__ISA_W == 16 || TC__ISA_W == 8
-/* A vector's lanes combined in registers: reading them one by one through
- * memory after a vector store stalls on store forwarding (once per row and
- * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
- * and min (x86's min/max would drop it). */
-TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
-    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
-    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
-    __m128d s2;
-    __m128 q, h4;
-#if TC__ISA_W == 16
-    /* masked forms: g++ 12 misreports the unmasked ones' undefined
-     * pass-through operand as uninitialised */
-    __m512d v = _mm512_castps_pd((__m512)a);
-    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
-    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
-    if (comb == TC__COMB_SUM) {
-        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
-        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
-    } else {
-        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
-        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
-    }
-#else
-    if (comb == TC__COMB_SUM) {
-        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
-                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
-    } else {
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-        h = (__m256)a;
-    }
-#endif
-    if (comb == TC__COMB_SUM) {
-        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
-    }
-    h4 = _mm256_castps256_ps128(h);
-    q = _mm256_extractf128_ps(h, 1);
-    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
-    q = _mm_movehl_ps(h4, h4);
-    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
-    q = _mm_shuffle_ps(h4, h4, 1);
-    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
-    return _mm_cvtss_f32(h4);
-}
-#endif
-
-/* The accumulator reduced to one value (vectors first, then lanes). */
-static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
-#if TC__ISA_W == 16 || TC__ISA_W == 8
-    return TC__VFN(tc__vfold_x86_)(a, comb);
-#else
-    {
-        double r = a[0];
-        int i;
-        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
-        return r;
-    }
-#endif
-}
-#undef TC__VACC_SUM
-#undef TC__VACC_SUMSQ
-#undef TC__VACC_MAX
-#undef TC__VACC_MIN
-
-/* A uniform register (a constant, a row scalar, a broadcast load, or an op
- * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
- * run once per tile, and it is expanded to a full tile only where a store
- * or accumulation needs one. */
-TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
-    if (s->u[reg]) {
-        float *b = s->buf[reg];
-        TC__VF v = TC__LD(s->r[reg]);
-        int i;
-        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
-        s->r[reg] = b;
-        s->u[reg] = 0;
-    }
-    return s->r[reg];
-}
-
-/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
-    int k, i, nv = (len + TC__W - 1) / TC__W;
-    for (k = 0; k < n; k++) {
-        const tc__vins *in = &code[k];
-        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
-        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0, pro = in->as >= 0 || in->at >= 0;
-        TC__VF sv, tv;
-        switch (in->op) {
-        case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
-                const char *p = s->ptr[in->a];
-                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
-                TC__ST(s->uv[in->dst], TC__SPL(v));
-                s->r[in->dst] = s->uv[in->dst];
-                s->u[in->dst] = 1;
-            } else {
-                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
-                s->u[in->dst] = 0;
-            }
-            continue;
-        case TC__V_CONST:
-        case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
-            s->r[in->dst] = s->uv[in->dst];
-            s->u[in->dst] = 1;
-            continue;
-        case TC__V_LOADL:
-            s->r[in->dst] = s->local[in->a];
-            s->u[in->dst] = 0;
-            continue;
-        case TC__V_STOREL: {
-            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
-            float *l = s->local[in->a];
-            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
-            continue;
-        }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
-        default: break;
-        }
-        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
-        /* compute: a uniform operand is read with stride 0; all uniform
-         * operands make a uniform result computed once */
-        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
-        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
-            m = 1;
-            d = s->uv[in->dst];
-        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
-            /* a value kept for later stages is computed straight into its row
-             * buffer (a stage never reads the buffer it fills) */
-            d = s->local[code[k + 1].a];
-            k++;
-        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
-                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
-            /* the kernel's result, computed straight into the output (its
-             * one store ends the code, so no later read sees it early) */
-            int o = code[k + 1].a;
-            d = (float *)s->ptr[o];
-            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
-            k++;
-        }
-        if (s->u[in->a]) sa = 0;
-        if (in->b >= 0 && s->u[in->b]) sb = 0;
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                                                                                   \
-    case TC__OP_##ID:                                                                                 \
-        if (sb) {                                                                                     \
-            TC__VF av = TC__A1(0);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
-            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
-        } else {                                                                                      \
-            TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
-        }                                                                                             \
-        break;
-                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
-        s->r[in->dst] = d;
-        s->u[in->dst] = uni;
-    }
-}
-
-/* Elementwise math over an array (tests measure accuracy through it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
-    int64_t i;
-    float tmp[TC__W];
-    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
-    if (i < n) {
-        int64_t k;
-        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
-        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
-        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
-    }
-}
-
-/* One key block of attention's online softmax, the scores transposed:
- * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
- * lanes), so each vector holds one key's score for TC__W queries.  m[i],
- * l[i] are the running max and sum of query i; the block's scores become
- * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
- * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
-                                                                 float *corr) {
-    int64_t i, k;
-    for (i = 0; i < ld; i += TC__W) {
-        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
-        for (k = 0; k < nk; k++) {
-            TC__VF v = TC__LD(st + k * ld + i);
-            mx = TC__SEL(v > mx, v, mx);
-        }
-        mx = TC__SEL(mo > mx, mo, mx);
-        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
-        for (k = 0; k < nk; k++) {
-            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
-            TC__ST(st + k * ld + i, e);
-            sum += e;
-        }
-        c = TC__VFN(tc__vexp_)(mo - mb);
-        TC__ST(corr + i, c);
-        TC__ST(l + i, TC__LD(l + i) * c + sum);
-        TC__ST(m + i, mx);
-    }
-}
-
-#undef TC__VF
-#undef TC__VI
-#undef TC__VU
-#undef TC__VFN
-#undef TC__W
-#undef TC__INL
-#undef TC__SPL
-#undef TC__SEL
-#undef TC__LD
-#undef TC__ST
-#undef TC__RUN
-#undef TC__RUN_
-#undef TC__A
-#undef TC__A1
-#undef TC__ISA_SFX
-#undef TC__ISA_W
-#undef TC__ISA_ATTR
-#endif
-
-/* ===== src/vexec_isa.c for scalar ===== */
-#if defined(TC__HAVE_VEXEC)
-#define TC__ISA_SFX scalar
-#define TC__ISA_W 1
-#define TC__ISA_ATTR 
-/* The executor's inner loop and its vector math, written once over GNU C
- * vector types and instantiated by tools/amalgamate.sh once per ISA level:
- *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
- *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
- *   TC__ISA_ATTR  the target attribute (empty for the baseline)
- * Every function here carries the ISA's target attribute, so the compiler
- * lowers the generic vector code to that ISA's registers; the executor picks
- * the instance at run time (cpuid + XGETBV).
- *
- * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
- * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
- * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
- * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
- * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
- * NaN, signed zero and denormals follow libm. */
-
-#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
-#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
-#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
-#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
-#define TC__W TC__ISA_W
-#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
-
-typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
-typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
-typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
-
-/* c in every lane, bit for bit: added to -0 (which leaves every value as
- * it is; +0 would turn a -0 into +0) */
-TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
-    TC__VF v = {0};
-    return -v + c;
-}
-TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
-TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
-TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
-    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
-}
-/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
-TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
-    return a * b + c;
-#endif
-}
-#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
-#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
-#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
-#define TC__LD(p) TC__VFN(tc__vld_)(p)
-#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-/* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
- * operand a has a prologue chosen once per tile rather than per vector:
- * each loop is compiled with tc__pro_c a constant, so a kernel without
- * prologues pays no identity multiply-add per vector (one vector op in
- * twenty of an exp, one in two of a plain multiply) */
-#define TC__RUN_(VAL)                                                          \
-    do {                                                                       \
-        if (ntd)                                                               \
-            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
-        else                                                                   \
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
-    } while (0)
-#define TC__RUN(VAL)                  \
+#define TC__RUNA(VAL)                 \
     do {                              \
         if (pro) {                    \
             enum { tc__pro_c = 1 };   \
-            TC__RUN_(VAL);            \
+            TC__RUNA_SQ_(VAL);        \
         } else {                      \
             enum { tc__pro_c = 0 };   \
-            TC__RUN_(VAL);            \
+            TC__RUNA_SQ_(VAL);        \
         }                             \
     } while (0)
 
@@ -14377,43 +13838,6 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
         }                                \
     } while (0)
 #endif
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
-    TC__VI lane;
-    int i = 0, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < TC__W; i++) lane[i] = i;
-    i = 0;
-    if (comb == TC__COMB_SUM) {
-        TC__VACC_LOOP(TC__VACC_SUM)
-    } else if (comb == TC__COMB_SUMSQ) {
-        TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else {
-        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
-    }
-    TC__ST(acc, a0);
-    TC__ST(acc + TC__W, a1);
-    TC__ST(acc + 2 * TC__W, a2);
-    TC__ST(acc + 3 * TC__W, a3);
-}
-#undef TC__VACC_LOOP
-#undef TC__VACC_MAXMIN_
-#ifdef TC__VNAN_T
-#undef TC__VNAN_T
-#undef TC__VNAN_NOTE
-#undef TC__VNAN_ANY
-#undef TC__VMAX_
-#undef TC__VMIN_
-#undef TC__VACC_MAXN
-#undef TC__VACC_MINN
-#endif
-
-/* An accumulator set to the combiner's identity. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
-    int i;
-    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
-}
-
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
@@ -14462,9 +13886,8 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
-/* The accumulator reduced to one value (vectors first, then lanes). */
-static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
+/* Four accumulator vectors reduced to one value (vectors first, then lanes). */
+TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
@@ -14479,10 +13902,72 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     }
 #endif
 }
-#undef TC__VACC_SUM
-#undef TC__VACC_SUMSQ
-#undef TC__VACC_MAX
-#undef TC__VACC_MIN
+
+/* The accumulator in memory reduced to one value. */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
+                                  comb);
+}
+
+/* fold: the tile is the whole row (tc__vst.fin): start at the identity
+ * and end as the row scalar *fold = reduce * scale, exactly as the row
+ * stage's own fold of the accumulator would (tc__krun_row_stage). */
+#define TC__VACC_BEGIN(acc, comb, fold)                                                             \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            a0 = a1 = a2 = a3 = TC__SPL((float)tc__comb_identity(comb));                            \
+        } else {                                                                                    \
+            a0 = TC__LD(acc), a1 = TC__LD((acc) + TC__W), a2 = TC__LD((acc) + 2 * TC__W);           \
+            a3 = TC__LD((acc) + 3 * TC__W);                                                         \
+        }                                                                                           \
+    } while (0)
+#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
+            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+        } else {                                                                                    \
+            TC__ST(acc, a0);                                                                        \
+            TC__ST((acc) + TC__W, a1);                                                              \
+            TC__ST((acc) + 2 * TC__W, a2);                                                          \
+            TC__ST((acc) + 3 * TC__W, a3);                                                          \
+        }                                                                                           \
+    } while (0)
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+    TC__VF a0, a1, a2, a3;
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    TC__VACC_BEGIN(acc, comb, fold);
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else {
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
+    }
+    TC__VACC_END(acc, fold, fcomb, scale);
+}
+#undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
+
+/* An accumulator set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
+    int i;
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
+}
+
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -14499,6 +13984,48 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
     }
     return s->r[reg];
 }
+
+#define TC__VB_FORMS_(ID, RUN)                                                                    \
+    if (sb) {                                                                                     \
+        TC__VF av = TC__A1(0);                                                                    \
+        if (sa) RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));          \
+        else RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));                   \
+    } else {                                                                                      \
+        TC__VF bv = TC__LD(b);                                                                    \
+        RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
+    }
+
+#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
+ * vectors into d, with accumulation `ac` of its value taken as each vector
+ * is stored.  A function of its own: inside the interpreter's one large
+ * body the compiler spilled the accumulators, and the sum ran through
+ * memory at a store-forwarding round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+                                                           int m, int sa, int sb) {
+    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
+    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
+    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+    TC__VF a0, a1, a2, a3;
+    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VACC_BEGIN(acc, ac->c, fold);
+    if (!b) {
+        TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
+    } else {
+        switch (in->op) {
+#define TC__VBA_(ID)                  \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUNA)   \
+        break;
+            TC__ACC_FUSED_BINARY(TC__VBA_)
+#undef TC__VBA_
+        default: break;
+        }
+    }
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+}
+#endif
 
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -14538,7 +14065,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         }
         case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        case TC__V_ACC:
+            TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
+                               s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
+                               s->fin ? s->slot_scale[in->a] : 1.0f);
+            continue;
         default: break;
         }
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
@@ -14564,6 +14095,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+#if TC__ISA_W > 1
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
+            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+            /* a sum of the value follows: taken as it is stored */
+            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
+            s->r[in->dst] = d;
+            s->u[in->dst] = 0;
+            continue;
+        }
+#endif
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         /* operand a is read as a * as + at (uniform registers, folded in by
          * tc__kernel_simplify; absent: 1 and -0, which leave every value,
@@ -14594,18 +14135,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 /* one switch per tile, not per vector: the op is hoisted,
                  * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
-#define TC__VB_(ID)                                                                                   \
-    case TC__OP_##ID:                                                                                 \
-        if (sb) {                                                                                     \
-            TC__VF av = TC__A1(0);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
-            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
-        } else {                                                                                      \
-            TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
-        }                                                                                             \
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
 #undef TC__VB_
                 default: break;
@@ -14629,6 +14163,1004 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         s->u[in->dst] = uni;
     }
 }
+
+#undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
+#undef TC__VACC_BEGIN
+#undef TC__VACC_END
+#undef TC__RUNA_
+#undef TC__RUNA_SQ_
+#undef TC__RUNA
+#undef TC__VB_FORMS_
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+
+/* One key block of attention's online softmax, the scores transposed:
+ * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
+ * lanes), so each vector holds one key's score for TC__W queries.  m[i],
+ * l[i] are the running max and sum of query i; the block's scores become
+ * exp(s - m_new), corr[i] = exp(m_old - m_new) rescales what came before.
+ * A query with every key so far masked (max -inf) gets p = 0, not NaN. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int64_t ld, int64_t nk, float *m, float *l,
+                                                                 float *corr) {
+    int64_t i, k;
+    for (i = 0; i < ld; i += TC__W) {
+        TC__VF mx = TC__SPL(-INFINITY), mo = TC__LD(m + i), sum = TC__SPL(0.0f), mb, c;
+        for (k = 0; k < nk; k++) {
+            TC__VF v = TC__LD(st + k * ld + i);
+            mx = TC__SEL(v > mx, v, mx);
+        }
+        mx = TC__SEL(mo > mx, mo, mx);
+        mb = TC__SEL(mx == -INFINITY, TC__SPL(0.0f), mx);
+        for (k = 0; k < nk; k++) {
+            TC__VF e = TC__VFN(tc__vexp_)(TC__LD(st + k * ld + i) - mb);
+            TC__ST(st + k * ld + i, e);
+            sum += e;
+        }
+        c = TC__VFN(tc__vexp_)(mo - mb);
+        TC__ST(corr + i, c);
+        TC__ST(l + i, TC__LD(l + i) * c + sum);
+        TC__ST(m + i, mx);
+    }
+}
+
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__RUN
+#undef TC__RUN_
+#undef TC__A
+#undef TC__A1
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/vexec_isa.c for scalar ===== */
+#if defined(TC__HAVE_VEXEC)
+#define TC__ISA_SFX scalar
+#define TC__ISA_W 1
+#define TC__ISA_ATTR 
+/* The executor's inner loop and its vector math, written once over GNU C
+ * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return -v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+/* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
+ * operand a has a prologue chosen once per tile rather than per vector:
+ * each loop is compiled with tc__pro_c a constant, so a kernel without
+ * prologues pays no identity multiply-add per vector (one vector op in
+ * twenty of an exp, one in two of a plain multiply) */
+#define TC__RUN_(VAL)                                                          \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
+#define TC__RUN(VAL)                  \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUN_(VAL);            \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUN_(VAL);            \
+        }                             \
+    } while (0)
+
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
+    } while (0)
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
+    } while (0)
+#define TC__RUNA(VAL)                 \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUNA_SQ_(VAL);        \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUNA_SQ_(VAL);        \
+        }                             \
+    } while (0)
+
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
+ * TC__RUN, and once outside one */
+#define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
+#define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
+TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
+#else
+    x = TC__SEL(x > hi, TC__SPL(hi), x);
+    return TC__SEL(x < lo, TC__SPL(lo), x);
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+#if TC__ISA_W == 16
+/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
+ * permute */
+static const float TC__VFN(tc__vexp2_16_)[16] = {
+    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
+    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#endif
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
+ * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
+ * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF t, n, r;
+    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
+#if TC__ISA_W == 16
+    {
+        TC__VF tb, q;
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        /* ln2 / 16 in two parts, the first exact in a product with n */
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
+        /* t's low four bits are n mod 16 (the bias's are zero), the index
+         * the permute reads */
+        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
+        /* the masked form: the plain one's undefined pass-through trips
+         * g++ 12's -Wmaybe-uninitialized once inlined */
+        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
+        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
+        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
+                                              (__m512)(n * 0.0625f));
+    }
+#else
+    TC__VF p;
+    TC__VI ni;
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
+     * an add: the vector ops, not memory, bound the kernels that use it */
+    p = TC__FMA(p, r, 1.0f);
+    p = TC__FMA(p, r, 1.0f);
+    return TC__VFN(tc__vscale_)(p, ni);
+#endif
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI huge = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= huge[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel. */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    switch (op) {
+    case TC__OP_NEG: return -x;
+    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
+    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
+    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
+    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
+    case TC__OP_RECIPROCAL: return 1.0f / x;
+    case TC__OP_SQUARE: return x * x;
+    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
+    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
+    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
+    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
+    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
+    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
+    case TC__OP_GELU_TANH:
+        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
+         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
+         * multiply by a reciprocal */
+        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                           -1.59576912160573072f)));
+    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
+    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
+    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
+    case TC__OP_SOFTPLUS: {
+        TC__VF xb = x * p0;
+        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
+    }
+    case TC__OP_CLAMP: {
+        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
+        return TC__SEL(lo > p1, TC__SPL(p1), lo);
+    }
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    int i;
+    switch (op) {
+    case TC__OP_ADD: return a + b;
+    case TC__OP_SUB: return a - b;
+    case TC__OP_MUL: return a * b;
+    case TC__OP_DIV: return a / b;
+    case TC__OP_POW:
+        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
+        return a;
+    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
+    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
+    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
+    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+    default: return a;
+    }
+}
+
+/* A computed vector to its destination: streamed past the caches when the
+ * destination is a large result written straight from the op. */
+TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+    if (nt) {
+#if TC__ISA_W == 16
+        _mm512_stream_ps(p, (__m512)v);
+#elif TC__ISA_W == 8
+        _mm256_stream_ps(p, (__m256)v);
+#else
+        _mm_stream_ps(p, (__m128)v);
+#endif
+        return;
+    }
+#else
+    (void)nt;
+#endif
+    TC__ST(p, v);
+}
+
+/* Loads `len` elements of access k into a tile, zero past len up to the
+ * vector boundary.  Contiguous f32 is read in place when whole vectors. */
+TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
+    const char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i, nv = (len + TC__W - 1) / TC__W;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        if (len % TC__W == 0) return (const float *)p;
+#if TC__ISA_W == 16
+        memcpy(buf, p, sizeof(float) * (size_t)(len / 16 * 16));
+        _mm512_storeu_ps(buf + len / 16 * 16,
+                         _mm512_maskz_loadu_ps((__mmask16)((1u << (len % 16)) - 1), (const float *)p + len / 16 * 16));
+#else
+        memcpy(buf, p, sizeof(float) * (size_t)len);
+        for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+#endif
+        return buf;
+    }
+    if (st == 0) {
+        float v = s->dt[k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[k], 0);
+        TC__VF sv = TC__SPL(v);
+        for (i = 0; i < nv; i++) TC__ST(buf + i * TC__W, sv);
+        return buf;
+    }
+    if (s->dt[k] == TC_F32) {
+        const float *fp = (const float *)p;
+        for (i = 0; i < len; i++) buf[i] = fp[(int64_t)i * st];
+    } else {
+        for (i = 0; i < len; i++) buf[i] = (float)tc__load(p, (tc_dtype)s->dt[k], (int64_t)i * st);
+    }
+    for (i = len; i < nv * TC__W; i++) buf[i] = 0.0f;
+    return buf;
+}
+
+TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
+    char *p = s->ptr[k];
+    int64_t st = s->stride[k];
+    int i;
+    if (s->dt[k] == TC_F32 && st == 1) {
+        float *fp = (float *)p;
+        i = 0;
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+        if (s->nt[k] && ((uintptr_t)fp % (4 * TC__W)) == 0) {
+            for (; i + TC__W <= len; i += TC__W)
+#if TC__ISA_W == 16
+                _mm512_stream_ps(fp + i, (__m512)TC__LD(v + i));
+#elif TC__ISA_W == 8
+                _mm256_stream_ps(fp + i, (__m256)TC__LD(v + i));
+#else
+                _mm_stream_ps(fp + i, (__m128)TC__LD(v + i));
+#endif
+        }
+#endif
+        for (; i + TC__W <= len; i += TC__W) TC__ST(fp + i, TC__LD(v + i));
+#if TC__ISA_W == 16
+        if (i < len) _mm512_mask_storeu_ps(fp + i, (__mmask16)((1u << (len - i)) - 1), _mm512_loadu_ps(v + i));
+#else
+        for (; i < len; i++) fp[i] = v[i];
+#endif
+        return;
+    }
+    if (s->dt[k] == TC_F32) {
+        float *fp = (float *)p;
+        for (i = 0; i < len; i++) fp[(int64_t)i * st] = v[i];
+        return;
+    }
+    if (s->dt[k] == TC_BOOL) {
+        unsigned char *bp = (unsigned char *)p;
+        for (i = 0; i < len; i++) bp[(int64_t)i * st] = v[i] != 0.0f;
+        return;
+    }
+    for (i = 0; i < len; i++) tc__store(p, (tc_dtype)s->dt[k], (int64_t)i * st, v[i]);
+}
+
+/* Combines a register's len values into the accumulator (4 vectors, kept
+ * in registers over the tile: an accumulation costs one load per vector);
+ * lanes past len leave it as it is. */
+#define TC__VACC_SUM(a, v) ((a) + (v))
+#define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
+#define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
+#define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_LOOP(F)                                                                          \
+    for (; i + 4 <= nv; i += 4) {                                                                 \
+        a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
+        a1 = F(a1, TC__LD(x + (i + 1) * TC__W));                                                  \
+        a2 = F(a2, TC__LD(x + (i + 2) * TC__W));                                                  \
+        a3 = F(a3, TC__LD(x + (i + 3) * TC__W));                                                  \
+    }                                                                                             \
+    for (; i < nv; i++) a0 = F(a0, TC__LD(x + i * TC__W));                                        \
+    if (rem) {                                                                                    \
+        TC__VF v = TC__SEL(lane < rem, TC__LD(x + nv * TC__W), TC__SPL((float)tc__comb_identity(comb))); \
+        a1 = F(a1, v);                                                                            \
+    }
+#if (TC__ISA_W == 16 || TC__ISA_W == 8 || TC__ISA_W == 4) && defined(TC__HAVE_VEXEC_X86)
+/* max and min where NaN wins, as the ISA's max/min (which return their
+ * second operand when either is NaN, so a NaN already in the accumulator
+ * stays) plus an unordered compare of the value noted on the side: two
+ * vector ops where the select form takes three and two mask ops */
+#if TC__ISA_W == 16
+#define TC__VNAN_T __mmask16
+#define TC__VNAN_NOTE(n, v) ((n) | _mm512_cmp_ps_mask((__m512)(v), (__m512)(v), _CMP_UNORD_Q))
+#define TC__VNAN_ANY(n) ((n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)(v), (__m512)(a))
+#elif TC__ISA_W == 8
+#define TC__VNAN_T __m256
+#define TC__VNAN_NOTE(n, v) _mm256_or_ps(n, _mm256_cmp_ps((__m256)(v), (__m256)(v), _CMP_UNORD_Q))
+#define TC__VNAN_ANY(n) (_mm256_movemask_ps(n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm256_max_ps((__m256)(v), (__m256)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm256_min_ps((__m256)(v), (__m256)(a))
+#else
+#define TC__VNAN_T __m128
+#define TC__VNAN_NOTE(n, v) _mm_or_ps(n, _mm_cmpunord_ps((__m128)(v), (__m128)(v)))
+#define TC__VNAN_ANY(n) (_mm_movemask_ps(n) != 0)
+#define TC__VMAX_(v, a) (TC__VF) _mm_max_ps((__m128)(v), (__m128)(a))
+#define TC__VMIN_(v, a) (TC__VF) _mm_min_ps((__m128)(v), (__m128)(a))
+#endif
+#define TC__VACC_MAXN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMAX_(v, a))
+#define TC__VACC_MINN(a, v) (nan_ = TC__VNAN_NOTE(nan_, v), TC__VMIN_(v, a))
+#define TC__VACC_MAXMIN_(max)                                         \
+    do {                                                              \
+        TC__VNAN_T nan_;                                              \
+        memset(&nan_, 0, sizeof nan_);                                \
+        if (max) {                                                    \
+            TC__VACC_LOOP(TC__VACC_MAXN)                              \
+        } else {                                                      \
+            TC__VACC_LOOP(TC__VACC_MINN)                              \
+        }                                                             \
+        if (TC__VNAN_ANY(nan_)) a0 = TC__SPL(NAN);                    \
+    } while (0)
+#else
+#define TC__VACC_MAXMIN_(max)            \
+    do {                                 \
+        if (max) {                       \
+            TC__VACC_LOOP(TC__VACC_MAX)  \
+        } else {                         \
+            TC__VACC_LOOP(TC__VACC_MIN)  \
+        }                                \
+    } while (0)
+#endif
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+/* A vector's lanes combined in registers: reading them one by one through
+ * memory after a vector store stalls on store forwarding (once per row and
+ * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
+ * and min (x86's min/max would drop it). */
+TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
+    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
+    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
+    __m128d s2;
+    __m128 q, h4;
+#if TC__ISA_W == 16
+    /* masked forms: g++ 12 misreports the unmasked ones' undefined
+     * pass-through operand as uninitialised */
+    __m512d v = _mm512_castps_pd((__m512)a);
+    __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
+    __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
+    if (comb == TC__COMB_SUM) {
+        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
+        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
+                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+    } else {
+        if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
+        h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
+    }
+#else
+    if (comb == TC__COMB_SUM) {
+        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
+                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
+    } else {
+        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+        h = (__m256)a;
+    }
+#endif
+    if (comb == TC__COMB_SUM) {
+        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    }
+    h4 = _mm256_castps256_ps128(h);
+    q = _mm256_extractf128_ps(h, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_movehl_ps(h4, h4);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ps(h4, q) : _mm_min_ps(h4, q);
+    q = _mm_shuffle_ps(h4, h4, 1);
+    h4 = comb == TC__COMB_MAX ? _mm_max_ss(h4, q) : _mm_min_ss(h4, q);
+    return _mm_cvtss_f32(h4);
+}
+#endif
+
+/* Four accumulator vectors reduced to one value (vectors first, then lanes). */
+TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
+    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+    return TC__VFN(tc__vfold_x86_)(a, comb);
+#else
+    {
+        double r = a[0];
+        int i;
+        for (i = 1; i < TC__W; i++) r = tc__comb_apply(r, a[i], comb);
+        return r;
+    }
+#endif
+}
+
+/* The accumulator in memory reduced to one value. */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
+                                  comb);
+}
+
+/* fold: the tile is the whole row (tc__vst.fin): start at the identity
+ * and end as the row scalar *fold = reduce * scale, exactly as the row
+ * stage's own fold of the accumulator would (tc__krun_row_stage). */
+#define TC__VACC_BEGIN(acc, comb, fold)                                                             \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            a0 = a1 = a2 = a3 = TC__SPL((float)tc__comb_identity(comb));                            \
+        } else {                                                                                    \
+            a0 = TC__LD(acc), a1 = TC__LD((acc) + TC__W), a2 = TC__LD((acc) + 2 * TC__W);           \
+            a3 = TC__LD((acc) + 3 * TC__W);                                                         \
+        }                                                                                           \
+    } while (0)
+#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
+            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+        } else {                                                                                    \
+            TC__ST(acc, a0);                                                                        \
+            TC__ST((acc) + TC__W, a1);                                                              \
+            TC__ST((acc) + 2 * TC__W, a2);                                                          \
+            TC__ST((acc) + 3 * TC__W, a3);                                                          \
+        }                                                                                           \
+    } while (0)
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+    TC__VF a0, a1, a2, a3;
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    TC__VACC_BEGIN(acc, comb, fold);
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else {
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
+    }
+    TC__VACC_END(acc, fold, fcomb, scale);
+}
+#undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
+
+/* An accumulator set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
+    int i;
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
+}
+
+
+/* A uniform register (a constant, a row scalar, a broadcast load, or an op
+ * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
+ * run once per tile, and it is expanded to a full tile only where a store
+ * or accumulation needs one. */
+TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
+    if (s->u[reg]) {
+        float *b = s->buf[reg];
+        TC__VF v = TC__LD(s->r[reg]);
+        int i;
+        for (i = 0; i < nv; i++) TC__ST(b + i * TC__W, v);
+        s->r[reg] = b;
+        s->u[reg] = 0;
+    }
+    return s->r[reg];
+}
+
+#define TC__VB_FORMS_(ID, RUN)                                                                    \
+    if (sb) {                                                                                     \
+        TC__VF av = TC__A1(0);                                                                    \
+        if (sa) RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));          \
+        else RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));                   \
+    } else {                                                                                      \
+        TC__VF bv = TC__LD(b);                                                                    \
+        RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
+    }
+
+#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
+ * vectors into d, with accumulation `ac` of its value taken as each vector
+ * is stored.  A function of its own: inside the interpreter's one large
+ * body the compiler spilled the accumulators, and the sum ran through
+ * memory at a store-forwarding round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+                                                           int m, int sa, int sb) {
+    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
+    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
+    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+    TC__VF a0, a1, a2, a3;
+    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VACC_BEGIN(acc, ac->c, fold);
+    if (!b) {
+        TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
+    } else {
+        switch (in->op) {
+#define TC__VBA_(ID)                  \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUNA)   \
+        break;
+            TC__ACC_FUSED_BINARY(TC__VBA_)
+#undef TC__VBA_
+        default: break;
+        }
+    }
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+}
+#endif
+
+/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
+    int k, i, nv = (len + TC__W - 1) / TC__W;
+    for (k = 0; k < n; k++) {
+        const tc__vins *in = &code[k];
+        float *d = in->dst >= 0 ? s->buf[in->dst] : NULL;
+        int uni = 0, m = nv, sa = TC__W, sb = TC__W, sc = TC__W, ntd = 0, pro = in->as >= 0 || in->at >= 0;
+        TC__VF sv, tv;
+        switch (in->op) {
+        case TC__V_LOAD:
+            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+                const char *p = s->ptr[in->a];
+                float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
+                TC__ST(s->uv[in->dst], TC__SPL(v));
+                s->r[in->dst] = s->uv[in->dst];
+                s->u[in->dst] = 1;
+            } else {
+                s->r[in->dst] = TC__VFN(tc__vload_)(s, in->a, d, len);
+                s->u[in->dst] = 0;
+            }
+            continue;
+        case TC__V_CONST:
+        case TC__V_SLOT:
+            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            s->r[in->dst] = s->uv[in->dst];
+            s->u[in->dst] = 1;
+            continue;
+        case TC__V_LOADL:
+            s->r[in->dst] = s->local[in->a];
+            s->u[in->dst] = 0;
+            continue;
+        case TC__V_STOREL: {
+            const float *x = TC__VFN(tc__vexpand_)(s, in->b, nv);
+            float *l = s->local[in->a];
+            for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
+            continue;
+        }
+        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_ACC:
+            TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
+                               s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
+                               s->fin ? s->slot_scale[in->a] : 1.0f);
+            continue;
+        default: break;
+        }
+        if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+        /* compute: a uniform operand is read with stride 0; all uniform
+         * operands make a uniform result computed once */
+        uni = s->u[in->a] && (in->b < 0 || s->u[in->b]) && (in->c < 0 || s->u[in->c]);
+        if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
+            m = 1;
+            d = s->uv[in->dst];
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+            /* a value kept for later stages is computed straight into its row
+             * buffer (a stage never reads the buffer it fills) */
+            d = s->local[code[k + 1].a];
+            k++;
+        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
+                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+            /* the kernel's result, computed straight into the output (its
+             * one store ends the code, so no later read sees it early) */
+            int o = code[k + 1].a;
+            d = (float *)s->ptr[o];
+            ntd = s->nt[o] && ((uintptr_t)d % (4 * TC__W)) == 0;
+            k++;
+        }
+        if (s->u[in->a]) sa = 0;
+        if (in->b >= 0 && s->u[in->b]) sb = 0;
+#if TC__ISA_W > 1
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
+            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+            /* a sum of the value follows: taken as it is stored */
+            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
+            s->r[in->dst] = d;
+            s->u[in->dst] = 0;
+            continue;
+        }
+#endif
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        /* operand a is read as a * as + at (uniform registers, folded in by
+         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
+         * -0 included, as it is): a multiply-add per vector in place of the
+         * pass over the tile that computing a*as+at on its own would cost */
+        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+        switch (in->op) {
+        case TC__OP_WHERE: {
+            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
+            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+            break;
+        }
+        default:
+            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                    TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+                default: break;
+                }
+            } else if (in->b >= 0) {
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                /* one switch per tile, not per vector: the op is hoisted,
+                 * and so is a uniform operand (a register, not a load) */
+                switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+                default: break;
+                }
+            } else {
+                /* a uniform operand makes a uniform result: m is 1 then */
+                const float *a = s->r[in->a];
+                float p0 = in->f0, p1 = in->f1;
+                switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                    TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+                case TC__OP_CLONE:
+                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+                default: break;
+                }
+            }
+        }
+        s->r[in->dst] = d;
+        s->u[in->dst] = uni;
+    }
+}
+
+#undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
+#undef TC__VACC_BEGIN
+#undef TC__VACC_END
+#undef TC__RUNA_
+#undef TC__RUNA_SQ_
+#undef TC__RUNA
+#undef TC__VB_FORMS_
 
 /* Elementwise math over an array (tests measure accuracy through it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
@@ -14837,6 +15369,8 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
         w = kr->ws + (size_t)slot * kr->ws_bytes;
     }
     memset(s, 0, sizeof *s);
+    s->slot_comb = kr->k->slot_comb;
+    s->slot_scale = kr->k->slot_scale;
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += sizeof(float) * TC__VM_ACCW) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
@@ -14965,14 +15499,16 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int tile = kr->tile;
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
-    for (i = stg->begin; i < stg->end; i++)
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+    /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
+    s->fin = nrows == 1 && inner <= tile;
+    for (i = stg->begin; i < stg->end && !s->fin; i++)
         if (k->code[i].op == TC__V_ACC) {
             int sl = k->code[i].a;
             used[nused++] = sl;
             kr->isa->init(s->acc[sl], k->slot_comb[sl]);
             dacc[sl] = tc__comb_identity(k->slot_comb[sl]);
         }
-    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     for (r = 0; r < nrows; r++) {
         int64_t rr = r, t;
         for (d = kr->ndim - 2; d >= kr->row0; d--) {
@@ -15010,6 +15546,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
         s->slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
     }
+    s->fin = 0;
 }
 
 /* Row kernels: rows [b, e) of the outer dims; every stage walks the row,

@@ -74,6 +74,20 @@ typedef struct tc__vins {
 
 #define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
 
+/* The compute instructions whose sum (or sum of squares) right after them
+ * the executor takes as they store each vector (no pass that reads the
+ * tile back): the values row kernels sum in practice (softmax's exp,
+ * norms' centred values and means of sums and products).  Each costs an
+ * extra loop per operand form, so the list stays short. */
+#define TC__ACC_FUSED_BINARY(X) X(ADD) X(SUB) X(MUL) X(DIV)
+TC__FN int tc__vins_fuses_acc(const tc__vins *in) {
+    if (in->bu >= 0) return 0;
+    if (in->b < 0) return in->op == TC__OP_EXP;
+#define TC__FA_(ID) in->op == TC__OP_##ID ||
+    return in->c < 0 && (TC__ACC_FUSED_BINARY(TC__FA_) 0);
+#undef TC__FA_
+}
+
 /* One buffer access, static part (from the fuser). */
 typedef struct tc__kaccess {
     int node;                  /* graph node whose header holds the memory   */
@@ -125,6 +139,12 @@ typedef struct tc__vst {
      * buffers and most of it is dropped) */
     const char *pf[TC__VM_MAXPF];
     int npf, pf_lines, pf_next;
+    /* the tile is a whole row of a row stage: its accumulations start at
+     * the identity and end as row scalars (slot = fold * scale) in
+     * registers, with no accumulator in memory to set up and read back */
+    int fin;
+    const int *slot_comb;
+    const float *slot_scale;
 } tc__vst;
 
 #ifdef TC__HAVE_VEXEC

@@ -143,6 +143,8 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
         w = kr->ws + (size_t)slot * kr->ws_bytes;
     }
     memset(s, 0, sizeof *s);
+    s->slot_comb = kr->k->slot_comb;
+    s->slot_scale = kr->k->slot_scale;
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
     for (i = 0; i < kr->k->nslot; i++, w += sizeof(float) * TC__VM_ACCW) s->acc[i] = (float *)w;
     for (i = 0; i < kr->k->nlocal; i++, w += local) s->local[i] = (float *)w;
@@ -271,14 +273,16 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int tile = kr->tile;
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
-    for (i = stg->begin; i < stg->end; i++)
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
+    /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
+    s->fin = nrows == 1 && inner <= tile;
+    for (i = stg->begin; i < stg->end && !s->fin; i++)
         if (k->code[i].op == TC__V_ACC) {
             int sl = k->code[i].a;
             used[nused++] = sl;
             kr->isa->init(s->acc[sl], k->slot_comb[sl]);
             dacc[sl] = tc__comb_identity(k->slot_comb[sl]);
         }
-    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     for (r = 0; r < nrows; r++) {
         int64_t rr = r, t;
         for (d = kr->ndim - 2; d >= kr->row0; d--) {
@@ -316,6 +320,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
         s->slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
     }
+    s->fin = 0;
 }
 
 /* Row kernels: rows [b, e) of the outer dims; every stage walks the row,

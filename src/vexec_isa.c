@@ -75,6 +75,50 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
         }                             \
     } while (0)
 
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
+    } while (0)
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
+    } while (0)
+#define TC__RUNA(VAL)                 \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUNA_SQ_(VAL);        \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUNA_SQ_(VAL);        \
+        }                             \
+    } while (0)
+
 /* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
@@ -538,43 +582,6 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
         }                                \
     } while (0)
 #endif
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb) {
-    TC__VF a0 = TC__LD(acc), a1 = TC__LD(acc + TC__W), a2 = TC__LD(acc + 2 * TC__W), a3 = TC__LD(acc + 3 * TC__W);
-    TC__VI lane;
-    int i = 0, nv = len / TC__W, rem = len % TC__W;
-    for (i = 0; i < TC__W; i++) lane[i] = i;
-    i = 0;
-    if (comb == TC__COMB_SUM) {
-        TC__VACC_LOOP(TC__VACC_SUM)
-    } else if (comb == TC__COMB_SUMSQ) {
-        TC__VACC_LOOP(TC__VACC_SUMSQ)
-    } else {
-        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
-    }
-    TC__ST(acc, a0);
-    TC__ST(acc + TC__W, a1);
-    TC__ST(acc + 2 * TC__W, a2);
-    TC__ST(acc + 3 * TC__W, a3);
-}
-#undef TC__VACC_LOOP
-#undef TC__VACC_MAXMIN_
-#ifdef TC__VNAN_T
-#undef TC__VNAN_T
-#undef TC__VNAN_NOTE
-#undef TC__VNAN_ANY
-#undef TC__VMAX_
-#undef TC__VMIN_
-#undef TC__VACC_MAXN
-#undef TC__VACC_MINN
-#endif
-
-/* An accumulator set to the combiner's identity. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
-    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
-    int i;
-    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
-}
-
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
@@ -623,9 +630,8 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
-/* The accumulator reduced to one value (vectors first, then lanes). */
-static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
-    TC__VF a = TC__LD(acc), b = TC__LD(acc + TC__W), c = TC__LD(acc + 2 * TC__W), d = TC__LD(acc + 3 * TC__W);
+/* Four accumulator vectors reduced to one value (vectors first, then lanes). */
+TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
     if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
     else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
     else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
@@ -640,10 +646,72 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
     }
 #endif
 }
-#undef TC__VACC_SUM
-#undef TC__VACC_SUMSQ
-#undef TC__VACC_MAX
-#undef TC__VACC_MIN
+
+/* The accumulator in memory reduced to one value. */
+static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
+    return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
+                                  comb);
+}
+
+/* fold: the tile is the whole row (tc__vst.fin): start at the identity
+ * and end as the row scalar *fold = reduce * scale, exactly as the row
+ * stage's own fold of the accumulator would (tc__krun_row_stage). */
+#define TC__VACC_BEGIN(acc, comb, fold)                                                             \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            a0 = a1 = a2 = a3 = TC__SPL((float)tc__comb_identity(comb));                            \
+        } else {                                                                                    \
+            a0 = TC__LD(acc), a1 = TC__LD((acc) + TC__W), a2 = TC__LD((acc) + 2 * TC__W);           \
+            a3 = TC__LD((acc) + 3 * TC__W);                                                         \
+        }                                                                                           \
+    } while (0)
+#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+    do {                                                                                            \
+        if (fold) {                                                                                 \
+            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
+            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+        } else {                                                                                    \
+            TC__ST(acc, a0);                                                                        \
+            TC__ST((acc) + TC__W, a1);                                                              \
+            TC__ST((acc) + 2 * TC__W, a2);                                                          \
+            TC__ST((acc) + 3 * TC__W, a3);                                                          \
+        }                                                                                           \
+    } while (0)
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+    TC__VF a0, a1, a2, a3;
+    TC__VI lane;
+    int i = 0, nv = len / TC__W, rem = len % TC__W;
+    TC__VACC_BEGIN(acc, comb, fold);
+    for (i = 0; i < TC__W; i++) lane[i] = i;
+    i = 0;
+    if (comb == TC__COMB_SUM) {
+        TC__VACC_LOOP(TC__VACC_SUM)
+    } else if (comb == TC__COMB_SUMSQ) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else {
+        TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
+    }
+    TC__VACC_END(acc, fold, fcomb, scale);
+}
+#undef TC__VACC_LOOP
+#undef TC__VACC_MAXMIN_
+#ifdef TC__VNAN_T
+#undef TC__VNAN_T
+#undef TC__VNAN_NOTE
+#undef TC__VNAN_ANY
+#undef TC__VMAX_
+#undef TC__VMIN_
+#undef TC__VACC_MAXN
+#undef TC__VACC_MINN
+#endif
+
+/* An accumulator set to the combiner's identity. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vacc_init_)(float *acc, int comb) {
+    TC__VF v = TC__SPL((float)tc__comb_identity(comb));
+    int i;
+    for (i = 0; i < 4; i++) TC__ST(acc + i * TC__W, v);
+}
+
 
 /* A uniform register (a constant, a row scalar, a broadcast load, or an op
  * of those) holds one vector, in uv[] apart from the tile buffers: ops on it
@@ -660,6 +728,48 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
     }
     return s->r[reg];
 }
+
+#define TC__VB_FORMS_(ID, RUN)                                                                    \
+    if (sb) {                                                                                     \
+        TC__VF av = TC__A1(0);                                                                    \
+        if (sa) RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));          \
+        else RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));                   \
+    } else {                                                                                      \
+        TC__VF bv = TC__LD(b);                                                                    \
+        RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
+    }
+
+#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
+ * vectors into d, with accumulation `ac` of its value taken as each vector
+ * is stored.  A function of its own: inside the interpreter's one large
+ * body the compiler spilled the accumulators, and the sum ran through
+ * memory at a store-forwarding round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+                                                           int m, int sa, int sb) {
+    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
+    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
+    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+    TC__VF a0, a1, a2, a3;
+    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
+    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VACC_BEGIN(acc, ac->c, fold);
+    if (!b) {
+        TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
+    } else {
+        switch (in->op) {
+#define TC__VBA_(ID)                  \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUNA)   \
+        break;
+            TC__ACC_FUSED_BINARY(TC__VBA_)
+#undef TC__VBA_
+        default: break;
+        }
+    }
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+}
+#endif
 
 /* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -699,7 +809,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         }
         case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
-        case TC__V_ACC: TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c); continue;
+        case TC__V_ACC:
+            TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
+                               s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
+                               s->fin ? s->slot_scale[in->a] : 1.0f);
+            continue;
         default: break;
         }
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
@@ -725,6 +839,16 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+#if TC__ISA_W > 1
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
+            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+            /* a sum of the value follows: taken as it is stored */
+            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
+            s->r[in->dst] = d;
+            s->u[in->dst] = 0;
+            continue;
+        }
+#endif
         if (in->c >= 0 && s->u[in->c]) sc = 0;
         /* operand a is read as a * as + at (uniform registers, folded in by
          * tc__kernel_simplify; absent: 1 and -0, which leave every value,
@@ -755,18 +879,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
                 /* one switch per tile, not per vector: the op is hoisted,
                  * and so is a uniform operand (a register, not a load) */
                 switch (in->op) {
-#define TC__VB_(ID)                                                                                   \
-    case TC__OP_##ID:                                                                                 \
-        if (sb) {                                                                                     \
-            TC__VF av = TC__A1(0);                                                                    \
-            if (sa) TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), TC__LD(b + i * TC__W)));      \
-            else TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, av, TC__LD(b + i * TC__W)));               \
-        } else {                                                                                      \
-            TC__VF bv = TC__LD(b);                                                                    \
-            TC__RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                \
-        }                                                                                             \
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                    TC__VB_(ADD) TC__VB_(SUB) TC__VB_(MUL) TC__VB_(DIV) TC__VB_(POW) TC__VB_(MAXIMUM)
+                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
                     TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
 #undef TC__VB_
                 default: break;
@@ -790,6 +907,17 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         s->u[in->dst] = uni;
     }
 }
+
+#undef TC__VACC_SUM
+#undef TC__VACC_SUMSQ
+#undef TC__VACC_MAX
+#undef TC__VACC_MIN
+#undef TC__VACC_BEGIN
+#undef TC__VACC_END
+#undef TC__RUNA_
+#undef TC__RUNA_SQ_
+#undef TC__RUNA
+#undef TC__VB_FORMS_
 
 /* Elementwise math over an array (tests measure accuracy through it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {

@@ -533,6 +533,113 @@ TC_TEST(test_tiles_and_accumulators) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* Sums of computed values, which the executor takes as each vector is
+ * stored (tc__vrun_acc_) where the tile is whole vectors, and with a
+ * separate pass over the tile where it is not: exp with its prologue, a
+ * product-sum with a vector and a prologue, a centred value kept for the
+ * normalising stage with its sum of squares (a layer norm's), a uniform
+ * minus a vector, a quotient and a product with a broadcast row.
+ * in: x [3, n], y [3, n], w [1, n]. */
+static void acc_sums_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    tc_tensor *x = in[0], *y = in[1], *cen;
+    (void)u;
+    out[0] = tc_sum(c, tc_exp(c, tc_sub(c, x, tc_max(c, x, 1, &ax, 1))), 1, &ax, 0);
+    out[1] = tc_sum(c, tc_add(c, tc_mul_scalar(c, x, 0.5), y), 1, &ax, 0);
+    cen = tc_sub(c, x, tc_mean(c, x, 1, &ax, 1));
+    out[2] = tc_mul(c, cen, tc_rsqrt(c, tc_add_scalar(c, tc_mean(c, tc_square(c, cen), 1, &ax, 1), 1e-5)));
+    out[3] = tc_sum(c, tc_mul(c, x, y), 1, &ax, 0);
+    out[4] = tc_sum(c, tc_sub(c, tc_scalar(c, 3.0), x), 1, &ax, 0);
+    out[5] = tc_sum(c, tc_div(c, x, y), 1, &ax, 0);
+    out[6] = tc_sum(c, tc_mul(c, x, in[2]), 1, &ax, 0);
+}
+
+/* The exact row values of acc_sums_fn's sums (in [2]: the sum of squares
+ * the normalising output uses), and each sum's scale (its terms'
+ * magnitudes summed) for the tolerance. */
+static void acc_sums_ref(const float *x, const float *y, const float *w, int64_t n, double *ref, double *scale) {
+    double mx = -INFINITY, mean = 0;
+    int64_t j;
+    int q;
+    for (q = 0; q < 7; q++) ref[q] = scale[q] = 0;
+    for (j = 0; j < n; j++) {
+        mx = x[j] > mx ? x[j] : mx;
+        mean += x[j];
+    }
+    mean /= (double)n;
+    for (j = 0; j < n; j++) {
+        double t[7];
+        t[0] = exp(x[j] - mx);
+        t[1] = 0.5 * x[j] + y[j];
+        t[2] = (x[j] - mean) * (x[j] - mean);
+        t[3] = (double)x[j] * y[j];
+        t[4] = 3.0 - x[j];
+        t[5] = (double)x[j] / y[j];
+        t[6] = (double)x[j] * w[j];
+        for (q = 0; q < 7; q++) {
+            ref[q] += t[q];
+            scale[q] += fabs(t[q]);
+        }
+    }
+}
+
+TC_TEST(test_sums_taken_as_stored) {
+    /* one vector; whole tiles of every level; two tiles (the second short);
+     * a tile tail that is no whole vector (there the separate pass) */
+    static const int64_t lens[] = {16, 1024, 1040, 4099, 7};
+    size_t li;
+    int isa;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            int64_t n = lens[li], shape[2], r, j;
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *in[3], *y[7];
+            const float *xd, *yd, *wd;
+            memset(&o, 0, sizeof o);
+            o.num_inputs = 3;
+            o.num_outputs = 7;
+            f = tc_compile(ctx, acc_sums_fn, NULL, &o);
+            tc_scope_begin(ctx);
+            shape[0] = 3;
+            shape[1] = n;
+            in[0] = tc_rand_normal(ctx, 2, shape, 0.0, 2.0, 91 + (uint64_t)li);
+            in[1] = tc_rand_uniform(ctx, 2, shape, 0.5, 2.0, 191 + (uint64_t)li);
+            shape[0] = 1;
+            in[2] = tc_rand_normal(ctx, 2, shape, 0.0, 1.0, 291 + (uint64_t)li);
+            xd = (const float *)tc_data(in[0]);
+            yd = (const float *)tc_data(in[1]);
+            wd = (const float *)tc_data(in[2]);
+            TC_CHECK(tc_call(f, in, y) == TC_OK);
+            for (r = 0; r < 3; r++) {
+                double ref[7], scale[7], err = 0;
+                int q;
+                const float *nrm = (const float *)tc_data(y[2]);
+                acc_sums_ref(xd + r * n, yd + r * n, wd, n, ref, scale);
+                for (q = 0; q < 7; q++) {
+                    double got;
+                    if (q == 2) continue; /* checked through the normalised values below */
+                    got = ((const float *)tc_data(y[q]))[r];
+                    TC_CHECKF(fabs(got - ref[q]) <= 4e-6 * scale[q] + 1e-6, "%s n=%lld row %lld sum %d: %.9g, exact %.9g",
+                              tc_isa_name((tc_isa)isa), (long long)n, (long long)r, q, got, ref[q]);
+                }
+                for (j = 0; j < n; j++) { /* normalised by the sum of squares of the centred values */
+                    double m = (ref[4] - 3.0 * (double)n) / -(double)n, rs = 1.0 / sqrt(ref[2] / (double)n + 1e-5);
+                    double e = fabs(nrm[r * n + j] - (xd[r * n + j] - m) * rs);
+                    err = e > err ? e : err;
+                }
+                TC_CHECKF(err <= 2e-5, "%s n=%lld row %lld: normalised values off by %g", tc_isa_name((tc_isa)isa),
+                          (long long)n, (long long)r, err);
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 /* ---- the kernel IR's simplification (tc__kernel_simplify) ------------------------------ */
 
 /* The only kernel of f's first cached program (f called twice: the
@@ -733,6 +840,7 @@ int main(void) {
     TC_RUN(test_epilogues_and_regressions);
     TC_RUN(test_review_regressions);
     TC_RUN(test_tiles_and_accumulators);
+    TC_RUN(test_sums_taken_as_stored);
     TC_RUN(test_kernel_simplify);
     TC_RUN(test_gated_products);
     tc_ctx_destroy(ctx);
