@@ -217,6 +217,18 @@ TC__FN void tc__kernel_free(tc__kernel *k) {
     if (k) TC_FREE(k->code);
 }
 
+/* Whether code[i] is an accumulation the executor takes inside the loop
+ * of the instruction computing its value (tc__vm_tile_; on the vector
+ * levels, in tiles of whole vectors): that instruction right before it, or
+ * before its row buffer's store, and one tc__vins_fuses_acc takes. */
+TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
+    const tc__vins *ac = &code[i];
+    int j = i - 1;
+    if (ac->op != TC__V_ACC || (ac->c != TC__COMB_SUM && ac->c != TC__COMB_SUMSQ)) return 0;
+    if (j > begin && code[j].op == TC__V_STOREL && code[j].b == ac->b) j--;
+    return j >= begin && code[j].op < TC__OP_COUNT && code[j].dst == ac->b && tc__vins_fuses_acc(&code[j]);
+}
+
 /* Kernel IR as text (TC_LOGS=output_code and tc_fn_kernels). */
 TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
     static const char *const comb[] = {"sum", "max", "min"};
@@ -250,9 +262,10 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
             case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
             case TC__V_ACC:
-                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
+                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
                                 v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
-                                k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "");
+                                k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "",
+                                tc__acc_as_stored(k->code, st->begin, i) ? " (as stored)" : "");
                 break;
             default:
                 tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);

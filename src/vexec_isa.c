@@ -840,8 +840,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && code[k + 1].op == TC__V_ACC && code[k + 1].b == in->dst &&
-            (code[k + 1].c == TC__COMB_SUM || code[k + 1].c == TC__COMB_SUMSQ) && tc__vins_fuses_acc(in)) {
+        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;

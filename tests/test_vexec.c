@@ -583,12 +583,45 @@ static void acc_sums_ref(const float *x, const float *y, const float *w, int64_t
     }
 }
 
+static const tc__kernel *only_kernel(tc_fn *f);
+
+/* softmax_ln's kernel takes its three sums as stored, and says so in its
+ * printed code (TC_LOGS=output_code) */
+static void check_softmax_ln_sums_marked(void) {
+    int64_t shape[2] = {8, 1024};
+    tc_fn *f = tc_compile(ctx, softmax_ln_fn, NULL, NULL);
+    tc_tensor *x, *y;
+    const tc__kernel *k;
+    char buf[4096];
+    tc__text t;
+    const char *q;
+    int s, i, marked = 0, printed = 0;
+    tc_scope_begin(ctx);
+    x = tc_rand_normal(ctx, 2, shape, 0.0, 1.0, 5);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+    k = only_kernel(f);
+    TC_CHECK(k != NULL);
+    if (k) {
+        for (s = 0; s < k->nstage; s++)
+            for (i = k->stage[s].begin; i < k->stage[s].end; i++) marked += tc__acc_as_stored(k->code, k->stage[s].begin, i);
+        t.p = buf;
+        t.n = 0;
+        t.cap = sizeof buf;
+        tc__kernel_print(k, 0, &t);
+        for (q = buf; (q = strstr(q, "(as stored)")) != NULL; q++) printed++;
+    }
+    TC_CHECKF(marked == 3 && printed == 3, "softmax_ln: %d sums taken as stored, %d marked (3 expected)", marked, printed);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
 TC_TEST(test_sums_taken_as_stored) {
     /* one vector; whole tiles of every level; two tiles (the second short);
      * a tile tail that is no whole vector (there the separate pass) */
     static const int64_t lens[] = {16, 1024, 1040, 4099, 7};
     size_t li;
     int isa;
+    check_softmax_ln_sums_marked();
     for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
         tc_ctx_set_isa(ctx, (tc_isa)isa);
         if ((int)tc_ctx_isa(ctx) != isa) continue;
