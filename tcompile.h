@@ -11371,7 +11371,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
     } while (0)
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
  * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
  * sums are bit for bit the separate pass's, without reading the tile back */
 #define TC__RUNA_(VAL, F)                                                  \
@@ -12040,7 +12040,8 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
  * is stored.  A function of its own: inside the interpreter's one large
  * body the compiler spilled the accumulators, and the sum ran through
  * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
+                                                                                     tc__vst *s, float *d,
                                                            int m, int sa, int sb) {
     const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
     float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
@@ -12135,7 +12136,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        /* (never after a value stored straight into the output: its STORE
+         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;
@@ -12357,7 +12360,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
     } while (0)
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
  * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
  * sums are bit for bit the separate pass's, without reading the tile back */
 #define TC__RUNA_(VAL, F)                                                  \
@@ -13026,7 +13029,8 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
  * is stored.  A function of its own: inside the interpreter's one large
  * body the compiler spilled the accumulators, and the sum ran through
  * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
+                                                                                     tc__vst *s, float *d,
                                                            int m, int sa, int sb) {
     const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
     float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
@@ -13121,7 +13125,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        /* (never after a value stored straight into the output: its STORE
+         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;
@@ -13343,7 +13349,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
     } while (0)
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
  * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
  * sums are bit for bit the separate pass's, without reading the tile back */
 #define TC__RUNA_(VAL, F)                                                  \
@@ -14012,7 +14018,8 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
  * is stored.  A function of its own: inside the interpreter's one large
  * body the compiler spilled the accumulators, and the sum ran through
  * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
+                                                                                     tc__vst *s, float *d,
                                                            int m, int sa, int sb) {
     const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
     float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
@@ -14107,7 +14114,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        /* (never after a value stored straight into the output: its STORE
+         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;
@@ -14329,7 +14338,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
     } while (0)
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
  * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
  * sums are bit for bit the separate pass's, without reading the tile back */
 #define TC__RUNA_(VAL, F)                                                  \
@@ -14998,7 +15007,8 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
  * is stored.  A function of its own: inside the interpreter's one large
  * body the compiler spilled the accumulators, and the sum ran through
  * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
+                                                                                     tc__vst *s, float *d,
                                                            int m, int sa, int sb) {
     const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
     float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
@@ -15093,7 +15103,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        /* (never after a value stored straight into the output: its STORE
+         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;
@@ -15510,7 +15522,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
     for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
-    s->fin = nrows == 1 && inner <= tile;
+    s->fin = nrows == 1 && inner > 0 && inner <= tile;
     for (i = stg->begin; i < stg->end && !s->fin; i++)
         if (k->code[i].op == TC__V_ACC) {
             int sl = k->code[i].a;
@@ -15571,7 +15583,8 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     /* the next row is fetched ahead by software only where some input's
      * next row is not the continuation of its current one */
     if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
-        for (a = 0; a < k->nacc; a++) next_row |= !k->acc[a].store && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
+        for (a = 0; a < k->nacc; a++)
+            next_row |= !k->acc[a].store && kr->st[a][kr->ndim - 1] == 1 && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];

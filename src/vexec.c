@@ -275,7 +275,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
     for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
-    s->fin = nrows == 1 && inner <= tile;
+    s->fin = nrows == 1 && inner > 0 && inner <= tile;
     for (i = stg->begin; i < stg->end && !s->fin; i++)
         if (k->code[i].op == TC__V_ACC) {
             int sl = k->code[i].a;
@@ -336,7 +336,8 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     /* the next row is fetched ahead by software only where some input's
      * next row is not the continuation of its current one */
     if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
-        for (a = 0; a < k->nacc; a++) next_row |= !k->acc[a].store && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
+        for (a = 0; a < k->nacc; a++)
+            next_row |= !k->acc[a].store && kr->st[a][kr->ndim - 1] == 1 && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];

@@ -76,7 +76,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
     } while (0)
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vm_tile_'s fa): into a0..a3 in the order
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
  * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
  * sums are bit for bit the separate pass's, without reading the tile back */
 #define TC__RUNA_(VAL, F)                                                  \
@@ -745,7 +745,8 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
  * is stored.  A function of its own: inside the interpreter's one large
  * body the compiler spilled the accumulators, and the sum ran through
  * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac, tc__vst *s, float *d,
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
+                                                                                     tc__vst *s, float *d,
                                                            int m, int sa, int sb) {
     const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
     float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
@@ -840,7 +841,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
-        if (!uni && !ntd && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        /* (never after a value stored straight into the output: its STORE
+         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;

@@ -554,6 +554,12 @@ static void acc_sums_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **ou
     out[6] = tc_sum(c, tc_mul(c, x, in[2]), 1, &ax, 0);
 }
 
+static void plain_sum_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    (void)u;
+    out[0] = tc_sum(c, in[0], 1, &ax, 0);
+}
+
 /* The exact row values of acc_sums_fn's sums (in [2]: the sum of squares
  * the normalising output uses), and each sum's scale (its terms'
  * magnitudes summed) for the tolerance. */
@@ -646,11 +652,34 @@ TC_TEST(test_sums_taken_as_stored) {
             yd = (const float *)tc_data(in[1]);
             wd = (const float *)tc_data(in[2]);
             TC_CHECK(tc_call(f, in, y) == TC_OK);
+            {
+                /* bit for bit the separate pass's sum: a compiled sum of the
+                 * eager product and quotient (exact IEEE ops) reads them
+                 * with a load and accumulates in the same order */
+                tc_fn *fs = tc_compile(ctx, plain_sum_fn, NULL, NULL);
+                tc_tensor *pq[2], *sp[2];
+                int q;
+                pq[0] = tc_mul(ctx, in[0], in[1]);
+                pq[1] = tc_div(ctx, in[0], in[1]);
+                for (q = 0; q < 2; q++) {
+                    const float *fused = (const float *)tc_data(y[q ? 5 : 3]), *sep;
+                    TC_CHECK(tc_call(fs, &pq[q], &sp[q]) == TC_OK);
+                    sep = (const float *)tc_data(sp[q]);
+                    for (r = 0; r < 3; r++)
+                        TC_CHECKF(memcmp(&fused[r], &sep[r], sizeof(float)) == 0,
+                                  "%s n=%lld row %lld: fused sum of %s %.9g, separate pass %.9g", tc_isa_name((tc_isa)isa),
+                                  (long long)n, (long long)r, q ? "x/y" : "x*y", fused[r], sep[r]);
+                }
+                tc_fn_free(fs);
+            }
             for (r = 0; r < 3; r++) {
                 double ref[7], scale[7], err = 0;
                 int q;
                 const float *nrm = (const float *)tc_data(y[2]);
                 acc_sums_ref(xd + r * n, yd + r * n, wd, n, ref, scale);
+                /* 4e-6 of the terms' magnitudes: a level's accumulator lane adds
+                 * at most n / (4 lanes) floats before the double fold, and
+                 * the rounding errors of these random terms add like a walk */
                 for (q = 0; q < 7; q++) {
                     double got;
                     if (q == 2) continue; /* checked through the normalised values below */
