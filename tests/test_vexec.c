@@ -538,7 +538,8 @@ TC_TEST(test_tiles_and_accumulators) {
  * separate pass over the tile where it is not: exp with its prologue, a
  * product-sum with a vector and a prologue, a centred value kept for the
  * normalising stage with its sum of squares (a layer norm's), a uniform
- * minus a vector, a quotient and a product with a broadcast row.
+ * minus a vector, a quotient, a product with a broadcast row, and an add of
+ * a constant to a scaled x (a uniform second operand).
  * in: x [3, n], y [3, n], w [1, n]. */
 static void acc_sums_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     int ax = 1;
@@ -552,6 +553,7 @@ static void acc_sums_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **ou
     out[4] = tc_sum(c, tc_sub(c, tc_scalar(c, 3.0), x), 1, &ax, 0);
     out[5] = tc_sum(c, tc_div(c, x, y), 1, &ax, 0);
     out[6] = tc_sum(c, tc_mul(c, x, in[2]), 1, &ax, 0);
+    out[7] = tc_sum(c, tc_add_scalar(c, tc_mul_scalar(c, x, 2.0), 1.0), 1, &ax, 0);
 }
 
 static void plain_sum_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
@@ -567,14 +569,14 @@ static void acc_sums_ref(const float *x, const float *y, const float *w, int64_t
     double mx = -INFINITY, mean = 0;
     int64_t j;
     int q;
-    for (q = 0; q < 7; q++) ref[q] = scale[q] = 0;
+    for (q = 0; q < 8; q++) ref[q] = scale[q] = 0;
     for (j = 0; j < n; j++) {
         mx = x[j] > mx ? x[j] : mx;
         mean += x[j];
     }
     mean /= (double)n;
     for (j = 0; j < n; j++) {
-        double t[7];
+        double t[8];
         t[0] = exp(x[j] - mx);
         t[1] = 0.5 * x[j] + y[j];
         t[2] = (x[j] - mean) * (x[j] - mean);
@@ -582,7 +584,8 @@ static void acc_sums_ref(const float *x, const float *y, const float *w, int64_t
         t[4] = 3.0 - x[j];
         t[5] = (double)x[j] / y[j];
         t[6] = (double)x[j] * w[j];
-        for (q = 0; q < 7; q++) {
+        t[7] = 2.0 * x[j] + 1.0;
+        for (q = 0; q < 8; q++) {
             ref[q] += t[q];
             scale[q] += fabs(t[q]);
         }
@@ -635,11 +638,11 @@ TC_TEST(test_sums_taken_as_stored) {
             int64_t n = lens[li], shape[2], r, j;
             tc_compile_options o;
             tc_fn *f;
-            tc_tensor *in[3], *y[7];
+            tc_tensor *in[3], *y[8];
             const float *xd, *yd, *wd;
             memset(&o, 0, sizeof o);
             o.num_inputs = 3;
-            o.num_outputs = 7;
+            o.num_outputs = 8;
             f = tc_compile(ctx, acc_sums_fn, NULL, &o);
             tc_scope_begin(ctx);
             shape[0] = 3;
@@ -673,14 +676,14 @@ TC_TEST(test_sums_taken_as_stored) {
                 tc_fn_free(fs);
             }
             for (r = 0; r < 3; r++) {
-                double ref[7], scale[7], err = 0;
+                double ref[8], scale[8], err = 0;
                 int q;
                 const float *nrm = (const float *)tc_data(y[2]);
                 acc_sums_ref(xd + r * n, yd + r * n, wd, n, ref, scale);
                 /* 4e-6 of the terms' magnitudes: a level's accumulator lane adds
                  * at most n / (4 lanes) floats before the double fold, and
                  * the rounding errors of these random terms add like a walk */
-                for (q = 0; q < 7; q++) {
+                for (q = 0; q < 8; q++) {
                     double got;
                     if (q == 2) continue; /* checked through the normalised values below */
                     got = ((const float *)tc_data(y[q]))[r];
