@@ -177,6 +177,13 @@ TC__FN int tc__krun_next_row_cached(const tc__krun *kr, int a, int dim) {
            (kr->row0 == last && dim == last - 1 && kr->st[a][last] == 1 && kr->st[a][dim] == kr->shape[last]);
 }
 
+/* Whether access a is prefetched `steps` along dim (dim < 0: along its own
+ * stream): a contiguous input, and for an outer dim one whose next row is
+ * not already on its way (tc__krun_next_row_cached). */
+TC__FN int tc__krun_prefetches(const tc__krun *kr, int a, int dim) {
+    return !kr->k->acc[a].store && kr->st[a][kr->ndim - 1] == 1 && (dim < 0 || !tc__krun_next_row_cached(kr, a, dim));
+}
+
 /* Arms the prefetch of len elements (as many lines as len floats: the
  * widest element) of every contiguous input, `steps`
  * along domain dim `dim` past its current tile (dim < 0: along the stream
@@ -188,7 +195,7 @@ TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t s
     if (lines > s->pf_lines) s->pf_lines = lines;
     for (a = 0; a < kr->k->nacc && s->npf < TC__VM_MAXPF; a++) {
         int64_t esz = (int64_t)tc__dtype_sizes[s->dt[a]];
-        if (s->stride[a] != 1 || kr->k->acc[a].store || (dim >= 0 && tc__krun_next_row_cached(kr, a, dim))) continue;
+        if (!tc__krun_prefetches(kr, a, dim)) continue;
         s->pf[s->npf++] = s->ptr[a] + steps * (dim < 0 ? 1 : kr->st[a][dim]) * esz;
     }
 }
@@ -336,8 +343,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     /* the next row is fetched ahead by software only where some input's
      * next row is not the continuation of its current one */
     if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
-        for (a = 0; a < k->nacc; a++)
-            next_row |= !k->acc[a].store && kr->st[a][kr->ndim - 1] == 1 && !tc__krun_next_row_cached(kr, a, kr->row0 - 1);
+        for (a = 0; a < k->nacc; a++) next_row |= tc__krun_prefetches(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
     tc__krun_state(kr, &s, NULL);
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
