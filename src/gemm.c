@@ -277,13 +277,95 @@ TC__FN void tc__pack_a(const tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64
     }
 }
 
+/* How one packed panel's work is split into tasks: A's ms slivers (MR
+ * rows) into mblocks blocks, the panel's ns slivers (NR columns) into
+ * nchunks chunks; task t is block t / nchunks against chunk t % nchunks.
+ * Block b holds slivers [ms b / mblocks, ms (b + 1) / mblocks), and chunks
+ * likewise: sizes within one sliver of each other. */
+typedef struct tc__gemm_split {
+    int64_t ms, ns, mblocks, nchunks;
+} tc__gemm_split;
+
+/* The fewest chunks that make mblocks * nchunks a multiple of p (p /
+ * gcd(mblocks, p)), at most ns. */
+TC__FN tc__gemm_split tc__gemm_split_with(int64_t ms, int64_t ns, int64_t mblocks, int64_t p) {
+    tc__gemm_split sp;
+    int64_t a = mblocks, b = p, t;
+    while (b) {
+        t = a % b;
+        a = b;
+        b = t;
+    }
+    sp.ms = ms;
+    sp.ns = ns;
+    sp.mblocks = mblocks;
+    sp.nchunks = p / a < ns ? p / a : (ns > 0 ? ns : 1);
+    return sp;
+}
+
+/* The most work (in MR x NR tiles) one of p threads gets from the split,
+ * when tc__parallel_for hands each an equal range of its tasks. */
+TC__FN int64_t tc__gemm_split_max_work(const tc__gemm_split *sp, int64_t p) {
+    int64_t n = sp->mblocks * sp->nchunks, part, t, most = 0;
+    for (part = 0; part < p; part++) {
+        int64_t w = 0;
+        for (t = n * part / p; t < n * (part + 1) / p; t++) {
+            int64_t b = t / sp->nchunks, c = t % sp->nchunks;
+            w += (sp->ms * (b + 1) / sp->mblocks - sp->ms * b / sp->mblocks) *
+                 (sp->ns * (c + 1) / sp->nchunks - sp->ns * c / sp->nchunks);
+        }
+        if (w > most) most = w;
+    }
+    return most;
+}
+
+/* The split of ms x ns tiles for `parts` threads (tc__parallel_parts),
+ * blocks of about mct slivers (an A block stays in L2): of the block
+ * counts that give blocks of at most 5/4 mct, the one whose busiest thread
+ * has the least work, then the one with blocks of at most mct, then the
+ * fewest tasks.  Fixed-size blocks left the remainder to one thread: at
+ * M = 197 (ViT's tokens) one thread got 192 rows and the other 5. */
+TC__FN tc__gemm_split tc__gemm_split_for(int64_t ms, int64_t ns, int64_t mct, int parts) {
+    int64_t p = parts > 1 ? parts : 1, fit = ms > mct ? (ms + mct - 1) / mct : 1;
+    int64_t lo = ms > mct * 5 / 4 ? (ms + mct * 5 / 4 - 1) / (mct * 5 / 4) : 1, mb, best_w = -1;
+    tc__gemm_split best = tc__gemm_split_with(ms, ns, fit, p);
+    if (p == 1) return best;
+    for (mb = lo; mb <= fit + p && mb <= (ms > 0 ? ms : 1); mb++) {
+        tc__gemm_split sp = tc__gemm_split_with(ms, ns, mb, p);
+        int64_t w = tc__gemm_split_max_work(&sp, p);
+        int better = best_w < 0 || w < best_w;
+        if (!better && w == best_w) {
+            int fits = mb >= fit, best_fits = best.mblocks >= fit;
+            better = fits != best_fits ? fits : sp.mblocks * sp.nchunks < best.mblocks * best.nchunks;
+        }
+        if (better) {
+            best = sp;
+            best_w = w;
+        }
+    }
+    return best;
+}
+
+/* Task t's rows [*i0, *i1) of A (relative to the panel's M) and columns
+ * [*j0, *j1) of the panel (nc wide). */
+TC__FN void tc__gemm_task_range(const tc__gemm_split *sp, int64_t t, int mr, int nr, int64_t m, int64_t nc,
+                                int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) {
+    int64_t b = t / sp->nchunks, c = t % sp->nchunks;
+    *i0 = sp->ms * b / sp->mblocks * mr;
+    *i1 = sp->ms * (b + 1) / sp->mblocks * mr;
+    *j0 = sp->ns * c / sp->nchunks * nr;
+    *j1 = sp->ns * (c + 1) / sp->nchunks * nr;
+    if (*i1 > m) *i1 = m;
+    if (*j1 > nc) *j1 = nc;
+}
+
 typedef struct tc__gemm_job {
     tc_ctx *ctx;
     const tc__gemm *g;
     tc__gemm_impl im;
     float *bp;
-    int64_t jc, nc, pc, kc, mc;
-    int64_t mblocks, nchunks, chunk_cols;
+    int64_t jc, nc, pc, kc, mc; /* mc: the largest A block's rows */
+    tc__gemm_split sp;
     int first, last;         /* first / last K slice: overwrite / finish */
     int failed;
 } tc__gemm_job;
@@ -294,8 +376,7 @@ TC__FN void tc__gemm_pack_b_part(void *arg, int64_t b, int64_t e) {
     else tc__pack_b(j->g, j->im.nr, j->pc, j->kc, j->jc, j->nc, b * j->im.nr, e * j->im.nr, j->bp);
 }
 
-/* Tasks [tb, te): task t is A block t / nchunks against column chunk
- * t % nchunks of the packed panel. */
+/* Tasks [tb, te) of the split j->sp. */
 TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
     tc__gemm_job *j = (tc__gemm_job *)arg;
     const tc__gemm *g = j->g;
@@ -307,9 +388,9 @@ TC__FN void tc__gemm_tasks(void *arg, int64_t tb, int64_t te) {
         return;
     }
     for (t = tb; t < te; t++) {
-        int64_t ic = (t / j->nchunks) * j->mc, mc = g->M - ic < j->mc ? g->M - ic : j->mc;
-        int64_t j0 = (t % j->nchunks) * j->chunk_cols, j1 = j0 + j->chunk_cols < j->nc ? j0 + j->chunk_cols : j->nc;
-        int64_t is, js;
+        int64_t ic, ie, j0, j1, mc, is, js;
+        tc__gemm_task_range(&j->sp, t, mr_, nr_, g->M, j->nc, &ic, &ie, &j0, &j1);
+        mc = ie - ic;
         if (packed_ic != ic) {
             tc__pack_a(g, mr_, ic, mc, j->pc, j->kc, ap);
             packed_ic = ic;
@@ -454,7 +535,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         for (pc = 0; pc < g->K && !failed; pc += KC) {
             tc__gemm_job j;
             int64_t kc = g->K - pc < KC ? g->K - pc : KC, slivers = (nc + im.nr - 1) / im.nr;
-            int nth = serial ? 1 : ctx->num_threads;
+            int nth = serial ? 1 : tc__parallel_parts(ctx, INT64_MAX, g->M * nc * kc);
             memset(&j, 0, sizeof j);
             j.ctx = ctx;
             j.g = g;
@@ -464,21 +545,16 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             j.nc = nc;
             j.pc = pc;
             j.kc = kc;
-            j.mc = (int64_t)im.mr * MCT;
             j.first = pc == 0;
             j.last = pc + kc >= g->K;
-            j.mblocks = (g->M + j.mc - 1) / j.mc;
-            /* enough tasks for every thread: split columns when M is short */
-            j.nchunks = j.mblocks >= 2 * nth ? 1 : (2 * nth + j.mblocks - 1) / j.mblocks;
-            if (j.nchunks > slivers) j.nchunks = slivers;
-            j.chunk_cols = ((slivers + j.nchunks - 1) / j.nchunks) * im.nr;
-            j.nchunks = (nc + j.chunk_cols - 1) / j.chunk_cols;
+            j.sp = tc__gemm_split_for((g->M + im.mr - 1) / im.mr, slivers, MCT, nth);
+            j.mc = (j.sp.ms + j.sp.mblocks - 1) / j.sp.mblocks * im.mr;
             if (serial) {
                 if (!pre) tc__gemm_pack_b_part(&j, 0, slivers);
-                tc__gemm_tasks(&j, 0, j.mblocks * j.nchunks);
+                tc__gemm_tasks(&j, 0, j.sp.mblocks * j.sp.nchunks);
             } else {
                 if (!pre) tc__parallel_for(ctx, slivers, kc * nc, tc__gemm_pack_b_part, &j);
-                tc__parallel_for(ctx, j.mblocks * j.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
+                tc__parallel_for(ctx, j.sp.mblocks * j.sp.nchunks, g->M * nc * kc, tc__gemm_tasks, &j);
             }
             failed = j.failed;
             if (pre) bp += kc * slivers * im.nr; /* the next prepacked panel */

@@ -144,6 +144,30 @@ TC__FN tc__pool *tc__pool_create(int nthreads) {
 }
 #endif
 
+/* The number of equal contiguous parts tc__parallel_for(ctx, n, work, ..)
+ * splits [0, n) into (1: it runs on the caller), so that a caller can size
+ * its tasks to split evenly. */
+TC__FN int tc__parallel_parts(const tc_ctx *ctx, int64_t n, int64_t work) {
+#ifndef TC_NO_THREADS
+    const tc__pool *p = ctx ? ctx->pool : NULL;
+    if (p && !p->busy && work >= TC_PARALLEL_MIN_WORK && n > 1) {
+        /* about two threshold-halves of work per part (any threshold >= 0) */
+        int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
+        int64_t by_work = work / half;
+        int nparts = p->nworkers + 1;
+        if (ctx->thread_cap > 0 && nparts > ctx->thread_cap) nparts = ctx->thread_cap;
+        if ((int64_t)nparts > n) nparts = (int)n;
+        if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
+        return nparts;
+    }
+#else
+    (void)ctx;
+    (void)n;
+    (void)work;
+#endif
+    return 1;
+}
+
 /* Runs fn over [0, n) split across the context's threads when `work` (an
  * estimate of elements touched) is worth it; otherwise on the caller. */
 TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn fn, void *arg) {
@@ -151,54 +175,45 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #ifndef TC_NO_THREADS
     {
         tc__pool *p = ctx ? ctx->pool : NULL;
-        int nparts;
-        if (p && !p->busy && work >= TC_PARALLEL_MIN_WORK && n > 1) {
-            /* about two threshold-halves of work per part (any threshold >= 0) */
-            int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
-            int64_t by_work = work / half;
-            nparts = p->nworkers + 1;
-            if (ctx->thread_cap > 0 && nparts > ctx->thread_cap) nparts = ctx->thread_cap;
-            if ((int64_t)nparts > n) nparts = (int)n;
-            if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
-            if (nparts > 1) {
-                tc__mutex_lock(&p->mu);
-                p->fn = fn;
-                p->arg = arg;
-                p->n = n;
-                p->nparts = nparts;
+        int nparts = tc__parallel_parts(ctx, n, work);
+        if (p && nparts > 1) {
+            tc__mutex_lock(&p->mu);
+            p->fn = fn;
+            p->arg = arg;
+            p->n = n;
+            p->nparts = nparts;
 #ifdef TC__HAVE_ATOMICS
-                tc__atomic_store_int(&p->pending, p->nworkers);
+            tc__atomic_store_int(&p->pending, p->nworkers);
 #else
-                p->pending = p->nworkers;
+            p->pending = p->nworkers;
 #endif
-                p->busy = 1;
+            p->busy = 1;
 #ifdef TC__HAVE_ATOMICS
-                tc__atomic_store_u64(&p->generation, p->generation + 1); /* publishes the job */
+            tc__atomic_store_u64(&p->generation, p->generation + 1); /* publishes the job */
 #else
-                p->generation++;
+            p->generation++;
 #endif
-                tc__cond_broadcast(&p->wake);
-                tc__mutex_unlock(&p->mu);
-                tc__run_part(p, 0);
+            tc__cond_broadcast(&p->wake);
+            tc__mutex_unlock(&p->mu);
+            tc__run_part(p, 0);
 #ifdef TC__HAVE_ATOMICS
-                {
-                    int spins = 0;
-                    while (tc__atomic_load_int(&p->pending) > 0 && spins < TC__SPIN) {
-                        tc__cpu_relax();
-                        spins++;
-                    }
+            {
+                int spins = 0;
+                while (tc__atomic_load_int(&p->pending) > 0 && spins < TC__SPIN) {
+                    tc__cpu_relax();
+                    spins++;
                 }
-#endif
-                tc__mutex_lock(&p->mu);
-#ifdef TC__HAVE_ATOMICS
-                while (tc__atomic_load_int(&p->pending) > 0) tc__cond_wait(&p->done, &p->mu);
-#else
-                while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
-#endif
-                p->busy = 0;
-                tc__mutex_unlock(&p->mu);
-                return;
             }
+#endif
+            tc__mutex_lock(&p->mu);
+#ifdef TC__HAVE_ATOMICS
+            while (tc__atomic_load_int(&p->pending) > 0) tc__cond_wait(&p->done, &p->mu);
+#else
+            while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
+#endif
+            p->busy = 0;
+            tc__mutex_unlock(&p->mu);
+            return;
         }
     }
 #else

@@ -117,6 +117,49 @@ TC_TEST(test_gemm_every_level_and_shape) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* How a panel's work is split among threads (tc__gemm_split_for): every
+ * MR x NR tile in exactly one task, blocks of at most 5/4 of the asked
+ * size, and the busiest thread within 25% of an equal share wherever the
+ * panel has 4 column slivers per thread (a thread's share is whole
+ * slivers: 33 slivers over 8 threads give some 5 and the mean is 4.1).
+ * At ViT's 197 tokens (17 slivers of 12 rows) and 2 threads the share is
+ * exact: fixed blocks of 16 slivers gave one thread 16 slivers of rows and
+ * the other 1. */
+TC_TEST(test_gemm_split_balances_threads) {
+    static const int64_t mcts[] = {4, 16, 32};
+    static unsigned char seen[120 * 70];
+    int p, ci, bad = 0;
+    int64_t ms, ns, t;
+    for (ci = 0; ci < 3 && !bad; ci++)
+        for (p = 1; p <= 8 && !bad; p++)
+            for (ms = 1; ms <= 120 && !bad; ms += 1 + ms / 16)
+                for (ns = 1; ns <= 70 && !bad; ns++) {
+                    tc__gemm_split sp = tc__gemm_split_for(ms, ns, mcts[ci], p);
+                    int64_t n = sp.mblocks * sp.nchunks, w = tc__gemm_split_max_work(&sp, p), covered = 0, k;
+                    memset(seen, 0, sizeof seen);
+                    for (t = 0; t < n; t++) {
+                        int64_t i0, i1, j0, j1, i, j;
+                        tc__gemm_task_range(&sp, t, 1, 1, ms, ns, &i0, &i1, &j0, &j1);
+                        if (i1 - i0 > mcts[ci] * 5 / 4 && i1 - i0 > 1) bad = 1;
+                        for (i = i0; i < i1; i++)
+                            for (j = j0; j < j1; j++) seen[i * ns + j]++;
+                    }
+                    for (k = 0; k < ms * ns; k++) covered += seen[k] == 1;
+                    if (covered != ms * ns) bad = 2;
+                    if (ns >= 4 * p && (double)w * p > 1.25 * (double)(ms * ns)) bad = 3;
+                    if (bad)
+                        TC_CHECKF(0, "ms=%lld ns=%lld mct=%lld parts=%d: %s (%lld blocks x %lld chunks, busiest %lld)",
+                                  (long long)ms, (long long)ns, (long long)mcts[ci], p,
+                                  bad == 1 ? "a block too tall" : bad == 2 ? "tiles not covered once" : "unbalanced",
+                                  (long long)sp.mblocks, (long long)sp.nchunks, (long long)w);
+                }
+    {
+        tc__gemm_split sp = tc__gemm_split_for(17, 48, 16, 2);
+        TC_CHECKF(tc__gemm_split_max_work(&sp, 2) == 17 * 48 / 2, "ViT's split: busiest thread %lld of %d tiles",
+                  (long long)tc__gemm_split_max_work(&sp, 2), 17 * 48);
+    }
+}
+
 /* ---- the public API, per level ------------------------------------------------- */
 
 static tc_tensor *rand_t(int ndim, const int64_t *shape, uint64_t seed) {
@@ -585,6 +628,7 @@ int main(void) {
     o.num_threads = 2;
     ctx = tc_ctx_create(&o);
     TC_RUN(test_gemm_every_level_and_shape);
+    TC_RUN(test_gemm_split_balances_threads);
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);
     TC_RUN(test_autotune_disk_cache);
