@@ -127,7 +127,9 @@
  * results may differ from eager in the last bits (reassociated sums, vector
  * math, a chain of +-* by constants or row scalars folded into one
  * multiply-add, division by such a value done as a multiply by its
- * reciprocal; signed zeros, infinities and NaN as in eager).  Do not compile the implementation with -ffast-math.  Results
+ * reciprocal, a product of two of sigmoid / silu / gelu_tanh divided once,
+ * which may give 0 below 1e-34; signed zeros, infinities and NaN as in
+ * eager).  Do not compile the implementation with -ffast-math.  Results
  * whose input dies at that kernel are written in place; tc_explain reports
  * kernels before and after fusion and the peak memory of a call.
  * tc_explain reports graphs, breaks
@@ -10031,13 +10033,21 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
  * operand b as bu(b), bu one of the gate activations below (-1: b as it
  * is): x * sigmoid(y) and its kin (GLU, SwiGLU, GeGLU, LSTM gates) in one
  * pass, so the product's stores are spread over the activation's math
- * instead of written in a burst by a pass that only multiplies. */
+ * instead of written in a burst by a pass that only multiplies.  Where
+ * operand a is itself a ratio gate (below), the product reads it as
+ * au(a * as + at) (-1: a as it is), with bu none or a ratio gate too:
+ * gelu_tanh(x * 1.5 + 0.25) * sigmoid(x) in one pass with no tile between
+ * the two activations, and one division for both. */
 typedef struct tc__vins {
-    int16_t op, dst, a, b, c, as, at, bu;
+    int16_t op, dst, a, b, c, as, at, bu, au;
     float f0, f1;
 } tc__vins;
 
 #define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
+/* The gates of the form n(x) / d(x), d = 1 + exp(..) (tc__vratio_): a
+ * product of two divides once, n_a / (d_a d_b) * n_b.  The executor's
+ * loops for au name these three (vexec_isa.c, TC__VQA_). */
+#define TC__RATIO_GATE_OPS(X) X(SIGMOID) X(SILU) X(GELU_TANH)
 
 /* The compute instructions whose sum (or sum of squares) right after them
  * the executor takes as they store each vector (no pass that reads the
@@ -10046,7 +10056,7 @@ typedef struct tc__vins {
  * extra loop per operand form, so the list stays short. */
 #define TC__ACC_FUSED_BINARY(X) X(ADD) X(SUB) X(MUL) X(DIV)
 TC__FN int tc__vins_fuses_acc(const tc__vins *in) {
-    if (in->bu >= 0) return 0;
+    if (in->bu >= 0 || in->au >= 0) return 0;
     if (in->b < 0) return in->op == TC__OP_EXP;
 #define TC__FA_(ID) in->op == TC__OP_##ID ||
     return in->c < 0 && (TC__ACC_FUSED_BINARY(TC__FA_) 0);
@@ -10153,7 +10163,7 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v = &k->code[k->ncode++];
     v->op = (int16_t)op;
     v->dst = (int16_t)dst;
-    v->bu = -1;
+    v->bu = v->au = -1;
     v->a = (int16_t)a;
     v->b = (int16_t)b;
     v->c = (int16_t)c;
@@ -10233,9 +10243,12 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                                 tc__acc_as_stored(k->code, st->begin, i) ? " (as stored)" : "");
                 break;
             default:
-                tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
+                tc__text_printf(sb, "    r%d = %s(", v->dst, tc__vop_name(v->op));
+                if (v->au >= 0) tc__text_printf(sb, "%s(", tc__vop_name(v->au));
+                tc__text_printf(sb, "r%d", v->a);
                 if (v->as >= 0) tc__text_printf(sb, "*r%d", v->as);
                 if (v->at >= 0) tc__text_printf(sb, "+r%d", v->at);
+                if (v->au >= 0) tc__text_printf(sb, ")");
                 if (v->bu >= 0) tc__text_printf(sb, ", %s(r%d)", tc__vop_name(v->bu), v->b);
                 else if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
                 if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
@@ -10349,26 +10362,35 @@ TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
     tc__kernel_compact(k, begin);
 }
 
-TC__FN int tc__is_gate_op(int op) {
 #define TC__GATE_IS_(ID) op == TC__OP_##ID ||
-    return TC__GATE_OPS(TC__GATE_IS_) 0;
+TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
+TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
+
+/* The instruction of code[begin, i) that defines register r, or NULL. */
+static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
+    int j;
+    for (j = i - 1; j >= begin; j--)
+        if (k->code[j].dst == r) return &k->code[j];
+    return NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
- * product reads y through g (tc__vins.bu) and g's own pass goes. */
+ * product reads y through g (tc__vins.bu) and g's own pass goes.  Then,
+ * where x is a ratio gate h(z * s + t) read only here and g is none or a
+ * ratio gate, the product reads z through h and its prologue too
+ * (tc__vins.au), and h's pass goes. */
 TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
-    int i, j, side;
+    int i, side;
     for (i = begin; i < k->ncode; i++) {
-        tc__vins *m = &k->code[i];
+        tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
         for (side = 0; side < 2; side++) {
             int16_t u = side ? m->a : m->b;
-            tc__vins *g = NULL;
+            tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            for (j = i - 1; j >= begin && !g; j--)
-                if (k->code[j].dst == u) g = &k->code[j];
+            g = tc__vsimp_def(k, begin, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -10376,6 +10398,14 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             g->op = TC__V_END; /* read once, by the product: dead now */
             break;
         }
+        if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
+        h = tc__vsimp_def(k, begin, i, m->a);
+        if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
+        m->a = h->a;
+        m->as = h->as;
+        m->at = h->at;
+        m->au = h->op;
+        h->op = TC__V_END;
     }
     tc__kernel_compact(k, begin);
 }
@@ -11646,7 +11676,37 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
 }
 
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                     -1.59576912160573072f));
+    return 1.0f + TC__VFN(tc__vexp_)(-x);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
 
 /* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
 TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
@@ -11762,13 +11822,8 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
+    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -12251,7 +12306,23 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                    TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+                default: break;
+                }
+            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 switch (in->bu) {
 #define TC__VG_(ID)                                                                                    \
@@ -12635,7 +12706,37 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
 }
 
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                     -1.59576912160573072f));
+    return 1.0f + TC__VFN(tc__vexp_)(-x);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
 
 /* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
 TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
@@ -12751,13 +12852,8 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
+    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -13240,7 +13336,23 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                    TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+                default: break;
+                }
+            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 switch (in->bu) {
 #define TC__VG_(ID)                                                                                    \
@@ -13624,7 +13736,37 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
 }
 
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                     -1.59576912160573072f));
+    return 1.0f + TC__VFN(tc__vexp_)(-x);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
 
 /* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
 TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
@@ -13740,13 +13882,8 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
+    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -14229,7 +14366,23 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                    TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+                default: break;
+                }
+            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 switch (in->bu) {
 #define TC__VG_(ID)                                                                                    \
@@ -14613,7 +14766,37 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
 }
 
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                     -1.59576912160573072f));
+    return 1.0f + TC__VFN(tc__vexp_)(-x);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
 
 /* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
 TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
@@ -14729,13 +14912,8 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
+    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -15218,7 +15396,23 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                    TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+                default: break;
+                }
+            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 switch (in->bu) {
 #define TC__VG_(ID)                                                                                    \
@@ -16177,7 +16371,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261203b"
+#define TC__TUNE_KERNELS "k20261204a"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -16973,8 +17167,8 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         char ins[128];
         for (i = 0; i < k->ncode; i++) {
             const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
-                    v->bu, (double)v->f0, (double)v->f1);
+            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
+                    v->bu, v->au, (double)v->f0, (double)v->f1);
             h ^= tc__fnv1a(ins);
             h *= 1099511628211ull;
         }

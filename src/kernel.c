@@ -66,13 +66,21 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
  * operand b as bu(b), bu one of the gate activations below (-1: b as it
  * is): x * sigmoid(y) and its kin (GLU, SwiGLU, GeGLU, LSTM gates) in one
  * pass, so the product's stores are spread over the activation's math
- * instead of written in a burst by a pass that only multiplies. */
+ * instead of written in a burst by a pass that only multiplies.  Where
+ * operand a is itself a ratio gate (below), the product reads it as
+ * au(a * as + at) (-1: a as it is), with bu none or a ratio gate too:
+ * gelu_tanh(x * 1.5 + 0.25) * sigmoid(x) in one pass with no tile between
+ * the two activations, and one division for both. */
 typedef struct tc__vins {
-    int16_t op, dst, a, b, c, as, at, bu;
+    int16_t op, dst, a, b, c, as, at, bu, au;
     float f0, f1;
 } tc__vins;
 
 #define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
+/* The gates of the form n(x) / d(x), d = 1 + exp(..) (tc__vratio_): a
+ * product of two divides once, n_a / (d_a d_b) * n_b.  The executor's
+ * loops for au name these three (vexec_isa.c, TC__VQA_). */
+#define TC__RATIO_GATE_OPS(X) X(SIGMOID) X(SILU) X(GELU_TANH)
 
 /* The compute instructions whose sum (or sum of squares) right after them
  * the executor takes as they store each vector (no pass that reads the
@@ -81,7 +89,7 @@ typedef struct tc__vins {
  * extra loop per operand form, so the list stays short. */
 #define TC__ACC_FUSED_BINARY(X) X(ADD) X(SUB) X(MUL) X(DIV)
 TC__FN int tc__vins_fuses_acc(const tc__vins *in) {
-    if (in->bu >= 0) return 0;
+    if (in->bu >= 0 || in->au >= 0) return 0;
     if (in->b < 0) return in->op == TC__OP_EXP;
 #define TC__FA_(ID) in->op == TC__OP_##ID ||
     return in->c < 0 && (TC__ACC_FUSED_BINARY(TC__FA_) 0);
@@ -188,7 +196,7 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v = &k->code[k->ncode++];
     v->op = (int16_t)op;
     v->dst = (int16_t)dst;
-    v->bu = -1;
+    v->bu = v->au = -1;
     v->a = (int16_t)a;
     v->b = (int16_t)b;
     v->c = (int16_t)c;
@@ -268,9 +276,12 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                                 tc__acc_as_stored(k->code, st->begin, i) ? " (as stored)" : "");
                 break;
             default:
-                tc__text_printf(sb, "    r%d = %s(r%d", v->dst, tc__vop_name(v->op), v->a);
+                tc__text_printf(sb, "    r%d = %s(", v->dst, tc__vop_name(v->op));
+                if (v->au >= 0) tc__text_printf(sb, "%s(", tc__vop_name(v->au));
+                tc__text_printf(sb, "r%d", v->a);
                 if (v->as >= 0) tc__text_printf(sb, "*r%d", v->as);
                 if (v->at >= 0) tc__text_printf(sb, "+r%d", v->at);
+                if (v->au >= 0) tc__text_printf(sb, ")");
                 if (v->bu >= 0) tc__text_printf(sb, ", %s(r%d)", tc__vop_name(v->bu), v->b);
                 else if (v->b >= 0) tc__text_printf(sb, ", r%d", v->b);
                 if (v->c >= 0) tc__text_printf(sb, ", r%d", v->c);
@@ -384,26 +395,35 @@ TC__FN void tc__vsimp_dce(tc__kernel *k, int begin, int *uses) {
     tc__kernel_compact(k, begin);
 }
 
-TC__FN int tc__is_gate_op(int op) {
 #define TC__GATE_IS_(ID) op == TC__OP_##ID ||
-    return TC__GATE_OPS(TC__GATE_IS_) 0;
+TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
+TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
+
+/* The instruction of code[begin, i) that defines register r, or NULL. */
+static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
+    int j;
+    for (j = i - 1; j >= begin; j--)
+        if (k->code[j].dst == r) return &k->code[j];
+    return NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
- * product reads y through g (tc__vins.bu) and g's own pass goes. */
+ * product reads y through g (tc__vins.bu) and g's own pass goes.  Then,
+ * where x is a ratio gate h(z * s + t) read only here and g is none or a
+ * ratio gate, the product reads z through h and its prologue too
+ * (tc__vins.au), and h's pass goes. */
 TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
-    int i, j, side;
+    int i, side;
     for (i = begin; i < k->ncode; i++) {
-        tc__vins *m = &k->code[i];
+        tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
         for (side = 0; side < 2; side++) {
             int16_t u = side ? m->a : m->b;
-            tc__vins *g = NULL;
+            tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            for (j = i - 1; j >= begin && !g; j--)
-                if (k->code[j].dst == u) g = &k->code[j];
+            g = tc__vsimp_def(k, begin, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -411,6 +431,14 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             g->op = TC__V_END; /* read once, by the product: dead now */
             break;
         }
+        if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
+        h = tc__vsimp_def(k, begin, i, m->a);
+        if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
+        m->a = h->a;
+        m->as = h->as;
+        m->at = h->at;
+        m->au = h->op;
+        h->op = TC__V_END;
     }
     tc__kernel_compact(k, begin);
 }

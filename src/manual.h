@@ -127,7 +127,9 @@
  * results may differ from eager in the last bits (reassociated sums, vector
  * math, a chain of +-* by constants or row scalars folded into one
  * multiply-add, division by such a value done as a multiply by its
- * reciprocal; signed zeros, infinities and NaN as in eager).  Do not compile the implementation with -ffast-math.  Results
+ * reciprocal, a product of two of sigmoid / silu / gelu_tanh divided once,
+ * which may give 0 below 1e-34; signed zeros, infinities and NaN as in
+ * eager).  Do not compile the implementation with -ffast-math.  Results
  * whose input dies at that kernel are written in place; tc_explain reports
  * kernels before and after fusion and the peak memory of a call.
  * tc_explain reports graphs, breaks

@@ -632,8 +632,8 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         char ins[128];
         for (i = 0; i < k->ncode; i++) {
             const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
-                    v->bu, (double)v->f0, (double)v->f1);
+            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
+                    v->bu, v->au, (double)v->f0, (double)v->f1);
             h ^= tc__fnv1a(ins);
             h *= 1099511628211ull;
         }

@@ -260,7 +260,37 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
 }
 
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return 1.0f / (1.0f + TC__VFN(tc__vexp_)(-x)); }
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                     -1.59576912160573072f));
+    return 1.0f + TC__VFN(tc__vexp_)(-x);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
 
 /* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
 TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
@@ -376,13 +406,8 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
     case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
     case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH:
-        /* 0.5 (1 + tanh(u)) = sigmoid(2u), so x / (1 + exp(-2u)) with
-         * -2u = x (-k - k 0.044715 x^2): one exp, one division, and no
-         * multiply by a reciprocal */
-        return x / (1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                           -1.59576912160573072f)));
-    case TC__OP_SILU: return x / (1.0f + TC__VFN(tc__vexp_)(-x));
+    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
+    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
     case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
     case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
     case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
@@ -865,7 +890,23 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             break;
         }
         default:
-            if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+                const float *a = s->r[in->a], *b = s->r[in->b];
+                switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                    TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+                default: break;
+                }
+            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
                 const float *a = s->r[in->a], *b = s->r[in->b];
                 switch (in->bu) {
 #define TC__VG_(ID)                                                                                    \

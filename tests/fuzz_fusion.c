@@ -108,7 +108,17 @@ static tc_tensor *apply(tc_ctx *c, const op *o, tc_tensor **v) {
         case 2: return tc_mul(c, a, b);
         case 3: return tc_div(c, a, tc_add_scalar(c, tc_abs(c, b), 1.0));
         case 4: return tc_maximum(c, a, b);
-        default: return tc_minimum(c, a, b);
+        case 5: return tc_minimum(c, a, b);
+        default: { /* ratio gates' product (one pass, one division), axis picks the pair */
+            tc_tensor *g = tc_add_scalar(c, tc_mul_scalar(c, a, 1.5), 0.25);
+            g = o->axis % 3 == 0 ? tc_sigmoid(c, g) : o->axis % 3 == 1 ? tc_silu(c, g) : tc_gelu_tanh(c, g);
+            switch (o->axis / 3) {
+            case 0: return tc_mul(c, g, tc_sigmoid(c, b));
+            case 1: return tc_mul(c, g, tc_silu(c, b));
+            case 2: return tc_mul(c, g, tc_gelu_tanh(c, b));
+            default: return tc_mul(c, g, b);
+            }
+        }
         }
     case K_SCALAR: return o->sub ? tc_mul_scalar(c, a, o->s) : tc_add_scalar(c, a, o->s);
     case K_REDUCE:
@@ -227,7 +237,8 @@ static void generate(rng *r, prog *p, vinfo *vi) {
             }
             if (!nc) continue;
             b = cand[pick(r, nc)];
-            o.sub = pick(r, 6);
+            o.sub = pick(r, 7);
+            o.axis = pick(r, 12);
             break;
         }
         case K_REDUCE:
