@@ -46,7 +46,8 @@
  * never freed by tcompile and must outlive every tensor that views it.
  * Freed blocks of 256 KB and more are kept by the context (up to
  * tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first) and
- * reused by the next tensor they fit: a large block malloc'd afresh is often
+ * reused by the next tensor they fit, and so is a default-mode compiled
+ * call's arena of intermediates: a large block malloc'd afresh is often
  * new pages to fault in, which cost more than the op writing them.
  * tc_ctx_cached_bytes reports them, tc_ctx_empty_cache returns them.
  * A context is used by one thread at a time; it owns a thread pool that its
@@ -324,7 +325,8 @@ typedef struct tc_ctx_options {
     tc_log_level log_level; /* messages above this level are dropped         */
     int log_op_errors;      /* nonzero: log every op error when it happens   */
     tc_isa max_isa;         /* AUTO = the best the CPU runs; else a cap      */
-    int64_t cache_bytes;    /* freed tensor blocks kept for reuse, at most
+    int64_t cache_bytes;    /* freed tensor blocks (and default-mode call
+                               arenas) kept for reuse, at most
                                this many bytes: 0 = 256 MiB, < 0 = none     */
 } tc_ctx_options;
 
@@ -2063,40 +2065,57 @@ TCDEF void tc_ctx_empty_cache(tc_ctx *ctx) {
 }
 TCDEF int64_t tc_ctx_cached_bytes(const tc_ctx *ctx) { return ctx ? (int64_t)ctx->cached_bytes : 0; }
 
+/* An aligned block of at least `bytes`: a cached one when one fits, else
+ * a new one (*raw is what TC_FREE takes, *cap its usable size); NULL out
+ * of memory.  Tensors' storage and a default-mode call's arena of
+ * intermediates (plan.c) both come from here and go back with
+ * tc__block_put, so a call's arena is the last call's, already mapped. */
+TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
+    int hit = tc__cache_find(ctx, bytes);
+    void *data;
+    if (hit >= 0) {
+        tc__cached_block b = ctx->cache[hit];
+        ctx->cache[hit] = ctx->cache[--ctx->ncache];
+        ctx->cached_bytes -= b.cap;
+        TC__UNPOISON(b.data, bytes);
+        *raw = b.raw;
+        *cap = b.cap;
+        return b.data;
+    }
+    data = tc__alloc_aligned(bytes, raw);
+    if (!data && ctx->ncache > 0) { /* what the cache holds goes back first */
+        TC_FREE(*raw);
+        tc_ctx_empty_cache(ctx);
+        data = tc__alloc_aligned(bytes, raw);
+    }
+    if (!data) {
+        TC_FREE(*raw);
+        *raw = NULL;
+        return NULL;
+    }
+    *cap = bytes;
+    return data;
+}
+TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
+    if (raw && !tc__cache_keep(ctx, raw, data, cap)) TC_FREE(raw);
+}
+
 TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *st) {
     if (!st || --st->refs > 0) return;
     if (st->raw) {
         ctx->live_bytes -= (int64_t)st->bytes;
-        if (!tc__cache_keep(ctx, st->raw, st->data, st->cap)) TC_FREE(st->raw);
+        tc__block_put(ctx, st->raw, st->data, st->cap);
     }
     TC_FREE(st);
 }
 
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
     tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    int hit = tc__cache_find(ctx, bytes);
     if (!st) return NULL;
-    if (hit >= 0) {
-        tc__cached_block b = ctx->cache[hit];
-        ctx->cache[hit] = ctx->cache[--ctx->ncache];
-        ctx->cached_bytes -= b.cap;
-        TC__UNPOISON(b.data, bytes);
-        st->raw = b.raw;
-        st->data = b.data;
-        st->cap = b.cap;
-    } else {
-        st->data = tc__alloc_aligned(bytes, &st->raw);
-        if (!st->data && ctx->ncache > 0) { /* what the cache holds goes back first */
-            TC_FREE(st->raw);
-            tc_ctx_empty_cache(ctx);
-            st->data = tc__alloc_aligned(bytes, &st->raw);
-        }
-        if (!st->data) {
-            TC_FREE(st->raw);
-            TC_FREE(st);
-            return NULL;
-        }
-        st->cap = bytes;
+    st->data = tc__block_get(ctx, bytes, &st->raw, &st->cap);
+    if (!st->data) {
+        TC_FREE(st);
+        return NULL;
     }
     st->bytes = bytes;
     st->refs = 1;
@@ -16566,7 +16585,7 @@ typedef struct tc__program {
     int *root;                 /* node owning the memory a node views, -1 none */
     int64_t *off;              /* arena offset per root node, -1 none     */
     int *fresh;                /* default mode: outputs allocated per call */
-    size_t arena_bytes;
+    size_t arena_bytes, arena_cap; /* cap: the block's size (tc__block_get) */
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
@@ -17345,7 +17364,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     if (!p->persistent) {
-        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
+        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
@@ -17407,7 +17426,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             for (i = 0; i < g->n; i++)
                 if (fresh_t[i]) tc_free(fresh_t[i]);
         TC_FREE(fresh_t);
-        TC_FREE(p->arena_raw);
+        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
         p->arena_raw = NULL;
         p->arena = NULL;
     }

@@ -98,7 +98,8 @@ typedef struct tc_ctx_options {
     tc_log_level log_level; /* messages above this level are dropped         */
     int log_op_errors;      /* nonzero: log every op error when it happens   */
     tc_isa max_isa;         /* AUTO = the best the CPU runs; else a cap      */
-    int64_t cache_bytes;    /* freed tensor blocks kept for reuse, at most
+    int64_t cache_bytes;    /* freed tensor blocks (and default-mode call
+                               arenas) kept for reuse, at most
                                this many bytes: 0 = 256 MiB, < 0 = none     */
 } tc_ctx_options;
 

@@ -46,7 +46,8 @@
  * never freed by tcompile and must outlive every tensor that views it.
  * Freed blocks of 256 KB and more are kept by the context (up to
  * tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first) and
- * reused by the next tensor they fit: a large block malloc'd afresh is often
+ * reused by the next tensor they fit, and so is a default-mode compiled
+ * call's arena of intermediates: a large block malloc'd afresh is often
  * new pages to fault in, which cost more than the op writing them.
  * tc_ctx_cached_bytes reports them, tc_ctx_empty_cache returns them.
  * A context is used by one thread at a time; it owns a thread pool that its

@@ -31,7 +31,7 @@ typedef struct tc__program {
     int *root;                 /* node owning the memory a node views, -1 none */
     int64_t *off;              /* arena offset per root node, -1 none     */
     int *fresh;                /* default mode: outputs allocated per call */
-    size_t arena_bytes;
+    size_t arena_bytes, arena_cap; /* cap: the block's size (tc__block_get) */
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
@@ -810,7 +810,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     if (!p->persistent) {
-        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
+        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
@@ -872,7 +872,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             for (i = 0; i < g->n; i++)
                 if (fresh_t[i]) tc_free(fresh_t[i]);
         TC_FREE(fresh_t);
-        TC_FREE(p->arena_raw);
+        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
         p->arena_raw = NULL;
         p->arena = NULL;
     }

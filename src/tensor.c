@@ -144,40 +144,57 @@ TCDEF void tc_ctx_empty_cache(tc_ctx *ctx) {
 }
 TCDEF int64_t tc_ctx_cached_bytes(const tc_ctx *ctx) { return ctx ? (int64_t)ctx->cached_bytes : 0; }
 
+/* An aligned block of at least `bytes`: a cached one when one fits, else
+ * a new one (*raw is what TC_FREE takes, *cap its usable size); NULL out
+ * of memory.  Tensors' storage and a default-mode call's arena of
+ * intermediates (plan.c) both come from here and go back with
+ * tc__block_put, so a call's arena is the last call's, already mapped. */
+TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
+    int hit = tc__cache_find(ctx, bytes);
+    void *data;
+    if (hit >= 0) {
+        tc__cached_block b = ctx->cache[hit];
+        ctx->cache[hit] = ctx->cache[--ctx->ncache];
+        ctx->cached_bytes -= b.cap;
+        TC__UNPOISON(b.data, bytes);
+        *raw = b.raw;
+        *cap = b.cap;
+        return b.data;
+    }
+    data = tc__alloc_aligned(bytes, raw);
+    if (!data && ctx->ncache > 0) { /* what the cache holds goes back first */
+        TC_FREE(*raw);
+        tc_ctx_empty_cache(ctx);
+        data = tc__alloc_aligned(bytes, raw);
+    }
+    if (!data) {
+        TC_FREE(*raw);
+        *raw = NULL;
+        return NULL;
+    }
+    *cap = bytes;
+    return data;
+}
+TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
+    if (raw && !tc__cache_keep(ctx, raw, data, cap)) TC_FREE(raw);
+}
+
 TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *st) {
     if (!st || --st->refs > 0) return;
     if (st->raw) {
         ctx->live_bytes -= (int64_t)st->bytes;
-        if (!tc__cache_keep(ctx, st->raw, st->data, st->cap)) TC_FREE(st->raw);
+        tc__block_put(ctx, st->raw, st->data, st->cap);
     }
     TC_FREE(st);
 }
 
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
     tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    int hit = tc__cache_find(ctx, bytes);
     if (!st) return NULL;
-    if (hit >= 0) {
-        tc__cached_block b = ctx->cache[hit];
-        ctx->cache[hit] = ctx->cache[--ctx->ncache];
-        ctx->cached_bytes -= b.cap;
-        TC__UNPOISON(b.data, bytes);
-        st->raw = b.raw;
-        st->data = b.data;
-        st->cap = b.cap;
-    } else {
-        st->data = tc__alloc_aligned(bytes, &st->raw);
-        if (!st->data && ctx->ncache > 0) { /* what the cache holds goes back first */
-            TC_FREE(st->raw);
-            tc_ctx_empty_cache(ctx);
-            st->data = tc__alloc_aligned(bytes, &st->raw);
-        }
-        if (!st->data) {
-            TC_FREE(st->raw);
-            TC_FREE(st);
-            return NULL;
-        }
-        st->cap = bytes;
+    st->data = tc__block_get(ctx, bytes, &st->raw, &st->cap);
+    if (!st->data) {
+        TC_FREE(st);
+        return NULL;
     }
     st->bytes = bytes;
     st->refs = 1;
