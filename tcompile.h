@@ -1414,6 +1414,7 @@ TC__FN int tc__is_float(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt
  * needed in front of the block. */
 TC__FN void *tc__alloc_aligned(size_t bytes, void **raw) {
     unsigned char *p;
+    *raw = NULL;
     if (bytes > (size_t)-1 - TC__ALIGN) return NULL;
     p = (unsigned char *)TC_MALLOC(bytes + TC__ALIGN);
     *raw = p;
@@ -6388,7 +6389,9 @@ TC__FN tc__gemm_split tc__gemm_split_for(int64_t ms, int64_t ns, int64_t mct, in
     int64_t p = parts > 1 ? parts : 1, fit = ms > mct ? (ms + mct - 1) / mct : 1;
     int64_t lo = ms > mct * 5 / 4 ? (ms + mct * 5 / 4 - 1) / (mct * 5 / 4) : 1, mb, best_w = -1;
     tc__gemm_split best = tc__gemm_split_with(ms, ns, fit, p);
-    if (p == 1) return best;
+    /* many blocks per thread: the remainder is under 1/(4 parts) of a
+     * share, and the search below costs the square of the block count */
+    if (p == 1 || fit >= 4 * p) return best;
     for (mb = lo; mb <= fit + p && mb <= (ms > 0 ? ms : 1); mb++) {
         tc__gemm_split sp = tc__gemm_split_with(ms, ns, mb, p);
         int64_t w = tc__gemm_split_max_work(&sp, p);

@@ -30,6 +30,7 @@ TC__FN int tc__is_float(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt
  * needed in front of the block. */
 TC__FN void *tc__alloc_aligned(size_t bytes, void **raw) {
     unsigned char *p;
+    *raw = NULL;
     if (bytes > (size_t)-1 - TC__ALIGN) return NULL;
     p = (unsigned char *)TC_MALLOC(bytes + TC__ALIGN);
     *raw = p;
