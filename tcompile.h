@@ -117,7 +117,9 @@
  * into one kernel; pointwise producers fuse into reductions and pointwise
  * consumers after them; softmax, log_softmax, layer/RMS norm and batch norm
  * become one row kernel (a pass per reduction over a row held in cache,
- * values several passes need kept in row buffers); the pointwise work after
+ * values several passes need kept in row buffers; rows of at most 128
+ * elements run a vector's lanes' worth at a time, one row per lane, so a
+ * short row does not pay each pass's fixed cost alone); the pointwise work after
  * a matmul/linear (bias, activation, residual, scale) runs on the GEMM's
  * output tiles as its epilogue.  A kernel is a short register program run by
  * a built-in executor over tiles of 256-1024 elements with the widest SIMD the CPU
@@ -10022,6 +10024,15 @@ TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
 #define TC__VM_MAXLOCAL 8
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
+/* Rows of at most this many elements run a vector's lanes' worth of rows at
+ * once, one row per lane (tc__vst.tr): a row that short is mostly the
+ * fixed cost of its stages (dispatch, folds, the chain of row scalars). */
+#define TC__VM_LANE_ROW 128
+/* tc__vst.dt flag of every access while rows run across lanes: the
+ * executor's contiguous fast paths (dt == F32) miss it, and its slow paths
+ * hand the access to the lane gather / scatter, so the common case tests
+ * nothing more */
+#define TC__VST_LANES 0x100
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -10142,6 +10153,14 @@ typedef struct tc__vst {
     int fin;
     const int *slot_comb;
     const float *slot_scale;
+    /* rows across lanes (TC__VM_LANE_ROW): lane r of every vector is row r
+     * of a group of trn rows (lanes past trn repeat row 0 and are never
+     * stored), a tile is trl columns of such vectors, and the row scalars
+     * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
+     * start of lane r's row */
+    int tr, trn, trl;
+    float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
+    char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
 } tc__vst;
 
 #ifdef TC__HAVE_VEXEC
@@ -11905,6 +11924,188 @@ TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
     TC__ST(p, v);
 }
 
+#if defined(TC__HAVE_VEXEC_X86) && TC__ISA_W >= 4
+#define TC__HAVE_VTR_BLOCK 1
+/* W vectors of W floats, vector r from src[r], transposed in registers
+ * (its own inverse) and vector c written to dst[c] for c < ndst: the rows
+ * of a group's W x W block to its columns and back.  Within 128-bit
+ * chunks first (v[4g + c] then holds, in chunk q, column 4q + c of rows
+ * 4g..4g+3), then the chunks themselves.  One function with its loads and
+ * stores, so the block stays in registers. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vtr_block_)(const float *const *src, float *const *dst, int ndst) {
+    /* every step written out with constant indices: as loops over arrays
+     * the block went through the stack, at half the path's time */
+#define TC__R4_(M) M(0) M(1) M(2) M(3)
+#define TC__R8_(M) TC__R4_(M) M(4) M(5) M(6) M(7)
+#define TC__R16_(M) TC__R8_(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#if TC__ISA_W == 16
+#define TC__VT_V_ __m512
+#define TC__VT_PD_ __m512d
+#define TC__VT_(op) _mm512_##op
+#define TC__VT_RN_ TC__R16_
+/* masked forms: g++ 12 misreports the unmasked unpacks' undefined
+ * pass-through operand as uninitialised */
+#define TC__VT_UPS_(hl, a, b) _mm512_maskz_unpack##hl##_ps((__mmask16)0xFFFF, a, b)
+#define TC__VT_UPD_(hl, a, b) _mm512_maskz_unpack##hl##_pd((__mmask8)0xFF, a, b)
+#elif TC__ISA_W == 8
+#define TC__VT_V_ __m256
+#define TC__VT_PD_ __m256d
+#define TC__VT_(op) _mm256_##op
+#define TC__VT_RN_ TC__R8_
+#else
+#define TC__VT_V_ __m128
+#define TC__VT_PD_ __m128d
+#define TC__VT_(op) _mm_##op
+#define TC__VT_RN_ TC__R4_
+#endif
+#ifndef TC__VT_UPS_
+#define TC__VT_UPS_(hl, a, b) TC__VT_(unpack##hl##_ps)(a, b)
+#define TC__VT_UPD_(hl, a, b) TC__VT_(unpack##hl##_pd)(a, b)
+#endif
+    TC__VT_V_ v[TC__W], a[TC__W];
+    int r;
+#define TC__VT_LD_(i) v[i] = (TC__VT_V_)TC__LD(src[i]);
+#define TC__VT_PS_(g)                                     \
+    a[2 * g] = TC__VT_UPS_(lo, v[2 * g], v[2 * g + 1]);    \
+    a[2 * g + 1] = TC__VT_UPS_(hi, v[2 * g], v[2 * g + 1]);
+#define TC__VT_PDS_(g)                                                                                       \
+    v[4 * g] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2])));     \
+    v[4 * g + 1] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2]))); \
+    v[4 * g + 2] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3]))); \
+    v[4 * g + 3] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3])));
+    TC__VT_RN_(TC__VT_LD_)
+    /* pairs of rows: W / 2 of them */
+    TC__VT_PS_(0) TC__VT_PS_(1)
+#if TC__ISA_W >= 8
+    TC__VT_PS_(2) TC__VT_PS_(3)
+#endif
+#if TC__ISA_W == 16
+    TC__VT_PS_(4) TC__VT_PS_(5) TC__VT_PS_(6) TC__VT_PS_(7)
+#endif
+#if TC__ISA_W == 16
+    TC__R4_(TC__VT_PDS_)
+    /* The full-mask maskz form: gcc's unmasked one merges into _mm512_undefined_ps and -Wmaybe-uninitialized rejects it under C++. */
+#define TC__VT_SH_(a, b, imm) _mm512_maskz_shuffle_f32x4((__mmask16)0xFFFF, a, b, imm)
+    /* column 4q + c: chunk q of v[c], v[4 + c], v[8 + c], v[12 + c] */
+#define TC__VT_CH_(c)                                                                 \
+    {                                                                                 \
+        __m512 t0 = TC__VT_SH_(v[c], v[4 + c], 0x44);                       \
+        __m512 t1 = TC__VT_SH_(v[c], v[4 + c], 0xEE);                       \
+        __m512 t2 = TC__VT_SH_(v[8 + c], v[12 + c], 0x44);                  \
+        __m512 t3 = TC__VT_SH_(v[8 + c], v[12 + c], 0xEE);                  \
+        a[c] = TC__VT_SH_(t0, t2, 0x88);                                    \
+        a[4 + c] = TC__VT_SH_(t0, t2, 0xDD);                                \
+        a[8 + c] = TC__VT_SH_(t1, t3, 0x88);                                \
+        a[12 + c] = TC__VT_SH_(t1, t3, 0xDD);                               \
+    }
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#undef TC__VT_SH_
+#elif TC__ISA_W == 8
+    TC__VT_PDS_(0) TC__VT_PDS_(1)
+    /* column 4q + c: chunk q of v[c], v[4 + c] */
+#define TC__VT_CH_(c)                                                 \
+    a[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);            \
+    a[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#else
+    TC__VT_PDS_(0)
+#define TC__VT_CH_(c) a[c] = v[c];
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#endif
+    for (r = 0; r < ndst; r++) TC__ST(dst[r], (TC__VF)a[r]);
+#undef TC__VT_LD_
+#undef TC__VT_PS_
+#undef TC__VT_PDS_
+#undef TC__VT_V_
+#undef TC__VT_PD_
+#undef TC__VT_
+#undef TC__VT_RN_
+#undef TC__VT_UPS_
+#undef TC__VT_UPD_
+#undef TC__R4_
+#undef TC__R8_
+#undef TC__R16_
+}
+#endif
+
+/* Rows across lanes (tc__vst.tr): access k over the group's trl columns
+ * into buf, column j's vector at buf + j * W with lane r from lane r's
+ * row.  An access with stride 0 along the row is one value per row: one
+ * vector, in uv (*uni set); one the rows share (a norm's weight) is a
+ * splat per column. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) const float *TC__VFN(tc__vtr_load_)(tc__vst *s, int k, float *buf,
+                                                                                           float *uv, int *uni) {
+    char *const *lp = s->lp[k];
+    int64_t st = s->stride[k];
+    int j, r, same = 1, dt = s->dt[k] & ~TC__VST_LANES;
+    *uni = st == 0;
+    if (st == 0) {
+        for (r = 0; r < TC__W; r++) uv[r] = dt == TC_F32 ? *(const float *)lp[r] : (float)tc__load(lp[r], (tc_dtype)dt, 0);
+        return uv;
+    }
+    for (r = 1; r < TC__W; r++) same &= lp[r] == lp[0];
+    if (same) {
+        for (j = 0; j < s->trl; j++)
+            TC__ST(buf + j * TC__W, TC__SPL(dt == TC_F32 ? ((const float *)lp[0])[j * st]
+                                                         : (float)tc__load(lp[0], (tc_dtype)dt, j * st)));
+        return buf;
+    }
+    j = 0;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1) /* whole blocks of W columns in registers */
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = (const float *)lp[r] + j;
+                dst[r] = buf + (j + r) * TC__W;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, TC__W);
+        }
+#endif
+    for (r = 0; r < TC__W; r++) {
+        int j0 = j;
+        if (dt == TC_F32) {
+            const float *p = (const float *)lp[r];
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = p[j * st];
+        } else {
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = (float)tc__load(lp[r], (tc_dtype)dt, j * st);
+        }
+        j = j0;
+    }
+    return buf;
+}
+
+/* The group's rows of access k from v (laid out as tc__vtr_load_ reads). */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vtr_store_)(tc__vst *s, int k, const float *v) {
+    int64_t st = s->stride[k];
+    int j = 0, j0, r, dt = s->dt[k] & ~TC__VST_LANES;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1)
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = v + (j + r) * TC__W;
+                dst[r] = (float *)s->lp[k][r] + j;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, s->trn);
+        }
+#endif
+    for (j0 = j, r = 0; r < s->trn; r++) {
+        char *p = s->lp[k][r];
+        if (dt == TC_F32) {
+            float *fp = (float *)p;
+            for (j = j0; j < s->trl; j++) fp[j * st] = v[j * TC__W + r];
+        } else {
+            for (j = j0; j < s->trl; j++) tc__store(p, (tc_dtype)dt, j * st, v[j * TC__W + r]);
+        }
+    }
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -12093,11 +12294,16 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
+/* Four accumulator vectors combined lane by lane. */
+TC__INL TC__VF TC__VFN(tc__vcomb4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) return (a + b) + (c + d);
+    if (comb == TC__COMB_MAX) return TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    return TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+}
+
 /* Four accumulator vectors reduced to one value (vectors first, then lanes). */
 TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+    a = TC__VFN(tc__vcomb4_)(a, b, c, d, comb);
 #if TC__ISA_W == 16 || TC__ISA_W == 8
     return TC__VFN(tc__vfold_x86_)(a, comb);
 #else
@@ -12128,9 +12334,11 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             a3 = TC__LD((acc) + 3 * TC__W);                                                         \
         }                                                                                           \
     } while (0)
-#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+#define TC__VACC_END(acc, fold, fcomb, scale, trv)                                                  \
     do {                                                                                            \
-        if (fold) {                                                                                 \
+        if (trv) { /* a row per lane: each lane's row scalar */                                    \
+            TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
+        } else if (fold) {                                                                          \
             double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
             *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
         } else {                                                                                    \
@@ -12140,7 +12348,8 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             TC__ST((acc) + 3 * TC__W, a3);                                                          \
         }                                                                                           \
     } while (0)
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale,
+                                float *trv) {
     TC__VF a0, a1, a2, a3;
     TC__VI lane;
     int i = 0, nv = len / TC__W, rem = len % TC__W;
@@ -12151,10 +12360,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (trv) { /* NaN wins in each lane on its own */
+        if (comb == TC__COMB_MAX) {
+            TC__VACC_LOOP(TC__VACC_MAX)
+        } else {
+            TC__VACC_LOOP(TC__VACC_MIN)
+        }
     } else {
         TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
-    TC__VACC_END(acc, fold, fcomb, scale);
+    TC__VACC_END(acc, fold, fcomb, scale, trv);
 }
 #undef TC__VACC_LOOP
 #undef TC__VACC_MAXMIN_
@@ -12231,7 +12446,7 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
         default: break;
         }
     }
-    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a], s->tr ? s->slotv[ac->a] : NULL);
 }
 #endif
 
@@ -12245,7 +12460,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+            if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
+                s->r[in->dst] = TC__VFN(tc__vtr_load_)(s, in->a, d, s->uv[in->dst], &s->u[in->dst]);
+            } else if (s->stride[in->a] == 0) { /* broadcast: one vector */
                 const char *p = s->ptr[in->a];
                 float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
                 TC__ST(s->uv[in->dst], TC__SPL(v));
@@ -12258,7 +12475,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         case TC__V_CONST:
         case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            TC__ST(s->uv[in->dst], in->op == TC__V_SLOT && s->tr ? TC__LD(s->slotv[in->a])
+                                                                 : TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
             s->r[in->dst] = s->uv[in->dst];
             s->u[in->dst] = 1;
             continue;
@@ -12272,11 +12490,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_STORE:
+            if (s->dt[in->a] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv));
+            else TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len);
+            continue;
         case TC__V_ACC:
             TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
                                s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
-                               s->fin ? s->slot_scale[in->a] : 1.0f);
+                               s->fin ? s->slot_scale[in->a] : 1.0f, s->tr ? s->slotv[in->a] : NULL);
             continue;
         default: break;
         }
@@ -12456,6 +12677,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__RUN_
 #undef TC__A
 #undef TC__A1
+#ifdef TC__HAVE_VTR_BLOCK
+#undef TC__HAVE_VTR_BLOCK
+#endif
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12935,6 +13159,188 @@ TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
     TC__ST(p, v);
 }
 
+#if defined(TC__HAVE_VEXEC_X86) && TC__ISA_W >= 4
+#define TC__HAVE_VTR_BLOCK 1
+/* W vectors of W floats, vector r from src[r], transposed in registers
+ * (its own inverse) and vector c written to dst[c] for c < ndst: the rows
+ * of a group's W x W block to its columns and back.  Within 128-bit
+ * chunks first (v[4g + c] then holds, in chunk q, column 4q + c of rows
+ * 4g..4g+3), then the chunks themselves.  One function with its loads and
+ * stores, so the block stays in registers. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vtr_block_)(const float *const *src, float *const *dst, int ndst) {
+    /* every step written out with constant indices: as loops over arrays
+     * the block went through the stack, at half the path's time */
+#define TC__R4_(M) M(0) M(1) M(2) M(3)
+#define TC__R8_(M) TC__R4_(M) M(4) M(5) M(6) M(7)
+#define TC__R16_(M) TC__R8_(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#if TC__ISA_W == 16
+#define TC__VT_V_ __m512
+#define TC__VT_PD_ __m512d
+#define TC__VT_(op) _mm512_##op
+#define TC__VT_RN_ TC__R16_
+/* masked forms: g++ 12 misreports the unmasked unpacks' undefined
+ * pass-through operand as uninitialised */
+#define TC__VT_UPS_(hl, a, b) _mm512_maskz_unpack##hl##_ps((__mmask16)0xFFFF, a, b)
+#define TC__VT_UPD_(hl, a, b) _mm512_maskz_unpack##hl##_pd((__mmask8)0xFF, a, b)
+#elif TC__ISA_W == 8
+#define TC__VT_V_ __m256
+#define TC__VT_PD_ __m256d
+#define TC__VT_(op) _mm256_##op
+#define TC__VT_RN_ TC__R8_
+#else
+#define TC__VT_V_ __m128
+#define TC__VT_PD_ __m128d
+#define TC__VT_(op) _mm_##op
+#define TC__VT_RN_ TC__R4_
+#endif
+#ifndef TC__VT_UPS_
+#define TC__VT_UPS_(hl, a, b) TC__VT_(unpack##hl##_ps)(a, b)
+#define TC__VT_UPD_(hl, a, b) TC__VT_(unpack##hl##_pd)(a, b)
+#endif
+    TC__VT_V_ v[TC__W], a[TC__W];
+    int r;
+#define TC__VT_LD_(i) v[i] = (TC__VT_V_)TC__LD(src[i]);
+#define TC__VT_PS_(g)                                     \
+    a[2 * g] = TC__VT_UPS_(lo, v[2 * g], v[2 * g + 1]);    \
+    a[2 * g + 1] = TC__VT_UPS_(hi, v[2 * g], v[2 * g + 1]);
+#define TC__VT_PDS_(g)                                                                                       \
+    v[4 * g] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2])));     \
+    v[4 * g + 1] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2]))); \
+    v[4 * g + 2] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3]))); \
+    v[4 * g + 3] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3])));
+    TC__VT_RN_(TC__VT_LD_)
+    /* pairs of rows: W / 2 of them */
+    TC__VT_PS_(0) TC__VT_PS_(1)
+#if TC__ISA_W >= 8
+    TC__VT_PS_(2) TC__VT_PS_(3)
+#endif
+#if TC__ISA_W == 16
+    TC__VT_PS_(4) TC__VT_PS_(5) TC__VT_PS_(6) TC__VT_PS_(7)
+#endif
+#if TC__ISA_W == 16
+    TC__R4_(TC__VT_PDS_)
+    /* The full-mask maskz form: gcc's unmasked one merges into _mm512_undefined_ps and -Wmaybe-uninitialized rejects it under C++. */
+#define TC__VT_SH_(a, b, imm) _mm512_maskz_shuffle_f32x4((__mmask16)0xFFFF, a, b, imm)
+    /* column 4q + c: chunk q of v[c], v[4 + c], v[8 + c], v[12 + c] */
+#define TC__VT_CH_(c)                                                                 \
+    {                                                                                 \
+        __m512 t0 = TC__VT_SH_(v[c], v[4 + c], 0x44);                       \
+        __m512 t1 = TC__VT_SH_(v[c], v[4 + c], 0xEE);                       \
+        __m512 t2 = TC__VT_SH_(v[8 + c], v[12 + c], 0x44);                  \
+        __m512 t3 = TC__VT_SH_(v[8 + c], v[12 + c], 0xEE);                  \
+        a[c] = TC__VT_SH_(t0, t2, 0x88);                                    \
+        a[4 + c] = TC__VT_SH_(t0, t2, 0xDD);                                \
+        a[8 + c] = TC__VT_SH_(t1, t3, 0x88);                                \
+        a[12 + c] = TC__VT_SH_(t1, t3, 0xDD);                               \
+    }
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#undef TC__VT_SH_
+#elif TC__ISA_W == 8
+    TC__VT_PDS_(0) TC__VT_PDS_(1)
+    /* column 4q + c: chunk q of v[c], v[4 + c] */
+#define TC__VT_CH_(c)                                                 \
+    a[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);            \
+    a[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#else
+    TC__VT_PDS_(0)
+#define TC__VT_CH_(c) a[c] = v[c];
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#endif
+    for (r = 0; r < ndst; r++) TC__ST(dst[r], (TC__VF)a[r]);
+#undef TC__VT_LD_
+#undef TC__VT_PS_
+#undef TC__VT_PDS_
+#undef TC__VT_V_
+#undef TC__VT_PD_
+#undef TC__VT_
+#undef TC__VT_RN_
+#undef TC__VT_UPS_
+#undef TC__VT_UPD_
+#undef TC__R4_
+#undef TC__R8_
+#undef TC__R16_
+}
+#endif
+
+/* Rows across lanes (tc__vst.tr): access k over the group's trl columns
+ * into buf, column j's vector at buf + j * W with lane r from lane r's
+ * row.  An access with stride 0 along the row is one value per row: one
+ * vector, in uv (*uni set); one the rows share (a norm's weight) is a
+ * splat per column. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) const float *TC__VFN(tc__vtr_load_)(tc__vst *s, int k, float *buf,
+                                                                                           float *uv, int *uni) {
+    char *const *lp = s->lp[k];
+    int64_t st = s->stride[k];
+    int j, r, same = 1, dt = s->dt[k] & ~TC__VST_LANES;
+    *uni = st == 0;
+    if (st == 0) {
+        for (r = 0; r < TC__W; r++) uv[r] = dt == TC_F32 ? *(const float *)lp[r] : (float)tc__load(lp[r], (tc_dtype)dt, 0);
+        return uv;
+    }
+    for (r = 1; r < TC__W; r++) same &= lp[r] == lp[0];
+    if (same) {
+        for (j = 0; j < s->trl; j++)
+            TC__ST(buf + j * TC__W, TC__SPL(dt == TC_F32 ? ((const float *)lp[0])[j * st]
+                                                         : (float)tc__load(lp[0], (tc_dtype)dt, j * st)));
+        return buf;
+    }
+    j = 0;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1) /* whole blocks of W columns in registers */
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = (const float *)lp[r] + j;
+                dst[r] = buf + (j + r) * TC__W;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, TC__W);
+        }
+#endif
+    for (r = 0; r < TC__W; r++) {
+        int j0 = j;
+        if (dt == TC_F32) {
+            const float *p = (const float *)lp[r];
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = p[j * st];
+        } else {
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = (float)tc__load(lp[r], (tc_dtype)dt, j * st);
+        }
+        j = j0;
+    }
+    return buf;
+}
+
+/* The group's rows of access k from v (laid out as tc__vtr_load_ reads). */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vtr_store_)(tc__vst *s, int k, const float *v) {
+    int64_t st = s->stride[k];
+    int j = 0, j0, r, dt = s->dt[k] & ~TC__VST_LANES;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1)
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = v + (j + r) * TC__W;
+                dst[r] = (float *)s->lp[k][r] + j;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, s->trn);
+        }
+#endif
+    for (j0 = j, r = 0; r < s->trn; r++) {
+        char *p = s->lp[k][r];
+        if (dt == TC_F32) {
+            float *fp = (float *)p;
+            for (j = j0; j < s->trl; j++) fp[j * st] = v[j * TC__W + r];
+        } else {
+            for (j = j0; j < s->trl; j++) tc__store(p, (tc_dtype)dt, j * st, v[j * TC__W + r]);
+        }
+    }
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -13123,11 +13529,16 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
+/* Four accumulator vectors combined lane by lane. */
+TC__INL TC__VF TC__VFN(tc__vcomb4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) return (a + b) + (c + d);
+    if (comb == TC__COMB_MAX) return TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    return TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+}
+
 /* Four accumulator vectors reduced to one value (vectors first, then lanes). */
 TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+    a = TC__VFN(tc__vcomb4_)(a, b, c, d, comb);
 #if TC__ISA_W == 16 || TC__ISA_W == 8
     return TC__VFN(tc__vfold_x86_)(a, comb);
 #else
@@ -13158,9 +13569,11 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             a3 = TC__LD((acc) + 3 * TC__W);                                                         \
         }                                                                                           \
     } while (0)
-#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+#define TC__VACC_END(acc, fold, fcomb, scale, trv)                                                  \
     do {                                                                                            \
-        if (fold) {                                                                                 \
+        if (trv) { /* a row per lane: each lane's row scalar */                                    \
+            TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
+        } else if (fold) {                                                                          \
             double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
             *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
         } else {                                                                                    \
@@ -13170,7 +13583,8 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             TC__ST((acc) + 3 * TC__W, a3);                                                          \
         }                                                                                           \
     } while (0)
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale,
+                                float *trv) {
     TC__VF a0, a1, a2, a3;
     TC__VI lane;
     int i = 0, nv = len / TC__W, rem = len % TC__W;
@@ -13181,10 +13595,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (trv) { /* NaN wins in each lane on its own */
+        if (comb == TC__COMB_MAX) {
+            TC__VACC_LOOP(TC__VACC_MAX)
+        } else {
+            TC__VACC_LOOP(TC__VACC_MIN)
+        }
     } else {
         TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
-    TC__VACC_END(acc, fold, fcomb, scale);
+    TC__VACC_END(acc, fold, fcomb, scale, trv);
 }
 #undef TC__VACC_LOOP
 #undef TC__VACC_MAXMIN_
@@ -13261,7 +13681,7 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
         default: break;
         }
     }
-    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a], s->tr ? s->slotv[ac->a] : NULL);
 }
 #endif
 
@@ -13275,7 +13695,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+            if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
+                s->r[in->dst] = TC__VFN(tc__vtr_load_)(s, in->a, d, s->uv[in->dst], &s->u[in->dst]);
+            } else if (s->stride[in->a] == 0) { /* broadcast: one vector */
                 const char *p = s->ptr[in->a];
                 float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
                 TC__ST(s->uv[in->dst], TC__SPL(v));
@@ -13288,7 +13710,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         case TC__V_CONST:
         case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            TC__ST(s->uv[in->dst], in->op == TC__V_SLOT && s->tr ? TC__LD(s->slotv[in->a])
+                                                                 : TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
             s->r[in->dst] = s->uv[in->dst];
             s->u[in->dst] = 1;
             continue;
@@ -13302,11 +13725,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_STORE:
+            if (s->dt[in->a] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv));
+            else TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len);
+            continue;
         case TC__V_ACC:
             TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
                                s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
-                               s->fin ? s->slot_scale[in->a] : 1.0f);
+                               s->fin ? s->slot_scale[in->a] : 1.0f, s->tr ? s->slotv[in->a] : NULL);
             continue;
         default: break;
         }
@@ -13486,6 +13912,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__RUN_
 #undef TC__A
 #undef TC__A1
+#ifdef TC__HAVE_VTR_BLOCK
+#undef TC__HAVE_VTR_BLOCK
+#endif
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13965,6 +14394,188 @@ TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
     TC__ST(p, v);
 }
 
+#if defined(TC__HAVE_VEXEC_X86) && TC__ISA_W >= 4
+#define TC__HAVE_VTR_BLOCK 1
+/* W vectors of W floats, vector r from src[r], transposed in registers
+ * (its own inverse) and vector c written to dst[c] for c < ndst: the rows
+ * of a group's W x W block to its columns and back.  Within 128-bit
+ * chunks first (v[4g + c] then holds, in chunk q, column 4q + c of rows
+ * 4g..4g+3), then the chunks themselves.  One function with its loads and
+ * stores, so the block stays in registers. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vtr_block_)(const float *const *src, float *const *dst, int ndst) {
+    /* every step written out with constant indices: as loops over arrays
+     * the block went through the stack, at half the path's time */
+#define TC__R4_(M) M(0) M(1) M(2) M(3)
+#define TC__R8_(M) TC__R4_(M) M(4) M(5) M(6) M(7)
+#define TC__R16_(M) TC__R8_(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#if TC__ISA_W == 16
+#define TC__VT_V_ __m512
+#define TC__VT_PD_ __m512d
+#define TC__VT_(op) _mm512_##op
+#define TC__VT_RN_ TC__R16_
+/* masked forms: g++ 12 misreports the unmasked unpacks' undefined
+ * pass-through operand as uninitialised */
+#define TC__VT_UPS_(hl, a, b) _mm512_maskz_unpack##hl##_ps((__mmask16)0xFFFF, a, b)
+#define TC__VT_UPD_(hl, a, b) _mm512_maskz_unpack##hl##_pd((__mmask8)0xFF, a, b)
+#elif TC__ISA_W == 8
+#define TC__VT_V_ __m256
+#define TC__VT_PD_ __m256d
+#define TC__VT_(op) _mm256_##op
+#define TC__VT_RN_ TC__R8_
+#else
+#define TC__VT_V_ __m128
+#define TC__VT_PD_ __m128d
+#define TC__VT_(op) _mm_##op
+#define TC__VT_RN_ TC__R4_
+#endif
+#ifndef TC__VT_UPS_
+#define TC__VT_UPS_(hl, a, b) TC__VT_(unpack##hl##_ps)(a, b)
+#define TC__VT_UPD_(hl, a, b) TC__VT_(unpack##hl##_pd)(a, b)
+#endif
+    TC__VT_V_ v[TC__W], a[TC__W];
+    int r;
+#define TC__VT_LD_(i) v[i] = (TC__VT_V_)TC__LD(src[i]);
+#define TC__VT_PS_(g)                                     \
+    a[2 * g] = TC__VT_UPS_(lo, v[2 * g], v[2 * g + 1]);    \
+    a[2 * g + 1] = TC__VT_UPS_(hi, v[2 * g], v[2 * g + 1]);
+#define TC__VT_PDS_(g)                                                                                       \
+    v[4 * g] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2])));     \
+    v[4 * g + 1] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2]))); \
+    v[4 * g + 2] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3]))); \
+    v[4 * g + 3] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3])));
+    TC__VT_RN_(TC__VT_LD_)
+    /* pairs of rows: W / 2 of them */
+    TC__VT_PS_(0) TC__VT_PS_(1)
+#if TC__ISA_W >= 8
+    TC__VT_PS_(2) TC__VT_PS_(3)
+#endif
+#if TC__ISA_W == 16
+    TC__VT_PS_(4) TC__VT_PS_(5) TC__VT_PS_(6) TC__VT_PS_(7)
+#endif
+#if TC__ISA_W == 16
+    TC__R4_(TC__VT_PDS_)
+    /* The full-mask maskz form: gcc's unmasked one merges into _mm512_undefined_ps and -Wmaybe-uninitialized rejects it under C++. */
+#define TC__VT_SH_(a, b, imm) _mm512_maskz_shuffle_f32x4((__mmask16)0xFFFF, a, b, imm)
+    /* column 4q + c: chunk q of v[c], v[4 + c], v[8 + c], v[12 + c] */
+#define TC__VT_CH_(c)                                                                 \
+    {                                                                                 \
+        __m512 t0 = TC__VT_SH_(v[c], v[4 + c], 0x44);                       \
+        __m512 t1 = TC__VT_SH_(v[c], v[4 + c], 0xEE);                       \
+        __m512 t2 = TC__VT_SH_(v[8 + c], v[12 + c], 0x44);                  \
+        __m512 t3 = TC__VT_SH_(v[8 + c], v[12 + c], 0xEE);                  \
+        a[c] = TC__VT_SH_(t0, t2, 0x88);                                    \
+        a[4 + c] = TC__VT_SH_(t0, t2, 0xDD);                                \
+        a[8 + c] = TC__VT_SH_(t1, t3, 0x88);                                \
+        a[12 + c] = TC__VT_SH_(t1, t3, 0xDD);                               \
+    }
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#undef TC__VT_SH_
+#elif TC__ISA_W == 8
+    TC__VT_PDS_(0) TC__VT_PDS_(1)
+    /* column 4q + c: chunk q of v[c], v[4 + c] */
+#define TC__VT_CH_(c)                                                 \
+    a[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);            \
+    a[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#else
+    TC__VT_PDS_(0)
+#define TC__VT_CH_(c) a[c] = v[c];
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#endif
+    for (r = 0; r < ndst; r++) TC__ST(dst[r], (TC__VF)a[r]);
+#undef TC__VT_LD_
+#undef TC__VT_PS_
+#undef TC__VT_PDS_
+#undef TC__VT_V_
+#undef TC__VT_PD_
+#undef TC__VT_
+#undef TC__VT_RN_
+#undef TC__VT_UPS_
+#undef TC__VT_UPD_
+#undef TC__R4_
+#undef TC__R8_
+#undef TC__R16_
+}
+#endif
+
+/* Rows across lanes (tc__vst.tr): access k over the group's trl columns
+ * into buf, column j's vector at buf + j * W with lane r from lane r's
+ * row.  An access with stride 0 along the row is one value per row: one
+ * vector, in uv (*uni set); one the rows share (a norm's weight) is a
+ * splat per column. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) const float *TC__VFN(tc__vtr_load_)(tc__vst *s, int k, float *buf,
+                                                                                           float *uv, int *uni) {
+    char *const *lp = s->lp[k];
+    int64_t st = s->stride[k];
+    int j, r, same = 1, dt = s->dt[k] & ~TC__VST_LANES;
+    *uni = st == 0;
+    if (st == 0) {
+        for (r = 0; r < TC__W; r++) uv[r] = dt == TC_F32 ? *(const float *)lp[r] : (float)tc__load(lp[r], (tc_dtype)dt, 0);
+        return uv;
+    }
+    for (r = 1; r < TC__W; r++) same &= lp[r] == lp[0];
+    if (same) {
+        for (j = 0; j < s->trl; j++)
+            TC__ST(buf + j * TC__W, TC__SPL(dt == TC_F32 ? ((const float *)lp[0])[j * st]
+                                                         : (float)tc__load(lp[0], (tc_dtype)dt, j * st)));
+        return buf;
+    }
+    j = 0;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1) /* whole blocks of W columns in registers */
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = (const float *)lp[r] + j;
+                dst[r] = buf + (j + r) * TC__W;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, TC__W);
+        }
+#endif
+    for (r = 0; r < TC__W; r++) {
+        int j0 = j;
+        if (dt == TC_F32) {
+            const float *p = (const float *)lp[r];
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = p[j * st];
+        } else {
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = (float)tc__load(lp[r], (tc_dtype)dt, j * st);
+        }
+        j = j0;
+    }
+    return buf;
+}
+
+/* The group's rows of access k from v (laid out as tc__vtr_load_ reads). */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vtr_store_)(tc__vst *s, int k, const float *v) {
+    int64_t st = s->stride[k];
+    int j = 0, j0, r, dt = s->dt[k] & ~TC__VST_LANES;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1)
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = v + (j + r) * TC__W;
+                dst[r] = (float *)s->lp[k][r] + j;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, s->trn);
+        }
+#endif
+    for (j0 = j, r = 0; r < s->trn; r++) {
+        char *p = s->lp[k][r];
+        if (dt == TC_F32) {
+            float *fp = (float *)p;
+            for (j = j0; j < s->trl; j++) fp[j * st] = v[j * TC__W + r];
+        } else {
+            for (j = j0; j < s->trl; j++) tc__store(p, (tc_dtype)dt, j * st, v[j * TC__W + r]);
+        }
+    }
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -14153,11 +14764,16 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
+/* Four accumulator vectors combined lane by lane. */
+TC__INL TC__VF TC__VFN(tc__vcomb4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) return (a + b) + (c + d);
+    if (comb == TC__COMB_MAX) return TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    return TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+}
+
 /* Four accumulator vectors reduced to one value (vectors first, then lanes). */
 TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+    a = TC__VFN(tc__vcomb4_)(a, b, c, d, comb);
 #if TC__ISA_W == 16 || TC__ISA_W == 8
     return TC__VFN(tc__vfold_x86_)(a, comb);
 #else
@@ -14188,9 +14804,11 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             a3 = TC__LD((acc) + 3 * TC__W);                                                         \
         }                                                                                           \
     } while (0)
-#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+#define TC__VACC_END(acc, fold, fcomb, scale, trv)                                                  \
     do {                                                                                            \
-        if (fold) {                                                                                 \
+        if (trv) { /* a row per lane: each lane's row scalar */                                    \
+            TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
+        } else if (fold) {                                                                          \
             double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
             *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
         } else {                                                                                    \
@@ -14200,7 +14818,8 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             TC__ST((acc) + 3 * TC__W, a3);                                                          \
         }                                                                                           \
     } while (0)
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale,
+                                float *trv) {
     TC__VF a0, a1, a2, a3;
     TC__VI lane;
     int i = 0, nv = len / TC__W, rem = len % TC__W;
@@ -14211,10 +14830,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (trv) { /* NaN wins in each lane on its own */
+        if (comb == TC__COMB_MAX) {
+            TC__VACC_LOOP(TC__VACC_MAX)
+        } else {
+            TC__VACC_LOOP(TC__VACC_MIN)
+        }
     } else {
         TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
-    TC__VACC_END(acc, fold, fcomb, scale);
+    TC__VACC_END(acc, fold, fcomb, scale, trv);
 }
 #undef TC__VACC_LOOP
 #undef TC__VACC_MAXMIN_
@@ -14291,7 +14916,7 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
         default: break;
         }
     }
-    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a], s->tr ? s->slotv[ac->a] : NULL);
 }
 #endif
 
@@ -14305,7 +14930,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+            if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
+                s->r[in->dst] = TC__VFN(tc__vtr_load_)(s, in->a, d, s->uv[in->dst], &s->u[in->dst]);
+            } else if (s->stride[in->a] == 0) { /* broadcast: one vector */
                 const char *p = s->ptr[in->a];
                 float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
                 TC__ST(s->uv[in->dst], TC__SPL(v));
@@ -14318,7 +14945,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         case TC__V_CONST:
         case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            TC__ST(s->uv[in->dst], in->op == TC__V_SLOT && s->tr ? TC__LD(s->slotv[in->a])
+                                                                 : TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
             s->r[in->dst] = s->uv[in->dst];
             s->u[in->dst] = 1;
             continue;
@@ -14332,11 +14960,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_STORE:
+            if (s->dt[in->a] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv));
+            else TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len);
+            continue;
         case TC__V_ACC:
             TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
                                s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
-                               s->fin ? s->slot_scale[in->a] : 1.0f);
+                               s->fin ? s->slot_scale[in->a] : 1.0f, s->tr ? s->slotv[in->a] : NULL);
             continue;
         default: break;
         }
@@ -14516,6 +15147,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__RUN_
 #undef TC__A
 #undef TC__A1
+#ifdef TC__HAVE_VTR_BLOCK
+#undef TC__HAVE_VTR_BLOCK
+#endif
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14995,6 +15629,188 @@ TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
     TC__ST(p, v);
 }
 
+#if defined(TC__HAVE_VEXEC_X86) && TC__ISA_W >= 4
+#define TC__HAVE_VTR_BLOCK 1
+/* W vectors of W floats, vector r from src[r], transposed in registers
+ * (its own inverse) and vector c written to dst[c] for c < ndst: the rows
+ * of a group's W x W block to its columns and back.  Within 128-bit
+ * chunks first (v[4g + c] then holds, in chunk q, column 4q + c of rows
+ * 4g..4g+3), then the chunks themselves.  One function with its loads and
+ * stores, so the block stays in registers. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vtr_block_)(const float *const *src, float *const *dst, int ndst) {
+    /* every step written out with constant indices: as loops over arrays
+     * the block went through the stack, at half the path's time */
+#define TC__R4_(M) M(0) M(1) M(2) M(3)
+#define TC__R8_(M) TC__R4_(M) M(4) M(5) M(6) M(7)
+#define TC__R16_(M) TC__R8_(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#if TC__ISA_W == 16
+#define TC__VT_V_ __m512
+#define TC__VT_PD_ __m512d
+#define TC__VT_(op) _mm512_##op
+#define TC__VT_RN_ TC__R16_
+/* masked forms: g++ 12 misreports the unmasked unpacks' undefined
+ * pass-through operand as uninitialised */
+#define TC__VT_UPS_(hl, a, b) _mm512_maskz_unpack##hl##_ps((__mmask16)0xFFFF, a, b)
+#define TC__VT_UPD_(hl, a, b) _mm512_maskz_unpack##hl##_pd((__mmask8)0xFF, a, b)
+#elif TC__ISA_W == 8
+#define TC__VT_V_ __m256
+#define TC__VT_PD_ __m256d
+#define TC__VT_(op) _mm256_##op
+#define TC__VT_RN_ TC__R8_
+#else
+#define TC__VT_V_ __m128
+#define TC__VT_PD_ __m128d
+#define TC__VT_(op) _mm_##op
+#define TC__VT_RN_ TC__R4_
+#endif
+#ifndef TC__VT_UPS_
+#define TC__VT_UPS_(hl, a, b) TC__VT_(unpack##hl##_ps)(a, b)
+#define TC__VT_UPD_(hl, a, b) TC__VT_(unpack##hl##_pd)(a, b)
+#endif
+    TC__VT_V_ v[TC__W], a[TC__W];
+    int r;
+#define TC__VT_LD_(i) v[i] = (TC__VT_V_)TC__LD(src[i]);
+#define TC__VT_PS_(g)                                     \
+    a[2 * g] = TC__VT_UPS_(lo, v[2 * g], v[2 * g + 1]);    \
+    a[2 * g + 1] = TC__VT_UPS_(hi, v[2 * g], v[2 * g + 1]);
+#define TC__VT_PDS_(g)                                                                                       \
+    v[4 * g] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2])));     \
+    v[4 * g + 1] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2]))); \
+    v[4 * g + 2] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3]))); \
+    v[4 * g + 3] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3])));
+    TC__VT_RN_(TC__VT_LD_)
+    /* pairs of rows: W / 2 of them */
+    TC__VT_PS_(0) TC__VT_PS_(1)
+#if TC__ISA_W >= 8
+    TC__VT_PS_(2) TC__VT_PS_(3)
+#endif
+#if TC__ISA_W == 16
+    TC__VT_PS_(4) TC__VT_PS_(5) TC__VT_PS_(6) TC__VT_PS_(7)
+#endif
+#if TC__ISA_W == 16
+    TC__R4_(TC__VT_PDS_)
+    /* The full-mask maskz form: gcc's unmasked one merges into _mm512_undefined_ps and -Wmaybe-uninitialized rejects it under C++. */
+#define TC__VT_SH_(a, b, imm) _mm512_maskz_shuffle_f32x4((__mmask16)0xFFFF, a, b, imm)
+    /* column 4q + c: chunk q of v[c], v[4 + c], v[8 + c], v[12 + c] */
+#define TC__VT_CH_(c)                                                                 \
+    {                                                                                 \
+        __m512 t0 = TC__VT_SH_(v[c], v[4 + c], 0x44);                       \
+        __m512 t1 = TC__VT_SH_(v[c], v[4 + c], 0xEE);                       \
+        __m512 t2 = TC__VT_SH_(v[8 + c], v[12 + c], 0x44);                  \
+        __m512 t3 = TC__VT_SH_(v[8 + c], v[12 + c], 0xEE);                  \
+        a[c] = TC__VT_SH_(t0, t2, 0x88);                                    \
+        a[4 + c] = TC__VT_SH_(t0, t2, 0xDD);                                \
+        a[8 + c] = TC__VT_SH_(t1, t3, 0x88);                                \
+        a[12 + c] = TC__VT_SH_(t1, t3, 0xDD);                               \
+    }
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#undef TC__VT_SH_
+#elif TC__ISA_W == 8
+    TC__VT_PDS_(0) TC__VT_PDS_(1)
+    /* column 4q + c: chunk q of v[c], v[4 + c] */
+#define TC__VT_CH_(c)                                                 \
+    a[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);            \
+    a[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#else
+    TC__VT_PDS_(0)
+#define TC__VT_CH_(c) a[c] = v[c];
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#endif
+    for (r = 0; r < ndst; r++) TC__ST(dst[r], (TC__VF)a[r]);
+#undef TC__VT_LD_
+#undef TC__VT_PS_
+#undef TC__VT_PDS_
+#undef TC__VT_V_
+#undef TC__VT_PD_
+#undef TC__VT_
+#undef TC__VT_RN_
+#undef TC__VT_UPS_
+#undef TC__VT_UPD_
+#undef TC__R4_
+#undef TC__R8_
+#undef TC__R16_
+}
+#endif
+
+/* Rows across lanes (tc__vst.tr): access k over the group's trl columns
+ * into buf, column j's vector at buf + j * W with lane r from lane r's
+ * row.  An access with stride 0 along the row is one value per row: one
+ * vector, in uv (*uni set); one the rows share (a norm's weight) is a
+ * splat per column. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) const float *TC__VFN(tc__vtr_load_)(tc__vst *s, int k, float *buf,
+                                                                                           float *uv, int *uni) {
+    char *const *lp = s->lp[k];
+    int64_t st = s->stride[k];
+    int j, r, same = 1, dt = s->dt[k] & ~TC__VST_LANES;
+    *uni = st == 0;
+    if (st == 0) {
+        for (r = 0; r < TC__W; r++) uv[r] = dt == TC_F32 ? *(const float *)lp[r] : (float)tc__load(lp[r], (tc_dtype)dt, 0);
+        return uv;
+    }
+    for (r = 1; r < TC__W; r++) same &= lp[r] == lp[0];
+    if (same) {
+        for (j = 0; j < s->trl; j++)
+            TC__ST(buf + j * TC__W, TC__SPL(dt == TC_F32 ? ((const float *)lp[0])[j * st]
+                                                         : (float)tc__load(lp[0], (tc_dtype)dt, j * st)));
+        return buf;
+    }
+    j = 0;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1) /* whole blocks of W columns in registers */
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = (const float *)lp[r] + j;
+                dst[r] = buf + (j + r) * TC__W;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, TC__W);
+        }
+#endif
+    for (r = 0; r < TC__W; r++) {
+        int j0 = j;
+        if (dt == TC_F32) {
+            const float *p = (const float *)lp[r];
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = p[j * st];
+        } else {
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = (float)tc__load(lp[r], (tc_dtype)dt, j * st);
+        }
+        j = j0;
+    }
+    return buf;
+}
+
+/* The group's rows of access k from v (laid out as tc__vtr_load_ reads). */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vtr_store_)(tc__vst *s, int k, const float *v) {
+    int64_t st = s->stride[k];
+    int j = 0, j0, r, dt = s->dt[k] & ~TC__VST_LANES;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1)
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = v + (j + r) * TC__W;
+                dst[r] = (float *)s->lp[k][r] + j;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, s->trn);
+        }
+#endif
+    for (j0 = j, r = 0; r < s->trn; r++) {
+        char *p = s->lp[k][r];
+        if (dt == TC_F32) {
+            float *fp = (float *)p;
+            for (j = j0; j < s->trl; j++) fp[j * st] = v[j * TC__W + r];
+        } else {
+            for (j = j0; j < s->trl; j++) tc__store(p, (tc_dtype)dt, j * st, v[j * TC__W + r]);
+        }
+    }
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -15183,11 +15999,16 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
+/* Four accumulator vectors combined lane by lane. */
+TC__INL TC__VF TC__VFN(tc__vcomb4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) return (a + b) + (c + d);
+    if (comb == TC__COMB_MAX) return TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    return TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+}
+
 /* Four accumulator vectors reduced to one value (vectors first, then lanes). */
 TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+    a = TC__VFN(tc__vcomb4_)(a, b, c, d, comb);
 #if TC__ISA_W == 16 || TC__ISA_W == 8
     return TC__VFN(tc__vfold_x86_)(a, comb);
 #else
@@ -15218,9 +16039,11 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             a3 = TC__LD((acc) + 3 * TC__W);                                                         \
         }                                                                                           \
     } while (0)
-#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+#define TC__VACC_END(acc, fold, fcomb, scale, trv)                                                  \
     do {                                                                                            \
-        if (fold) {                                                                                 \
+        if (trv) { /* a row per lane: each lane's row scalar */                                    \
+            TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
+        } else if (fold) {                                                                          \
             double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
             *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
         } else {                                                                                    \
@@ -15230,7 +16053,8 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             TC__ST((acc) + 3 * TC__W, a3);                                                          \
         }                                                                                           \
     } while (0)
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale,
+                                float *trv) {
     TC__VF a0, a1, a2, a3;
     TC__VI lane;
     int i = 0, nv = len / TC__W, rem = len % TC__W;
@@ -15241,10 +16065,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (trv) { /* NaN wins in each lane on its own */
+        if (comb == TC__COMB_MAX) {
+            TC__VACC_LOOP(TC__VACC_MAX)
+        } else {
+            TC__VACC_LOOP(TC__VACC_MIN)
+        }
     } else {
         TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
-    TC__VACC_END(acc, fold, fcomb, scale);
+    TC__VACC_END(acc, fold, fcomb, scale, trv);
 }
 #undef TC__VACC_LOOP
 #undef TC__VACC_MAXMIN_
@@ -15321,7 +16151,7 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
         default: break;
         }
     }
-    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a], s->tr ? s->slotv[ac->a] : NULL);
 }
 #endif
 
@@ -15335,7 +16165,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+            if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
+                s->r[in->dst] = TC__VFN(tc__vtr_load_)(s, in->a, d, s->uv[in->dst], &s->u[in->dst]);
+            } else if (s->stride[in->a] == 0) { /* broadcast: one vector */
                 const char *p = s->ptr[in->a];
                 float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
                 TC__ST(s->uv[in->dst], TC__SPL(v));
@@ -15348,7 +16180,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         case TC__V_CONST:
         case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            TC__ST(s->uv[in->dst], in->op == TC__V_SLOT && s->tr ? TC__LD(s->slotv[in->a])
+                                                                 : TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
             s->r[in->dst] = s->uv[in->dst];
             s->u[in->dst] = 1;
             continue;
@@ -15362,11 +16195,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_STORE:
+            if (s->dt[in->a] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv));
+            else TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len);
+            continue;
         case TC__V_ACC:
             TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
                                s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
-                               s->fin ? s->slot_scale[in->a] : 1.0f);
+                               s->fin ? s->slot_scale[in->a] : 1.0f, s->tr ? s->slotv[in->a] : NULL);
             continue;
         default: break;
         }
@@ -15546,6 +16382,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__RUN_
 #undef TC__A
 #undef TC__A1
+#ifdef TC__HAVE_VTR_BLOCK
+#undef TC__HAVE_VTR_BLOCK
+#endif
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15681,16 +16520,32 @@ TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
     return sizeof(float) * (size_t)((rowlen + 15) / 16 * 16);
 }
 
+/* Bytes of one local row buffer: a row, or for rows of at most
+ * TC__VM_LANE_ROW a group of them, one per lane of the widest level. */
+TC__FN size_t tc__local_bytes(int64_t rowlen) {
+    return tc__row_buffer_bytes(rowlen <= TC__VM_LANE_ROW ? rowlen * 16 : rowlen);
+}
+
+/* Floats of one register's buffer: a tile, or for rows of at most
+ * TC__VM_LANE_ROW a group's tile of them (a row per lane of the widest
+ * level), whichever is larger. */
+TC__FN size_t tc__reg_floats(int64_t rowlen, int tile) {
+    size_t lanes = rowlen <= TC__VM_LANE_ROW ? (size_t)rowlen * 16 : 0;
+    return lanes > (size_t)tile ? lanes : (size_t)tile;
+}
+
 /* Workspace per thread: registers, accumulators, local row buffers. */
 TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
-    return sizeof(float) * ((size_t)tc__kernel_tile(k) * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
-           tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
+    size_t reg = tc__reg_floats(k->nslot > 0 || k->nstage > 1 ? tc__kernel_rowlen(k) : 0, tc__kernel_tile(k));
+    return sizeof(float) * (reg * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
+           tc__local_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * (size_t)kr->tile, local = tc__row_buffer_bytes(kr->rowlen);
+    size_t tile = sizeof(float) * tc__reg_floats(kr->rows ? kr->rowlen : 0, kr->tile),
+           local = tc__local_bytes(kr->rowlen);
     if (!w) {
         /* one slot per part: tc__kernel_run caps the parts at the slots */
         int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
@@ -15884,13 +16739,62 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     s->fin = 0;
 }
 
+/* Whether rows of n elements (the row dims merged into one) run a
+ * vector's lanes' worth at a time (tc__vst.tr): a group's tile of n
+ * vectors fits a register, and its row buffers the local ones. */
+TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
+    return kr->isa->lanes >= 4 && nrows == 1 && n > 0 && n <= TC__VM_LANE_ROW && (size_t)(n * kr->isa->lanes) <= tc__reg_floats(kr->rowlen, kr->tile) &&
+           kr->rowlen == n;
+}
+
+/* Rows [b, e) a group of lanes at a time: lane r of every vector walks
+ * row o + r, each stage runs once per group over its n columns, and the
+ * row scalars are vectors of a value per row. */
+TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, int64_t b, int64_t e) {
+    const tc__kernel *k = kr->k;
+    int w = kr->isa->lanes, n = (int)kr->shape[kr->ndim - 1], si, d, r, a;
+    int64_t o, rest;
+    /* here, not in tc__vst: the state of every other kernel stays small */
+    float slotv[TC__VM_MAXSLOT][16];
+    char *lp[TC__VM_MAXACC][16];
+    s->slotv = slotv;
+    s->lp = lp;
+    for (a = 0; a < k->nacc; a++) s->dt[a] |= TC__VST_LANES;
+    for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
+    for (rest = b, d = kr->row0 - 1; d >= 0; d--) {
+        idx[d] = rest % kr->shape[d];
+        rest /= kr->shape[d];
+    }
+    s->tr = 1;
+    for (o = b; o < e; o += w) {
+        s->trn = (int)(e - o < w ? e - o : w);
+        for (r = 0; r < w; r++) {
+            if (r < s->trn) {
+                tc__krun_point(kr, s, idx, 0);
+                for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;
+            }
+            for (a = 0; a < k->nacc; a++) s->lp[a][r] = r < s->trn ? s->ptr[a] : s->lp[a][0];
+        }
+        for (si = 0; si < k->nstage; si++) {
+            const tc__kstage *stg = &k->stage[si];
+            s->fin = !stg->scalar;
+            s->trl = stg->scalar ? 1 : n;
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
+        }
+    }
+    for (a = 0; a < k->nacc; a++) s->dt[a] &= ~TC__VST_LANES;
+    s->tr = s->fin = 0;
+    s->slotv = NULL;
+    s->lp = NULL;
+}
+
 /* Row kernels: rows [b, e) of the outer dims; every stage walks the row,
  * a scalar stage runs once at row index 0. */
 TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     const tc__kernel *k = kr->k;
     tc__vst s;
-    int64_t idx[TC_MAX_DIMS], o;
+    int64_t idx[TC_MAX_DIMS], o, nrows = 1;
     float *lbase[TC__VM_MAXLOCAL];
     int i, si, d;
     int next_row = 0, nrow_stages = 0, part, a;
@@ -15899,7 +16803,13 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
         for (a = 0; a < k->nacc; a++) next_row |= tc__krun_prefetches(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     tc__krun_state(kr, &s, NULL);
+    if (e - b > 1 && tc__krun_lanes(kr, nrows, kr->shape[kr->ndim - 1])) {
+        tc__krun_rows_lanes(kr, &s, idx, b, e);
+        tc__store_fence();
+        return;
+    }
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
         int64_t rest = o;

@@ -33,6 +33,15 @@
 #define TC__VM_MAXLOCAL 8
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
+/* Rows of at most this many elements run a vector's lanes' worth of rows at
+ * once, one row per lane (tc__vst.tr): a row that short is mostly the
+ * fixed cost of its stages (dispatch, folds, the chain of row scalars). */
+#define TC__VM_LANE_ROW 128
+/* tc__vst.dt flag of every access while rows run across lanes: the
+ * executor's contiguous fast paths (dt == F32) miss it, and its slow paths
+ * hand the access to the lane gather / scatter, so the common case tests
+ * nothing more */
+#define TC__VST_LANES 0x100
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -153,6 +162,14 @@ typedef struct tc__vst {
     int fin;
     const int *slot_comb;
     const float *slot_scale;
+    /* rows across lanes (TC__VM_LANE_ROW): lane r of every vector is row r
+     * of a group of trn rows (lanes past trn repeat row 0 and are never
+     * stored), a tile is trl columns of such vectors, and the row scalars
+     * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
+     * start of lane r's row */
+    int tr, trn, trl;
+    float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
+    char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
 } tc__vst;
 
 #ifdef TC__HAVE_VEXEC

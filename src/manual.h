@@ -117,7 +117,9 @@
  * into one kernel; pointwise producers fuse into reductions and pointwise
  * consumers after them; softmax, log_softmax, layer/RMS norm and batch norm
  * become one row kernel (a pass per reduction over a row held in cache,
- * values several passes need kept in row buffers); the pointwise work after
+ * values several passes need kept in row buffers; rows of at most 128
+ * elements run a vector's lanes' worth at a time, one row per lane, so a
+ * short row does not pay each pass's fixed cost alone); the pointwise work after
  * a matmul/linear (bias, activation, residual, scale) runs on the GEMM's
  * output tiles as its epilogue.  A kernel is a short register program run by
  * a built-in executor over tiles of 256-1024 elements with the widest SIMD the CPU

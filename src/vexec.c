@@ -127,16 +127,32 @@ TC__FN size_t tc__row_buffer_bytes(int64_t rowlen) {
     return sizeof(float) * (size_t)((rowlen + 15) / 16 * 16);
 }
 
+/* Bytes of one local row buffer: a row, or for rows of at most
+ * TC__VM_LANE_ROW a group of them, one per lane of the widest level. */
+TC__FN size_t tc__local_bytes(int64_t rowlen) {
+    return tc__row_buffer_bytes(rowlen <= TC__VM_LANE_ROW ? rowlen * 16 : rowlen);
+}
+
+/* Floats of one register's buffer: a tile, or for rows of at most
+ * TC__VM_LANE_ROW a group's tile of them (a row per lane of the widest
+ * level), whichever is larger. */
+TC__FN size_t tc__reg_floats(int64_t rowlen, int tile) {
+    size_t lanes = rowlen <= TC__VM_LANE_ROW ? (size_t)rowlen * 16 : 0;
+    return lanes > (size_t)tile ? lanes : (size_t)tile;
+}
+
 /* Workspace per thread: registers, accumulators, local row buffers. */
 TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
-    return sizeof(float) * ((size_t)tc__kernel_tile(k) * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
-           tc__row_buffer_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
+    size_t reg = tc__reg_floats(k->nslot > 0 || k->nstage > 1 ? tc__kernel_rowlen(k) : 0, tc__kernel_tile(k));
+    return sizeof(float) * (reg * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
+           tc__local_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
 TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
     int i;
-    size_t tile = sizeof(float) * (size_t)kr->tile, local = tc__row_buffer_bytes(kr->rowlen);
+    size_t tile = sizeof(float) * tc__reg_floats(kr->rows ? kr->rowlen : 0, kr->tile),
+           local = tc__local_bytes(kr->rowlen);
     if (!w) {
         /* one slot per part: tc__kernel_run caps the parts at the slots */
         int slot = tc__atomic_fetch_add_int(&kr->ws_next, 1);
@@ -330,13 +346,62 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     s->fin = 0;
 }
 
+/* Whether rows of n elements (the row dims merged into one) run a
+ * vector's lanes' worth at a time (tc__vst.tr): a group's tile of n
+ * vectors fits a register, and its row buffers the local ones. */
+TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
+    return kr->isa->lanes >= 4 && nrows == 1 && n > 0 && n <= TC__VM_LANE_ROW && (size_t)(n * kr->isa->lanes) <= tc__reg_floats(kr->rowlen, kr->tile) &&
+           kr->rowlen == n;
+}
+
+/* Rows [b, e) a group of lanes at a time: lane r of every vector walks
+ * row o + r, each stage runs once per group over its n columns, and the
+ * row scalars are vectors of a value per row. */
+TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, int64_t b, int64_t e) {
+    const tc__kernel *k = kr->k;
+    int w = kr->isa->lanes, n = (int)kr->shape[kr->ndim - 1], si, d, r, a;
+    int64_t o, rest;
+    /* here, not in tc__vst: the state of every other kernel stays small */
+    float slotv[TC__VM_MAXSLOT][16];
+    char *lp[TC__VM_MAXACC][16];
+    s->slotv = slotv;
+    s->lp = lp;
+    for (a = 0; a < k->nacc; a++) s->dt[a] |= TC__VST_LANES;
+    for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
+    for (rest = b, d = kr->row0 - 1; d >= 0; d--) {
+        idx[d] = rest % kr->shape[d];
+        rest /= kr->shape[d];
+    }
+    s->tr = 1;
+    for (o = b; o < e; o += w) {
+        s->trn = (int)(e - o < w ? e - o : w);
+        for (r = 0; r < w; r++) {
+            if (r < s->trn) {
+                tc__krun_point(kr, s, idx, 0);
+                for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;
+            }
+            for (a = 0; a < k->nacc; a++) s->lp[a][r] = r < s->trn ? s->ptr[a] : s->lp[a][0];
+        }
+        for (si = 0; si < k->nstage; si++) {
+            const tc__kstage *stg = &k->stage[si];
+            s->fin = !stg->scalar;
+            s->trl = stg->scalar ? 1 : n;
+            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
+        }
+    }
+    for (a = 0; a < k->nacc; a++) s->dt[a] &= ~TC__VST_LANES;
+    s->tr = s->fin = 0;
+    s->slotv = NULL;
+    s->lp = NULL;
+}
+
 /* Row kernels: rows [b, e) of the outer dims; every stage walks the row,
  * a scalar stage runs once at row index 0. */
 TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     tc__krun *kr = (tc__krun *)arg;
     const tc__kernel *k = kr->k;
     tc__vst s;
-    int64_t idx[TC_MAX_DIMS], o;
+    int64_t idx[TC_MAX_DIMS], o, nrows = 1;
     float *lbase[TC__VM_MAXLOCAL];
     int i, si, d;
     int next_row = 0, nrow_stages = 0, part, a;
@@ -345,7 +410,13 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     if (kr->row0 > 0 && kr->shape[kr->row0 - 1] > 1)
         for (a = 0; a < k->nacc; a++) next_row |= tc__krun_prefetches(kr, a, kr->row0 - 1);
     for (si = 0; si < k->nstage; si++) nrow_stages += !k->stage[si].scalar;
+    for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     tc__krun_state(kr, &s, NULL);
+    if (e - b > 1 && tc__krun_lanes(kr, nrows, kr->shape[kr->ndim - 1])) {
+        tc__krun_rows_lanes(kr, &s, idx, b, e);
+        tc__store_fence();
+        return;
+    }
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     for (o = b; o < e; o++) {
         int64_t rest = o;

@@ -467,6 +467,188 @@ TC__INL void TC__VFN(tc__vput_)(float *p, TC__VF v, int nt) {
     TC__ST(p, v);
 }
 
+#if defined(TC__HAVE_VEXEC_X86) && TC__ISA_W >= 4
+#define TC__HAVE_VTR_BLOCK 1
+/* W vectors of W floats, vector r from src[r], transposed in registers
+ * (its own inverse) and vector c written to dst[c] for c < ndst: the rows
+ * of a group's W x W block to its columns and back.  Within 128-bit
+ * chunks first (v[4g + c] then holds, in chunk q, column 4q + c of rows
+ * 4g..4g+3), then the chunks themselves.  One function with its loads and
+ * stores, so the block stays in registers. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vtr_block_)(const float *const *src, float *const *dst, int ndst) {
+    /* every step written out with constant indices: as loops over arrays
+     * the block went through the stack, at half the path's time */
+#define TC__R4_(M) M(0) M(1) M(2) M(3)
+#define TC__R8_(M) TC__R4_(M) M(4) M(5) M(6) M(7)
+#define TC__R16_(M) TC__R8_(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+#if TC__ISA_W == 16
+#define TC__VT_V_ __m512
+#define TC__VT_PD_ __m512d
+#define TC__VT_(op) _mm512_##op
+#define TC__VT_RN_ TC__R16_
+/* masked forms: g++ 12 misreports the unmasked unpacks' undefined
+ * pass-through operand as uninitialised */
+#define TC__VT_UPS_(hl, a, b) _mm512_maskz_unpack##hl##_ps((__mmask16)0xFFFF, a, b)
+#define TC__VT_UPD_(hl, a, b) _mm512_maskz_unpack##hl##_pd((__mmask8)0xFF, a, b)
+#elif TC__ISA_W == 8
+#define TC__VT_V_ __m256
+#define TC__VT_PD_ __m256d
+#define TC__VT_(op) _mm256_##op
+#define TC__VT_RN_ TC__R8_
+#else
+#define TC__VT_V_ __m128
+#define TC__VT_PD_ __m128d
+#define TC__VT_(op) _mm_##op
+#define TC__VT_RN_ TC__R4_
+#endif
+#ifndef TC__VT_UPS_
+#define TC__VT_UPS_(hl, a, b) TC__VT_(unpack##hl##_ps)(a, b)
+#define TC__VT_UPD_(hl, a, b) TC__VT_(unpack##hl##_pd)(a, b)
+#endif
+    TC__VT_V_ v[TC__W], a[TC__W];
+    int r;
+#define TC__VT_LD_(i) v[i] = (TC__VT_V_)TC__LD(src[i]);
+#define TC__VT_PS_(g)                                     \
+    a[2 * g] = TC__VT_UPS_(lo, v[2 * g], v[2 * g + 1]);    \
+    a[2 * g + 1] = TC__VT_UPS_(hi, v[2 * g], v[2 * g + 1]);
+#define TC__VT_PDS_(g)                                                                                       \
+    v[4 * g] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2])));     \
+    v[4 * g + 1] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g]), TC__VT_(castps_pd)(a[4 * g + 2]))); \
+    v[4 * g + 2] = TC__VT_(castpd_ps)(TC__VT_UPD_(lo, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3]))); \
+    v[4 * g + 3] = TC__VT_(castpd_ps)(TC__VT_UPD_(hi, TC__VT_(castps_pd)(a[4 * g + 1]), TC__VT_(castps_pd)(a[4 * g + 3])));
+    TC__VT_RN_(TC__VT_LD_)
+    /* pairs of rows: W / 2 of them */
+    TC__VT_PS_(0) TC__VT_PS_(1)
+#if TC__ISA_W >= 8
+    TC__VT_PS_(2) TC__VT_PS_(3)
+#endif
+#if TC__ISA_W == 16
+    TC__VT_PS_(4) TC__VT_PS_(5) TC__VT_PS_(6) TC__VT_PS_(7)
+#endif
+#if TC__ISA_W == 16
+    TC__R4_(TC__VT_PDS_)
+    /* The full-mask maskz form: gcc's unmasked one merges into _mm512_undefined_ps and -Wmaybe-uninitialized rejects it under C++. */
+#define TC__VT_SH_(a, b, imm) _mm512_maskz_shuffle_f32x4((__mmask16)0xFFFF, a, b, imm)
+    /* column 4q + c: chunk q of v[c], v[4 + c], v[8 + c], v[12 + c] */
+#define TC__VT_CH_(c)                                                                 \
+    {                                                                                 \
+        __m512 t0 = TC__VT_SH_(v[c], v[4 + c], 0x44);                       \
+        __m512 t1 = TC__VT_SH_(v[c], v[4 + c], 0xEE);                       \
+        __m512 t2 = TC__VT_SH_(v[8 + c], v[12 + c], 0x44);                  \
+        __m512 t3 = TC__VT_SH_(v[8 + c], v[12 + c], 0xEE);                  \
+        a[c] = TC__VT_SH_(t0, t2, 0x88);                                    \
+        a[4 + c] = TC__VT_SH_(t0, t2, 0xDD);                                \
+        a[8 + c] = TC__VT_SH_(t1, t3, 0x88);                                \
+        a[12 + c] = TC__VT_SH_(t1, t3, 0xDD);                               \
+    }
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#undef TC__VT_SH_
+#elif TC__ISA_W == 8
+    TC__VT_PDS_(0) TC__VT_PDS_(1)
+    /* column 4q + c: chunk q of v[c], v[4 + c] */
+#define TC__VT_CH_(c)                                                 \
+    a[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);            \
+    a[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#else
+    TC__VT_PDS_(0)
+#define TC__VT_CH_(c) a[c] = v[c];
+    TC__R4_(TC__VT_CH_)
+#undef TC__VT_CH_
+#endif
+    for (r = 0; r < ndst; r++) TC__ST(dst[r], (TC__VF)a[r]);
+#undef TC__VT_LD_
+#undef TC__VT_PS_
+#undef TC__VT_PDS_
+#undef TC__VT_V_
+#undef TC__VT_PD_
+#undef TC__VT_
+#undef TC__VT_RN_
+#undef TC__VT_UPS_
+#undef TC__VT_UPD_
+#undef TC__R4_
+#undef TC__R8_
+#undef TC__R16_
+}
+#endif
+
+/* Rows across lanes (tc__vst.tr): access k over the group's trl columns
+ * into buf, column j's vector at buf + j * W with lane r from lane r's
+ * row.  An access with stride 0 along the row is one value per row: one
+ * vector, in uv (*uni set); one the rows share (a norm's weight) is a
+ * splat per column. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) const float *TC__VFN(tc__vtr_load_)(tc__vst *s, int k, float *buf,
+                                                                                           float *uv, int *uni) {
+    char *const *lp = s->lp[k];
+    int64_t st = s->stride[k];
+    int j, r, same = 1, dt = s->dt[k] & ~TC__VST_LANES;
+    *uni = st == 0;
+    if (st == 0) {
+        for (r = 0; r < TC__W; r++) uv[r] = dt == TC_F32 ? *(const float *)lp[r] : (float)tc__load(lp[r], (tc_dtype)dt, 0);
+        return uv;
+    }
+    for (r = 1; r < TC__W; r++) same &= lp[r] == lp[0];
+    if (same) {
+        for (j = 0; j < s->trl; j++)
+            TC__ST(buf + j * TC__W, TC__SPL(dt == TC_F32 ? ((const float *)lp[0])[j * st]
+                                                         : (float)tc__load(lp[0], (tc_dtype)dt, j * st)));
+        return buf;
+    }
+    j = 0;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1) /* whole blocks of W columns in registers */
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = (const float *)lp[r] + j;
+                dst[r] = buf + (j + r) * TC__W;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, TC__W);
+        }
+#endif
+    for (r = 0; r < TC__W; r++) {
+        int j0 = j;
+        if (dt == TC_F32) {
+            const float *p = (const float *)lp[r];
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = p[j * st];
+        } else {
+            for (j = j0; j < s->trl; j++) buf[j * TC__W + r] = (float)tc__load(lp[r], (tc_dtype)dt, j * st);
+        }
+        j = j0;
+    }
+    return buf;
+}
+
+/* The group's rows of access k from v (laid out as tc__vtr_load_ reads). */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vtr_store_)(tc__vst *s, int k, const float *v) {
+    int64_t st = s->stride[k];
+    int j = 0, j0, r, dt = s->dt[k] & ~TC__VST_LANES;
+#ifdef TC__HAVE_VTR_BLOCK
+    if (dt == TC_F32 && st == 1)
+        for (; j + TC__W <= s->trl; j += TC__W) {
+            const float *src[TC__W];
+            float *dst[TC__W];
+            for (r = 0; r < TC__W; r++) {
+                src[r] = v + (j + r) * TC__W;
+                dst[r] = (float *)s->lp[k][r] + j;
+            }
+            TC__VFN(tc__vtr_block_)(src, dst, s->trn);
+        }
+#endif
+    for (j0 = j, r = 0; r < s->trn; r++) {
+        char *p = s->lp[k][r];
+        if (dt == TC_F32) {
+            float *fp = (float *)p;
+            for (j = j0; j < s->trl; j++) fp[j * st] = v[j * TC__W + r];
+        } else {
+            for (j = j0; j < s->trl; j++) tc__store(p, (tc_dtype)dt, j * st, v[j * TC__W + r]);
+        }
+    }
+}
+
 /* Loads `len` elements of access k into a tile, zero past len up to the
  * vector boundary.  Contiguous f32 is read in place when whole vectors. */
 TC__INL const float *TC__VFN(tc__vload_)(tc__vst *s, int k, float *buf, int len) {
@@ -655,11 +837,16 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
 }
 #endif
 
+/* Four accumulator vectors combined lane by lane. */
+TC__INL TC__VF TC__VFN(tc__vcomb4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
+    if (comb == TC__COMB_SUM) return (a + b) + (c + d);
+    if (comb == TC__COMB_MAX) return TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
+    return TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+}
+
 /* Four accumulator vectors reduced to one value (vectors first, then lanes). */
 TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int comb) {
-    if (comb == TC__COMB_SUM) a = (a + b) + (c + d);
-    else if (comb == TC__COMB_MAX) a = TC__VACC_MAX(TC__VACC_MAX(a, b), TC__VACC_MAX(c, d));
-    else a = TC__VACC_MIN(TC__VACC_MIN(a, b), TC__VACC_MIN(c, d));
+    a = TC__VFN(tc__vcomb4_)(a, b, c, d, comb);
 #if TC__ISA_W == 16 || TC__ISA_W == 8
     return TC__VFN(tc__vfold_x86_)(a, comb);
 #else
@@ -690,9 +877,11 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             a3 = TC__LD((acc) + 3 * TC__W);                                                         \
         }                                                                                           \
     } while (0)
-#define TC__VACC_END(acc, fold, fcomb, scale)                                                       \
+#define TC__VACC_END(acc, fold, fcomb, scale, trv)                                                  \
     do {                                                                                            \
-        if (fold) {                                                                                 \
+        if (trv) { /* a row per lane: each lane's row scalar */                                    \
+            TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
+        } else if (fold) {                                                                          \
             double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
             *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
         } else {                                                                                    \
@@ -702,7 +891,8 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
             TC__ST((acc) + 3 * TC__W, a3);                                                          \
         }                                                                                           \
     } while (0)
-TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale) {
+TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, float *fold, int fcomb, float scale,
+                                float *trv) {
     TC__VF a0, a1, a2, a3;
     TC__VI lane;
     int i = 0, nv = len / TC__W, rem = len % TC__W;
@@ -713,10 +903,16 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (trv) { /* NaN wins in each lane on its own */
+        if (comb == TC__COMB_MAX) {
+            TC__VACC_LOOP(TC__VACC_MAX)
+        } else {
+            TC__VACC_LOOP(TC__VACC_MIN)
+        }
     } else {
         TC__VACC_MAXMIN_(comb == TC__COMB_MAX);
     }
-    TC__VACC_END(acc, fold, fcomb, scale);
+    TC__VACC_END(acc, fold, fcomb, scale, trv);
 }
 #undef TC__VACC_LOOP
 #undef TC__VACC_MAXMIN_
@@ -793,7 +989,7 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
         default: break;
         }
     }
-    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a]);
+    TC__VACC_END(acc, fold, s->slot_comb[ac->a], s->slot_scale[ac->a], s->tr ? s->slotv[ac->a] : NULL);
 }
 #endif
 
@@ -807,7 +1003,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         TC__VF sv, tv;
         switch (in->op) {
         case TC__V_LOAD:
-            if (s->stride[in->a] == 0) { /* broadcast: one vector */
+            if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
+                s->r[in->dst] = TC__VFN(tc__vtr_load_)(s, in->a, d, s->uv[in->dst], &s->u[in->dst]);
+            } else if (s->stride[in->a] == 0) { /* broadcast: one vector */
                 const char *p = s->ptr[in->a];
                 float v = s->dt[in->a] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[in->a], 0);
                 TC__ST(s->uv[in->dst], TC__SPL(v));
@@ -820,7 +1018,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             continue;
         case TC__V_CONST:
         case TC__V_SLOT:
-            TC__ST(s->uv[in->dst], TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
+            TC__ST(s->uv[in->dst], in->op == TC__V_SLOT && s->tr ? TC__LD(s->slotv[in->a])
+                                                                 : TC__SPL(in->op == TC__V_CONST ? in->f0 : s->slot[in->a]));
             s->r[in->dst] = s->uv[in->dst];
             s->u[in->dst] = 1;
             continue;
@@ -834,11 +1033,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
             for (i = 0; i < nv; i++) TC__ST(l + i * TC__W, TC__LD(x + i * TC__W));
             continue;
         }
-        case TC__V_STORE: TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len); continue;
+        case TC__V_STORE:
+            if (s->dt[in->a] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv));
+            else TC__VFN(tc__vstore_)(s, in->a, TC__VFN(tc__vexpand_)(s, in->b, nv), len);
+            continue;
         case TC__V_ACC:
             TC__VFN(tc__vacc_)(s->acc[in->a], TC__VFN(tc__vexpand_)(s, in->b, nv), len, in->c,
                                s->fin ? &s->slot[in->a] : NULL, s->fin ? s->slot_comb[in->a] : 0,
-                               s->fin ? s->slot_scale[in->a] : 1.0f);
+                               s->fin ? s->slot_scale[in->a] : 1.0f, s->tr ? s->slotv[in->a] : NULL);
             continue;
         default: break;
         }
@@ -1018,3 +1220,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__RUN_
 #undef TC__A
 #undef TC__A1
+#ifdef TC__HAVE_VTR_BLOCK
+#undef TC__HAVE_VTR_BLOCK
+#endif

@@ -1010,6 +1010,117 @@ TC_TEST(test_kernel_simplify) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* Rows of at most TC__VM_LANE_ROW elements run a vector's lanes' worth of
+ * rows at once, a row per lane (tc__vst.tr): every ISA level, row lengths
+ * around the vector widths (whole W x W blocks moved in registers, the
+ * rest a column at a time), row counts that leave a partial group, a
+ * contiguous input, a transposed one (strided rows), a per-row broadcast
+ * (one value per lane), a weight the rows share, a row-scalar output (the
+ * scalar stage), and a NaN in one row, which must stay in its own lane.  in: x [r, n], xt [n, r], p [r, 1], w [n], b [n]. */
+static void lanes_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    int ax = 1;
+    tc_tensor *xt = tc_transpose(c, in[1], 0, 1);
+    (void)u;
+    out[0] = tc_layer_norm(c, in[0], 1, in[3], in[4], 1e-5);
+    out[1] = tc_softmax(c, tc_mul(c, in[0], in[2]), -1);
+    out[2] = tc_add(c, tc_log_softmax(c, xt, -1), tc_rms_norm(c, in[0], 1, in[3], 1e-6));
+    out[3] = tc_add(c, tc_max(c, in[0], 1, &ax, 1), tc_sum(c, xt, 1, &ax, 1));
+}
+
+TC_TEST(test_rows_across_lanes) {
+    static const int64_t lens[] = {1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 33, 48, 64, 65, 127, 128, 129};
+    static const int64_t rows[] = {2, 3, 17, 35};
+    size_t li, ri;
+    int isa;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                int64_t n = lens[li], r = rows[ri], s2[2];
+                tc_compile_options o;
+                tc_tensor *in[5], *y[4], *ye[4];
+                tc_fn *f;
+                float *xd;
+                int k, call;
+                tc_scope_begin(ctx);
+                in[0] = randn(2, r, n, 400 + (uint64_t)(li * 8 + ri));
+                in[1] = randn(2, n, r, 500 + (uint64_t)(li * 8 + ri));
+                s2[0] = r;
+                s2[1] = 1;
+                in[2] = tc_rand_uniform(ctx, 2, s2, 0.5, 2.0, 600 + (uint64_t)li);
+                in[3] = randn(1, n, 0, 700 + (uint64_t)li);
+                in[4] = randn(1, n, 0, 800 + (uint64_t)li);
+                xd = (float *)tc_data(in[0]);
+                xd[n + n / 2] = NAN;          /* row 1 */
+                xd[2 * n] = 3e4f;             /* row 2: softmax one-hot */
+                memset(&o, 0, sizeof o);
+                o.num_inputs = 5;
+                o.num_outputs = 4;
+                o.mode = ri % 2 ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_DEFAULT;
+                f = tc_compile(ctx, lanes_fn, NULL, &o);
+                lanes_fn(ctx, NULL, in, ye);
+                for (call = 0; call < 2; call++) {
+                    TC_CHECK(tc_call(f, in, y) == TC_OK);
+                    for (k = 0; k < 4; k++) {
+                        double e = maxrel(y[k], ye[k]);
+                        TC_CHECKF(e < 1e-5, "%s n=%lld rows=%lld output %d: err %g", tc_isa_name((tc_isa)isa),
+                                  (long long)n, (long long)r, k, e);
+                    }
+                }
+                tc_fn_free(f);
+                tc_scope_end(ctx);
+            }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+#ifdef TC__HAVE_VEXEC
+    { /* which rows take the path: short rows, lanes of 4 or more */
+        tc__krun kr;
+        memset(&kr, 0, sizeof kr);
+        kr.tile = 1024;
+        kr.isa = tc__isa_impl_of(TC_ISA_V128);
+        kr.rowlen = TC__VM_LANE_ROW;
+        TC_CHECK(tc__krun_lanes(&kr, 1, TC__VM_LANE_ROW));
+        TC_CHECK(!tc__krun_lanes(&kr, 2, TC__VM_LANE_ROW)); /* two row dims that did not merge */
+        kr.rowlen = TC__VM_LANE_ROW + 1;
+        TC_CHECK(!tc__krun_lanes(&kr, 1, TC__VM_LANE_ROW + 1));
+        kr.rowlen = 16;
+        kr.isa = tc__isa_impl_of(TC_ISA_SCALAR);
+        TC_CHECK(!tc__krun_lanes(&kr, 1, 16));
+    }
+#endif
+}
+
+#if defined(TC__HAVE_VEXEC_X86)
+/* The W x W block transpose of each x86 level, against its definition. */
+#define TC_VTR_CHECK(SFX, W)                                                                  \
+    do {                                                                                      \
+        float m[W * W], t[W * W];                                                             \
+        const float *src[W];                                                                  \
+        float *dst[W];                                                                        \
+        int i_, j_, bad_ = 0;                                                                 \
+        for (i_ = 0; i_ < W * W; i_++) m[i_] = (float)i_, t[i_] = -1.0f;                       \
+        for (i_ = 0; i_ < W; i_++) src[i_] = m + i_ * W, dst[i_] = t + i_ * W;                 \
+        tc__vtr_block_##SFX(src, dst, W - 1);                                                 \
+        for (i_ = 0; i_ < W; i_++)                                                            \
+            for (j_ = 0; j_ < W; j_++)                                                        \
+                bad_ += t[j_ * W + i_] != (j_ < W - 1 ? m[i_ * W + j_] : -1.0f);              \
+        TC_CHECKF(bad_ == 0, "%s: %d elements misplaced", #SFX, bad_);                        \
+    } while (0)
+
+TC_TEST(test_lane_block_transpose) {
+    int isa;
+    TC_VTR_CHECK(v128, 4);
+    for (isa = TC_ISA_AVX2; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        if (isa == TC_ISA_AVX2) TC_VTR_CHECK(avx2, 8);
+        else TC_VTR_CHECK(avx512, 16);
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+#endif
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -1028,6 +1139,10 @@ int main(void) {
     TC_RUN(test_kernel_simplify);
     TC_RUN(test_gated_products);
     TC_RUN(test_ratio_gate_products);
+    TC_RUN(test_rows_across_lanes);
+#if defined(TC__HAVE_VEXEC_X86)
+    TC_RUN(test_lane_block_transpose);
+#endif
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
