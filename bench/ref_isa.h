@@ -12,12 +12,19 @@
 #define RLD(p) RFN(tc__vld_)(p)
 #define RST(p, v) RFN(tc__vst_)(p, v)
 
-/* ew: y = gelu_tanh(x * 1.5 + 0.25) * sigmoid(x) over [b, e) */
-REF_ATTR static void RFN(ref_ew_)(const float *x, float *y, int64_t b, int64_t e) {
+/* ew: y = gelu_tanh(x * 1.5 + 0.25) * sigmoid(x) over [b, e); nt: the
+ * output streams past the caches (the library's rule: a result of
+ * TC__NT_STORE_BYTES and more, so neither side pays a read for ownership
+ * the other does not) */
+REF_ATTR static void RFN(ref_ew_)(const float *x, float *y, int64_t b, int64_t e, int nt) {
     int64_t i;
-    for (i = b; i + REF_W <= e; i += REF_W) {
+    for (i = b; i < e && ((uintptr_t)(y + i) % (4 * REF_W)) != 0; i++) {
+        float u = x[i] * 1.5f + 0.25f;
+        y[i] = u / (1.0f + expf(-1.59576912160573072f * (u + 0.044715f * u * u * u))) / (1.0f + expf(-x[i]));
+    }
+    for (; i + REF_W <= e; i += REF_W) {
         RV v = RLD(x + i), u = v * 1.5f + 0.25f;
-        RST(y + i, RFN(tc__vunary_)(TC__OP_GELU_TANH, u, 0, 0) * RFN(tc__vunary_)(TC__OP_SIGMOID, v, 0, 0));
+        RFN(tc__vput_)(y + i, RFN(tc__vunary_)(TC__OP_GELU_TANH, u, 0, 0) * RFN(tc__vunary_)(TC__OP_SIGMOID, v, 0, 0), nt);
     }
     for (; i < e; i++) {
         float u = x[i] * 1.5f + 0.25f;
@@ -32,42 +39,59 @@ REF_ATTR static float RFN(ref_hsum_)(RV a) {
     return s;
 }
 
-/* softmax_ln, rows [b, e) of n floats (n a multiple of REF_W): five passes
- * over a row held in the two row buffers l0, l1, as layer_norm(softmax(x) *
- * 2 + x) needs them: max, exp and sum, scale-add and sum, centre and sum of
- * squares, normalise. */
+/* softmax_ln, rows [b, e) of n floats (n a multiple of 2 REF_W, rows
+ * aligned to a vector): five passes over a row held in the two row
+ * buffers l0, l1, as layer_norm(softmax(x) * 2 + x) needs them: max, exp
+ * and sum, scale-add and sum, centre and sum of squares, normalise (the
+ * output streamed when nt).  Written as a careful C programmer would: two
+ * vectors a step with an accumulator each (one add chain would bound the
+ * sums at its latency), a multiply by 2 / sum, not a division a vector. */
 REF_ATTR static void RFN(ref_softmax_ln_)(const float *x0, float *y0, int64_t n, int64_t b, int64_t e, float *l0,
-                                          float *l1) {
+                                          float *l1, int nt) {
     int64_t r, i;
     for (r = b; r < e; r++) {
         const float *x = x0 + r * n;
         float *y = y0 + r * n;
-        RV m = RLD(x), s = m - m, s2 = s, s3 = s;
-        float mx = -INFINITY, sum, mean, rstd;
-        for (i = REF_W; i < n; i += REF_W) {
-            RV v = RLD(x + i);
-            m = RFN(tc__vsel_)(v > m, v, m);
+        RV m0 = RLD(x), m1 = m0, z = m0 - m0, s0 = z, s1 = z, mv, cv;
+        float mx = -INFINITY, mean, rstd;
+        for (i = 0; i < n; i += 2 * REF_W) {
+            RV v0 = RLD(x + i), v1 = RLD(x + i + REF_W);
+            m0 = RFN(tc__vsel_)(v0 > m0, v0, m0);
+            m1 = RFN(tc__vsel_)(v1 > m1, v1, m1);
         }
-        for (i = 0; i < REF_W; i++) mx = m[i] > mx ? m[i] : mx;
-        for (i = 0; i < n; i += REF_W) {
-            RV t = RFN(tc__vunary_)(TC__OP_EXP, RLD(x + i) - mx, 0, 0);
-            RST(l0 + i, t);
-            s += t;
+        m0 = RFN(tc__vsel_)(m1 > m0, m1, m0);
+        for (i = 0; i < REF_W; i++) mx = m0[i] > mx ? m0[i] : mx;
+        mv = z + mx;
+        for (i = 0; i < n; i += 2 * REF_W) {
+            RV t0 = RFN(tc__vunary_)(TC__OP_EXP, RLD(x + i) - mv, 0, 0);
+            RV t1 = RFN(tc__vunary_)(TC__OP_EXP, RLD(x + i + REF_W) - mv, 0, 0);
+            RST(l0 + i, t0);
+            RST(l0 + i + REF_W, t1);
+            s0 += t0;
+            s1 += t1;
         }
-        sum = RFN(ref_hsum_)(s);
-        for (i = 0; i < n; i += REF_W) {
-            RV t = RLD(l0 + i) / sum * 2.0f + RLD(x + i);
-            RST(l1 + i, t);
-            s2 += t;
+        cv = z + 2.0f / RFN(ref_hsum_)(s0 + s1);
+        s0 = s1 = z;
+        for (i = 0; i < n; i += 2 * REF_W) {
+            RV t0 = RLD(l0 + i) * cv + RLD(x + i), t1 = RLD(l0 + i + REF_W) * cv + RLD(x + i + REF_W);
+            RST(l1 + i, t0);
+            RST(l1 + i + REF_W, t1);
+            s0 += t0;
+            s1 += t1;
         }
-        mean = RFN(ref_hsum_)(s2) / (float)n;
-        for (i = 0; i < n; i += REF_W) {
-            RV d = RLD(l1 + i) - mean;
-            RST(l1 + i, d);
-            s3 += d * d;
+        mean = RFN(ref_hsum_)(s0 + s1) / (float)n;
+        mv = z + mean;
+        s0 = s1 = z;
+        for (i = 0; i < n; i += 2 * REF_W) {
+            RV d0 = RLD(l1 + i) - mv, d1 = RLD(l1 + i + REF_W) - mv;
+            RST(l1 + i, d0);
+            RST(l1 + i + REF_W, d1);
+            s0 += d0 * d0;
+            s1 += d1 * d1;
         }
-        rstd = 1.0f / sqrtf(RFN(ref_hsum_)(s3) / (float)n + 1e-5f);
-        for (i = 0; i < n; i += REF_W) RST(y + i, RLD(l1 + i) * rstd);
+        rstd = 1.0f / sqrtf(RFN(ref_hsum_)(s0 + s1) / (float)n + 1e-5f);
+        mv = z + rstd;
+        for (i = 0; i < n; i += REF_W) RFN(tc__vput_)(y + i, RLD(l1 + i) * mv, nt);
     }
 }
 
