@@ -11635,13 +11635,18 @@ TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
 static const float TC__VFN(tc__vexp2_16_)[16] = {
     1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
     1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
 #endif
 
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table. */
 TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
@@ -11664,6 +11669,24 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
         /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
         return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
                                               (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
     }
 #else
     TC__VF p;
@@ -12870,13 +12893,18 @@ TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
 static const float TC__VFN(tc__vexp2_16_)[16] = {
     1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
     1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
 #endif
 
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table. */
 TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
@@ -12899,6 +12927,24 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
         /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
         return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
                                               (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
     }
 #else
     TC__VF p;
@@ -14105,13 +14151,18 @@ TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
 static const float TC__VFN(tc__vexp2_16_)[16] = {
     1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
     1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
 #endif
 
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table. */
 TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
@@ -14134,6 +14185,24 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
         /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
         return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
                                               (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
     }
 #else
     TC__VF p;
@@ -15340,13 +15409,18 @@ TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
 static const float TC__VFN(tc__vexp2_16_)[16] = {
     1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
     1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
 #endif
 
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm. */
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table. */
 TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
@@ -15369,6 +15443,24 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
         /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
         return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
                                               (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
     }
 #else
     TC__VF p;
