@@ -16737,16 +16737,21 @@ TC__FN void tc__krun_tiles(const tc__krun *kr, tc__vst *s, const tc__kstage *stg
     }
 }
 
+/* idx[hi], idx[hi - 1], ..., idx[lo] from f, a flat index over those dims */
+TC__FN void tc__krun_unravel(const tc__krun *kr, int64_t *idx, int64_t f, int lo, int hi) {
+    int d;
+    for (d = hi; d >= lo; d--) {
+        idx[d] = f % kr->shape[d];
+        f /= kr->shape[d];
+    }
+}
+
 /* Elements [b, e) of the flattened domain of a pointwise kernel. */
 TC__FN void tc__krun_span(tc__krun *kr, tc__vst *s, int64_t b, int64_t e) {
     int64_t idx[TC_MAX_DIMS], inner = kr->shape[kr->ndim - 1];
     while (b < e) {
-        int64_t rest = b / inner, col = b % inner, n = inner - col;
-        int d;
-        for (d = kr->ndim - 2; d >= 0; d--) {
-            idx[d] = rest % kr->shape[d];
-            rest /= kr->shape[d];
-        }
+        int64_t col = b % inner, n = inner - col;
+        tc__krun_unravel(kr, idx, b / inner, 0, kr->ndim - 2);
         if (n > e - b) n = e - b;
         tc__krun_point(kr, s, idx, col);
         tc__krun_tiles(kr, s, &kr->k->stage[0], n);
@@ -16792,11 +16797,8 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             dacc[sl] = tc__comb_identity(k->slot_comb[sl]);
         }
     for (r = 0; r < nrows; r++) {
-        int64_t rr = r, t;
-        for (d = kr->ndim - 2; d >= kr->row0; d--) {
-            idx[d] = rr % kr->shape[d];
-            rr /= kr->shape[d];
-        }
+        int64_t t;
+        tc__krun_unravel(kr, idx, r, kr->row0, kr->ndim - 2);
         tc__krun_point(kr, s, idx, 0);
         for (t = 0; t < inner; t += tile) {
             int len = (int)(inner - t < tile ? inner - t : tile);
@@ -16845,7 +16847,7 @@ TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
 TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, int64_t b, int64_t e) {
     const tc__kernel *k = kr->k;
     int w = kr->isa->lanes, n = (int)kr->shape[kr->ndim - 1], si, d, r, a;
-    int64_t o, rest;
+    int64_t o;
     /* here, not in tc__vst: the state of every other kernel stays small */
     float slotv[TC__VM_MAXSLOT][16];
     char *lp[TC__VM_MAXACC][16];
@@ -16853,10 +16855,7 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
     s->lp = lp;
     for (a = 0; a < k->nacc; a++) s->dt[a] |= TC__VST_LANES;
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
-    for (rest = b, d = kr->row0 - 1; d >= 0; d--) {
-        idx[d] = rest % kr->shape[d];
-        rest /= kr->shape[d];
-    }
+    tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     s->tr = 1;
     for (o = b; o < e; o += w) {
         s->trn = (int)(e - o < w ? e - o : w);
@@ -16887,13 +16886,10 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
 TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx, int64_t b, int64_t e) {
     const tc__kernel *k = kr->k;
     int n = (int)kr->shape[kr->ndim - 1], si, d;
-    int64_t o, rest;
+    int64_t o;
     char *p0[TC__VM_MAXACC];
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
-    for (rest = b, d = kr->row0 - 1; d >= 0; d--) {
-        idx[d] = rest % kr->shape[d];
-        rest /= kr->shape[d];
-    }
+    tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     for (o = b; o < e; o++) {
         tc__krun_point(kr, s, idx, 0);
         memcpy(p0, s->ptr, sizeof(char *) * (size_t)k->nacc);
@@ -16937,11 +16933,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
         return;
     }
     for (o = b; o < e; o++) {
-        int64_t rest = o;
-        for (d = kr->row0 - 1; d >= 0; d--) {
-            idx[d] = rest % kr->shape[d];
-            rest /= kr->shape[d];
-        }
+        tc__krun_unravel(kr, idx, o, 0, kr->row0 - 1);
         for (si = 0, part = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
             if (!stg->scalar) {
