@@ -16895,15 +16895,14 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     const tc__kernel *k = kr->k;
     int n = (int)kr->shape[kr->ndim - 1], si, d;
     int64_t o;
-    char *p0[TC__VM_MAXACC];
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     for (o = b; o < e; o++) {
         tc__krun_point(kr, s, idx, 0);
-        memcpy(p0, s->ptr, sizeof(char *) * (size_t)k->nacc);
+        /* every stage starts from the pointers set here: the tile
+         * interpreter reads s->ptr and never moves it */
         for (si = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
-            if (si > 0) memcpy(s->ptr, p0, sizeof(char *) * (size_t)k->nacc);
             s->fin = !stg->scalar;
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, stg->scalar ? 1 : n);
         }
