@@ -11,7 +11,9 @@
  * kernel can reach.  Where the workload maps one f32 input to an output of
  * its size (ew, softmax_ln) it is measured as a copy of that input into an
  * output buffer, through the same thread pool, timed in the same rounds as
- * the candidates (so the host's drift hits it alike); elsewhere it is the
+ * the candidates (so the host's drift hits it alike), and every candidate
+ * of these workloads starts each call from a cold cache (evict_cache), as
+ * the copy's floor does; elsewhere it is the
  * bytes at the STREAM-style copy bandwidth measured at start-up.  The
  * `handwritten` rows (ew, softmax_ln) run the same math as hand-written
  * register-resident vector C (bench/ref_isa.h) on the same threads: the
