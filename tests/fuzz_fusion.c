@@ -7,8 +7,11 @@
  * time): pointwise ops with broadcasting, views (permute, slice, select,
  * (un)squeeze, expand, reshape), reductions, matmul, softmax / log_softmax /
  * layer and RMS norm, concat.  It is compiled in a random mode on a random
- * ISA level this machine runs and compared with eager within a relative
- * tolerance.  A failure prints the seed; `fuzz_fusion 1 SEED` replays it,
+ * ISA level this machine runs and compared with eager, run at the same
+ * level, within a relative tolerance (widened, per graph, to four times the
+ * spread of eager between two levels: noise_tol).  A run of the default
+ * seeds also replays replay_seeds.  A failure prints the seed;
+ * `fuzz_fusion 1 SEED` replays it,
  * and the fixed graph becomes a regression test (test_compile.c).
  * Discontinuous ops (floor, ceil, comparisons) only read inputs, so a
  * last-ulp difference upstream cannot flip them. */
@@ -247,6 +250,7 @@ static void generate(rng *r, prog *p, vinfo *vi) {
             o.axis = pick(r, va->ndim);
             o.keep = pick(r, 2);
             if (o.sub >= 2 && va->shape[o.axis] == 0) continue; /* no identity */
+            if (o.sub < 2 && va->normed) continue; /* a norm's row sums to 0: the sum is its rounding */
             if (o.keep) nv.shape[o.axis] = 1;
             else {
                 for (d = o.axis; d < nv.ndim - 1; d++) nv.shape[d] = nv.shape[d + 1];
@@ -352,6 +356,14 @@ static void generate(rng *r, prog *p, vinfo *vi) {
     if (p->out[1] >= n) p->out[1] = n - 1;
 }
 
+#define FUZZ_TOL 2e-4
+
+/* Seeds that failed because eager ran at another ISA level than the
+ * compiled call (a matmul of Gram matrices under tanh or sigmoid: two
+ * correct GEMMs' summation orders 9e-4 apart): max-autotune at sse2 and
+ * at scalar. */
+static const uint64_t replay_seeds[] = {516386, 548547};
+
 /* Element error against tol * (1 + |ref_i|) + tol/10 * max|ref|: float
  * rounding scales with the magnitude of the terms summed (matmul chains,
  * cancelling sums), not with the result element. */
@@ -380,8 +392,32 @@ static int check_close(tc_tensor *got, tc_tensor *ref, double tol, double *worst
     return *worst <= tol;
 }
 
+/* The tolerance for one graph: FUZZ_TOL, or four times the spread between
+ * eager at the compiled call's ISA level and eager at another one, where
+ * that is larger.  The two eager runs differ only in the order their
+ * matmuls sum (pointwise eager is libm's at every level), so the spread
+ * is what two correct summation orders do to this graph's outputs: a
+ * matmul of Gram matrices under a tanh, or a layer norm of a dot product
+ * added to small integers, amplify it far past FUZZ_TOL, and max-autotune
+ * may pick another GEMM variant than eager's.  Differences of a bug are
+ * not bounded by it; a graph widened to noise is counted, not hidden. */
+static double noise_tol(tc_ctx *ctx, prog *p, tc_tensor **in, tc_tensor **ye, int isa) {
+    tc_tensor *y2[2] = {NULL, NULL};
+    double tol = FUZZ_TOL, worst;
+    int k;
+    tc_ctx_set_isa(ctx, (tc_isa)(isa == TC_ISA_SCALAR ? TC_ISA_AVX512 : TC_ISA_SCALAR));
+    model(ctx, p, in, y2);
+    for (k = 0; k < p->nout; k++) {
+        if (tc_status(y2[k]) != TC_OK) continue;
+        check_close(y2[k], ye[k], 0, &worst);
+        if (4 * worst > tol && worst < INFINITY) tol = 4 * worst; /* a NaN of one level only is no rounding */
+    }
+    tc_ctx_set_isa(ctx, (tc_isa)isa);
+    return tol;
+}
+
 int main(int argc, char **argv) {
-    long graphs = argc > 1 ? atol(argv[1]) : 150, g, failures = 0, skipped = 0, checked = 0;
+    long graphs = argc > 1 ? atol(argv[1]) : 150, g, failures = 0, skipped = 0, checked = 0, nreplay = 0, widened = 0;
     long total_ops = 0, total_kernels = 0, total_fused = 0, total_unfused = 0;
     uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
     tc_ctx_options co;
@@ -389,8 +425,12 @@ int main(int argc, char **argv) {
     memset(&co, 0, sizeof co);
     co.num_threads = 2;
     ctx = tc_ctx_create(&co);
-    for (g = 0; g < graphs; g++) {
-        uint64_t seed = first + (uint64_t)g;
+    /* a run of the default seeds (make test's) replays, after them, the
+     * seeds that once failed for a reason in this harness rather than in a
+     * graph test_compile.c could hold */
+    if (argc <= 2) nreplay = (long)(sizeof replay_seeds / sizeof replay_seeds[0]);
+    for (g = 0; g < graphs + nreplay; g++) {
+        uint64_t seed = g < graphs ? first + (uint64_t)g : replay_seeds[g - graphs];
         rng r;
         prog p;
         vinfo vi[MAXV];
@@ -398,6 +438,7 @@ int main(int argc, char **argv) {
         tc_compile_options o;
         tc_fn *f;
         int i, k, isa, ok = 1, bad_eager = 0;
+        double tol = FUZZ_TOL;
         r.s = seed * 0x9E3779B97F4A7C15ull + 7;
         generate(&r, &p, vi);
         p.seed = seed;
@@ -414,8 +455,20 @@ int main(int argc, char **argv) {
                 in[i] = tc_rand_normal(ctx, vi[i].ndim, vi[i].shape, 0.0, 1.0, seed * 31 + (uint64_t)i);
             }
         }
+        memset(&o, 0, sizeof o);
+        o.num_inputs = p.nin;
+        o.num_outputs = p.nout;
+        o.mode = (tc_mode)(1 + pick(&r, 3));
+        isa = 1 + pick(&r, 4);
+        /* eager at the ISA the compiled call gets: its matmuls then sum in
+         * the same order (at another level, a Gram matrix of Gram matrices
+         * under a tanh differed by 9e-4 between two correct GEMMs), and a
+         * replay of one seed sees what it saw in a long run, not the level
+         * the graph before it left on the context */
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
         model(ctx, &p, in, ye);
         for (k = 0; k < p.nout; k++) bad_eager |= tc_status(ye[k]) != TC_OK;
+        if (!bad_eager) tol = noise_tol(ctx, &p, in, ye, isa);
         if (bad_eager) {
             /* an op the generator thought valid was not: the eager error is
              * the reference, the compiled call must report it too */
@@ -424,23 +477,17 @@ int main(int argc, char **argv) {
             tc_ctx_clear_error(ctx);
             continue;
         }
-        memset(&o, 0, sizeof o);
-        o.num_inputs = p.nin;
-        o.num_outputs = p.nout;
-        o.mode = (tc_mode)(1 + pick(&r, 3));
-        isa = 1 + pick(&r, 4);
-        tc_ctx_set_isa(ctx, (tc_isa)isa);
         f = tc_compile(ctx, model, &p, &o);
         for (i = 0; i < 2 && ok; i++) {
             tc_result rc = tc_call(f, in, y);
             for (k = 0; k < p.nout && ok; k++) {
                 double worst;
-                if (rc != TC_OK || !check_close(y[k], ye[k], 2e-4, &worst)) {
+                if (rc != TC_OK || !check_close(y[k], ye[k], tol, &worst)) {
                     fprintf(stderr,
-                            "FAIL seed %llu (call %d, output %d, mode %d, isa %s): %s worst rel err %g\n"
+                            "FAIL seed %llu (call %d, output %d, mode %d, isa %s): %s worst rel err %g (tolerance %g)\n"
                             "  replay: fuzz_fusion 1 %llu\n",
                             (unsigned long long)seed, i, k, (int)o.mode, tc_isa_name(tc_ctx_isa(ctx)),
-                            rc != TC_OK ? tc_fn_error(f) : "", rc != TC_OK ? 0.0 : worst, (unsigned long long)seed);
+                            rc != TC_OK ? tc_fn_error(f) : "", rc != TC_OK ? 0.0 : worst, tol, (unsigned long long)seed);
                     ok = 0;
                 }
             }
@@ -461,12 +508,14 @@ int main(int argc, char **argv) {
         }
         failures += !ok;
         checked++;
+        widened += tol > FUZZ_TOL;
         tc_fn_free(f);
         tc_ctx_set_isa(ctx, TC_ISA_AUTO);
         tc_scope_end(ctx);
         tc_ctx_clear_error(ctx);
     }
-    printf("fuzz: %ld graphs compiled and compared, %ld skipped (eager error), %ld failed\n", checked, skipped, failures);
+    printf("fuzz: %ld graphs compiled and compared, %ld skipped (eager error), %ld failed; %ld compared within a tolerance "
+           "widened past %g by eager's own spread across ISA levels\n", checked, skipped, failures, widened, FUZZ_TOL);
     printf("fuzz: %ld graph ops, %ld launches op by op -> %ld launches (%ld fused kernels)\n", total_ops, total_unfused,
            total_kernels, total_fused);
     printf("%ld passed, %ld failed\n", checked - failures, failures);
