@@ -358,10 +358,12 @@ static void generate(rng *r, prog *p, vinfo *vi) {
 
 #define FUZZ_TOL 2e-4
 
-/* Seeds that failed because eager ran at another ISA level than the
- * compiled call (a matmul of Gram matrices under tanh or sigmoid: two
- * correct GEMMs' summation orders 9e-4 apart): max-autotune at sse2 and
- * at scalar. */
+/* Seeds that failed in this harness, not in the library: a matmul of Gram
+ * matrices under tanh or sigmoid, where two correct GEMMs' summation
+ * orders are 6e-4 to 9e-4 apart (max-autotune at sse2 and at scalar).
+ * They failed while eager ran at another ISA level than the compiled
+ * call, and 516386 again, in some runs, while the tolerance took only the
+ * spread across levels into account (noise_tol). */
 static const uint64_t replay_seeds[] = {516386, 548547};
 
 /* Element error against tol * (1 + |ref_i|) + tol/10 * max|ref|: float
@@ -466,7 +468,7 @@ int main(int argc, char **argv) {
         tc_compile_options o;
         tc_fn *f;
         int i, k, isa, ok = 1, bad_eager = 0;
-        double tol = FUZZ_TOL;
+        double tol;
         r.s = seed * 0x9E3779B97F4A7C15ull + 7;
         generate(&r, &p, vi);
         p.seed = seed;
@@ -496,7 +498,6 @@ int main(int argc, char **argv) {
         tc_ctx_set_isa(ctx, (tc_isa)isa);
         model(ctx, &p, in, ye);
         for (k = 0; k < p.nout; k++) bad_eager |= tc_status(ye[k]) != TC_OK;
-        if (!bad_eager) tol = noise_tol(ctx, &p, in, ye, isa);
         if (bad_eager) {
             /* an op the generator thought valid was not: the eager error is
              * the reference, the compiled call must report it too */
@@ -505,6 +506,7 @@ int main(int argc, char **argv) {
             tc_ctx_clear_error(ctx);
             continue;
         }
+        tol = noise_tol(ctx, &p, in, ye, isa);
         f = tc_compile(ctx, model, &p, &o);
         for (i = 0; i < 2 && ok; i++) {
             tc_result rc = tc_call(f, in, y);
