@@ -295,18 +295,37 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
     tc__store_fence();
 }
 
+/* Values a row stage sums in float before it folds them into a double:
+ * 64 per accumulator lane (an accumulator is 4 vectors of the level's
+ * lanes).  A tile is summed whole before the fold, so a stage that sums
+ * walks tiles of at most this many.  A 1024-float tile is 16 values a lane
+ * at AVX-512, but the scalar level's 4 lanes summed 256 each, and a
+ * layer_norm of 1100 values near 3167 (spread 3) came out 2.2e-3 from a
+ * double reference, where eager's 8 lanes of 128 gave 9e-4 (fuzz seed
+ * 33450). */
+TC__FN int tc__krun_fold_span(const tc__krun *kr) { return 64 * 4 * kr->isa->lanes; }
+
+/* Whether stage stg accumulates (its tiles are capped at tc__krun_fold_span). */
+TC__FN int tc__kstage_sums(const tc__kernel *k, const tc__kstage *stg) {
+    int i;
+    for (i = stg->begin; i < stg->end; i++)
+        if (k->code[i].op == TC__V_ACC) return 1;
+    return 0;
+}
+
 /* One row stage over the row at outer index idx[0..row0): every tile of
  * every row dim; the stage's accumulators end as row scalars (slots),
- * folded into doubles now and then.  Stage `part` of the row's `nparts`
- * also fetches its share of the next row along the innermost outer dim
- * (when next_row is set). */
+ * folded into doubles every tc__krun_fold_span values.  Stage `part` of
+ * the row's `nparts` also fetches its share of the next row along the
+ * innermost outer dim (when next_row is set). */
 TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, const tc__kstage *stg, int part,
                                int nparts, float *const *lbase, int next_row) {
     const tc__kernel *k = kr->k;
     int64_t inner = kr->shape[kr->ndim - 1], nrows = 1, r, since = 0;
-    int tile = kr->tile;
+    int tile = kr->tile, span = tc__krun_fold_span(kr);
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
+    if (tile > span && tc__kstage_sums(k, stg)) tile = span;
     for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
     s->fin = nrows == 1 && inner > 0 && inner <= tile;
@@ -335,10 +354,8 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_pf_rest(s);
             tc__vst_advance(s, k->nacc, len);
-            /* folded into doubles every 64 values per accumulator lane
-             * (4 vectors of the level's lanes) */
             since += len;
-            if (nused && since >= 64 * 4 * kr->isa->lanes) {
+            if (nused && since >= span) {
                 since = 0;
                 for (q = 0; q < nused; q++) {
                     int sl = used[q];
@@ -449,7 +466,9 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
         return;
     }
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
-    if (nrows == 1 && kr->shape[kr->ndim - 1] > 0 && kr->shape[kr->ndim - 1] <= kr->tile && !next_row) {
+    /* one tile sums a row in float: at most a fold's span of it */
+    if (nrows == 1 && kr->shape[kr->ndim - 1] > 0 && kr->shape[kr->ndim - 1] <= kr->tile &&
+        (!k->nslot || kr->shape[kr->ndim - 1] <= tc__krun_fold_span(kr)) && !next_row) {
         tc__krun_rows_one_tile(kr, &s, idx, b, e);
         tc__store_fence();
         return;

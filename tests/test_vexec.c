@@ -1121,6 +1121,67 @@ TC_TEST(test_lane_block_transpose) {
 }
 #endif
 
+/* A layer norm of rows whose mean is 1000x their spread (small integers
+ * plus 3167.7239, as fuzz seed 33450 made them) amplifies the rounding of
+ * the row's float partial sums by that much: at the scalar level a
+ * 1024-float tile summed 256 values a lane before its fold into double
+ * (2.2e-3 from a double reference), and eager's 1024-float blocks 128 a
+ * lane (9e-4).  Both now fold every 64 and 32 values a lane. */
+#define LN_TOL 6e-4 /* before the fix: 9.1e-4 eager, 2.3e-3 compiled scalar; after: <= 3.4e-4 */
+static void ln_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_layer_norm(c, in[0], 1, NULL, NULL, 1e-5);
+}
+
+/* Largest |y - ref| of ln_fn's rows of x against a double reference. */
+static double ln_err(tc_tensor *y, const float *x, int64_t rows, int64_t n) {
+    const float *yd = (const float *)tc_data(y);
+    double worst = 0;
+    int64_t r, j;
+    for (r = 0; r < rows; r++) {
+        double m = 0, v = 0;
+        for (j = 0; j < n; j++) m += x[r * n + j];
+        m /= (double)n;
+        for (j = 0; j < n; j++) v += (x[r * n + j] - m) * (x[r * n + j] - m);
+        v = 1.0 / sqrt(v / (double)n + 1e-5);
+        for (j = 0; j < n; j++) {
+            double e = fabs(yd[r * n + j] - (x[r * n + j] - m) * v);
+            if (!(e <= worst)) worst = e;
+        }
+    }
+    return worst;
+}
+
+TC_TEST(test_norm_of_large_mean) {
+    int isa, mode;
+    int64_t rows = 8, n = 1100, shape[2];
+    tc_scope_begin(ctx);
+    shape[0] = rows;
+    shape[1] = n;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_tensor *x, *y, *ye;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        x = tc_contiguous(ctx, tc_add_scalar(ctx, tc_floor(ctx, tc_mul_scalar(ctx, tc_rand_normal(ctx, 2, shape, 0.0, 1.0, 1036952), 3.0)), 3167.7239));
+        ln_fn(ctx, NULL, &x, &ye);
+        TC_CHECKF(ln_err(ye, (const float *)tc_data(x), rows, n) < LN_TOL, "eager %s: %g", tc_isa_name((tc_isa)isa),
+                  ln_err(ye, (const float *)tc_data(x), rows, n));
+        for (mode = 0; mode < 2; mode++) { /* fused, and op by op */
+            tc_compile_options o;
+            tc_fn *f;
+            double e;
+            memset(&o, 0, sizeof o);
+            o.fusion = mode ? -1 : 0;
+            f = tc_compile(ctx, ln_fn, NULL, &o);
+            e = tc_call(f, &x, &y) == TC_OK ? ln_err(y, (const float *)tc_data(x), rows, n) : INFINITY;
+            TC_CHECKF(e < LN_TOL, "compiled %s%s: %g", tc_isa_name((tc_isa)isa), mode ? " op by op" : "", e);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    tc_scope_end(ctx);
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -1140,6 +1201,7 @@ int main(void) {
     TC_RUN(test_gated_products);
     TC_RUN(test_ratio_gate_products);
     TC_RUN(test_rows_across_lanes);
+    TC_RUN(test_norm_of_large_mean);
 #if defined(TC__HAVE_VEXEC_X86)
     TC_RUN(test_lane_block_transpose);
 #endif
