@@ -48,6 +48,8 @@ typedef struct prog {
     op ops[MAXOPS];
     int out[2];
     uint64_t seed;
+    int jitter;            /* eager only: the jittered[] ops' first input moved */
+    char jittered[MAXOPS]; /* (noise_tol, mark_jitter) */
 } prog;
 
 /* Shapes are tracked while generating so every op is valid by construction. */
@@ -179,8 +181,48 @@ static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) 
     tc_tensor *v[MAXV];
     int i;
     for (i = 0; i < p->nin; i++) v[i] = in[i];
-    for (i = 0; i < p->nops; i++) v[p->nin + i] = apply(c, &p->ops[i], v);
+    for (i = 0; i < p->nops; i++) {
+        tc_tensor *a = v[p->ops[i].a];
+        if (p->jitter && p->jittered[i]) { /* by up to 2^-21 of itself, as noise_tol moves inputs */
+            tc_tensor *u = tc_rand_uniform(c, tc_ndim(a), tc_shape(a), -1.0, 1.0, p->seed * 13 + (uint64_t)i);
+            v[p->ops[i].a] = tc_mul(c, a, tc_add_scalar(c, tc_mul_scalar(c, u, 1.0 / 2097152.0), 1.0));
+        }
+        v[p->nin + i] = apply(c, &p->ops[i], v);
+        v[p->ops[i].a] = a;
+    }
     for (i = 0; i < p->nout; i++) out[i] = v[p->out[i]];
+}
+
+/* Whether op k reads a value through a step (floor, ceil, a comparison),
+ * where moving it by rounding flips the step rather than rounds. */
+static int reads_step(const prog *p, int k, int v) {
+    const op *o = &p->ops[k];
+    return o->kind == K_LEAFOP && o->sub != 2 && (o->a == v || (o->sub == 3 && o->b == v));
+}
+
+/* Marks the ops whose input noise_tol moves in eager's third run: the
+ * row ops (softmax, the norms) and the sums and means, whose results
+ * amplify their inputs' rounding by their conditioning (a layer norm of a
+ * row whose mean is 1000x its spread), as the compiled kernel's own
+ * float partial sums do; none whose result a step reads, directly or
+ * through later ops. */
+static int mark_jitter(prog *p) {
+    int j, k, n = 0;
+    for (j = 0; j < p->nops; j++) {
+        char dep[MAXV];
+        int ok = p->ops[j].kind == K_ROW || (p->ops[j].kind == K_REDUCE && p->ops[j].sub < 2);
+        memset(dep, 0, sizeof dep);
+        dep[p->nin + j] = 1;
+        for (k = j + 1; k < p->nops && ok; k++) {
+            const op *o = &p->ops[k];
+            int v = p->nin + k;
+            dep[v] = dep[o->a] || (o->b >= 0 && dep[o->b]);
+            if ((dep[o->a] && reads_step(p, k, o->a)) || (o->b >= 0 && dep[o->b] && reads_step(p, k, o->b))) ok = 0;
+        }
+        p->jittered[j] = (char)ok;
+        n += ok;
+    }
+    return n;
 }
 
 /* Builds a random valid program; shapes[] receives the input shapes. */
@@ -410,9 +452,11 @@ static double spread_of(tc_ctx *ctx, prog *p, tc_tensor **in, tc_tensor **ye) {
 
 /* The tolerance for one graph: FUZZ_TOL, or four times how far eager's
  * own results move where that is larger: eager at another ISA level (its
- * pointwise ops are libm's at every level, so only sums move), and eager
+ * pointwise ops are libm's at every level, so only sums move), eager
  * on inputs moved by up to 2^-21 of themselves, about the rounding error
- * a float carries.  The compiled call rounds its intermediates
+ * a float carries, and eager with the inputs of its row ops, sums and
+ * means moved so (mark_jitter), about the rounding of the float partial
+ * sums that compute them.  The compiled call rounds its intermediates
  * differently (max-autotune may pick another GEMM blocking than eager's,
  * whose K blocks sum in another order), and a graph that amplifies
  * rounding, like a matmul of Gram matrices under a tanh or a layer norm
@@ -431,9 +475,7 @@ static double noise_tol(tc_ctx *ctx, prog *p, tc_tensor **in, tc_tensor **ye, in
     for (i = 0; i < p->nin; i++) {
         tc_tensor *u;
         int k, steps = 0; /* an input that floor, ceil or a comparison reads is not moved */
-        for (k = 0; k < p->nops; k++)
-            steps |= p->ops[k].kind == K_LEAFOP && p->ops[k].sub != 2 &&
-                     (p->ops[k].a == i || (p->ops[k].sub == 3 && p->ops[k].b == i));
+        for (k = 0; k < p->nops; k++) steps |= reads_step(p, k, i);
         if (steps) {
             moved[i] = in[i];
             continue;
@@ -443,6 +485,12 @@ static double noise_tol(tc_ctx *ctx, prog *p, tc_tensor **in, tc_tensor **ye, in
     }
     moved_spread = spread_of(ctx, p, moved, ye);
     if (moved_spread > spread) spread = moved_spread;
+    if (mark_jitter(p)) {
+        p->jitter = 1;
+        moved_spread = spread_of(ctx, p, in, ye);
+        p->jitter = 0;
+        if (moved_spread > spread) spread = moved_spread;
+    }
     return 4 * spread > FUZZ_TOL ? 4 * spread : FUZZ_TOL;
 }
 
