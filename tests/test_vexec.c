@@ -877,7 +877,7 @@ TC_TEST(test_ratio_gate_products) {
     static const int ratio[] = {TC__OP_SIGMOID, TC__OP_SILU, TC__OP_GELU_TANH};
     static const int second[] = {-1, TC__OP_SIGMOID, TC__OP_SILU, TC__OP_GELU_TANH, TC__OP_TANH};
     static const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 1e-40f, -1e-40f,
-                               -46.0f, -46.0f, -60.0f, -88.0f, 88.0f, -30.0f, 30.0f, -100.0f, 100.0f};
+                               -46.0f, 46.0f, -60.0f, -88.0f, 88.0f, -30.0f, 30.0f, -100.0f, 100.0f};
     enum { R = 7, C = 203, NS = (int)(sizeof sp / sizeof sp[0]) };
     static float xs[R * C], ys[R * C], got[R * C], sep[R * C];
     int64_t shape[2] = {R, C}, i;
