@@ -595,7 +595,9 @@ int main(int argc, char **argv) {
         tc_ctx_clear_error(ctx);
     }
     printf("fuzz: %ld graphs compiled and compared, %ld skipped (eager error), %ld failed; %ld compared within a tolerance "
-           "widened past %g by eager's own spread (another ISA level, inputs moved by 2^-21)\n", checked, skipped, failures, widened, FUZZ_TOL);
+           "widened past %g by eager's own spread (another ISA level; inputs, or those of its norms and sums, "
+           "moved by 2^-21)\n",
+           checked, skipped, failures, widened, FUZZ_TOL);
     printf("fuzz: %ld graph ops, %ld launches op by op -> %ld launches (%ld fused kernels)\n", total_ops, total_unfused,
            total_kernels, total_fused);
     printf("%ld passed, %ld failed\n", checked - failures, failures);
