@@ -300,7 +300,7 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
  * lanes).  A tile is summed whole before the fold, so a stage that sums
  * walks tiles of at most this many.  A 1024-float tile is 16 values a lane
  * at AVX-512, but the scalar level's 4 lanes summed 256 each, and a
- * layer_norm of 1100 values near 3167 (spread 3) came out 2.2e-3 from a
+ * layer_norm of 1100 values near 3167 (spread 3) came out 2.3e-3 from a
  * double reference, where eager's 8 lanes of 128 gave 9e-4 (fuzz seed
  * 33450). */
 TC__FN int tc__krun_fold_span(const tc__krun *kr) { return 64 * 4 * kr->isa->lanes; }
@@ -311,6 +311,18 @@ TC__FN int tc__kstage_sums(const tc__kernel *k, const tc__kstage *stg) {
     for (i = stg->begin; i < stg->end; i++)
         if (k->code[i].op == TC__V_ACC) return 1;
     return 0;
+}
+
+/* Adds the float accumulators of slots used[0..nused) into dacc and
+ * restarts them at their combiner's identity. */
+TC__FN void tc__krun_fold(const tc__krun *kr, tc__vst *s, const int *used, int nused, double *dacc) {
+    const tc__kernel *k = kr->k;
+    int q;
+    for (q = 0; q < nused; q++) {
+        int sl = used[q];
+        dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
+        kr->isa->init(s->acc[sl], k->slot_comb[sl]);
+    }
 }
 
 /* One row stage over the row at outer index idx[0..row0): every tile of
@@ -351,25 +363,20 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
                 tc__krun_prefetch(kr, s, kr->row0 - 1, 1, len);
                 if (!ahead) tc__vst_pf_part(s, part, nparts);
             }
+            /* folded before a tile that would take the float sums past
+             * the span (short rows: several to a span, never more) */
+            if (nused && since + len > span) {
+                tc__krun_fold(kr, s, used, nused, dacc);
+                since = 0;
+            }
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len);
             tc__vst_pf_rest(s);
             tc__vst_advance(s, k->nacc, len);
             since += len;
-            if (nused && since >= span) {
-                since = 0;
-                for (q = 0; q < nused; q++) {
-                    int sl = used[q];
-                    dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-                    kr->isa->init(s->acc[sl], k->slot_comb[sl]);
-                }
-            }
         }
     }
-    for (q = 0; q < nused; q++) {
-        int sl = used[q];
-        dacc[sl] = tc__comb_apply(dacc[sl], kr->isa->hred(s->acc[sl], k->slot_comb[sl]), k->slot_comb[sl]);
-        s->slot[sl] = (float)(dacc[sl] * (double)k->slot_scale[sl]);
-    }
+    tc__krun_fold(kr, s, used, nused, dacc);
+    for (q = 0; q < nused; q++) s->slot[used[q]] = (float)(dacc[used[q]] * (double)k->slot_scale[used[q]]);
     s->fin = 0;
 }
 

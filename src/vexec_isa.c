@@ -1016,7 +1016,8 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
-/* Runs code[0..n) over one tile of len elements (len <= TC__VM_TILE). */
+/* Runs code[0..n) over one tile of len elements (len <= the register
+ * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {
