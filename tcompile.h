@@ -10116,6 +10116,9 @@ typedef struct tc__kaccess {
 typedef struct tc__kstage {
     int begin, end;            /* code range                                */
     int scalar;                /* run once per row at row index 0           */
+    int sums;                  /* takes a sum or sum of squares: its float
+                                * partials round, so its tiles are capped
+                                * at tc__krun_fold_span (max/min are exact) */
 } tc__kstage;
 
 typedef struct tc__kernel {
@@ -11149,6 +11152,7 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
     st = &f->k->stage[f->k->nstage];
     st->begin = f->k->ncode;
     st->scalar = scalar;
+    st->sums = 0;
     f->scalar_stage = scalar;
     f->nvreg = 0;
     return 0;
@@ -11156,12 +11160,15 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
 
 TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     tc__kstage *st = &f->k->stage[f->k->nstage];
+    int i;
     if (f->oom || f->fail_node >= 0) return -1;
     if (tc__kernel_simplify(f->k, st->begin, &f->nvreg) != 0) {
         f->oom = 1;
         return -1;
     }
     st->end = f->k->ncode;
+    for (i = st->begin; i < st->end; i++)
+        st->sums |= f->k->code[i].op == TC__V_ACC && (f->k->code[i].c == TC__COMB_SUM || f->k->code[i].c == TC__COMB_SUMSQ);
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     f->k->nstage++;
     f->stage++;
@@ -16801,12 +16808,11 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
  * 33450). */
 TC__FN int tc__krun_fold_span(const tc__krun *kr) { return 64 * 4 * kr->isa->lanes; }
 
-/* Whether stage stg accumulates (its tiles are capped at tc__krun_fold_span). */
-TC__FN int tc__kstage_sums(const tc__kernel *k, const tc__kstage *stg) {
-    int i;
-    for (i = stg->begin; i < stg->end; i++)
-        if (k->code[i].op == TC__V_ACC) return 1;
-    return 0;
+/* Whether some stage of k sums (tc__kstage.sums). */
+TC__FN int tc__kernel_sums(const tc__kernel *k) {
+    int si, any = 0;
+    for (si = 0; si < k->nstage; si++) any |= k->stage[si].sums;
+    return any;
 }
 
 /* Adds the float accumulators of slots used[0..nused) into dacc and
@@ -16833,7 +16839,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int tile = kr->tile, span = tc__krun_fold_span(kr);
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
-    if (tile > span && tc__kstage_sums(k, stg)) tile = span;
+    if (tile > span && stg->sums) tile = span;
     for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
     s->fin = nrows == 1 && inner > 0 && inner <= tile;
@@ -16971,7 +16977,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     /* one tile sums a row in float: at most a fold's span of it */
     if (nrows == 1 && kr->shape[kr->ndim - 1] > 0 && kr->shape[kr->ndim - 1] <= kr->tile &&
-        (!k->nslot || kr->shape[kr->ndim - 1] <= tc__krun_fold_span(kr)) && !next_row) {
+        (!tc__kernel_sums(k) || kr->shape[kr->ndim - 1] <= tc__krun_fold_span(kr)) && !next_row) {
         tc__krun_rows_one_tile(kr, &s, idx, b, e);
         tc__store_fence();
         return;

@@ -631,6 +631,7 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
     st = &f->k->stage[f->k->nstage];
     st->begin = f->k->ncode;
     st->scalar = scalar;
+    st->sums = 0;
     f->scalar_stage = scalar;
     f->nvreg = 0;
     return 0;
@@ -638,12 +639,15 @@ TC__FN int tc__fuse_stage_begin(tc__fuse *f, int scalar) {
 
 TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     tc__kstage *st = &f->k->stage[f->k->nstage];
+    int i;
     if (f->oom || f->fail_node >= 0) return -1;
     if (tc__kernel_simplify(f->k, st->begin, &f->nvreg) != 0) {
         f->oom = 1;
         return -1;
     }
     st->end = f->k->ncode;
+    for (i = st->begin; i < st->end; i++)
+        st->sums |= f->k->code[i].op == TC__V_ACC && (f->k->code[i].c == TC__COMB_SUM || f->k->code[i].c == TC__COMB_SUMSQ);
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     f->k->nstage++;
     f->stage++;

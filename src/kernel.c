@@ -118,6 +118,9 @@ typedef struct tc__kaccess {
 typedef struct tc__kstage {
     int begin, end;            /* code range                                */
     int scalar;                /* run once per row at row index 0           */
+    int sums;                  /* takes a sum or sum of squares: its float
+                                * partials round, so its tiles are capped
+                                * at tc__krun_fold_span (max/min are exact) */
 } tc__kstage;
 
 typedef struct tc__kernel {

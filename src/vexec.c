@@ -305,12 +305,11 @@ TC__FN void tc__krun_pointwise(void *arg, int64_t b, int64_t e) {
  * 33450). */
 TC__FN int tc__krun_fold_span(const tc__krun *kr) { return 64 * 4 * kr->isa->lanes; }
 
-/* Whether stage stg accumulates (its tiles are capped at tc__krun_fold_span). */
-TC__FN int tc__kstage_sums(const tc__kernel *k, const tc__kstage *stg) {
-    int i;
-    for (i = stg->begin; i < stg->end; i++)
-        if (k->code[i].op == TC__V_ACC) return 1;
-    return 0;
+/* Whether some stage of k sums (tc__kstage.sums). */
+TC__FN int tc__kernel_sums(const tc__kernel *k) {
+    int si, any = 0;
+    for (si = 0; si < k->nstage; si++) any |= k->stage[si].sums;
+    return any;
 }
 
 /* Adds the float accumulators of slots used[0..nused) into dacc and
@@ -337,7 +336,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     int tile = kr->tile, span = tc__krun_fold_span(kr);
     double dacc[TC__VM_MAXSLOT];
     int used[TC__VM_MAXSLOT], nused = 0, q, i, d;
-    if (tile > span && tc__kstage_sums(k, stg)) tile = span;
+    if (tile > span && stg->sums) tile = span;
     for (d = kr->row0; d < kr->ndim - 1; d++) nrows *= kr->shape[d];
     /* a row in one tile folds its accumulators in registers (tc__vst.fin) */
     s->fin = nrows == 1 && inner > 0 && inner <= tile;
@@ -475,7 +474,7 @@ TC__FN void tc__krun_rows(void *arg, int64_t b, int64_t e) {
     for (i = 0; i < k->nlocal; i++) lbase[i] = s.local[i];
     /* one tile sums a row in float: at most a fold's span of it */
     if (nrows == 1 && kr->shape[kr->ndim - 1] > 0 && kr->shape[kr->ndim - 1] <= kr->tile &&
-        (!k->nslot || kr->shape[kr->ndim - 1] <= tc__krun_fold_span(kr)) && !next_row) {
+        (!tc__kernel_sums(k) || kr->shape[kr->ndim - 1] <= tc__krun_fold_span(kr)) && !next_row) {
         tc__krun_rows_one_tile(kr, &s, idx, b, e);
         tc__store_fence();
         return;
