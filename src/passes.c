@@ -234,8 +234,16 @@ TC__FN int tc__cast_lossless(tc_dtype a, tc_dtype b) {
     return a == b || a == TC_BOOL || ((a == TC_F16 || a == TC_BF16) && b == TC_F32);
 }
 
+/* Node id of g is an op's own result, so contiguous whatever the inputs'
+ * strides (not an input, a parameter or a view). */
+TC__FN int tc__contig_result(const tc__graph *g, int id) {
+    const tc__node *n = &g->nodes[id];
+    return n->kind == TC__NODE_OP && tc__optable[n->op].cls != TC__CLASS_VIEW;
+}
+
+/* arg: the graph being rebuilt (nd's), read for what nd's inputs were. */
 TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
-    (void)arg;
+    const tc__graph *old = (const tc__graph *)arg;
     switch (nd->op) {
     case TC__OP_MUL:
         if (tc__is_const(g, in[1], 1.0) && tc__same_meta(g, in[0], nd)) return in[0];
@@ -284,11 +292,23 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
         if (tc__same_meta(g, in[0], nd)) return in[0];
         /* reshape(reshape(y)) = reshape(y) when y is a contiguous result */
         if (x->kind == TC__NODE_OP && x->op == TC__OP_RESHAPE) {
-            const tc__node *y = &g->nodes[x->in[0]];
-            if (y->kind == TC__NODE_OP && tc__optable[y->op].cls != TC__CLASS_VIEW) {
+            if (tc__contig_result(g, x->in[0])) {
                 if (tc__same_meta(g, x->in[0], nd)) return x->in[0];
                 return tc__g_op(g, TC__OP_RESHAPE, &nd->a, x->in, 1, nd->file, nd->line);
             }
+        }
+        /* traced as a view of a contiguous result, the reshape now reads
+         * what a rule above put in that result's place (x * 1 -> x, a cast
+         * to its own dtype -> x): an input, a parameter or a view, whose
+         * strides may not express it.  The copy the front end makes for
+         * such a tensor is made here (fuzz seed 145821: reshape(x * 1) of
+         * a transposed input failed to plan). */
+        if (tc__contig_result(old, nd->in[0]) && !tc__contig_result(g, in[0])) {
+            tc__attrs none;
+            int c;
+            memset(&none, 0, sizeof none);
+            c = tc__g_op(g, TC__OP_CLONE, &none, in, 1, nd->file, nd->line);
+            return c < 0 ? -1 : tc__g_op(g, TC__OP_RESHAPE, &nd->a, &c, 1, nd->file, nd->line);
         }
         break;
     }
@@ -308,9 +328,11 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
 
 /* x*1, 1*x, x/1, x+0, 0+x, x-0 -> x (a zero result's sign may differ:
  * -0 + 0 is +0); integer x-x -> 0; permute and reshape chains; identity
- * permutes/reshapes; same-dtype and lossless cast chains. */
+ * permutes/reshapes; same-dtype and lossless cast chains.  A reshape that
+ * viewed a result one of these replaced reads a copy of what replaced it
+ * (strides of an input or a view may not express the reshape). */
 TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
-    return tc__graph_rebuild(g, tc__simplify_node, NULL, changed);
+    return tc__graph_rebuild(g, tc__simplify_node, g, changed);
 }
 
 /* ---- constant folding -------------------------------------------------------- */

@@ -447,6 +447,47 @@ TC_TEST(test_pass_simplify) {
     tc_fn_free(f);
 }
 
+/* fuzz seed 145821: x * 1 -> x handed reshape(x * 1) a transposed input
+ * its strides cannot flatten; the view traced on x * 1's own contiguous
+ * result failed to plan */
+static void reshape_of_identity_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int64_t flat = -1;
+    (void)user;
+    out[0] = tc_reshape(c, tc_mul_scalar(c, in[0], 1.0), 1, &flat);
+    out[1] = tc_reshape(c, tc_add_scalar(c, tc_transpose(c, in[0], 0, 1), 0.0), 1, &flat);
+}
+
+TC_TEST(test_pass_simplify_keeps_reshape_viewable) {
+    int mode, t;
+    tc_scope_begin(ctx);
+    for (mode = 1; mode <= 3; mode++)
+        for (t = 0; t < 2; t++) { /* transposed, then contiguous; and the other way round */
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *xt = tc_transpose(ctx, randn(2, 7, 5, 0, 60 + mode), 0, 1), *xc = randn(2, 5, 7, 0, 70 + mode);
+            tc_tensor *order[2], *y[2], *ye[2];
+            int call, k;
+            memset(&o, 0, sizeof o);
+            o.mode = (tc_mode)mode;
+            o.num_inputs = 1;
+            o.num_outputs = 2;
+            f = tc_compile(ctx, reshape_of_identity_fn, NULL, &o);
+            order[0] = t ? xc : xt;
+            order[1] = t ? xt : xc;
+            for (call = 0; call < 4; call++) {
+                tc_tensor *x = order[call % 2];
+                tc_result r = tc_call(f, &x, y);
+                reshape_of_identity_fn(ctx, NULL, &x, ye);
+                TC_CHECKF(r == TC_OK, "mode %d, call %d (%s input): %s", mode, call, x == xt ? "transposed" : "contiguous",
+                          tc_fn_error(f));
+                for (k = 0; k < 2 && r == TC_OK; k++)
+                    TC_CHECKF(maxdiff(y[k], ye[k]) == 0, "mode %d, call %d, output %d differs", mode, call, k);
+            }
+            tc_fn_free(f);
+        }
+    tc_scope_end(ctx);
+}
+
 static void fold_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     /* sqrt(arange) * 2 depends on no input: computed once, at compile time */
@@ -1045,6 +1086,7 @@ int main(void) {
     TC_RUN(test_errors_in_compiled_functions);
     TC_RUN(test_modes_observable);
     TC_RUN(test_pass_simplify);
+    TC_RUN(test_pass_simplify_keeps_reshape_viewable);
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
     TC_RUN(test_pass_decompose_more);
