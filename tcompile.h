@@ -17988,6 +17988,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
             sb.p = txt;
             sb.cap = need;
             sb.n = 0;
+            txt[0] = '\0'; /* a plan of views only prints no kernel */
             for (k = 0; k < p->fu.nk; k++) tc__kernel_print(&p->fu.k[k], k, &sb);
             tc__log(ctx, TC_LOG_WARN, "output code (%d kernels):\n%s", p->fu.nk, txt);
             TC_FREE(txt);

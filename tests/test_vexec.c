@@ -624,6 +624,44 @@ static void check_softmax_ln_sums_marked(void) {
     tc_fn_free(f);
 }
 
+/* TC_LOGS=output_code, also for a plan that launches nothing (a view of
+ * the input): its text was an unwritten buffer, printed as it was */
+static char g_code_log[8192];
+static void code_log(void *user, tc_log_level level, const char *msg) {
+    (void)user;
+    (void)level;
+    if (strstr(msg, "output code")) snprintf(g_code_log, sizeof g_code_log, "%s", msg);
+}
+static void view_only_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_transpose(c, in[0], 0, 1);
+}
+
+TC_TEST(test_output_code_log) {
+    tc_ctx_options o;
+    tc_ctx *lc;
+    int pass;
+    memset(&o, 0, sizeof o);
+    o.num_threads = 1;
+    o.log = code_log;
+    lc = tc_ctx_create(&o);
+    TC_CHECK(lc != NULL);
+    for (pass = 0; pass < 2 && lc; pass++) {
+        int64_t shape[2] = {5, 7};
+        tc_fn *f = tc_compile(lc, pass ? softmax_ln_fn : view_only_fn, NULL, NULL);
+        tc_tensor *x = tc_rand_normal(lc, 2, shape, 0.0, 1.0, 9), *y;
+        g_code_log[0] = '\0';
+        f->logs = TC__LOG_CODE;
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        if (pass) TC_CHECKF(strncmp(g_code_log, "output code (1 kernels):\nkernel 0: domain [5, 7]", 48) == 0, "%s", g_code_log);
+        else TC_CHECKF(strcmp(g_code_log, "output code (0 kernels):\n") == 0, "[%s]", g_code_log);
+        tc_free(x);
+        tc_free(y);
+        tc_fn_free(f);
+    }
+    tc_ctx_destroy(lc);
+}
+
 TC_TEST(test_sums_taken_as_stored) {
     /* one vector; whole tiles of every level; two tiles (the second short);
      * a tile tail that is no whole vector (there the separate pass) */
@@ -1194,6 +1232,7 @@ int main(void) {
     TC_RUN(test_large_outputs_stream);
     TC_RUN(test_fusion_decisions);
     TC_RUN(test_epilogues_and_regressions);
+    TC_RUN(test_output_code_log);
     TC_RUN(test_review_regressions);
     TC_RUN(test_tiles_and_accumulators);
     TC_RUN(test_sums_taken_as_stored);
