@@ -329,10 +329,37 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
 /* x*1, 1*x, x/1, x+0, 0+x, x-0 -> x (a zero result's sign may differ:
  * -0 + 0 is +0); integer x-x -> 0; permute and reshape chains; identity
  * permutes/reshapes; same-dtype and lossless cast chains.  A reshape that
- * viewed a result one of these replaced reads a copy of what replaced it
- * (strides of an input or a view may not express the reshape). */
+ * viewed a result one of these replaced, and a returned result, read a
+ * copy of what replaced it when that is an input or a view. */
 TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
-    return tc__graph_rebuild(g, tc__simplify_node, g, changed);
+    /* an output traced as an op's own result stays one: with x * 1 -> x in
+     * its place it would be the caller's input (reduce-overhead hands out
+     * the node's own header), where eager's result was new memory */
+    char *fresh = (char *)tc__malloc((size_t)(g->nout ? g->nout : 1));
+    tc__graph *ng;
+    int i;
+    if (!fresh) {
+        tc__graph_free(g);
+        return NULL;
+    }
+    for (i = 0; i < g->nout; i++) fresh[i] = (char)tc__contig_result(g, g->outputs[i]);
+    ng = tc__graph_rebuild(g, tc__simplify_node, g, changed);
+    for (i = 0; ng && i < ng->nout; i++)
+        if (fresh[i] && !tc__contig_result(ng, ng->outputs[i])) {
+            const tc__node *x = &ng->nodes[ng->outputs[i]];
+            tc__attrs none;
+            int c;
+            memset(&none, 0, sizeof none);
+            if ((c = tc__g_op(ng, TC__OP_CLONE, &none, &ng->outputs[i], 1, x->file, x->line)) < 0) {
+                tc__graph_free(ng);
+                ng = NULL;
+                break;
+            }
+            ng->outputs[i] = c;
+            (*changed)++;
+        }
+    TC_FREE(fresh);
+    return ng;
 }
 
 /* ---- constant folding -------------------------------------------------------- */

@@ -488,6 +488,44 @@ TC_TEST(test_pass_simplify_keeps_reshape_viewable) {
     tc_scope_end(ctx);
 }
 
+/* x * 1 -> x must not make a result the caller's input: eager's is new
+ * memory, and reduce-overhead handed out the input itself, so writing the
+ * result wrote the input */
+static void identity_results_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_mul_scalar(c, in[0], 1.0);
+    out[1] = tc_add_scalar(c, tc_transpose(c, in[0], 0, 1), 0.0);
+}
+
+TC_TEST(test_pass_simplify_keeps_results_fresh) {
+    int mode, call, k;
+    tc_scope_begin(ctx);
+    for (mode = 1; mode <= 3; mode++) {
+        tc_compile_options o;
+        tc_fn *f;
+        tc_tensor *x = randn(2, 4, 6, 0, 80 + mode);
+        float x0 = ((const float *)tc_data(x))[0];
+        memset(&o, 0, sizeof o);
+        o.mode = (tc_mode)mode;
+        o.num_inputs = 1;
+        o.num_outputs = 2;
+        f = tc_compile(ctx, identity_results_fn, NULL, &o);
+        for (call = 0; call < 3; call++) {
+            tc_tensor *y[2];
+            TC_CHECK(tc_call(f, &x, y) == TC_OK);
+            for (k = 0; k < 2; k++) {
+                TC_CHECKF(tc_data(y[k]) != tc_data(x), "mode %d, call %d: result %d is the input", mode, call, k);
+                ((float *)tc_data(y[k]))[0] = 1e30f;
+            }
+            TC_CHECKF(((const float *)tc_data(x))[0] == x0, "mode %d, call %d: writing a result wrote the input", mode,
+                      call);
+            ((float *)tc_data(x))[0] = x0;
+        }
+        tc_fn_free(f);
+    }
+    tc_scope_end(ctx);
+}
+
 static void fold_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     /* sqrt(arange) * 2 depends on no input: computed once, at compile time */
@@ -1087,6 +1125,7 @@ int main(void) {
     TC_RUN(test_modes_observable);
     TC_RUN(test_pass_simplify);
     TC_RUN(test_pass_simplify_keeps_reshape_viewable);
+    TC_RUN(test_pass_simplify_keeps_results_fresh);
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
     TC_RUN(test_pass_decompose_more);
