@@ -404,6 +404,20 @@ static const uint64_t replay_seeds[] = {516386, 548547};
 /* Element error against tol * (1 + |ref_i|) + tol/10 * max|ref|: float
  * rounding scales with the magnitude of the terms summed (matmul chains,
  * cancelling sums), not with the result element. */
+/* Whether a's elements and b's share memory (the byte ranges their
+ * strides span overlap). */
+static int shares_memory(tc_tensor *a, tc_tensor *b) {
+    const char *pa, *pb;
+    int64_t ea = 1, eb = 1;
+    int d;
+    if (tc_status(a) != TC_OK || tc_status(b) != TC_OK || tc_numel(a) == 0 || tc_numel(b) == 0) return 0;
+    for (d = 0; d < tc_ndim(a); d++) ea += (tc_shape(a)[d] - 1) * (tc_strides(a)[d] < 0 ? -tc_strides(a)[d] : tc_strides(a)[d]);
+    for (d = 0; d < tc_ndim(b); d++) eb += (tc_shape(b)[d] - 1) * (tc_strides(b)[d] < 0 ? -tc_strides(b)[d] : tc_strides(b)[d]);
+    pa = (const char *)tc_data(a);
+    pb = (const char *)tc_data(b);
+    return pa < pb + eb * (int64_t)tc_dtype_size(tc_type(b)) && pb < pa + ea * (int64_t)tc_dtype_size(tc_type(a));
+}
+
 static int check_close(tc_tensor *got, tc_tensor *ref, double tol, double *worst) {
     int64_t n = tc_numel(ref), i;
     float *x, *y;
@@ -567,7 +581,17 @@ int main(int argc, char **argv) {
             tc_result rc = tc_call(f, in, y);
             for (k = 0; k < p.nout && ok; k++) {
                 double worst;
-                if (rc != TC_OK || !check_close(y[k], ye[k], tol, &worst)) {
+                int j, alias = -1;
+                /* a result may share an input's memory only where eager's
+                 * does (a view of it): writing it must not write the input */
+                for (j = 0; rc == TC_OK && j < p.nin && alias < 0; j++)
+                    if (shares_memory(y[k], in[j]) && !shares_memory(ye[k], in[j])) alias = j;
+                if (alias >= 0) {
+                    fprintf(stderr, "FAIL seed %llu (call %d, output %d, mode %d): the result shares input %d's memory, "
+                                    "eager's does not\n  replay: fuzz_fusion 1 %llu\n",
+                            (unsigned long long)seed, i, k, (int)o.mode, alias, (unsigned long long)seed);
+                    ok = 0;
+                } else if (rc != TC_OK || !check_close(y[k], ye[k], tol, &worst)) {
                     fprintf(stderr,
                             "FAIL seed %llu (call %d, output %d, mode %d, isa %s): %s worst rel err %g (tolerance %g)\n"
                             "  replay: fuzz_fusion 1 %llu\n",
