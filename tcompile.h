@@ -9422,6 +9422,16 @@ TC__FN int tc__contig_result(const tc__graph *g, int id) {
     return n->kind == TC__NODE_OP && tc__optable[n->op].cls != TC__CLASS_VIEW;
 }
 
+/* Node id of g reads memory an op of the graph wrote (itself, or what a
+ * chain of views of it starts from), not the caller's (an input, a
+ * parameter, wrapped memory). */
+TC__FN int tc__fresh_root(const tc__graph *g, int id) {
+    while (g->nodes[id].kind == TC__NODE_OP && tc__optable[g->nodes[id].op].cls == TC__CLASS_VIEW &&
+           g->nodes[id].nin > 0 && g->nodes[id].in[0] >= 0)
+        id = g->nodes[id].in[0];
+    return tc__contig_result(g, id);
+}
+
 /* arg: the graph being rebuilt (nd's), read for what nd's inputs were. */
 TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const tc__graph *old = (const tc__graph *)arg;
@@ -9478,13 +9488,13 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
                 return tc__g_op(g, TC__OP_RESHAPE, &nd->a, x->in, 1, nd->file, nd->line);
             }
         }
-        /* traced as a view of a contiguous result, the reshape now reads
-         * what a rule above put in that result's place (x * 1 -> x, a cast
-         * to its own dtype -> x): an input, a parameter or a view, whose
-         * strides may not express it.  The copy the front end makes for
+        /* traced as a view of memory an op wrote (a result, or views of
+         * one), the reshape now reads what a rule above put in that
+         * result's place (x * 1 -> x, a cast to its own dtype -> x): the
+         * caller's memory, whose strides may not express it.  The copy the front end makes for
          * such a tensor is made here (fuzz seed 145821: reshape(x * 1) of
          * a transposed input failed to plan). */
-        if (tc__contig_result(old, nd->in[0]) && !tc__contig_result(g, in[0])) {
+        if (tc__fresh_root(old, nd->in[0]) && !tc__fresh_root(g, in[0])) {
             tc__attrs none;
             int c;
             memset(&none, 0, sizeof none);
@@ -9513,9 +9523,10 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
  * viewed a result one of these replaced, and a returned result, read a
  * copy of what replaced it when that is an input or a view. */
 TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
-    /* an output traced as an op's own result stays one: with x * 1 -> x in
-     * its place it would be the caller's input (reduce-overhead hands out
-     * the node's own header), where eager's result was new memory */
+    /* an output traced on memory an op wrote stays so: with x * 1 -> x in
+     * its place (or under its views: select(x * 1), fuzz seed 57305) it
+     * would be the caller's input (reduce-overhead hands out the node's own
+     * header), where eager's result was new memory */
     char *fresh = (char *)tc__malloc((size_t)(g->nout ? g->nout : 1));
     tc__graph *ng;
     int i;
@@ -9523,10 +9534,10 @@ TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
         tc__graph_free(g);
         return NULL;
     }
-    for (i = 0; i < g->nout; i++) fresh[i] = (char)tc__contig_result(g, g->outputs[i]);
+    for (i = 0; i < g->nout; i++) fresh[i] = (char)tc__fresh_root(g, g->outputs[i]);
     ng = tc__graph_rebuild(g, tc__simplify_node, g, changed);
     for (i = 0; ng && i < ng->nout; i++)
-        if (fresh[i] && !tc__contig_result(ng, ng->outputs[i])) {
+        if (fresh[i] && !tc__fresh_root(ng, ng->outputs[i])) {
             const tc__node *x = &ng->nodes[ng->outputs[i]];
             tc__attrs none;
             int c;

@@ -423,7 +423,10 @@ static int check_close(tc_tensor *got, tc_tensor *ref, double tol, double *worst
     float *x, *y;
     double scale = 0;
     *worst = 0;
-    if (tc_status(got) != TC_OK || tc_numel(got) != n || tc_ndim(got) != tc_ndim(ref)) return 0;
+    if (tc_status(got) != TC_OK || tc_numel(got) != n || tc_ndim(got) != tc_ndim(ref) || tc_type(got) != tc_type(ref))
+        return 0;
+    for (i = 0; i < tc_ndim(ref); i++)
+        if (tc_shape(got)[i] != tc_shape(ref)[i]) return 0;
     x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
     y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
     tc_read(got, TC_F32, x, sizeof(float) * (size_t)n);

@@ -455,6 +455,7 @@ static void reshape_of_identity_fn(tc_ctx *c, void *user, tc_tensor *const *in, 
     (void)user;
     out[0] = tc_reshape(c, tc_mul_scalar(c, in[0], 1.0), 1, &flat);
     out[1] = tc_reshape(c, tc_add_scalar(c, tc_transpose(c, in[0], 0, 1), 0.0), 1, &flat);
+    out[2] = tc_reshape(c, tc_slice(c, tc_mul_scalar(c, in[0], 1.0), 0, 1, 4, 1), 1, &flat);
 }
 
 TC_TEST(test_pass_simplify_keeps_reshape_viewable) {
@@ -465,12 +466,12 @@ TC_TEST(test_pass_simplify_keeps_reshape_viewable) {
             tc_compile_options o;
             tc_fn *f;
             tc_tensor *xt = tc_transpose(ctx, randn(2, 7, 5, 0, 60 + mode), 0, 1), *xc = randn(2, 5, 7, 0, 70 + mode);
-            tc_tensor *order[2], *y[2], *ye[2];
+            tc_tensor *order[2], *y[3], *ye[3];
             int call, k;
             memset(&o, 0, sizeof o);
             o.mode = (tc_mode)mode;
             o.num_inputs = 1;
-            o.num_outputs = 2;
+            o.num_outputs = 3;
             f = tc_compile(ctx, reshape_of_identity_fn, NULL, &o);
             order[0] = t ? xc : xt;
             order[1] = t ? xt : xc;
@@ -480,7 +481,7 @@ TC_TEST(test_pass_simplify_keeps_reshape_viewable) {
                 reshape_of_identity_fn(ctx, NULL, &x, ye);
                 TC_CHECKF(r == TC_OK, "mode %d, call %d (%s input): %s", mode, call, x == xt ? "transposed" : "contiguous",
                           tc_fn_error(f));
-                for (k = 0; k < 2 && r == TC_OK; k++)
+                for (k = 0; k < 3 && r == TC_OK; k++)
                     TC_CHECKF(maxdiff(y[k], ye[k]) == 0, "mode %d, call %d, output %d differs", mode, call, k);
             }
             tc_fn_free(f);
@@ -495,6 +496,7 @@ static void identity_results_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_
     (void)user;
     out[0] = tc_mul_scalar(c, in[0], 1.0);
     out[1] = tc_add_scalar(c, tc_transpose(c, in[0], 0, 1), 0.0);
+    out[2] = tc_select(c, tc_mul_scalar(c, in[0], 1.0), 0, 1); /* fuzz seed 57305 */
 }
 
 TC_TEST(test_pass_simplify_keeps_results_fresh) {
@@ -508,12 +510,12 @@ TC_TEST(test_pass_simplify_keeps_results_fresh) {
         memset(&o, 0, sizeof o);
         o.mode = (tc_mode)mode;
         o.num_inputs = 1;
-        o.num_outputs = 2;
+        o.num_outputs = 3;
         f = tc_compile(ctx, identity_results_fn, NULL, &o);
         for (call = 0; call < 3; call++) {
-            tc_tensor *y[2];
+            tc_tensor *y[3];
             TC_CHECK(tc_call(f, &x, y) == TC_OK);
-            for (k = 0; k < 2; k++) {
+            for (k = 0; k < 3; k++) {
                 TC_CHECKF(tc_data(y[k]) != tc_data(x), "mode %d, call %d: result %d is the input", mode, call, k);
                 ((float *)tc_data(y[k]))[0] = 1e30f;
             }
