@@ -9432,6 +9432,13 @@ TC__FN int tc__fresh_root(const tc__graph *g, int id) {
     return tc__contig_result(g, id);
 }
 
+/* A copy of node x: an op's own result with x's values. */
+TC__FN int tc__g_clone(tc__graph *g, int x, const char *file, int line) {
+    tc__attrs none;
+    memset(&none, 0, sizeof none);
+    return tc__g_op(g, TC__OP_CLONE, &none, &x, 1, file, line);
+}
+
 /* arg: the graph being rebuilt (nd's), read for what nd's inputs were. */
 TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const tc__graph *old = (const tc__graph *)arg;
@@ -9491,14 +9498,11 @@ TC__FN int tc__simplify_node(tc__graph *g, const tc__node *nd, const int *in, vo
         /* traced as a view of memory an op wrote (a result, or views of
          * one), the reshape now reads what a rule above put in that
          * result's place (x * 1 -> x, a cast to its own dtype -> x): the
-         * caller's memory, whose strides may not express it.  The copy the front end makes for
-         * such a tensor is made here (fuzz seed 145821: reshape(x * 1) of
-         * a transposed input failed to plan). */
+         * caller's memory, whose strides may not express it.  The copy
+         * the front end makes for such a tensor is made here (fuzz seed
+         * 145821: reshape(x * 1) of a transposed input failed to plan). */
         if (tc__fresh_root(old, nd->in[0]) && !tc__fresh_root(g, in[0])) {
-            tc__attrs none;
-            int c;
-            memset(&none, 0, sizeof none);
-            c = tc__g_op(g, TC__OP_CLONE, &none, in, 1, nd->file, nd->line);
+            int c = tc__g_clone(g, in[0], nd->file, nd->line);
             return c < 0 ? -1 : tc__g_op(g, TC__OP_RESHAPE, &nd->a, &c, 1, nd->file, nd->line);
         }
         break;
@@ -9539,10 +9543,8 @@ TC__FN tc__graph *tc__pass_simplify(tc__graph *g, int *changed) {
     for (i = 0; ng && i < ng->nout; i++)
         if (fresh[i] && !tc__fresh_root(ng, ng->outputs[i])) {
             const tc__node *x = &ng->nodes[ng->outputs[i]];
-            tc__attrs none;
-            int c;
-            memset(&none, 0, sizeof none);
-            if ((c = tc__g_op(ng, TC__OP_CLONE, &none, &ng->outputs[i], 1, x->file, x->line)) < 0) {
+            int c = tc__g_clone(ng, ng->outputs[i], x->file, x->line);
+            if (c < 0) {
                 tc__graph_free(ng);
                 ng = NULL;
                 break;
