@@ -37,8 +37,16 @@
 #define TC__HAVE_VEXEC_X86 1
 #endif
 #endif
-/* A read hint for data about to be used (nothing where the compiler has none). */
-#if defined(__GNUC__) || defined(__clang__)
+/* A read hint for data about to be used (nothing where the compiler has none).
+ * Under gcc an asm statement, not __builtin_prefetch: gcc 12 takes the
+ * builtin for a statement without effect and deleted whole loops of them
+ * (tc__vst_pf_rest's, whose state is reset right after: not one prefetch
+ * of it was in the binary) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define tc__prefetch(p) __asm__ __volatile__("prefetcht0 %0" : : "m"(*(const char *)(p)))
+#elif defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)
+#define tc__prefetch(p) __asm__ __volatile__("prfm pldl1keep, %0" : : "Q"(*(const char *)(p)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define tc__prefetch(p) __builtin_prefetch((p), 0, 3)
 #else
 #define tc__prefetch(p) ((void)(p))

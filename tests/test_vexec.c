@@ -1129,6 +1129,85 @@ TC_TEST(test_rows_across_lanes) {
 #endif
 }
 
+/* layer_norm(x) * w + x: x read twice, w broadcast along the rows */
+static void ln_resid_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_add(c, tc_layer_norm(c, in[0], 1, in[1], NULL, 1e-5), in[0]);
+}
+
+/* Which rows the row drivers fetch ahead (tc__krun_arm_rows): those of an
+ * input as large as TC__NT_STORE_BYTES (read from memory), never of a
+ * smaller one (in the caches), a broadcast one or the result, and never
+ * past the part's last row; several rows only as one contiguous span, and
+ * no step of less than TC__FETCH_MIN_BYTES. */
+TC_TEST(test_rows_fetched_ahead) {
+#ifdef TC__HAVE_VEXEC
+    const int64_t rows[2] = {64, TC__NT_STORE_BYTES / (1024 * (int64_t)sizeof(float))};
+    int big;
+    for (big = 0; big < 2; big++) {
+        int64_t xs[2], ws[1] = {1024};
+        tc_tensor *in[2], *y = NULL;
+        tc_compile_options o;
+        tc_fn *f;
+        const tc__kernel *k;
+        xs[0] = rows[big];
+        xs[1] = 1024;
+        tc_scope_begin(ctx);
+        in[0] = tc_rand_normal(ctx, 2, xs, 0.0, 1.0, 3);
+        in[1] = tc_rand_normal(ctx, 1, ws, 0.0, 1.0, 4);
+        memset(&o, 0, sizeof o);
+        o.num_inputs = 2;
+        f = tc_compile(ctx, ln_resid_fn, NULL, &o);
+        TC_CHECK(tc_call(f, in, &y) == TC_OK);
+        TC_CHECK(tc_call(f, in, &y) == TC_OK);
+        k = only_kernel(f);
+        TC_CHECK(k != NULL);
+        if (k) {
+            tc__krun kr;
+            tc__vst s;
+            char *at[TC__VM_MAXACC];
+            int a, q, nx = 0, armed;
+            tc__krun_prepare(&kr, ctx, k, f->entries[0].prog->ref);
+            TC_CHECK(kr.row0 == 1 && kr.shape[0] == rows[big] && kr.shape[1] == 1024);
+            for (a = 0; a < k->nacc; a++) {
+                at[a] = kr.base[a] + 5 * kr.st[a][0] * (int64_t)sizeof(float); /* row 5 */
+                nx += !k->acc[a].store && kr.st[a][0] == 1024;
+                TC_CHECKF(kr.mem[a] == (big && !k->acc[a].store && kr.st[a][0] == 1024), "access %d", a);
+            }
+            TC_CHECK(nx >= 1);
+            memset(&s, 0, sizeof s);
+            armed = tc__krun_arm_rows(&kr, &s, at, 5, rows[big], 2, 1);
+            TC_CHECKF(armed == (big ? nx : 0), "%d inputs armed of %d", armed, nx);
+            for (q = 0; q < armed; q++) {
+                int hit = 0;
+                for (a = 0; a < k->nacc; a++) hit |= kr.mem[a] && s.pf[q] == at[a] + 2 * 1024 * (int64_t)sizeof(float);
+                TC_CHECKF(hit, "armed stream %d is no input's row 7", q);
+            }
+            TC_CHECK(!big || s.pf_lines == 1024 * (int)sizeof(float) / 64);
+            memset(&s, 0, sizeof s);
+            /* rows 5 + 2 and on lie past a part that ends at row 7 */
+            TC_CHECK(tc__krun_arm_rows(&kr, &s, at, 5, 7, 2, 1) == 0);
+            memset(&s, 0, sizeof s);
+            /* a group of 16 rows ahead: contiguous, so one span of 16 rows */
+            armed = tc__krun_arm_rows(&kr, &s, at, 5, rows[big], 16, 16);
+            TC_CHECK(armed == (big ? nx : 0));
+            TC_CHECK(!big || s.pf_lines == 16 * 1024 * (int)sizeof(float) / 64);
+            memset(&s, 0, sizeof s);
+            /* a row of 256 floats is less than a step fetches (TC__FETCH_MIN_BYTES) */
+            kr.shape[1] = 256;
+            TC_CHECK(tc__krun_arm_rows(&kr, &s, at, 5, rows[big], 2, 1) == 0);
+            kr.shape[1] = 1024;
+            /* rows that are not one span (every other row) are not fetched as one */
+            for (a = 0; a < k->nacc; a++) kr.st[a][0] *= 2;
+            TC_CHECK(tc__krun_arm_rows(&kr, &s, at, 5, rows[big] / 2, 4, 4) == 0);
+            TC_CHECK(tc__krun_arm_rows(&kr, &s, at, 5, rows[big] / 2, 4, 1) == (big ? nx : 0));
+        }
+        tc_fn_free(f);
+        tc_scope_end(ctx);
+    }
+#endif
+}
+
 #if defined(TC__HAVE_VEXEC_X86)
 /* The W x W block transpose of each x86 level, against its definition. */
 #define TC_VTR_CHECK(SFX, W)                                                                  \
@@ -1241,6 +1320,7 @@ int main(void) {
     TC_RUN(test_ratio_gate_products);
     TC_RUN(test_rows_across_lanes);
     TC_RUN(test_norm_of_large_mean);
+    TC_RUN(test_rows_fetched_ahead);
 #if defined(TC__HAVE_VEXEC_X86)
     TC_RUN(test_lane_block_transpose);
 #endif
