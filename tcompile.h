@@ -16760,7 +16760,8 @@ TC__FN void tc__krun_point(const tc__krun *kr, tc__vst *s, const int64_t *idx, i
  * the current row ends (one row dim, walked contiguously), which the
  * hardware's stream prefetcher already runs ahead of; fetching such rows
  * again by software cost softmax_ln 7-10% (in cache and at 4096 rows
- * alike) for no gain. */
+ * alike) for no gain.  (Rows held in one tile are another matter:
+ * tc__krun_arm_rows.) */
 TC__FN int tc__krun_next_row_cached(const tc__krun *kr, int a, int dim) {
     int last = kr->ndim - 1;
     return kr->st[a][dim] == 0 ||
@@ -16964,21 +16965,22 @@ TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
 #define TC__FETCH_AHEAD_BYTES 8192 /* how far ahead a one-tile row kernel fetches rows */
 #define TC__FETCH_MIN_BYTES 2048   /* the least a step fetches ahead */
 
-/* Arms the fetch of rows [o + ahead, o + ahead + count) of every input read from
- * memory (tc__krun.mem) that lies along the one outer dim in rows of its
- * own, at[a] being access a at row o's start, where those rows are the
- * part's (before e) and, for several, one span.  A row kernel walks each
- * row several times in L1, so the hardware's stream prefetcher, which
- * follows the first walk only, stops ahead of it and the next row's lines
- * arrive only as its first stage asks for them; issued by software after
- * a row's first stage, they come in while its other stages compute.
+/* Arms (tc__vst.pf; tc__vst_pf_rest issues it) the fetch of rows
+ * [o + ahead, o + ahead + count) of every input read from memory
+ * (tc__krun.mem) that lies along the one outer dim in rows of its own,
+ * at[a] being access a at row o's start, where those rows are the part's
+ * (before e) and, for several, one span; returns the inputs armed.  A row
+ * kernel walks each row several times in L1, so the hardware's stream
+ * prefetcher, which follows the first walk only, stops ahead of it and the
+ * next row's lines arrive only as its first stage asks for them; fetched
+ * after a row's first stage, they come in while its other stages compute.
  * softmax_ln from a cold cache, 2 threads, in-process A/B (Zen 5):
  * [4096, 1024] 5-8% faster, [8192, 512] 0-5%, [32768, 128] (a group of
  * 16 rows a step) 7-10%; but [16384, 256] 1-2% slower, so a step fetches
  * TC__FETCH_MIN_BYTES or more.  For an input in the caches it is only
- * cost, so it is left to inputs of TC__NT_STORE_BYTES or more.  Armed in tc__vst.pf (tc__vst_pf_rest issues it) as many
- * lines for every input as the narrowest's rows have, so that none runs
- * past its own; returns the inputs armed. */
+ * cost, so it is left to inputs of TC__NT_STORE_BYTES or more.  Every
+ * input gets as many lines as the narrowest's rows have, so that none
+ * runs past its own. */
 TC__FN int tc__krun_arm_rows(const tc__krun *kr, tc__vst *s, char *const *at, int64_t o, int64_t e, int64_t ahead,
                              int count) {
     int a, last = kr->ndim - 1;
@@ -17024,7 +17026,7 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
             s->fin = !stg->scalar;
             s->trl = stg->scalar ? 1 : n;
             kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
-            if (si == 0) { /* the next group, a row at a time */
+            if (si == 0) { /* the next group of w rows, as one span */
                 char *g0[TC__VM_MAXACC];
                 for (a = 0; a < k->nacc; a++) g0[a] = s->lp[a][0];
                 tc__krun_arm_rows(kr, s, g0, o, e, w, w);
