@@ -43,28 +43,47 @@ REF_ATTR static float RFN(ref_hsum_)(RV a) {
  * aligned to a vector): five passes over a row held in the two row
  * buffers l0, l1, as layer_norm(softmax(x) * 2 + x) needs them: max, exp
  * and sum, scale-add and sum, centre and sum of squares, normalise (the
- * output streamed when nt).  Written as a careful C programmer would: two
- * vectors a step with an accumulator each (one add chain would bound the
- * sums at its latency), a multiply by 2 / sum, not a division a vector. */
+ * output streamed when nt).  Written as a careful C programmer would: the
+ * max over four vectors a step with an accumulator each and the sums over
+ * two (one chain would bound them at its latency), a multiply by 2 / sum,
+ * not a division a vector, and the next row's lines fetched while this
+ * one's exp pass computes (only the max pass walks the input in order, so
+ * the hardware's stream prefetcher stops short of the next row).  With
+ * the four max chains and the fetch it runs 12-15% faster than with two
+ * and none (make bench, 2 threads, Zen 5). */
 REF_ATTR static void RFN(ref_softmax_ln_)(const float *x0, float *y0, int64_t n, int64_t b, int64_t e, float *l0,
                                           float *l1, int nt) {
     int64_t r, i;
     for (r = b; r < e; r++) {
         const float *x = x0 + r * n;
+        const char *next = r + 1 < e ? (const char *)(x + n) : NULL;
         float *y = y0 + r * n;
-        RV m0 = RLD(x), m1 = m0, z = m0 - m0, s0 = z, s1 = z, mv, cv;
+        RV m0 = RLD(x), m1 = m0, m2 = m0, m3 = m0, z = m0 - m0, s0 = z, s1 = z, mv, cv;
         float mx = -INFINITY, mean, rstd;
-        for (i = 0; i < n; i += 2 * REF_W) {
+        for (i = 0; i + 4 * REF_W <= n; i += 4 * REF_W) {
+            RV v0 = RLD(x + i), v1 = RLD(x + i + REF_W), v2 = RLD(x + i + 2 * REF_W), v3 = RLD(x + i + 3 * REF_W);
+            m0 = RFN(tc__vsel_)(v0 > m0, v0, m0);
+            m1 = RFN(tc__vsel_)(v1 > m1, v1, m1);
+            m2 = RFN(tc__vsel_)(v2 > m2, v2, m2);
+            m3 = RFN(tc__vsel_)(v3 > m3, v3, m3);
+        }
+        for (; i < n; i += 2 * REF_W) {
             RV v0 = RLD(x + i), v1 = RLD(x + i + REF_W);
             m0 = RFN(tc__vsel_)(v0 > m0, v0, m0);
             m1 = RFN(tc__vsel_)(v1 > m1, v1, m1);
         }
         m0 = RFN(tc__vsel_)(m1 > m0, m1, m0);
+        m2 = RFN(tc__vsel_)(m3 > m2, m3, m2);
+        m0 = RFN(tc__vsel_)(m2 > m0, m2, m0);
         for (i = 0; i < REF_W; i++) mx = m0[i] > mx ? m0[i] : mx;
         mv = z + mx;
         for (i = 0; i < n; i += 2 * REF_W) {
             RV t0 = RFN(tc__vunary_)(TC__OP_EXP, RLD(x + i) - mv, 0, 0);
             RV t1 = RFN(tc__vunary_)(TC__OP_EXP, RLD(x + i + REF_W) - mv, 0, 0);
+            int64_t q;
+            /* this step's two vectors' bytes of the next row */
+            for (q = 0; next && q < 2 * REF_W * (int64_t)sizeof(float); q += 64)
+                tc__prefetch(next + i * (int64_t)sizeof(float) + q);
             RST(l0 + i, t0);
             RST(l0 + i + REF_W, t1);
             s0 += t0;
