@@ -16679,6 +16679,7 @@ typedef struct tc__krun {
     int dt[TC__VM_MAXACC];
     int nt[TC__VM_MAXACC];
     int mem[TC__VM_MAXACC];    /* an input too large for the caches         */
+    int any_mem;               /* some access is (tc__krun_arm_rows)        */
     int64_t rowlen;            /* elements in a row (product of row dims)  */
     int tile;                  /* floats per register tile                  */
     char *ws;                  /* per-thread workspace                      */
@@ -16984,7 +16985,8 @@ TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
 TC__FN int tc__krun_arm_rows(const tc__krun *kr, tc__vst *s, char *const *at, int64_t o, int64_t e, int64_t ahead,
                              int count) {
     int a, last = kr->ndim - 1;
-    if (kr->row0 != 1 || o + ahead + count > e) return 0;
+    /* checked first: a kernel of inputs in the caches pays one test a row */
+    if (!kr->any_mem || kr->row0 != 1 || o + ahead + count > e) return 0;
     for (a = 0; a < kr->k->nacc && s->npf < TC__VM_MAXPF; a++) {
         int64_t esz = (int64_t)tc__dtype_sizes[kr->dt[a]], lines = count * kr->shape[last] * esz / 64;
         if (!kr->mem[a] || kr->st[a][last] != 1 || kr->st[a][0] == 0 || lines * 64 < TC__FETCH_MIN_BYTES ||
@@ -17187,6 +17189,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
         /* and an input of that size is read from memory (tc__krun_arm_rows) */
         kr.mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
+        kr.any_mem |= kr.mem[a];
     }
     kr.rowlen = tc__kernel_rowlen(k);
     kr.tile = tc__kernel_tile(k);
