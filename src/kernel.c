@@ -82,8 +82,17 @@ TC__FN double tc__comb_apply(double a, double v, int comb) {
  * the two activations, and one division for both. */
 typedef struct tc__vins {
     int16_t op, dst, a, b, c, as, at, bu, au;
+    int16_t fz; /* how the executor fuses it with what follows (TC__FZ_*) */
     float f0, f1;
 } tc__vins;
+
+/* What follows a compute instruction that the tile interpreter folds into
+ * its loop, decided once per stage (tc__kernel_mark_fusions) rather than
+ * at every tile and row: a store of its value to a row buffer, or to the
+ * kernel's result (where the tile allows), and a sum of its value taken as
+ * each vector is stored (tc__acc_as_stored, after the row buffer's store
+ * when there is one). */
+enum { TC__FZ_LOCAL = 1, TC__FZ_OUT = 2, TC__FZ_ACC = 4 };
 
 #define TC__GATE_OPS(X) X(SIGMOID) X(TANH) X(EXP) X(SILU) X(GELU) X(GELU_TANH) X(RELU)
 /* The gates of the form n(x) / d(x), d = 1 + exp(..) (tc__vratio_): a
@@ -221,6 +230,7 @@ TC__FN int tc__kernel_emit(tc__kernel *k, int op, int dst, int a, int b, int c, 
     v->b = (int16_t)b;
     v->c = (int16_t)c;
     v->as = v->at = -1;
+    v->fz = 0;
     v->f0 = f0;
     v->f1 = f1;
     return 0;
@@ -255,6 +265,21 @@ TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
     if (ac->op != TC__V_ACC || (ac->c != TC__COMB_SUM && ac->c != TC__COMB_SUMSQ)) return 0;
     if (j > begin && code[j].op == TC__V_STOREL && code[j].b == ac->b) j--;
     return j >= begin && code[j].op < TC__OP_COUNT && code[j].dst == ac->b && tc__vins_fuses_acc(&code[j]);
+}
+
+/* Sets the TC__FZ_* marks of the stage code[begin, end), its final code
+ * (after register allocation: the marks compare registers). */
+TC__FN void tc__kernel_mark_fusions(tc__vins *code, int begin, int end) {
+    int i;
+    for (i = begin; i < end; i++) {
+        tc__vins *in = &code[i];
+        int local = i + 1 < end && code[i + 1].op == TC__V_STOREL && code[i + 1].b == in->dst, acc = i + (local ? 2 : 1);
+        in->fz = 0;
+        if (in->op >= TC__OP_COUNT) continue;
+        if (local) in->fz |= TC__FZ_LOCAL;
+        else if (i + 1 < end && code[i + 1].op == TC__V_STORE && code[i + 1].b == in->dst) in->fz |= TC__FZ_OUT;
+        if (!(in->fz & TC__FZ_OUT) && acc < end && tc__acc_as_stored(code, begin, acc)) in->fz |= TC__FZ_ACC;
+    }
 }
 
 /* Kernel IR as text (TC_LOGS=output_code and tc_fn_kernels). */

@@ -1084,13 +1084,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (uni) { /* one vector, kept apart from the tile buffers it may be read with */
             m = 1;
             d = s->uv[in->dst];
-        } else if (k + 1 < n && code[k + 1].op == TC__V_STOREL && code[k + 1].b == in->dst) {
+        } else if (in->fz & TC__FZ_LOCAL) {
             /* a value kept for later stages is computed straight into its row
              * buffer (a stage never reads the buffer it fills) */
             d = s->local[code[k + 1].a];
             k++;
-        } else if (k + 1 < n && code[k + 1].op == TC__V_STORE && code[k + 1].b == in->dst && len % TC__W == 0 &&
-                   s->dt[code[k + 1].a] == TC_F32 && s->stride[code[k + 1].a] == 1) {
+        } else if ((in->fz & TC__FZ_OUT) && len % TC__W == 0 && s->dt[code[k + 1].a] == TC_F32 &&
+                   s->stride[code[k + 1].a] == 1) {
             /* the kernel's result, computed straight into the output (its
              * one store ends the code, so no later read sees it early) */
             int o = code[k + 1].a;
@@ -1103,7 +1103,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__acc_as_stored takes only a row buffer's) */
-        if (!uni && len % TC__W == 0 && k + 1 < n && tc__acc_as_stored(code, 0, k + 1)) {
+        if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
             s->r[in->dst] = d;
