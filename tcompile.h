@@ -10324,9 +10324,10 @@ TC__FN void tc__kernel_free(tc__kernel *k) {
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
- * of the instruction computing its value (tc__vm_tile_; on the vector
- * levels, in tiles of whole vectors): that instruction right before it, or
- * before its row buffer's store, and one tc__vins_fuses_acc takes. */
+ * of the instruction computing its value (marked TC__FZ_ACC for tc__vm_tile_;
+ * on the vector levels, in tiles of whole vectors): that instruction right
+ * before it, or before its row buffer's store, and one tc__vins_fuses_acc
+ * takes. */
 TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
     const tc__vins *ac = &code[i];
     int j = i - 1;
@@ -12669,7 +12670,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
-         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+         * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
+         * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
@@ -13937,7 +13939,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
-         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+         * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
+         * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
@@ -15205,7 +15208,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
-         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+         * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
+         * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
@@ -16473,7 +16477,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
-         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+         * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
+         * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);

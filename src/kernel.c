@@ -256,9 +256,10 @@ TC__FN void tc__kernel_free(tc__kernel *k) {
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
- * of the instruction computing its value (tc__vm_tile_; on the vector
- * levels, in tiles of whole vectors): that instruction right before it, or
- * before its row buffer's store, and one tc__vins_fuses_acc takes. */
+ * of the instruction computing its value (marked TC__FZ_ACC for tc__vm_tile_;
+ * on the vector levels, in tiles of whole vectors): that instruction right
+ * before it, or before its row buffer's store, and one tc__vins_fuses_acc
+ * takes. */
 TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
     const tc__vins *ac = &code[i];
     int j = i - 1;

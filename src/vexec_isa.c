@@ -1102,7 +1102,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         if (in->b >= 0 && s->u[in->b]) sb = 0;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
-         * stands between, and tc__acc_as_stored takes only a row buffer's) */
+         * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
+         * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
             TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);

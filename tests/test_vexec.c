@@ -604,7 +604,7 @@ static void check_softmax_ln_sums_marked(void) {
     char buf[4096];
     tc__text t;
     const char *q;
-    int s, i, marked = 0, printed = 0;
+    int s, i, marked = 0, printed = 0, fz[3] = {0, 0, 0};
     tc_scope_begin(ctx);
     x = tc_rand_normal(ctx, 2, shape, 0.0, 1.0, 5);
     TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
@@ -618,8 +618,18 @@ static void check_softmax_ln_sums_marked(void) {
         t.cap = sizeof buf;
         tc__kernel_print(k, 0, &t);
         for (q = buf; (q = strstr(q, "(as stored)")) != NULL; q++) printed++;
+        /* and the executor is told so when the stage closes (tc__kernel_mark_fusions):
+         * three values computed into their row buffers and summed as stored,
+         * one into the result */
+        for (i = 0; i < k->ncode; i++) {
+            fz[0] += (k->code[i].fz & TC__FZ_LOCAL) != 0;
+            fz[1] += (k->code[i].fz & TC__FZ_OUT) != 0;
+            fz[2] += (k->code[i].fz & TC__FZ_ACC) != 0;
+        }
     }
     TC_CHECKF(marked == 3 && printed == 3, "softmax_ln: %d sums taken as stored, %d marked (3 expected)", marked, printed);
+    TC_CHECKF(fz[0] == 3 && fz[1] == 1 && fz[2] == 3, "softmax_ln fusion marks: %d into row buffers, %d into the result, %d sums",
+              fz[0], fz[1], fz[2]);
     tc_scope_end(ctx);
     tc_fn_free(f);
 }
