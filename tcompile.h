@@ -10252,6 +10252,45 @@ typedef struct tc__vst {
     char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
 } tc__vst;
 
+/* One step of a pre-decoded stage (tc__vplan, vexec.c): an instruction,
+ * or a compute instruction with the row buffer / result store and the sum
+ * it fuses with, with everything the tile interpreter finds out about it
+ * at every tile of every row decided once per part of a launch: which
+ * registers are uniform (each uniform value gets a vector of its own, and
+ * constants are filled in once), where each operand is read (a fixed
+ * buffer, or NULL: access pa[] at the row's pointer), where the result
+ * goes, and what it fuses with.  Rows held in one tile repeat the same
+ * decisions at every row; a row kernel's own work is a few passes over a
+ * row, so those decisions were a third of a 1024-float softmax_ln's
+ * instructions at AVX-512. */
+enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
+    TC__VS_BCAST,    /* d <- access k's element, broadcast               */
+    TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
+    TC__VS_TRLOAD,   /* d <- access k, rows across lanes                 */
+    TC__VS_SLOT,     /* d <- slot k, broadcast                           */
+    TC__VS_STOREL,   /* row buffer d <- operand a                        */
+    TC__VS_STORE,    /* access k <- operand a                            */
+    TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
+    TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
+    TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
+    TC__VS_COUNT
+};
+struct tc__vstep;
+typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
+typedef struct tc__vstep {
+    tc__vstep_fn fn;
+    const tc__vins *in, *ac;         /* the instruction; its fused sum       */
+    const float *p[3];               /* operands a, b, c (NULL: access pa)   */
+    const float *sp, *tp;            /* operand a's prologue (NULL: none)    */
+    float *d;                        /* result (NULL: access od's pointer)   */
+    float *e;                        /* a uniform operand expanded here first */
+    int pa[3], od;
+    int sa, sb, sc;                  /* operand strides (0: uniform)         */
+    int m, len;                      /* vectors and elements of the tile     */
+    int k;                           /* the access, slot or row buffer       */
+    int fin;                         /* as tc__vst.fin                       */
+} tc__vstep;
+
 #ifdef TC__HAVE_VEXEC
 /* Issues the armed prefetch's lines up to `end` (at most all of them) for
  * every armed stream. */
@@ -12554,18 +12593,19 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
 #if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
- * is stored.  A function of its own: inside the interpreter's one large
- * body the compiler spilled the accumulators, and the sum ran through
- * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
-                                                                                     tc__vst *s, float *d,
-                                                           int m, int sa, int sb) {
-    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
-    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
-    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+ * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
+ * (NULL: 1, -0) as resolved by the caller, fin as tc__vst.fin.  A function
+ * of its own: inside the interpreter's one large body the compiler spilled
+ * the accumulators, and the sum ran through memory at a store-forwarding
+ * round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(
+    const tc__vins *in, const tc__vins *ac, tc__vst *s, const float *a, const float *b, const float *sp,
+    const float *tp, float *d, int m, int sa, int sb, int fin) {
+    float *acc = s->acc[ac->a], *fold = fin ? &s->slot[ac->a] : NULL;
+    int i, pro = sp || tp, fsq = ac->c == TC__COMB_SUMSQ;
     TC__VF a0, a1, a2, a3;
-    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
     TC__VACC_BEGIN(acc, ac->c, fold);
     if (!b) {
         TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
@@ -12584,6 +12624,78 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
+/* Compute instruction `in` over m vectors into d: operands a, b, c (NULL:
+ * none) read with strides sa, sb, sc (0: a uniform's one vector), operand
+ * a through the prologue's uniforms sp, tp (NULL: 1 and -0, which leave
+ * every value, -0 included, as it is: a multiply-add per vector in place
+ * of the pass over the tile that computing a*as+at on its own would cost),
+ * stored non-temporally when ntd.  The interpreter and the pre-decoded
+ * steps (tc__vplan) both run it, so they compute the same bits. */
+TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const float *b, const float *c,
+                                    const float *sp, const float *tp, float *d, int m, int sa, int sb, int sc,
+                                    int ntd) {
+    int i, pro = sp || tp;
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    switch (in->op) {
+    case TC__OP_WHERE:
+        TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+        break;
+    default:
+        if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+            switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+            default: break;
+            }
+        } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+            default: break;
+            }
+        } else if (b) {
+            /* one switch per tile, not per vector: the op is hoisted,
+             * and so is a uniform operand (a register, not a load) */
+            switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+            default: break;
+            }
+        } else {
+            /* a uniform operand makes a uniform result: m is 1 then */
+            float p0 = in->f0, p1 = in->f1;
+            switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+            case TC__OP_CLONE:
+            case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= the register
  * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -12591,8 +12703,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d;
-        int uni = 0, m, sa, sb, sc, ntd, pro;
-        TC__VF sv, tv;
+        const float *sp, *tp, *pb;
+        int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
          * kernel's dispatches, and the interpreter's own instructions cost
@@ -12644,7 +12756,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         m = nv;
         sa = sb = sc = TC__W;
         ntd = 0;
-        pro = in->as >= 0 || in->at >= 0;
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
@@ -12668,92 +12779,120 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        sp = in->as >= 0 ? s->r[in->as] : NULL;
+        tp = in->at >= 0 ? s->r[in->at] : NULL;
+        pb = in->b >= 0 ? s->r[in->b] : NULL;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
-            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
-            s->r[in->dst] = d;
-            s->u[in->dst] = 0;
-            continue;
-        }
+            TC__VFN(tc__vrun_acc_)(in, &code[k + 1], s, s->r[in->a], pb, sp, tp, d, m, sa, sb, s->fin);
+            k++;
+        } else
 #endif
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->au) {
-#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
-#define TC__VQA_(AU)                                                                   \
-    case TC__OP_##AU:                                                                  \
-        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
-        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
-        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
-        else TC__VQ_(AU, -1);                                                          \
-        break;
-                    TC__RATIO_GATE_OPS(TC__VQA_)
-#undef TC__VQA_
-#undef TC__VQ_
-                default: break;
-                }
-            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                   \
-    case TC__OP_##ID:                 \
-        TC__VB_FORMS_(ID, TC__RUN)    \
-        break;
-                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
+            TC__VFN(tc__vcompute_)(in, s->r[in->a], pb, in->c >= 0 ? s->r[in->c] : NULL, sp, tp, d, m, sa, sb,
+                                   sc, ntd);
         s->r[in->dst] = d;
         s->u[in->dst] = uni;
     }
 }
+
+/* The pre-decoded steps (tc__vstep): each does what the interpreter does
+ * for its instruction, with the decisions made (tc__vplan_build). */
+#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+
+/* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VS_P(st, s, 0);
+    if (st->e) {
+        TC__VF v = TC__LD(x);
+        int i;
+        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
+        x = st->e;
+    }
+    return x;
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    const char *p = s->ptr[st->k];
+    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+    int u;
+    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    int i;
+    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
+    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
+    int a = st->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
+                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
+    float *d = st->d;
+    int ntd = 0;
+    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+    if (!d) { /* straight into the result */
+        d = (float *)s->ptr[st->od];
+        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+    }
+#if TC__ISA_W > 1
+    if (st->ac) {
+        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+        return;
+    }
+#endif
+    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
+                           st->sc, ntd);
+}
+/* A compute instruction on uniform operands: one vector, as
+ * tc__vcompute_ computes it with m = 1 (the same functions on the same
+ * vector), without that function's set-up for a tile: a row kernel's row
+ * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
+ * rsqrt(var + eps)), which cost it more than its real work at short rows. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vins *in = st->in;
+    TC__VF x = TC__LD(st->p[0]);
+    (void)s;
+    if (st->sp || st->tp)
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+    if (in->op == TC__OP_WHERE) {
+        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+    } else if (in->au >= 0) {
+        int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+    } else if (in->bu >= 0) {
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+    } else if (in->b >= 0) {
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+    } else {
+        x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
+    }
+    TC__ST(st->d, x);
+}
+static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
+    TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
+    TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
+    TC__VFN(tc__vs_uniform_)};
+#undef TC__VS_P
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
@@ -13823,18 +13962,19 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
 #if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
- * is stored.  A function of its own: inside the interpreter's one large
- * body the compiler spilled the accumulators, and the sum ran through
- * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
-                                                                                     tc__vst *s, float *d,
-                                                           int m, int sa, int sb) {
-    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
-    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
-    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+ * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
+ * (NULL: 1, -0) as resolved by the caller, fin as tc__vst.fin.  A function
+ * of its own: inside the interpreter's one large body the compiler spilled
+ * the accumulators, and the sum ran through memory at a store-forwarding
+ * round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(
+    const tc__vins *in, const tc__vins *ac, tc__vst *s, const float *a, const float *b, const float *sp,
+    const float *tp, float *d, int m, int sa, int sb, int fin) {
+    float *acc = s->acc[ac->a], *fold = fin ? &s->slot[ac->a] : NULL;
+    int i, pro = sp || tp, fsq = ac->c == TC__COMB_SUMSQ;
     TC__VF a0, a1, a2, a3;
-    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
     TC__VACC_BEGIN(acc, ac->c, fold);
     if (!b) {
         TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
@@ -13853,6 +13993,78 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
+/* Compute instruction `in` over m vectors into d: operands a, b, c (NULL:
+ * none) read with strides sa, sb, sc (0: a uniform's one vector), operand
+ * a through the prologue's uniforms sp, tp (NULL: 1 and -0, which leave
+ * every value, -0 included, as it is: a multiply-add per vector in place
+ * of the pass over the tile that computing a*as+at on its own would cost),
+ * stored non-temporally when ntd.  The interpreter and the pre-decoded
+ * steps (tc__vplan) both run it, so they compute the same bits. */
+TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const float *b, const float *c,
+                                    const float *sp, const float *tp, float *d, int m, int sa, int sb, int sc,
+                                    int ntd) {
+    int i, pro = sp || tp;
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    switch (in->op) {
+    case TC__OP_WHERE:
+        TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+        break;
+    default:
+        if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+            switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+            default: break;
+            }
+        } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+            default: break;
+            }
+        } else if (b) {
+            /* one switch per tile, not per vector: the op is hoisted,
+             * and so is a uniform operand (a register, not a load) */
+            switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+            default: break;
+            }
+        } else {
+            /* a uniform operand makes a uniform result: m is 1 then */
+            float p0 = in->f0, p1 = in->f1;
+            switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+            case TC__OP_CLONE:
+            case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= the register
  * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -13860,8 +14072,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d;
-        int uni = 0, m, sa, sb, sc, ntd, pro;
-        TC__VF sv, tv;
+        const float *sp, *tp, *pb;
+        int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
          * kernel's dispatches, and the interpreter's own instructions cost
@@ -13913,7 +14125,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         m = nv;
         sa = sb = sc = TC__W;
         ntd = 0;
-        pro = in->as >= 0 || in->at >= 0;
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
@@ -13937,92 +14148,120 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        sp = in->as >= 0 ? s->r[in->as] : NULL;
+        tp = in->at >= 0 ? s->r[in->at] : NULL;
+        pb = in->b >= 0 ? s->r[in->b] : NULL;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
-            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
-            s->r[in->dst] = d;
-            s->u[in->dst] = 0;
-            continue;
-        }
+            TC__VFN(tc__vrun_acc_)(in, &code[k + 1], s, s->r[in->a], pb, sp, tp, d, m, sa, sb, s->fin);
+            k++;
+        } else
 #endif
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->au) {
-#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
-#define TC__VQA_(AU)                                                                   \
-    case TC__OP_##AU:                                                                  \
-        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
-        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
-        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
-        else TC__VQ_(AU, -1);                                                          \
-        break;
-                    TC__RATIO_GATE_OPS(TC__VQA_)
-#undef TC__VQA_
-#undef TC__VQ_
-                default: break;
-                }
-            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                   \
-    case TC__OP_##ID:                 \
-        TC__VB_FORMS_(ID, TC__RUN)    \
-        break;
-                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
+            TC__VFN(tc__vcompute_)(in, s->r[in->a], pb, in->c >= 0 ? s->r[in->c] : NULL, sp, tp, d, m, sa, sb,
+                                   sc, ntd);
         s->r[in->dst] = d;
         s->u[in->dst] = uni;
     }
 }
+
+/* The pre-decoded steps (tc__vstep): each does what the interpreter does
+ * for its instruction, with the decisions made (tc__vplan_build). */
+#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+
+/* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VS_P(st, s, 0);
+    if (st->e) {
+        TC__VF v = TC__LD(x);
+        int i;
+        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
+        x = st->e;
+    }
+    return x;
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    const char *p = s->ptr[st->k];
+    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+    int u;
+    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    int i;
+    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
+    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
+    int a = st->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
+                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
+    float *d = st->d;
+    int ntd = 0;
+    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+    if (!d) { /* straight into the result */
+        d = (float *)s->ptr[st->od];
+        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+    }
+#if TC__ISA_W > 1
+    if (st->ac) {
+        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+        return;
+    }
+#endif
+    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
+                           st->sc, ntd);
+}
+/* A compute instruction on uniform operands: one vector, as
+ * tc__vcompute_ computes it with m = 1 (the same functions on the same
+ * vector), without that function's set-up for a tile: a row kernel's row
+ * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
+ * rsqrt(var + eps)), which cost it more than its real work at short rows. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vins *in = st->in;
+    TC__VF x = TC__LD(st->p[0]);
+    (void)s;
+    if (st->sp || st->tp)
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+    if (in->op == TC__OP_WHERE) {
+        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+    } else if (in->au >= 0) {
+        int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+    } else if (in->bu >= 0) {
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+    } else if (in->b >= 0) {
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+    } else {
+        x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
+    }
+    TC__ST(st->d, x);
+}
+static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
+    TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
+    TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
+    TC__VFN(tc__vs_uniform_)};
+#undef TC__VS_P
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
@@ -15092,18 +15331,19 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
 #if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
- * is stored.  A function of its own: inside the interpreter's one large
- * body the compiler spilled the accumulators, and the sum ran through
- * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
-                                                                                     tc__vst *s, float *d,
-                                                           int m, int sa, int sb) {
-    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
-    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
-    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+ * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
+ * (NULL: 1, -0) as resolved by the caller, fin as tc__vst.fin.  A function
+ * of its own: inside the interpreter's one large body the compiler spilled
+ * the accumulators, and the sum ran through memory at a store-forwarding
+ * round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(
+    const tc__vins *in, const tc__vins *ac, tc__vst *s, const float *a, const float *b, const float *sp,
+    const float *tp, float *d, int m, int sa, int sb, int fin) {
+    float *acc = s->acc[ac->a], *fold = fin ? &s->slot[ac->a] : NULL;
+    int i, pro = sp || tp, fsq = ac->c == TC__COMB_SUMSQ;
     TC__VF a0, a1, a2, a3;
-    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
     TC__VACC_BEGIN(acc, ac->c, fold);
     if (!b) {
         TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
@@ -15122,6 +15362,78 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
+/* Compute instruction `in` over m vectors into d: operands a, b, c (NULL:
+ * none) read with strides sa, sb, sc (0: a uniform's one vector), operand
+ * a through the prologue's uniforms sp, tp (NULL: 1 and -0, which leave
+ * every value, -0 included, as it is: a multiply-add per vector in place
+ * of the pass over the tile that computing a*as+at on its own would cost),
+ * stored non-temporally when ntd.  The interpreter and the pre-decoded
+ * steps (tc__vplan) both run it, so they compute the same bits. */
+TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const float *b, const float *c,
+                                    const float *sp, const float *tp, float *d, int m, int sa, int sb, int sc,
+                                    int ntd) {
+    int i, pro = sp || tp;
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    switch (in->op) {
+    case TC__OP_WHERE:
+        TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+        break;
+    default:
+        if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+            switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+            default: break;
+            }
+        } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+            default: break;
+            }
+        } else if (b) {
+            /* one switch per tile, not per vector: the op is hoisted,
+             * and so is a uniform operand (a register, not a load) */
+            switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+            default: break;
+            }
+        } else {
+            /* a uniform operand makes a uniform result: m is 1 then */
+            float p0 = in->f0, p1 = in->f1;
+            switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+            case TC__OP_CLONE:
+            case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= the register
  * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -15129,8 +15441,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d;
-        int uni = 0, m, sa, sb, sc, ntd, pro;
-        TC__VF sv, tv;
+        const float *sp, *tp, *pb;
+        int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
          * kernel's dispatches, and the interpreter's own instructions cost
@@ -15182,7 +15494,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         m = nv;
         sa = sb = sc = TC__W;
         ntd = 0;
-        pro = in->as >= 0 || in->at >= 0;
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
@@ -15206,92 +15517,120 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        sp = in->as >= 0 ? s->r[in->as] : NULL;
+        tp = in->at >= 0 ? s->r[in->at] : NULL;
+        pb = in->b >= 0 ? s->r[in->b] : NULL;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
-            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
-            s->r[in->dst] = d;
-            s->u[in->dst] = 0;
-            continue;
-        }
+            TC__VFN(tc__vrun_acc_)(in, &code[k + 1], s, s->r[in->a], pb, sp, tp, d, m, sa, sb, s->fin);
+            k++;
+        } else
 #endif
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->au) {
-#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
-#define TC__VQA_(AU)                                                                   \
-    case TC__OP_##AU:                                                                  \
-        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
-        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
-        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
-        else TC__VQ_(AU, -1);                                                          \
-        break;
-                    TC__RATIO_GATE_OPS(TC__VQA_)
-#undef TC__VQA_
-#undef TC__VQ_
-                default: break;
-                }
-            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                   \
-    case TC__OP_##ID:                 \
-        TC__VB_FORMS_(ID, TC__RUN)    \
-        break;
-                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
+            TC__VFN(tc__vcompute_)(in, s->r[in->a], pb, in->c >= 0 ? s->r[in->c] : NULL, sp, tp, d, m, sa, sb,
+                                   sc, ntd);
         s->r[in->dst] = d;
         s->u[in->dst] = uni;
     }
 }
+
+/* The pre-decoded steps (tc__vstep): each does what the interpreter does
+ * for its instruction, with the decisions made (tc__vplan_build). */
+#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+
+/* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VS_P(st, s, 0);
+    if (st->e) {
+        TC__VF v = TC__LD(x);
+        int i;
+        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
+        x = st->e;
+    }
+    return x;
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    const char *p = s->ptr[st->k];
+    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+    int u;
+    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    int i;
+    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
+    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
+    int a = st->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
+                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
+    float *d = st->d;
+    int ntd = 0;
+    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+    if (!d) { /* straight into the result */
+        d = (float *)s->ptr[st->od];
+        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+    }
+#if TC__ISA_W > 1
+    if (st->ac) {
+        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+        return;
+    }
+#endif
+    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
+                           st->sc, ntd);
+}
+/* A compute instruction on uniform operands: one vector, as
+ * tc__vcompute_ computes it with m = 1 (the same functions on the same
+ * vector), without that function's set-up for a tile: a row kernel's row
+ * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
+ * rsqrt(var + eps)), which cost it more than its real work at short rows. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vins *in = st->in;
+    TC__VF x = TC__LD(st->p[0]);
+    (void)s;
+    if (st->sp || st->tp)
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+    if (in->op == TC__OP_WHERE) {
+        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+    } else if (in->au >= 0) {
+        int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+    } else if (in->bu >= 0) {
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+    } else if (in->b >= 0) {
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+    } else {
+        x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
+    }
+    TC__ST(st->d, x);
+}
+static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
+    TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
+    TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
+    TC__VFN(tc__vs_uniform_)};
+#undef TC__VS_P
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
@@ -16361,18 +16700,19 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
 #if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
- * is stored.  A function of its own: inside the interpreter's one large
- * body the compiler spilled the accumulators, and the sum ran through
- * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
-                                                                                     tc__vst *s, float *d,
-                                                           int m, int sa, int sb) {
-    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
-    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
-    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+ * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
+ * (NULL: 1, -0) as resolved by the caller, fin as tc__vst.fin.  A function
+ * of its own: inside the interpreter's one large body the compiler spilled
+ * the accumulators, and the sum ran through memory at a store-forwarding
+ * round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(
+    const tc__vins *in, const tc__vins *ac, tc__vst *s, const float *a, const float *b, const float *sp,
+    const float *tp, float *d, int m, int sa, int sb, int fin) {
+    float *acc = s->acc[ac->a], *fold = fin ? &s->slot[ac->a] : NULL;
+    int i, pro = sp || tp, fsq = ac->c == TC__COMB_SUMSQ;
     TC__VF a0, a1, a2, a3;
-    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
     TC__VACC_BEGIN(acc, ac->c, fold);
     if (!b) {
         TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
@@ -16391,6 +16731,78 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
+/* Compute instruction `in` over m vectors into d: operands a, b, c (NULL:
+ * none) read with strides sa, sb, sc (0: a uniform's one vector), operand
+ * a through the prologue's uniforms sp, tp (NULL: 1 and -0, which leave
+ * every value, -0 included, as it is: a multiply-add per vector in place
+ * of the pass over the tile that computing a*as+at on its own would cost),
+ * stored non-temporally when ntd.  The interpreter and the pre-decoded
+ * steps (tc__vplan) both run it, so they compute the same bits. */
+TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const float *b, const float *c,
+                                    const float *sp, const float *tp, float *d, int m, int sa, int sb, int sc,
+                                    int ntd) {
+    int i, pro = sp || tp;
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    switch (in->op) {
+    case TC__OP_WHERE:
+        TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+        break;
+    default:
+        if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+            switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+            default: break;
+            }
+        } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+            default: break;
+            }
+        } else if (b) {
+            /* one switch per tile, not per vector: the op is hoisted,
+             * and so is a uniform operand (a register, not a load) */
+            switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+            default: break;
+            }
+        } else {
+            /* a uniform operand makes a uniform result: m is 1 then */
+            float p0 = in->f0, p1 = in->f1;
+            switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+            case TC__OP_CLONE:
+            case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= the register
  * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -16398,8 +16810,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d;
-        int uni = 0, m, sa, sb, sc, ntd, pro;
-        TC__VF sv, tv;
+        const float *sp, *tp, *pb;
+        int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
          * kernel's dispatches, and the interpreter's own instructions cost
@@ -16451,7 +16863,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         m = nv;
         sa = sb = sc = TC__W;
         ntd = 0;
-        pro = in->as >= 0 || in->at >= 0;
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
@@ -16475,92 +16886,120 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        sp = in->as >= 0 ? s->r[in->as] : NULL;
+        tp = in->at >= 0 ? s->r[in->at] : NULL;
+        pb = in->b >= 0 ? s->r[in->b] : NULL;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
-            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
-            s->r[in->dst] = d;
-            s->u[in->dst] = 0;
-            continue;
-        }
+            TC__VFN(tc__vrun_acc_)(in, &code[k + 1], s, s->r[in->a], pb, sp, tp, d, m, sa, sb, s->fin);
+            k++;
+        } else
 #endif
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->au) {
-#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
-#define TC__VQA_(AU)                                                                   \
-    case TC__OP_##AU:                                                                  \
-        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
-        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
-        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
-        else TC__VQ_(AU, -1);                                                          \
-        break;
-                    TC__RATIO_GATE_OPS(TC__VQA_)
-#undef TC__VQA_
-#undef TC__VQ_
-                default: break;
-                }
-            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                   \
-    case TC__OP_##ID:                 \
-        TC__VB_FORMS_(ID, TC__RUN)    \
-        break;
-                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
+            TC__VFN(tc__vcompute_)(in, s->r[in->a], pb, in->c >= 0 ? s->r[in->c] : NULL, sp, tp, d, m, sa, sb,
+                                   sc, ntd);
         s->r[in->dst] = d;
         s->u[in->dst] = uni;
     }
 }
+
+/* The pre-decoded steps (tc__vstep): each does what the interpreter does
+ * for its instruction, with the decisions made (tc__vplan_build). */
+#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+
+/* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VS_P(st, s, 0);
+    if (st->e) {
+        TC__VF v = TC__LD(x);
+        int i;
+        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
+        x = st->e;
+    }
+    return x;
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    const char *p = s->ptr[st->k];
+    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+    int u;
+    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    int i;
+    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
+    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
+    int a = st->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
+                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
+    float *d = st->d;
+    int ntd = 0;
+    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+    if (!d) { /* straight into the result */
+        d = (float *)s->ptr[st->od];
+        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+    }
+#if TC__ISA_W > 1
+    if (st->ac) {
+        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+        return;
+    }
+#endif
+    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
+                           st->sc, ntd);
+}
+/* A compute instruction on uniform operands: one vector, as
+ * tc__vcompute_ computes it with m = 1 (the same functions on the same
+ * vector), without that function's set-up for a tile: a row kernel's row
+ * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
+ * rsqrt(var + eps)), which cost it more than its real work at short rows. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vins *in = st->in;
+    TC__VF x = TC__LD(st->p[0]);
+    (void)s;
+    if (st->sp || st->tp)
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+    if (in->op == TC__OP_WHERE) {
+        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+    } else if (in->au >= 0) {
+        int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+    } else if (in->bu >= 0) {
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+    } else if (in->b >= 0) {
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+    } else {
+        x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
+    }
+    TC__ST(st->d, x);
+}
+static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
+    TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
+    TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
+    TC__VFN(tc__vs_uniform_)};
+#undef TC__VS_P
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
@@ -16666,14 +17105,15 @@ typedef struct tc__isa_impl {
     tc__vm_math_fn math;
     tc__vm_init_fn init;
     tc__vm_flash_fn flash_softmax;
+    const tc__vstep_fn *steps;  /* the pre-decoded steps' handlers (TC__VS_*) */
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar},
-    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar, tc__vsteps_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128, tc__vsteps_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2},
-    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2, tc__vsteps_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512, tc__vsteps_avx512},
 #endif
 };
 
@@ -17065,6 +17505,174 @@ TC__FN int tc__krun_arm_rows(const tc__krun *kr, tc__vst *s, char *const *at, in
     return s->npf;
 }
 
+/* A part's pre-decoded stages (tc__vstep): step[begin[si]..begin[si + 1])
+ * run stage si, u[] holds the uniform values (a vector each). */
+#define TC__VPLAN_MAXSTEP 64
+#define TC__VPLAN_MAXU 32
+typedef struct tc__vplan {
+    tc__vstep step[TC__VPLAN_MAXSTEP];
+    int begin[TC__VM_MAXSTAGE + 1];
+    float u[TC__VPLAN_MAXU][16];
+} tc__vplan;
+
+/* Tests set it to run every kernel through the interpreter. */
+static int tc__vplan_off = 0;
+
+/* What a register holds while a stage is pre-decoded: a fixed buffer
+ * (p), or else access `pa` at the row's pointer; uniform (one vector). */
+typedef struct tc__vreg {
+    const float *p;
+    int pa, uni, set;
+} tc__vreg;
+
+/* Operand j of step st reads register r (0: no such register in the
+ * stage, which the interpreter alone runs). */
+TC__FN int tc__vplan_operand(tc__vstep *st, int j, const tc__vreg *reg, int r) {
+    if (!reg[r].set) return 0;
+    st->p[j] = reg[r].p;
+    st->pa[j] = reg[r].pa;
+    return 1;
+}
+
+/* Steps of a store of register r (STOREL, STORE, ACC): a uniform one is
+ * expanded into its tile buffer first, and reads as that from then on (as
+ * tc__vexpand_ leaves it). */
+TC__FN int tc__vplan_store_src(tc__vstep *st, const tc__vst *s, tc__vreg *reg, int r) {
+    if (!tc__vplan_operand(st, 0, reg, r)) return 0;
+    if (reg[r].uni) {
+        st->e = s->buf[r];
+        reg[r].p = s->buf[r];
+        reg[r].uni = 0;
+    }
+    return 1;
+}
+
+/* Pre-decodes k's stages for thread state s, stage si over tiles of
+ * len[si] elements, decided exactly as tc__vm_tile_ decides at each tile
+ * (the same uniform registers, fusions and paths: the steps compute the
+ * same bits).  s's row buffers must stay where they are while it runs.
+ * Returns 0 where it cannot (too many steps or uniform values, a register
+ * read before the stage writes it): the interpreter runs those. */
+TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, const int *len) {
+    const tc__kernel *k = kr->k;
+    const tc__vstep_fn *fn = kr->isa->steps;
+    int w = kr->isa->lanes, last = kr->ndim - 1, n = 0, nu = 0, si, i, j;
+    for (si = 0; si < k->nstage; si++) {
+        const tc__kstage *stg = &k->stage[si];
+        tc__vreg reg[TC__VM_MAXREG];
+        int tl = len[si], m = (tl + w - 1) / w, whole = tl % w == 0;
+        memset(reg, 0, sizeof reg);
+        pl->begin[si] = n;
+        for (i = stg->begin; i < stg->end; i++) {
+            const tc__vins *in = &k->code[i];
+            tc__vstep *st = &pl->step[n];
+            tc__vreg *rd = in->dst >= 0 ? &reg[in->dst] : NULL;
+            int a = in->a, emit = 1;
+            if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
+            memset(st, 0, sizeof *st);
+            st->in = in;
+            st->m = m;
+            st->len = tl;
+            st->fin = !stg->scalar;
+            st->k = a;
+            st->od = -1;
+            switch (in->op) {
+            case TC__V_LOAD: {
+                int64_t stride = kr->st[a][last];
+                rd->set = 1;
+                rd->uni = stride == 0;
+                rd->pa = a;
+                if (s->dt[a] & TC__VST_LANES) { /* a lane per row: a vector of row values when uniform */
+                    st->fn = fn[TC__VS_TRLOAD];
+                    st->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
+                } else if (rd->uni) {
+                    st->fn = fn[TC__VS_BCAST];
+                    st->d = pl->u[nu++];
+                } else if (s->dt[a] == TC_F32 && stride == 1 && whole) {
+                    emit = 0; /* read in place */
+                } else {
+                    st->fn = fn[TC__VS_LOAD];
+                    st->d = s->buf[in->dst];
+                }
+                rd->p = st->d;
+                break;
+            }
+            case TC__V_CONST:
+                for (j = 0; j < 16; j++) pl->u[nu][j] = in->f0;
+                rd->p = pl->u[nu++];
+                rd->uni = rd->set = 1;
+                emit = 0;
+                break;
+            case TC__V_SLOT:
+                st->fn = fn[TC__VS_SLOT];
+                rd->p = st->d = pl->u[nu++];
+                rd->uni = rd->set = 1;
+                break;
+            case TC__V_LOADL:
+                rd->p = s->local[a];
+                rd->uni = 0;
+                rd->set = 1;
+                emit = 0;
+                break;
+            case TC__V_STOREL:
+            case TC__V_STORE:
+            case TC__V_ACC:
+                if (!tc__vplan_store_src(st, s, reg, in->b)) return 0;
+                st->fn = fn[in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC];
+                if (in->op == TC__V_STOREL) st->d = s->local[a];
+                break;
+            default: {
+                int uni;
+                if (!tc__vplan_operand(st, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(st, 1, reg, in->b)) ||
+                    (in->c >= 0 && !tc__vplan_operand(st, 2, reg, in->c)) ||
+                    (in->as >= 0 && (!reg[in->as].set || !reg[in->as].uni)) ||
+                    (in->at >= 0 && (!reg[in->at].set || !reg[in->at].uni)))
+                    return 0;
+                st->fn = fn[TC__VS_COMPUTE];
+                st->sp = in->as >= 0 ? reg[in->as].p : NULL;
+                st->tp = in->at >= 0 ? reg[in->at].p : NULL;
+                uni = reg[a].uni && (in->b < 0 || reg[in->b].uni) && (in->c < 0 || reg[in->c].uni);
+                st->sa = reg[a].uni ? 0 : w;
+                st->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
+                st->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
+                st->d = s->buf[in->dst];
+                if (uni) {
+                    st->fn = fn[TC__VS_UNIFORM];
+                    st->m = 1;
+                    st->d = pl->u[nu++];
+                } else if (in->fz & TC__FZ_LOCAL) {
+                    st->d = s->local[in[1].a];
+                    i++;
+                } else if ((in->fz & TC__FZ_OUT) && whole && s->dt[in[1].a] == TC_F32 && kr->st[in[1].a][last] == 1) {
+                    st->d = NULL;
+                    st->od = in[1].a;
+                    i++;
+                }
+                /* a sum of the value next: taken as it is stored */
+                if (w > 1 && !uni && whole && (in->fz & TC__FZ_ACC)) {
+                    st->ac = &k->code[i + 1];
+                    i++;
+                }
+                rd->set = 1;
+                rd->uni = uni;
+                rd->p = st->d;
+                rd->pa = st->od;
+                break;
+            }
+            }
+            n += emit;
+        }
+    }
+    pl->begin[k->nstage] = n;
+    return 1;
+}
+
+/* Runs steps [0, n) of a plan. */
+TC__FN void tc__vplan_run(const tc__vstep *st, int n, tc__vst *s) {
+    const tc__vstep *end = st + n;
+    for (; st < end; st++) st->fn(st, s);
+}
+
 /* Rows [b, e) a group of lanes at a time: lane r of every vector walks
  * row o + r, each stage runs once per group over its n columns, and the
  * row scalars are vectors of a value per row. */
@@ -17077,7 +17685,11 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
     char *lp[TC__VM_MAXACC][16];
     s->slotv = slotv;
     s->lp = lp;
+    tc__vplan pl;
+    int len[TC__VM_MAXSTAGE], planned;
     for (a = 0; a < k->nacc; a++) s->dt[a] |= TC__VST_LANES;
+    for (si = 0; si < k->nstage; si++) len[si] = (k->stage[si].scalar ? 1 : n) * w;
+    planned = e - b > w && !tc__vplan_off && tc__vplan_build(kr, s, &pl, len);
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     s->tr = 1;
@@ -17094,7 +17706,8 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
             const tc__kstage *stg = &k->stage[si];
             s->fin = !stg->scalar;
             s->trl = stg->scalar ? 1 : n;
-            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
+            if (planned) tc__vplan_run(pl.step + pl.begin[si], pl.begin[si + 1] - pl.begin[si], s);
+            else kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
             if (si == 0) { /* the next group of w rows, as one span */
                 char *g0[TC__VM_MAXACC];
                 for (a = 0; a < k->nacc; a++) g0[a] = s->lp[a][0];
@@ -17119,7 +17732,11 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     /* rows this far ahead of the one computing (4 to 32 KB ahead measured
      * alike at rows of 512 and 1024 floats) */
     int64_t o, ahead = n > 0 ? TC__FETCH_AHEAD_BYTES / ((int64_t)n * (int64_t)sizeof(float)) : 1;
+    tc__vplan pl;
+    int len[TC__VM_MAXSTAGE], planned;
     if (ahead < 1) ahead = 1;
+    for (si = 0; si < k->nstage; si++) len[si] = k->stage[si].scalar ? 1 : n;
+    planned = e - b > 1 && !tc__vplan_off && tc__vplan_build(kr, s, &pl, len);
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     for (o = b; o < e; o++) {
@@ -17129,7 +17746,8 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
         for (si = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
             s->fin = !stg->scalar;
-            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, stg->scalar ? 1 : n);
+            if (planned) tc__vplan_run(pl.step + pl.begin[si], pl.begin[si + 1] - pl.begin[si], s);
+            else kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len[si]);
             if (si == 0) {
                 tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
                 tc__vst_pf_rest(s);

@@ -184,6 +184,45 @@ typedef struct tc__vst {
     char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
 } tc__vst;
 
+/* One step of a pre-decoded stage (tc__vplan, vexec.c): an instruction,
+ * or a compute instruction with the row buffer / result store and the sum
+ * it fuses with, with everything the tile interpreter finds out about it
+ * at every tile of every row decided once per part of a launch: which
+ * registers are uniform (each uniform value gets a vector of its own, and
+ * constants are filled in once), where each operand is read (a fixed
+ * buffer, or NULL: access pa[] at the row's pointer), where the result
+ * goes, and what it fuses with.  Rows held in one tile repeat the same
+ * decisions at every row; a row kernel's own work is a few passes over a
+ * row, so those decisions were a third of a 1024-float softmax_ln's
+ * instructions at AVX-512. */
+enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
+    TC__VS_BCAST,    /* d <- access k's element, broadcast               */
+    TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
+    TC__VS_TRLOAD,   /* d <- access k, rows across lanes                 */
+    TC__VS_SLOT,     /* d <- slot k, broadcast                           */
+    TC__VS_STOREL,   /* row buffer d <- operand a                        */
+    TC__VS_STORE,    /* access k <- operand a                            */
+    TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
+    TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
+    TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
+    TC__VS_COUNT
+};
+struct tc__vstep;
+typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
+typedef struct tc__vstep {
+    tc__vstep_fn fn;
+    const tc__vins *in, *ac;         /* the instruction; its fused sum       */
+    const float *p[3];               /* operands a, b, c (NULL: access pa)   */
+    const float *sp, *tp;            /* operand a's prologue (NULL: none)    */
+    float *d;                        /* result (NULL: access od's pointer)   */
+    float *e;                        /* a uniform operand expanded here first */
+    int pa[3], od;
+    int sa, sb, sc;                  /* operand strides (0: uniform)         */
+    int m, len;                      /* vectors and elements of the tile     */
+    int k;                           /* the access, slot or row buffer       */
+    int fin;                         /* as tc__vst.fin                       */
+} tc__vstep;
+
 #ifdef TC__HAVE_VEXEC
 /* Issues the armed prefetch's lines up to `end` (at most all of them) for
  * every armed stream. */

@@ -26,14 +26,15 @@ typedef struct tc__isa_impl {
     tc__vm_math_fn math;
     tc__vm_init_fn init;
     tc__vm_flash_fn flash_softmax;
+    const tc__vstep_fn *steps;  /* the pre-decoded steps' handlers (TC__VS_*) */
 } tc__isa_impl;
 
 static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar},
-    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128},
+    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar, tc__vsteps_scalar},
+    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128, tc__vsteps_v128},
 #ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2},
-    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512},
+    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2, tc__vsteps_avx2},
+    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512, tc__vsteps_avx512},
 #endif
 };
 
@@ -425,6 +426,174 @@ TC__FN int tc__krun_arm_rows(const tc__krun *kr, tc__vst *s, char *const *at, in
     return s->npf;
 }
 
+/* A part's pre-decoded stages (tc__vstep): step[begin[si]..begin[si + 1])
+ * run stage si, u[] holds the uniform values (a vector each). */
+#define TC__VPLAN_MAXSTEP 64
+#define TC__VPLAN_MAXU 32
+typedef struct tc__vplan {
+    tc__vstep step[TC__VPLAN_MAXSTEP];
+    int begin[TC__VM_MAXSTAGE + 1];
+    float u[TC__VPLAN_MAXU][16];
+} tc__vplan;
+
+/* Tests set it to run every kernel through the interpreter. */
+static int tc__vplan_off = 0;
+
+/* What a register holds while a stage is pre-decoded: a fixed buffer
+ * (p), or else access `pa` at the row's pointer; uniform (one vector). */
+typedef struct tc__vreg {
+    const float *p;
+    int pa, uni, set;
+} tc__vreg;
+
+/* Operand j of step st reads register r (0: no such register in the
+ * stage, which the interpreter alone runs). */
+TC__FN int tc__vplan_operand(tc__vstep *st, int j, const tc__vreg *reg, int r) {
+    if (!reg[r].set) return 0;
+    st->p[j] = reg[r].p;
+    st->pa[j] = reg[r].pa;
+    return 1;
+}
+
+/* Steps of a store of register r (STOREL, STORE, ACC): a uniform one is
+ * expanded into its tile buffer first, and reads as that from then on (as
+ * tc__vexpand_ leaves it). */
+TC__FN int tc__vplan_store_src(tc__vstep *st, const tc__vst *s, tc__vreg *reg, int r) {
+    if (!tc__vplan_operand(st, 0, reg, r)) return 0;
+    if (reg[r].uni) {
+        st->e = s->buf[r];
+        reg[r].p = s->buf[r];
+        reg[r].uni = 0;
+    }
+    return 1;
+}
+
+/* Pre-decodes k's stages for thread state s, stage si over tiles of
+ * len[si] elements, decided exactly as tc__vm_tile_ decides at each tile
+ * (the same uniform registers, fusions and paths: the steps compute the
+ * same bits).  s's row buffers must stay where they are while it runs.
+ * Returns 0 where it cannot (too many steps or uniform values, a register
+ * read before the stage writes it): the interpreter runs those. */
+TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, const int *len) {
+    const tc__kernel *k = kr->k;
+    const tc__vstep_fn *fn = kr->isa->steps;
+    int w = kr->isa->lanes, last = kr->ndim - 1, n = 0, nu = 0, si, i, j;
+    for (si = 0; si < k->nstage; si++) {
+        const tc__kstage *stg = &k->stage[si];
+        tc__vreg reg[TC__VM_MAXREG];
+        int tl = len[si], m = (tl + w - 1) / w, whole = tl % w == 0;
+        memset(reg, 0, sizeof reg);
+        pl->begin[si] = n;
+        for (i = stg->begin; i < stg->end; i++) {
+            const tc__vins *in = &k->code[i];
+            tc__vstep *st = &pl->step[n];
+            tc__vreg *rd = in->dst >= 0 ? &reg[in->dst] : NULL;
+            int a = in->a, emit = 1;
+            if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
+            memset(st, 0, sizeof *st);
+            st->in = in;
+            st->m = m;
+            st->len = tl;
+            st->fin = !stg->scalar;
+            st->k = a;
+            st->od = -1;
+            switch (in->op) {
+            case TC__V_LOAD: {
+                int64_t stride = kr->st[a][last];
+                rd->set = 1;
+                rd->uni = stride == 0;
+                rd->pa = a;
+                if (s->dt[a] & TC__VST_LANES) { /* a lane per row: a vector of row values when uniform */
+                    st->fn = fn[TC__VS_TRLOAD];
+                    st->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
+                } else if (rd->uni) {
+                    st->fn = fn[TC__VS_BCAST];
+                    st->d = pl->u[nu++];
+                } else if (s->dt[a] == TC_F32 && stride == 1 && whole) {
+                    emit = 0; /* read in place */
+                } else {
+                    st->fn = fn[TC__VS_LOAD];
+                    st->d = s->buf[in->dst];
+                }
+                rd->p = st->d;
+                break;
+            }
+            case TC__V_CONST:
+                for (j = 0; j < 16; j++) pl->u[nu][j] = in->f0;
+                rd->p = pl->u[nu++];
+                rd->uni = rd->set = 1;
+                emit = 0;
+                break;
+            case TC__V_SLOT:
+                st->fn = fn[TC__VS_SLOT];
+                rd->p = st->d = pl->u[nu++];
+                rd->uni = rd->set = 1;
+                break;
+            case TC__V_LOADL:
+                rd->p = s->local[a];
+                rd->uni = 0;
+                rd->set = 1;
+                emit = 0;
+                break;
+            case TC__V_STOREL:
+            case TC__V_STORE:
+            case TC__V_ACC:
+                if (!tc__vplan_store_src(st, s, reg, in->b)) return 0;
+                st->fn = fn[in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC];
+                if (in->op == TC__V_STOREL) st->d = s->local[a];
+                break;
+            default: {
+                int uni;
+                if (!tc__vplan_operand(st, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(st, 1, reg, in->b)) ||
+                    (in->c >= 0 && !tc__vplan_operand(st, 2, reg, in->c)) ||
+                    (in->as >= 0 && (!reg[in->as].set || !reg[in->as].uni)) ||
+                    (in->at >= 0 && (!reg[in->at].set || !reg[in->at].uni)))
+                    return 0;
+                st->fn = fn[TC__VS_COMPUTE];
+                st->sp = in->as >= 0 ? reg[in->as].p : NULL;
+                st->tp = in->at >= 0 ? reg[in->at].p : NULL;
+                uni = reg[a].uni && (in->b < 0 || reg[in->b].uni) && (in->c < 0 || reg[in->c].uni);
+                st->sa = reg[a].uni ? 0 : w;
+                st->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
+                st->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
+                st->d = s->buf[in->dst];
+                if (uni) {
+                    st->fn = fn[TC__VS_UNIFORM];
+                    st->m = 1;
+                    st->d = pl->u[nu++];
+                } else if (in->fz & TC__FZ_LOCAL) {
+                    st->d = s->local[in[1].a];
+                    i++;
+                } else if ((in->fz & TC__FZ_OUT) && whole && s->dt[in[1].a] == TC_F32 && kr->st[in[1].a][last] == 1) {
+                    st->d = NULL;
+                    st->od = in[1].a;
+                    i++;
+                }
+                /* a sum of the value next: taken as it is stored */
+                if (w > 1 && !uni && whole && (in->fz & TC__FZ_ACC)) {
+                    st->ac = &k->code[i + 1];
+                    i++;
+                }
+                rd->set = 1;
+                rd->uni = uni;
+                rd->p = st->d;
+                rd->pa = st->od;
+                break;
+            }
+            }
+            n += emit;
+        }
+    }
+    pl->begin[k->nstage] = n;
+    return 1;
+}
+
+/* Runs steps [0, n) of a plan. */
+TC__FN void tc__vplan_run(const tc__vstep *st, int n, tc__vst *s) {
+    const tc__vstep *end = st + n;
+    for (; st < end; st++) st->fn(st, s);
+}
+
 /* Rows [b, e) a group of lanes at a time: lane r of every vector walks
  * row o + r, each stage runs once per group over its n columns, and the
  * row scalars are vectors of a value per row. */
@@ -437,7 +606,11 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
     char *lp[TC__VM_MAXACC][16];
     s->slotv = slotv;
     s->lp = lp;
+    tc__vplan pl;
+    int len[TC__VM_MAXSTAGE], planned;
     for (a = 0; a < k->nacc; a++) s->dt[a] |= TC__VST_LANES;
+    for (si = 0; si < k->nstage; si++) len[si] = (k->stage[si].scalar ? 1 : n) * w;
+    planned = e - b > w && !tc__vplan_off && tc__vplan_build(kr, s, &pl, len);
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     s->tr = 1;
@@ -454,7 +627,8 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
             const tc__kstage *stg = &k->stage[si];
             s->fin = !stg->scalar;
             s->trl = stg->scalar ? 1 : n;
-            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
+            if (planned) tc__vplan_run(pl.step + pl.begin[si], pl.begin[si + 1] - pl.begin[si], s);
+            else kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, s->trl * w);
             if (si == 0) { /* the next group of w rows, as one span */
                 char *g0[TC__VM_MAXACC];
                 for (a = 0; a < k->nacc; a++) g0[a] = s->lp[a][0];
@@ -479,7 +653,11 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     /* rows this far ahead of the one computing (4 to 32 KB ahead measured
      * alike at rows of 512 and 1024 floats) */
     int64_t o, ahead = n > 0 ? TC__FETCH_AHEAD_BYTES / ((int64_t)n * (int64_t)sizeof(float)) : 1;
+    tc__vplan pl;
+    int len[TC__VM_MAXSTAGE], planned;
     if (ahead < 1) ahead = 1;
+    for (si = 0; si < k->nstage; si++) len[si] = k->stage[si].scalar ? 1 : n;
+    planned = e - b > 1 && !tc__vplan_off && tc__vplan_build(kr, s, &pl, len);
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     for (o = b; o < e; o++) {
@@ -489,7 +667,8 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
         for (si = 0; si < k->nstage; si++) {
             const tc__kstage *stg = &k->stage[si];
             s->fin = !stg->scalar;
-            kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, stg->scalar ? 1 : n);
+            if (planned) tc__vplan_run(pl.step + pl.begin[si], pl.begin[si + 1] - pl.begin[si], s);
+            else kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len[si]);
             if (si == 0) {
                 tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
                 tc__vst_pf_rest(s);

@@ -986,18 +986,19 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
 #if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
- * is stored.  A function of its own: inside the interpreter's one large
- * body the compiler spilled the accumulators, and the sum ran through
- * memory at a store-forwarding round trip per vector. */
-static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(const tc__vins *in, const tc__vins *ac,
-                                                                                     tc__vst *s, float *d,
-                                                           int m, int sa, int sb) {
-    const float *a = s->r[in->a], *b = in->b >= 0 ? s->r[in->b] : NULL;
-    float *acc = s->acc[ac->a], *fold = s->fin ? &s->slot[ac->a] : NULL;
-    int i, pro = in->as >= 0 || in->at >= 0, fsq = ac->c == TC__COMB_SUMSQ;
+ * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
+ * (NULL: 1, -0) as resolved by the caller, fin as tc__vst.fin.  A function
+ * of its own: inside the interpreter's one large body the compiler spilled
+ * the accumulators, and the sum ran through memory at a store-forwarding
+ * round trip per vector. */
+static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_acc_)(
+    const tc__vins *in, const tc__vins *ac, tc__vst *s, const float *a, const float *b, const float *sp,
+    const float *tp, float *d, int m, int sa, int sb, int fin) {
+    float *acc = s->acc[ac->a], *fold = fin ? &s->slot[ac->a] : NULL;
+    int i, pro = sp || tp, fsq = ac->c == TC__COMB_SUMSQ;
     TC__VF a0, a1, a2, a3;
-    TC__VF sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-    TC__VF tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
     TC__VACC_BEGIN(acc, ac->c, fold);
     if (!b) {
         TC__RUNA(TC__VFN(tc__vunary_)(TC__OP_EXP, TC__A(i), 0.0f, 0.0f));
@@ -1016,6 +1017,78 @@ static TC__ISA_ATTR TC__UNUSED __attribute__((noinline)) void TC__VFN(tc__vrun_a
 }
 #endif
 
+/* Compute instruction `in` over m vectors into d: operands a, b, c (NULL:
+ * none) read with strides sa, sb, sc (0: a uniform's one vector), operand
+ * a through the prologue's uniforms sp, tp (NULL: 1 and -0, which leave
+ * every value, -0 included, as it is: a multiply-add per vector in place
+ * of the pass over the tile that computing a*as+at on its own would cost),
+ * stored non-temporally when ntd.  The interpreter and the pre-decoded
+ * steps (tc__vplan) both run it, so they compute the same bits. */
+TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const float *b, const float *c,
+                                    const float *sp, const float *tp, float *d, int m, int sa, int sb, int sc,
+                                    int ntd) {
+    int i, pro = sp || tp;
+    TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
+    TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    switch (in->op) {
+    case TC__OP_WHERE:
+        TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
+        break;
+    default:
+        if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
+            switch (in->au) {
+#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
+#define TC__VQA_(AU)                                                                   \
+    case TC__OP_##AU:                                                                  \
+        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
+        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
+        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
+        else TC__VQ_(AU, -1);                                                          \
+        break;
+                TC__RATIO_GATE_OPS(TC__VQA_)
+#undef TC__VQA_
+#undef TC__VQ_
+            default: break;
+            }
+        } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
+            switch (in->bu) {
+#define TC__VG_(ID)                                                                                    \
+    case TC__OP_##ID:                                                                                  \
+        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
+        break;
+                TC__GATE_OPS(TC__VG_)
+#undef TC__VG_
+            default: break;
+            }
+        } else if (b) {
+            /* one switch per tile, not per vector: the op is hoisted,
+             * and so is a uniform operand (a register, not a load) */
+            switch (in->op) {
+#define TC__VB_(ID)                   \
+    case TC__OP_##ID:                 \
+        TC__VB_FORMS_(ID, TC__RUN)    \
+        break;
+                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
+                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#undef TC__VB_
+            default: break;
+            }
+        } else {
+            /* a uniform operand makes a uniform result: m is 1 then */
+            float p0 = in->f0, p1 = in->f1;
+            switch (in->op) {
+#define TC__VU_(X, ID, name)                                                                          \
+    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
+                TC__UNARY_OPS(TC__VU_, _)
+#undef TC__VU_
+            case TC__OP_CLONE:
+            case TC__OP_CAST: TC__RUN(TC__A(i)); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Runs code[0..n) over one tile of len elements (len <= the register
  * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
@@ -1023,8 +1096,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
     for (k = 0; k < n; k++) {
         const tc__vins *in = &code[k];
         float *d;
-        int uni = 0, m, sa, sb, sc, ntd, pro;
-        TC__VF sv, tv;
+        const float *sp, *tp, *pb;
+        int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
          * kernel's dispatches, and the interpreter's own instructions cost
@@ -1076,7 +1149,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         m = nv;
         sa = sb = sc = TC__W;
         ntd = 0;
-        pro = in->as >= 0 || in->at >= 0;
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
         /* compute: a uniform operand is read with stride 0; all uniform
          * operands make a uniform result computed once */
@@ -1100,92 +1172,120 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         }
         if (s->u[in->a]) sa = 0;
         if (in->b >= 0 && s->u[in->b]) sb = 0;
+        if (in->c >= 0 && s->u[in->c]) sc = 0;
+        sp = in->as >= 0 ? s->r[in->as] : NULL;
+        tp = in->at >= 0 ? s->r[in->at] : NULL;
+        pb = in->b >= 0 ? s->r[in->b] : NULL;
 #if TC__ISA_W > 1
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
         if (!uni && len % TC__W == 0 && (in->fz & TC__FZ_ACC)) {
             /* a sum of the value follows: taken as it is stored */
-            TC__VFN(tc__vrun_acc_)(in, &code[++k], s, d, m, sa, sb);
-            s->r[in->dst] = d;
-            s->u[in->dst] = 0;
-            continue;
-        }
+            TC__VFN(tc__vrun_acc_)(in, &code[k + 1], s, s->r[in->a], pb, sp, tp, d, m, sa, sb, s->fin);
+            k++;
+        } else
 #endif
-        if (in->c >= 0 && s->u[in->c]) sc = 0;
-        /* operand a is read as a * as + at (uniform registers, folded in by
-         * tc__kernel_simplify; absent: 1 and -0, which leave every value,
-         * -0 included, as it is): a multiply-add per vector in place of the
-         * pass over the tile that computing a*as+at on its own would cost */
-        sv = in->as >= 0 ? TC__LD(s->r[in->as]) : TC__SPL(1.0f);
-        tv = in->at >= 0 ? TC__LD(s->r[in->at]) : TC__SPL(-0.0f);
-        switch (in->op) {
-        case TC__OP_WHERE: {
-            const float *a = s->r[in->a], *b = s->r[in->b], *c = s->r[in->c];
-            TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
-            break;
-        }
-        default:
-            if (in->au >= 0) { /* au(a) * bu(b) or au(a) * b: ratio gates (tc__vratio_prod_) */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->au) {
-#define TC__VQ_(AU, BU) TC__RUN(TC__VFN(tc__vratio_prod_)(TC__OP_##AU, BU, TC__A(i), TC__LD(b + i * sb)))
-#define TC__VQA_(AU)                                                                   \
-    case TC__OP_##AU:                                                                  \
-        if (in->bu == TC__OP_SIGMOID) TC__VQ_(AU, TC__OP_SIGMOID);                     \
-        else if (in->bu == TC__OP_SILU) TC__VQ_(AU, TC__OP_SILU);                      \
-        else if (in->bu == TC__OP_GELU_TANH) TC__VQ_(AU, TC__OP_GELU_TANH);            \
-        else TC__VQ_(AU, -1);                                                          \
-        break;
-                    TC__RATIO_GATE_OPS(TC__VQA_)
-#undef TC__VQA_
-#undef TC__VQ_
-                default: break;
-                }
-            } else if (in->bu >= 0) { /* a * bu(b): a product with a gate */
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                switch (in->bu) {
-#define TC__VG_(ID)                                                                                    \
-    case TC__OP_##ID:                                                                                  \
-        TC__RUN(TC__A(i) * TC__VFN(tc__vunary_)(TC__OP_##ID, TC__LD(b + i * sb), 0.0f, 0.0f));        \
-        break;
-                    TC__GATE_OPS(TC__VG_)
-#undef TC__VG_
-                default: break;
-                }
-            } else if (in->b >= 0) {
-                const float *a = s->r[in->a], *b = s->r[in->b];
-                /* one switch per tile, not per vector: the op is hoisted,
-                 * and so is a uniform operand (a register, not a load) */
-                switch (in->op) {
-#define TC__VB_(ID)                   \
-    case TC__OP_##ID:                 \
-        TC__VB_FORMS_(ID, TC__RUN)    \
-        break;
-                    TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                    TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
-#undef TC__VB_
-                default: break;
-                }
-            } else {
-                /* a uniform operand makes a uniform result: m is 1 then */
-                const float *a = s->r[in->a];
-                float p0 = in->f0, p1 = in->f1;
-                switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
-    case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                    TC__UNARY_OPS(TC__VU_, _)
-#undef TC__VU_
-                case TC__OP_CLONE:
-                case TC__OP_CAST: TC__RUN(TC__A(i)); break;
-                default: break;
-                }
-            }
-        }
+            TC__VFN(tc__vcompute_)(in, s->r[in->a], pb, in->c >= 0 ? s->r[in->c] : NULL, sp, tp, d, m, sa, sb,
+                                   sc, ntd);
         s->r[in->dst] = d;
         s->u[in->dst] = uni;
     }
 }
+
+/* The pre-decoded steps (tc__vstep): each does what the interpreter does
+ * for its instruction, with the decisions made (tc__vplan_build). */
+#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+
+/* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VS_P(st, s, 0);
+    if (st->e) {
+        TC__VF v = TC__LD(x);
+        int i;
+        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
+        x = st->e;
+    }
+    return x;
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    const char *p = s->ptr[st->k];
+    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+    int u;
+    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    int i;
+    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(st, s);
+    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
+    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
+    int a = st->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
+                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
+    float *d = st->d;
+    int ntd = 0;
+    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
+    if (!d) { /* straight into the result */
+        d = (float *)s->ptr[st->od];
+        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+    }
+#if TC__ISA_W > 1
+    if (st->ac) {
+        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+        return;
+    }
+#endif
+    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
+                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
+                           st->sc, ntd);
+}
+/* A compute instruction on uniform operands: one vector, as
+ * tc__vcompute_ computes it with m = 1 (the same functions on the same
+ * vector), without that function's set-up for a tile: a row kernel's row
+ * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
+ * rsqrt(var + eps)), which cost it more than its real work at short rows. */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vins *in = st->in;
+    TC__VF x = TC__LD(st->p[0]);
+    (void)s;
+    if (st->sp || st->tp)
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+    if (in->op == TC__OP_WHERE) {
+        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+    } else if (in->au >= 0) {
+        int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+    } else if (in->bu >= 0) {
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+    } else if (in->b >= 0) {
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+    } else {
+        x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
+    }
+    TC__ST(st->d, x);
+}
+static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
+    TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
+    TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
+    TC__VFN(tc__vs_uniform_)};
+#undef TC__VS_P
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ

@@ -13,6 +13,8 @@
  * noise_tol).  A run of the default seeds also replays replay_seeds.  A
  * failure prints the seed; `fuzz_fusion 1 SEED` replays it, and the fixed
  * graph becomes a regression test (test_compile.c).
+ * Every graph is also run once more with the executor's pre-decoded steps
+ * off (the tile interpreter alone): the two must give the same bits.
  * Discontinuous ops (floor, ceil, comparisons) only read inputs, so a
  * last-ulp difference upstream cannot flip them. */
 #define TCOMPILE_IMPLEMENTATION
@@ -449,6 +451,35 @@ static int check_close(tc_tensor *got, tc_tensor *ref, double tol, double *worst
     return *worst <= tol;
 }
 
+/* Whether a call with the executor's pre-decoded steps off (tc__vplan)
+ * gives bit for bit the outputs y[0..nout) of the call just made: the
+ * steps decide once what the interpreter decides at every tile, so any
+ * difference is a decision taken differently. */
+static int same_without_plan(tc_fn *f, tc_tensor **in, tc_tensor **y, int nout, int *bad) {
+    float *a[2] = {NULL, NULL}, *b = NULL;
+    size_t bytes[2] = {0, 0};
+    tc_tensor *y2[2] = {NULL, NULL};
+    int k, same = 1;
+    for (k = 0; k < nout; k++) {
+        bytes[k] = sizeof(float) * (size_t)(tc_numel(y[k]) ? tc_numel(y[k]) : 1);
+        a[k] = (float *)malloc(bytes[k]);
+        tc_read(y[k], TC_F32, a[k], sizeof(float) * (size_t)tc_numel(y[k]));
+    }
+    tc__vplan_off = 1;
+    same = tc_call(f, in, y2) == TC_OK;
+    tc__vplan_off = 0;
+    for (k = 0; k < nout && same; k++) {
+        b = (float *)malloc(bytes[k]);
+        same = tc_numel(y2[k]) == tc_numel(y[k]) &&
+               tc_read(y2[k], TC_F32, b, sizeof(float) * (size_t)tc_numel(y2[k])) == TC_OK &&
+               memcmp(a[k], b, sizeof(float) * (size_t)tc_numel(y2[k])) == 0;
+        if (!same) *bad = k;
+        free(b);
+    }
+    for (k = 0; k < nout; k++) free(a[k]);
+    return same;
+}
+
 /* Largest check_close spread of a second eager run's outputs from ye. */
 static double spread_of(tc_ctx *ctx, prog *p, tc_tensor **in, tc_tensor **ye) {
     tc_tensor *y2[2] = {NULL, NULL};
@@ -605,6 +636,17 @@ int main(int argc, char **argv) {
                             rc != TC_OK ? tc_fn_error(f) : "", rc != TC_OK ? 0.0 : worst, tol, (unsigned long long)seed);
                     ok = 0;
                 }
+            }
+        }
+        if (ok) {
+            int bad = 0;
+            if (!same_without_plan(f, in, y, p.nout, &bad)) {
+                fprintf(stderr,
+                        "FAIL seed %llu (output %d, mode %d, isa %s): the interpreter and the pre-decoded steps differ\n"
+                        "  replay: fuzz_fusion 1 %llu\n",
+                        (unsigned long long)seed, bad, (int)o.mode, tc_isa_name(tc_ctx_isa(ctx)),
+                        (unsigned long long)seed);
+                ok = 0;
             }
         }
         if (!ok && getenv("FUZZ_VERBOSE")) {
