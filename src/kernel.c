@@ -193,8 +193,8 @@ typedef struct tc__vst {
  * buffer, or NULL: access pa[] at the row's pointer), where the result
  * goes, and what it fuses with.  Rows held in one tile repeat the same
  * decisions at every row; a row kernel's own work is a few passes over a
- * row, so those decisions were a third of a 1024-float softmax_ln's
- * instructions at AVX-512. */
+ * row, so those decisions were about a quarter of a 1024-float
+ * softmax_ln's instructions at AVX2 (callgrind). */
 enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
     TC__VS_BCAST,    /* d <- access k's element, broadcast               */
     TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
