@@ -33,6 +33,7 @@
 #define TC__VM_MAXLOCAL 8
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
+#define TC__VPLAN_PF_STEP 4     /* lines per stream before each step (tc__vplan) */
 /* Rows of at most this many elements run a vector's lanes' worth of rows at
  * once, one row per lane (tc__vst.tr): a row that short is mostly the
  * fixed cost of its stages (dispatch, folds, the chain of row scalars). */
