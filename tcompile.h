@@ -10274,6 +10274,7 @@ enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
     TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
     TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
     TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
+    TC__VS_UBLOCK,   /* the n steps from here (SLOT, BCAST, UNIFORM) in one */
     TC__VS_COUNT
 };
 struct tc__vstep;
@@ -10290,6 +10291,8 @@ typedef struct tc__vstep {
     int m, len;                      /* vectors and elements of the tile     */
     int k;                           /* the access, slot or row buffer       */
     int fin;                         /* as tc__vst.fin                       */
+    int kind;                        /* TC__VS_*: what fn does               */
+    int n;                           /* steps this one runs (a UBLOCK's run) */
 } tc__vstep;
 
 #ifdef TC__HAVE_VEXEC
@@ -12816,9 +12819,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
     TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_bcast1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -12827,8 +12833,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
     TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_slot1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -12848,7 +12857,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
     float *d = st->d;
     int ntd = 0;
-    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
     if (!d) { /* straight into the result */
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
@@ -12869,10 +12877,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
     const tc__vins *in = st->in;
     TC__VF x = TC__LD(st->p[0]);
-    (void)s;
     if (st->sp || st->tp)
         x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
@@ -12889,10 +12896,22 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st
     }
     TC__ST(st->d, x);
 }
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    (void)s;
+    TC__VFN(tc__vs_uniform1_)(st);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vstep *end = st + st->n;
+    for (; st < end; st++) {
+        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
+        else TC__VFN(tc__vs_uniform1_)(st);
+    }
+}
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
-    TC__VFN(tc__vs_uniform_)};
+    TC__VFN(tc__vs_uniform_), TC__VFN(tc__vs_ublock_)};
 #undef TC__VS_P
 
 #undef TC__VACC_SUM
@@ -14185,9 +14204,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
     TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_bcast1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -14196,8 +14218,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
     TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_slot1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -14217,7 +14242,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
     float *d = st->d;
     int ntd = 0;
-    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
     if (!d) { /* straight into the result */
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
@@ -14238,10 +14262,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
     const tc__vins *in = st->in;
     TC__VF x = TC__LD(st->p[0]);
-    (void)s;
     if (st->sp || st->tp)
         x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
@@ -14258,10 +14281,22 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st
     }
     TC__ST(st->d, x);
 }
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    (void)s;
+    TC__VFN(tc__vs_uniform1_)(st);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vstep *end = st + st->n;
+    for (; st < end; st++) {
+        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
+        else TC__VFN(tc__vs_uniform1_)(st);
+    }
+}
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
-    TC__VFN(tc__vs_uniform_)};
+    TC__VFN(tc__vs_uniform_), TC__VFN(tc__vs_ublock_)};
 #undef TC__VS_P
 
 #undef TC__VACC_SUM
@@ -15554,9 +15589,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
     TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_bcast1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -15565,8 +15603,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
     TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_slot1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -15586,7 +15627,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
     float *d = st->d;
     int ntd = 0;
-    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
     if (!d) { /* straight into the result */
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
@@ -15607,10 +15647,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
     const tc__vins *in = st->in;
     TC__VF x = TC__LD(st->p[0]);
-    (void)s;
     if (st->sp || st->tp)
         x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
@@ -15627,10 +15666,22 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st
     }
     TC__ST(st->d, x);
 }
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    (void)s;
+    TC__VFN(tc__vs_uniform1_)(st);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vstep *end = st + st->n;
+    for (; st < end; st++) {
+        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
+        else TC__VFN(tc__vs_uniform1_)(st);
+    }
+}
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
-    TC__VFN(tc__vs_uniform_)};
+    TC__VFN(tc__vs_uniform_), TC__VFN(tc__vs_ublock_)};
 #undef TC__VS_P
 
 #undef TC__VACC_SUM
@@ -16923,9 +16974,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
     TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_bcast1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -16934,8 +16988,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
     TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_slot1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -16955,7 +17012,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
     float *d = st->d;
     int ntd = 0;
-    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
     if (!d) { /* straight into the result */
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
@@ -16976,10 +17032,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
     const tc__vins *in = st->in;
     TC__VF x = TC__LD(st->p[0]);
-    (void)s;
     if (st->sp || st->tp)
         x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
@@ -16996,10 +17051,22 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st
     }
     TC__ST(st->d, x);
 }
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    (void)s;
+    TC__VFN(tc__vs_uniform1_)(st);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vstep *end = st + st->n;
+    for (; st < end; st++) {
+        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
+        else TC__VFN(tc__vs_uniform1_)(st);
+    }
+}
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
-    TC__VFN(tc__vs_uniform_)};
+    TC__VFN(tc__vs_uniform_), TC__VFN(tc__vs_ublock_)};
 #undef TC__VS_P
 
 #undef TC__VACC_SUM
@@ -17548,6 +17615,31 @@ TC__FN int tc__vplan_store_src(tc__vstep *st, const tc__vst *s, tc__vreg *reg, i
     return 1;
 }
 
+/* Step st does `kind` (TC__VS_*) with the ISA's handler of it. */
+TC__FN void tc__vplan_kind(tc__vstep *st, const tc__vstep_fn *fn, int kind) {
+    st->kind = kind;
+    st->fn = fn[kind];
+}
+
+/* Each run of two or more uniform steps in a stage (a slot's or an
+ * element's broadcast, an op on uniforms: a row's scalars on their way
+ * from one stage's sum to the next stage's operands) becomes one step
+ * that runs them in turn (TC__VS_UBLOCK), one call and one prefetch
+ * check for the run rather than one a step. */
+TC__FN void tc__vplan_blocks(tc__vplan *pl, int nstage, const tc__vstep_fn *fn) {
+    int si, i, j;
+    for (si = 0; si < nstage; si++)
+        for (i = pl->begin[si]; i < pl->begin[si + 1]; i = j > i ? j : i + 1) {
+            for (j = i; j < pl->begin[si + 1]; j++) {
+                int kd = pl->step[j].kind;
+                if (kd != TC__VS_SLOT && kd != TC__VS_BCAST && kd != TC__VS_UNIFORM) break;
+            }
+            if (j - i < 2) continue;
+            pl->step[i].n = j - i;
+            pl->step[i].fn = fn[TC__VS_UBLOCK];
+        }
+}
+
 /* Pre-decodes k's stages for thread state s, stage si over tiles of
  * len[si] elements, decided exactly as tc__vm_tile_ decides at each tile
  * (the same uniform registers, fusions and paths: the steps compute the
@@ -17571,6 +17663,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
             int a = in->a, emit = 1;
             if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
             memset(st, 0, sizeof *st);
+            st->n = 1;
             st->in = in;
             st->m = m;
             st->len = tl;
@@ -17584,15 +17677,15 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 rd->uni = stride == 0;
                 rd->pa = a;
                 if (s->dt[a] & TC__VST_LANES) { /* a lane per row: a vector of row values when uniform */
-                    st->fn = fn[TC__VS_TRLOAD];
+                    tc__vplan_kind(st, fn, TC__VS_TRLOAD);
                     st->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
                 } else if (rd->uni) {
-                    st->fn = fn[TC__VS_BCAST];
+                    tc__vplan_kind(st, fn, TC__VS_BCAST);
                     st->d = pl->u[nu++];
                 } else if (s->dt[a] == TC_F32 && stride == 1 && whole) {
                     emit = 0; /* read in place */
                 } else {
-                    st->fn = fn[TC__VS_LOAD];
+                    tc__vplan_kind(st, fn, TC__VS_LOAD);
                     st->d = s->buf[in->dst];
                 }
                 rd->p = st->d;
@@ -17605,7 +17698,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 emit = 0;
                 break;
             case TC__V_SLOT:
-                st->fn = fn[TC__VS_SLOT];
+                tc__vplan_kind(st, fn, TC__VS_SLOT);
                 rd->p = st->d = pl->u[nu++];
                 rd->uni = rd->set = 1;
                 break;
@@ -17619,7 +17712,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
             case TC__V_STORE:
             case TC__V_ACC:
                 if (!tc__vplan_store_src(st, s, reg, in->b)) return 0;
-                st->fn = fn[in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC];
+                tc__vplan_kind(st, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
                 if (in->op == TC__V_STOREL) st->d = s->local[a];
                 break;
             default: {
@@ -17629,7 +17722,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                     (in->as >= 0 && (!reg[in->as].set || !reg[in->as].uni)) ||
                     (in->at >= 0 && (!reg[in->at].set || !reg[in->at].uni)))
                     return 0;
-                st->fn = fn[TC__VS_COMPUTE];
+                tc__vplan_kind(st, fn, TC__VS_COMPUTE);
                 st->sp = in->as >= 0 ? reg[in->as].p : NULL;
                 st->tp = in->at >= 0 ? reg[in->at].p : NULL;
                 uni = reg[a].uni && (in->b < 0 || reg[in->b].uni) && (in->c < 0 || reg[in->c].uni);
@@ -17638,7 +17731,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 st->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
                 st->d = s->buf[in->dst];
                 if (uni) {
-                    st->fn = fn[TC__VS_UNIFORM];
+                    tc__vplan_kind(st, fn, TC__VS_UNIFORM);
                     st->m = 1;
                     st->d = pl->u[nu++];
                 } else if (in->fz & TC__FZ_LOCAL) {
@@ -17665,6 +17758,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
         }
     }
     pl->begin[k->nstage] = n;
+    tc__vplan_blocks(pl, k->nstage, fn);
     return 1;
 }
 
@@ -17673,7 +17767,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
  * does at each instruction. */
 TC__FN void tc__vplan_run(const tc__vstep *st, int n, tc__vst *s) {
     const tc__vstep *end = st + n;
-    for (; st < end; st++) {
+    for (; st < end; st += st->n) {
         st->fn(st, s);
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VPLAN_PF_STEP);
     }
@@ -17734,7 +17828,8 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
  * row dims and tiles, which at rows of 256 floats took a sixth of the time. */
 TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx, int64_t b, int64_t e) {
     const tc__kernel *k = kr->k;
-    int n = (int)kr->shape[kr->ndim - 1], si, d;
+    int n = (int)kr->shape[kr->ndim - 1], si, d, a;
+    int64_t rstep[TC__VM_MAXACC];
     /* rows this far ahead of the one computing (4 to 32 KB ahead measured
      * alike at rows of 512 and 1024 floats) */
     int64_t o, ahead = n > 0 ? TC__FETCH_AHEAD_BYTES / ((int64_t)n * (int64_t)sizeof(float)) : 1;
@@ -17745,22 +17840,32 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     planned = e - b > 1 && !tc__vplan_off && tc__vplan_build(kr, s, &pl, len);
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
+    for (a = 0; a < k->nacc; a++) rstep[a] = kr->st[a][0] * (int64_t)tc__dtype_sizes[kr->dt[a]];
     for (o = b; o < e; o++) {
-        tc__krun_point(kr, s, idx, 0);
         /* every stage starts from the pointers set here: the tile
-         * interpreter reads s->ptr and never moves it */
-        for (si = 0; si < k->nstage; si++) {
-            const tc__kstage *stg = &k->stage[si];
-            s->fin = !stg->scalar;
-            if (planned) tc__vplan_run(pl.step + pl.begin[si], pl.begin[si + 1] - pl.begin[si], s);
-            else kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len[si]);
-            /* armed after the first stage, issued a few lines at each
-             * step or instruction of the rest: at once, in one burst,
-             * softmax_ln [4096, 1024] from a cold cache ran 8-10% slower
-             * (2 threads, Zen 5, in-process A/B; [32768, 128] 14%, [8192,
-             * 512] 5%), and spread evenly over every step 3-5% slower
-             * than a few lines a step from the start */
-            if (si == 0) tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
+         * interpreter reads s->ptr and never moves it.  Along one outer
+         * dim they step by its strides; else from the row's index. */
+        if (kr->row0 == 1 && o > b)
+            for (a = 0; a < k->nacc; a++) s->ptr[a] += rstep[a];
+        else
+            tc__krun_point(kr, s, idx, 0);
+        /* the next rows' fetch is armed after the first stage, and issued
+         * a few lines at each step or instruction of the rest: at once,
+         * in one burst, softmax_ln [4096, 1024] from a cold cache ran
+         * 8-10% slower (2 threads, Zen 5, in-process A/B; [32768, 128]
+         * 14%, [8192, 512] 5%), and spread evenly over every step 3-5%
+         * slower than a few lines a step from the start */
+        if (planned) { /* the steps know their stage's fin */
+            tc__vplan_run(pl.step, pl.begin[1], s);
+            tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
+            tc__vplan_run(pl.step + pl.begin[1], pl.begin[k->nstage] - pl.begin[1], s);
+        } else {
+            for (si = 0; si < k->nstage; si++) {
+                const tc__kstage *stg = &k->stage[si];
+                s->fin = !stg->scalar;
+                kr->isa->tile(k->code + stg->begin, stg->end - stg->begin, s, len[si]);
+                if (si == 0) tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
+            }
         }
         tc__vst_pf_rest(s);
         for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;

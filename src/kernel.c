@@ -206,6 +206,7 @@ enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
     TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
     TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
     TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
+    TC__VS_UBLOCK,   /* the n steps from here (SLOT, BCAST, UNIFORM) in one */
     TC__VS_COUNT
 };
 struct tc__vstep;
@@ -222,6 +223,8 @@ typedef struct tc__vstep {
     int m, len;                      /* vectors and elements of the tile     */
     int k;                           /* the access, slot or row buffer       */
     int fin;                         /* as tc__vst.fin                       */
+    int kind;                        /* TC__VS_*: what fn does               */
+    int n;                           /* steps this one runs (a UBLOCK's run) */
 } tc__vstep;
 
 #ifdef TC__HAVE_VEXEC

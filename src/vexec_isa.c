@@ -1208,9 +1208,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
     TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_bcast1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -1219,8 +1222,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
     TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
+    TC__VFN(tc__vs_slot1_)(st, s);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -1240,7 +1246,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
     float *d = st->d;
     int ntd = 0;
-    if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VM_PF_STEP);
     if (!d) { /* straight into the result */
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
@@ -1261,10 +1266,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
     const tc__vins *in = st->in;
     TC__VF x = TC__LD(st->p[0]);
-    (void)s;
     if (st->sp || st->tp)
         x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
@@ -1281,10 +1285,22 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st
     }
     TC__ST(st->d, x);
 }
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+    (void)s;
+    TC__VFN(tc__vs_uniform1_)(st);
+}
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
+    const tc__vstep *end = st + st->n;
+    for (; st < end; st++) {
+        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
+        else TC__VFN(tc__vs_uniform1_)(st);
+    }
+}
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
-    TC__VFN(tc__vs_uniform_)};
+    TC__VFN(tc__vs_uniform_), TC__VFN(tc__vs_ublock_)};
 #undef TC__VS_P
 
 #undef TC__VACC_SUM
