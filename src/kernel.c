@@ -181,6 +181,7 @@ typedef struct tc__vst {
      * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
      * start of lane r's row */
     int tr, trn, trl;
+    char *w;                         /* the workspace it lies over           */
     float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
     char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
 } tc__vst;

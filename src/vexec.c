@@ -144,11 +144,19 @@ TC__FN size_t tc__reg_floats(int64_t rowlen, int tile) {
     return lanes > (size_t)tile ? lanes : (size_t)tile;
 }
 
-/* Workspace per thread: registers, accumulators, local row buffers. */
-TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
-    size_t reg = tc__reg_floats(k->nslot > 0 || k->nstage > 1 ? tc__kernel_rowlen(k) : 0, tc__kernel_tile(k));
+/* Bytes of one thread state's registers, accumulators and local row
+ * buffers (as tc__krun_state lays them out), registers of `tile` floats. */
+TC__FN size_t tc__state_bytes(const tc__kernel *k, int rows, int64_t rowlen, int tile) {
+    size_t reg = tc__reg_floats(rows ? rowlen : 0, tile);
     return sizeof(float) * (reg * (size_t)k->nreg + (size_t)TC__VM_ACCW * (size_t)k->nslot) +
-           tc__local_bytes(tc__kernel_rowlen(k)) * (size_t)k->nlocal + TC__ALIGN;
+           tc__local_bytes(rowlen) * (size_t)k->nlocal;
+}
+
+/* Workspace per thread: a row kernel's holds two states, for rows run in
+ * pairs (tc__krun_rows_pair). */
+TC__FN size_t tc__kernel_ws_bytes(const tc__kernel *k) {
+    int rows = k->nslot > 0 || k->nstage > 1;
+    return tc__state_bytes(k, rows, tc__kernel_rowlen(k), tc__kernel_tile(k)) * (rows ? 2 : 1) + TC__ALIGN;
 }
 
 /* Lays the thread state over workspace w (NULL: claim the next slot). */
@@ -162,6 +170,7 @@ TC__FN void tc__krun_state(tc__krun *kr, tc__vst *s, char *w) {
         w = kr->ws + (size_t)slot * kr->ws_bytes;
     }
     memset(s, 0, sizeof *s);
+    s->w = w;
     s->slot_comb = kr->k->slot_comb;
     s->slot_scale = kr->k->slot_scale;
     for (i = 0; i < kr->k->nreg; i++, w += tile) s->buf[i] = (float *)w;
@@ -675,6 +684,49 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
     s->lp = NULL;
 }
 
+/* Tests set it to run rows one at a time (tc__krun_rows_pair), and read
+ * how many parts ran rows in pairs. */
+static int tc__vpair_off = 0;
+static int tc__vpair_parts = 0;
+/* The most bytes of row buffers and input rows two rows in flight keep in
+ * L1: softmax_ln's (three row buffers and the input) from a cold cache, 2
+ * threads, Zen 5 (48 KB L1), pairs against single rows: 256 floats 9%
+ * faster, 384 4-7%, 512 7-8%, but 768 15-20% slower and 1024 20-30% */
+#define TC__PAIR_BYTES 16384
+
+/* Rows [o, e) along the one outer dim (s pointed at row o) two at a time,
+ * each in a state and plan of its own (the second state in the other half
+ * of the thread's workspace), their stages interleaved: row o's stage,
+ * then row o + 1's.  Each stage boundary of a row is a chain of latencies
+ * nothing else in that row can overlap (the sum's fold, its broadcast,
+ * the ops on the row scalar, before the next stage's first vector); here
+ * the other row computes while it runs.  Returns the first row not run
+ * (o itself where the second plan cannot be built). */
+TC__FN int64_t tc__krun_rows_pair(const tc__krun *kr, tc__vst *s, const tc__vplan *pl, const int *len, int64_t o,
+                                  int64_t e, int64_t ahead, const int64_t *rstep) {
+    const tc__kernel *k = kr->k;
+    tc__vst s2;
+    tc__vplan pl2;
+    int si, a;
+    tc__krun_state((tc__krun *)kr, &s2, s->w + tc__state_bytes(k, kr->rows, kr->rowlen, kr->tile));
+    if (!tc__vplan_build(kr, &s2, &pl2, len)) return o;
+    for (a = 0; a < k->nacc; a++) s2.stride[a] = s->stride[a];
+    (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1);
+    for (; o + 1 < e; o += 2) {
+        for (a = 0; a < k->nacc; a++) s2.ptr[a] = s->ptr[a] + rstep[a];
+        for (si = 0; si < k->nstage; si++) {
+            tc__vplan_run(pl->step + pl->begin[si], pl->begin[si + 1] - pl->begin[si], s);
+            tc__vplan_run(pl2.step + pl2.begin[si], pl2.begin[si + 1] - pl2.begin[si], &s2);
+            /* the next pair, as one span where the rows are one */
+            if (si == 0 && !tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 2))
+                tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
+        }
+        tc__vst_pf_rest(s);
+        for (a = 0; a < k->nacc; a++) s->ptr[a] += 2 * rstep[a];
+    }
+    return o;
+}
+
 /* Rows [b, e) each held in one tile (one row dim): the accesses are
  * pointed at a row once and every stage starts from there, its sums folded
  * in registers (tc__vst.fin), with none of tc__krun_row_stage's walk over
@@ -685,7 +737,7 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     int64_t rstep[TC__VM_MAXACC];
     /* rows this far ahead of the one computing (4 to 32 KB ahead measured
      * alike at rows of 512 and 1024 floats) */
-    int64_t o, ahead = n > 0 ? TC__FETCH_AHEAD_BYTES / ((int64_t)n * (int64_t)sizeof(float)) : 1;
+    int64_t o = b, ahead = n > 0 ? TC__FETCH_AHEAD_BYTES / ((int64_t)n * (int64_t)sizeof(float)) : 1;
     tc__vplan pl;
     int len[TC__VM_MAXSTAGE], planned;
     if (ahead < 1) ahead = 1;
@@ -694,14 +746,15 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
     for (d = kr->row0; d < kr->ndim - 1; d++) idx[d] = 0; /* size-1 row dims */
     tc__krun_unravel(kr, idx, b, 0, kr->row0 - 1);
     for (a = 0; a < k->nacc; a++) rstep[a] = kr->st[a][0] * (int64_t)tc__dtype_sizes[kr->dt[a]];
-    for (o = b; o < e; o++) {
-        /* every stage starts from the pointers set here: the tile
-         * interpreter reads s->ptr and never moves it.  Along one outer
-         * dim they step by its strides; else from the row's index. */
-        if (kr->row0 == 1 && o > b)
-            for (a = 0; a < k->nacc; a++) s->ptr[a] += rstep[a];
-        else
-            tc__krun_point(kr, s, idx, 0);
+    /* every stage starts from the pointers set here: the tile interpreter
+     * reads s->ptr and never moves it.  Along one outer dim they step by
+     * its strides; else they are pointed from the row's index. */
+    tc__krun_point(kr, s, idx, 0);
+    if (planned && !tc__vpair_off && kr->row0 == 1 && e - b >= 4 &&
+        2 * tc__row_buffer_bytes(n) * (size_t)(k->nlocal + 1) <= TC__PAIR_BYTES &&
+        2 * tc__state_bytes(k, kr->rows, kr->rowlen, kr->tile) + TC__ALIGN <= kr->ws_bytes)
+        o = tc__krun_rows_pair(kr, s, &pl, len, b, e, ahead, rstep);
+    for (; o < e; o++) {
         /* the next rows' fetch is armed after the first stage, and issued
          * a few lines at each step or instruction of the rest: at once,
          * in one burst, softmax_ln [4096, 1024] from a cold cache ran
@@ -721,7 +774,12 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
             }
         }
         tc__vst_pf_rest(s);
-        for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;
+        if (kr->row0 == 1) {
+            for (a = 0; a < k->nacc; a++) s->ptr[a] += rstep[a];
+        } else {
+            for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;
+            if (o + 1 < e) tc__krun_point(kr, s, idx, 0);
+        }
     }
     s->fin = 0;
 }

@@ -1150,6 +1150,43 @@ static void ln_resid_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **ou
  * smaller one (in the caches), a broadcast one or the result, and never
  * past the part's last row; several rows only as one contiguous span, and
  * no step of less than TC__FETCH_MIN_BYTES. */
+/* Rows run two at a time (tc__krun_rows_pair) give the bits rows run one
+ * at a time give: odd row counts (the last row alone) and every ISA level;
+ * and pairs do run where rows are short (on the vector levels: the scalar
+ * level's one-tile rows stop at a shorter span). */
+TC_TEST(test_rows_in_pairs) {
+#ifdef TC__HAVE_VEXEC
+    static const int64_t cols[] = {129, 256, 300, 512}, rows[] = {4, 5, 7, 64};
+    int isa;
+    size_t ci, ri;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
+            for (ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                tc_fn *f = tc_compile(ctx, softmax_ln_fn, NULL, NULL);
+                tc_tensor *x, *y1 = NULL, *y2 = NULL;
+                int before = tc__vpair_parts, same;
+                tc_scope_begin(ctx);
+                x = randn(2, rows[ri], cols[ci], 50 + ci + ri);
+                TC_CHECK(tc_call(f, &x, &y1) == TC_OK);
+                TC_CHECKF(isa == TC_ISA_SCALAR || tc__vpair_parts > before, "%s [%d, %d]: no part ran rows in pairs",
+                          tc_isa_name((tc_isa)isa), (int)rows[ri], (int)cols[ci]);
+                tc__vpair_off = 1;
+                TC_CHECK(tc_call(f, &x, &y2) == TC_OK);
+                tc__vpair_off = 0;
+                same = y1 && y2 && tc_numel(y1) == rows[ri] * cols[ci] &&
+                       memcmp(tc_data(y1), tc_data(y2), sizeof(float) * (size_t)tc_numel(y1)) == 0;
+                TC_CHECKF(same, "%s [%d, %d]: pairs and single rows differ", tc_isa_name((tc_isa)isa), (int)rows[ri],
+                          (int)cols[ci]);
+                tc_scope_end(ctx);
+                tc_fn_free(f);
+            }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+#endif
+}
+
 TC_TEST(test_rows_fetched_ahead) {
 #ifdef TC__HAVE_VEXEC
     const int64_t rows[2] = {64, TC__NT_STORE_BYTES / (1024 * (int64_t)sizeof(float))};
@@ -1331,6 +1368,7 @@ int main(void) {
     TC_RUN(test_rows_across_lanes);
     TC_RUN(test_norm_of_large_mean);
     TC_RUN(test_rows_fetched_ahead);
+    TC_RUN(test_rows_in_pairs);
 #if defined(TC__HAVE_VEXEC_X86)
     TC_RUN(test_lane_block_transpose);
 #endif
