@@ -10395,6 +10395,41 @@ TC__FN void tc__kernel_mark_fusions(tc__vins *code, int begin, int end) {
     }
 }
 
+/* Lets row buffers whose stages do not overlap share one buffer: a buffer
+ * is free for another once the stage after its last reader begins (a
+ * buffer is written by one stage and read by later ones, each stage a
+ * whole pass over the row, so strictly later is enough).  softmax ->
+ * layer_norm keeps three values of a row (the exps, the scaled sum, the
+ * centred values) of which two are ever live together: two buffers, not
+ * three, less of L1 that each row (and rows run in pairs) holds. */
+TC__FN void tc__kernel_share_locals(tc__kernel *k) {
+    int wr[TC__VM_MAXLOCAL], rd[TC__VM_MAXLOCAL], map[TC__VM_MAXLOCAL], busy[TC__VM_MAXLOCAL];
+    int si, i, l, p, np = 0;
+    for (l = 0; l < k->nlocal; l++) wr[l] = rd[l] = -1;
+    for (si = 0; si < k->nstage; si++)
+        for (i = k->stage[si].begin; i < k->stage[si].end; i++) {
+            const tc__vins *in = &k->code[i];
+            if (in->op == TC__V_STOREL && wr[in->a] < 0) wr[in->a] = si;
+            if (in->op == TC__V_LOADL) rd[in->a] = si;
+        }
+    /* locals are numbered as their writers come (tc__fuse_reach), but
+     * nothing here relies on it: each takes the first buffer free at its
+     * writer's stage */
+    for (si = 0; si < k->nstage; si++)
+        for (l = 0; l < k->nlocal; l++) {
+            if (wr[l] != si) continue;
+            for (p = 0; p < np && busy[p] >= si; p++) {}
+            if (p == np) np++;
+            map[l] = p;
+            busy[p] = rd[l] > si ? rd[l] : si;
+        }
+    for (l = 0; l < k->nlocal; l++)
+        if (wr[l] < 0) return; /* a buffer no stage writes: left as it is */
+    for (i = 0; i < k->ncode; i++)
+        if (k->code[i].op == TC__V_STOREL || k->code[i].op == TC__V_LOADL) k->code[i].a = map[k->code[i].a];
+    k->nlocal = np;
+}
+
 /* Kernel IR as text (TC_LOGS=output_code and tc_fn_kernels). */
 TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
     static const char *const comb[] = {"sum", "max", "min"};
@@ -11398,6 +11433,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
         if (tc__kernel_emit(k, TC__V_STORE, -1, a, r, -1, 0, 0) != 0) f->oom = 1;
     }
     if (tc__fuse_stage_end(f) != 0) return -1;
+    tc__kernel_share_locals(k);
     k->nslot = f->nslot;
     /* the domain: outer dims first, row dims last */
     for (d = 0; d < f->ndom; d++) {
@@ -17836,10 +17872,13 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
  * how many parts ran rows in pairs. */
 static int tc__vpair_off = 0;
 static int tc__vpair_parts = 0;
-/* The most bytes of row buffers and input rows two rows in flight keep in
- * L1: softmax_ln's (three row buffers and the input) from a cold cache, 2
- * threads, Zen 5 (48 KB L1), pairs against single rows: 256 floats 9%
- * faster, 384 4-7%, 512 7-8%, but 768 15-20% slower and 1024 20-30% */
+/* The most bytes of row buffers and input rows two rows in flight may
+ * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
+ * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
+ * 15-20% slower and 1024 20-30%; from the caches pairs were faster at
+ * 1024 too (6%).  Not L1's room alone: with its row buffers shared
+ * (tc__kernel_share_locals, two rather than three) 768 and 1024 were as
+ * much slower, and fetching two pairs ahead changed nothing. */
 #define TC__PAIR_BYTES 16384
 
 /* Rows [o, e) along the one outer dim (s pointed at row o) two at a time,

@@ -737,6 +737,7 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
         if (tc__kernel_emit(k, TC__V_STORE, -1, a, r, -1, 0, 0) != 0) f->oom = 1;
     }
     if (tc__fuse_stage_end(f) != 0) return -1;
+    tc__kernel_share_locals(k);
     k->nslot = f->nslot;
     /* the domain: outer dims first, row dims last */
     for (d = 0; d < f->ndom; d++) {

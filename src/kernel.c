@@ -327,6 +327,41 @@ TC__FN void tc__kernel_mark_fusions(tc__vins *code, int begin, int end) {
     }
 }
 
+/* Lets row buffers whose stages do not overlap share one buffer: a buffer
+ * is free for another once the stage after its last reader begins (a
+ * buffer is written by one stage and read by later ones, each stage a
+ * whole pass over the row, so strictly later is enough).  softmax ->
+ * layer_norm keeps three values of a row (the exps, the scaled sum, the
+ * centred values) of which two are ever live together: two buffers, not
+ * three, less of L1 that each row (and rows run in pairs) holds. */
+TC__FN void tc__kernel_share_locals(tc__kernel *k) {
+    int wr[TC__VM_MAXLOCAL], rd[TC__VM_MAXLOCAL], map[TC__VM_MAXLOCAL], busy[TC__VM_MAXLOCAL];
+    int si, i, l, p, np = 0;
+    for (l = 0; l < k->nlocal; l++) wr[l] = rd[l] = -1;
+    for (si = 0; si < k->nstage; si++)
+        for (i = k->stage[si].begin; i < k->stage[si].end; i++) {
+            const tc__vins *in = &k->code[i];
+            if (in->op == TC__V_STOREL && wr[in->a] < 0) wr[in->a] = si;
+            if (in->op == TC__V_LOADL) rd[in->a] = si;
+        }
+    /* locals are numbered as their writers come (tc__fuse_reach), but
+     * nothing here relies on it: each takes the first buffer free at its
+     * writer's stage */
+    for (si = 0; si < k->nstage; si++)
+        for (l = 0; l < k->nlocal; l++) {
+            if (wr[l] != si) continue;
+            for (p = 0; p < np && busy[p] >= si; p++) {}
+            if (p == np) np++;
+            map[l] = p;
+            busy[p] = rd[l] > si ? rd[l] : si;
+        }
+    for (l = 0; l < k->nlocal; l++)
+        if (wr[l] < 0) return; /* a buffer no stage writes: left as it is */
+    for (i = 0; i < k->ncode; i++)
+        if (k->code[i].op == TC__V_STOREL || k->code[i].op == TC__V_LOADL) k->code[i].a = map[k->code[i].a];
+    k->nlocal = np;
+}
+
 /* Kernel IR as text (TC_LOGS=output_code and tc_fn_kernels). */
 TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
     static const char *const comb[] = {"sum", "max", "min"};

@@ -688,10 +688,13 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
  * how many parts ran rows in pairs. */
 static int tc__vpair_off = 0;
 static int tc__vpair_parts = 0;
-/* The most bytes of row buffers and input rows two rows in flight keep in
- * L1: softmax_ln's (three row buffers and the input) from a cold cache, 2
- * threads, Zen 5 (48 KB L1), pairs against single rows: 256 floats 9%
- * faster, 384 4-7%, 512 7-8%, but 768 15-20% slower and 1024 20-30% */
+/* The most bytes of row buffers and input rows two rows in flight may
+ * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
+ * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
+ * 15-20% slower and 1024 20-30%; from the caches pairs were faster at
+ * 1024 too (6%).  Not L1's room alone: with its row buffers shared
+ * (tc__kernel_share_locals, two rather than three) 768 and 1024 were as
+ * much slower, and fetching two pairs ahead changed nothing. */
 #define TC__PAIR_BYTES 16384
 
 /* Rows [o, e) along the one outer dim (s pointed at row o) two at a time,

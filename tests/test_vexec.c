@@ -1150,6 +1150,45 @@ static void ln_resid_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **ou
  * smaller one (in the caches), a broadcast one or the result, and never
  * past the part's last row; several rows only as one contiguous span, and
  * no step of less than TC__FETCH_MIN_BYTES. */
+/* softmax_ln_fn's result times the softmax again: the exps' row buffer is
+ * read by the last stage, so it shares with neither later buffer */
+static void softmax_ln_sm_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *y;
+    softmax_ln_fn(c, u, in, &y);
+    out[0] = tc_mul(c, y, tc_softmax(c, in[0], -1));
+}
+
+/* Row buffers whose stages do not overlap share one (tc__kernel_share_locals):
+ * softmax_ln keeps three values of a row in two buffers; where all three
+ * are live at once they keep three; both match eager on every level. */
+TC_TEST(test_row_buffers_shared) {
+    static const struct {
+        tc_model_fn fn;
+        int nlocal;
+    } cases[2] = {{softmax_ln_fn, 2}, {softmax_ln_sm_fn, 3}};
+    int isa, c;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (c = 0; c < 2; c++) {
+            tc_fn *f = tc_compile(ctx, cases[c].fn, NULL, NULL);
+            tc_tensor *x, *y = NULL, *ye = NULL;
+            const tc__kernel *k;
+            tc_scope_begin(ctx);
+            x = randn(2, 9, 300, 70 + (uint64_t)c);
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+            cases[c].fn(ctx, NULL, &x, &ye);
+            k = only_kernel(f);
+            TC_CHECKF(k && k->nlocal == cases[c].nlocal, "%s case %d: %d row buffers, want %d", tc_isa_name((tc_isa)isa),
+                      c, k ? k->nlocal : -1, cases[c].nlocal);
+            TC_CHECKF(maxrel(y, ye) < 2e-5, "%s case %d: err %g", tc_isa_name((tc_isa)isa), c, maxrel(y, ye));
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 /* Rows run two at a time (tc__krun_rows_pair) give the bits rows run one
  * at a time give: odd row counts (the last row alone) and every ISA level;
  * and pairs do run where rows are short (on the vector levels: the scalar
@@ -1369,6 +1408,7 @@ int main(void) {
     TC_RUN(test_norm_of_large_mean);
     TC_RUN(test_rows_fetched_ahead);
     TC_RUN(test_rows_in_pairs);
+    TC_RUN(test_row_buffers_shared);
 #if defined(TC__HAVE_VEXEC_X86)
     TC_RUN(test_lane_block_transpose);
 #endif
