@@ -17686,6 +17686,30 @@ TC__FN void tc__vplan_blocks(tc__vplan *pl, int nstage, const tc__vstep_fn *fn) 
         }
 }
 
+/* Step st of instruction in, nothing decided yet: field by field, since
+ * a memset of the step was a string store whose start-up cost (Zen 5)
+ * made a plan's build 5% of a [64, 1024] softmax_ln's time. */
+TC__FN void tc__vstep_init(tc__vstep *st, const tc__vins *in, int m, int len, int fin) {
+    int j;
+    st->fn = NULL;
+    st->in = in;
+    st->ac = NULL;
+    for (j = 0; j < 3; j++) {
+        st->p[j] = NULL;
+        st->pa[j] = 0;
+    }
+    st->sp = st->tp = NULL;
+    st->d = st->e = NULL;
+    st->od = -1;
+    st->sa = st->sb = st->sc = 0;
+    st->m = m;
+    st->len = len;
+    st->k = in->a;
+    st->fin = fin;
+    st->kind = 0;
+    st->n = 1;
+}
+
 /* Pre-decodes k's stages for thread state s, stage si over tiles of
  * len[si] elements, decided exactly as tc__vm_tile_ decides at each tile
  * (the same uniform registers, fusions and paths: the steps compute the
@@ -17700,7 +17724,10 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
         const tc__kstage *stg = &k->stage[si];
         tc__vreg reg[TC__VM_MAXREG];
         int tl = len[si], m = (tl + w - 1) / w, whole = tl % w == 0;
-        memset(reg, 0, sizeof reg);
+        for (j = 0; j < k->nreg; j++) {
+            reg[j].p = NULL;
+            reg[j].pa = reg[j].uni = reg[j].set = 0;
+        }
         pl->begin[si] = n;
         for (i = stg->begin; i < stg->end; i++) {
             const tc__vins *in = &k->code[i];
@@ -17708,14 +17735,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
             tc__vreg *rd = in->dst >= 0 ? &reg[in->dst] : NULL;
             int a = in->a, emit = 1;
             if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
-            memset(st, 0, sizeof *st);
-            st->n = 1;
-            st->in = in;
-            st->m = m;
-            st->len = tl;
-            st->fin = !stg->scalar;
-            st->k = a;
-            st->od = -1;
+            tc__vstep_init(st, in, m, tl, !stg->scalar);
             switch (in->op) {
             case TC__V_LOAD: {
                 int64_t stride = kr->st[a][last];
