@@ -1090,7 +1090,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
 }
 
 /* Runs code[0..n) over one tile of len elements (len <= the register
- * tile, tc__kernel_tile: at most 4 TC__VM_TILE). */
+ * tile, tc__kernel_tile: a row kernel's whole row up to TC__VM_ROW_TILE). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, int n, tc__vst *s, int len) {
     int k, i, nv = (len + TC__W - 1) / TC__W;
     for (k = 0; k < n; k++) {

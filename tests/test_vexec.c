@@ -1189,6 +1189,40 @@ TC_TEST(test_row_buffers_shared) {
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
+/* A row kernel's row of up to TC__VM_ROW_TILE floats is one register tile
+ * (tc__kernel_tile), longer ones keep the usual tiles; either way, on every
+ * level (where the fold span is shorter than the tile, the row walks its
+ * tiles folding as before), softmax_ln matches eager. */
+TC_TEST(test_long_rows_one_tile) {
+    static const struct {
+        int64_t n;
+        int tile;
+    } cases[] = {{1500, 2048}, {2048, 2048}, {3000, 4096}, {4096, 4096}, {4097, 1024}};
+    int isa;
+    size_t c;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            tc_fn *f = tc_compile(ctx, softmax_ln_fn, NULL, NULL);
+            tc_tensor *x, *y = NULL, *ye = NULL;
+            const tc__kernel *k;
+            tc_scope_begin(ctx);
+            x = randn(2, 5, cases[c].n, 80 + (uint64_t)c);
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+            softmax_ln_fn(ctx, NULL, &x, &ye);
+            k = only_kernel(f);
+            TC_CHECKF(k && tc__kernel_tile(k) == cases[c].tile, "rows of %d: tile %d, want %d", (int)cases[c].n,
+                      k ? tc__kernel_tile(k) : -1, cases[c].tile);
+            TC_CHECKF(maxrel(y, ye) < 2e-5, "%s rows of %d: err %g", tc_isa_name((tc_isa)isa), (int)cases[c].n,
+                      maxrel(y, ye));
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 /* Rows run two at a time (tc__krun_rows_pair) give the bits rows run one
  * at a time give: odd row counts (the last row alone) and every ISA level;
  * and pairs do run where rows are short (on the vector levels: the scalar
@@ -1409,6 +1443,7 @@ int main(void) {
     TC_RUN(test_rows_fetched_ahead);
     TC_RUN(test_rows_in_pairs);
     TC_RUN(test_row_buffers_shared);
+    TC_RUN(test_long_rows_one_tile);
 #if defined(TC__HAVE_VEXEC_X86)
     TC_RUN(test_lane_block_transpose);
 #endif
