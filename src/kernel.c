@@ -35,9 +35,11 @@
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
 #define TC__VPLAN_PF_STEP 4     /* lines per stream before each step (tc__vplan) */
-/* Rows of at most this many elements run a vector's lanes' worth of rows at
- * once, one row per lane (tc__vst.tr): a row that short is mostly the
- * fixed cost of its stages (dispatch, folds, the chain of row scalars). */
+/* Rows of at most this many elements may run a vector's lanes' worth of
+ * rows at once, one row per lane (tc__vst.tr): a row that short is mostly
+ * the fixed cost of its stages (dispatch, folds, the chain of row
+ * scalars).  The buffers are sized for it; which rows do is
+ * tc__krun_lanes's rule (fewer than TC__LANE_VECTORS vectors). */
 #define TC__VM_LANE_ROW 128
 /* tc__vst.dt flag of every access while rows run across lanes: the
  * executor's contiguous fast paths (dt == F32) miss it, and its slow paths

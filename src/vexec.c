@@ -392,12 +392,22 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
     s->fin = 0;
 }
 
+/* Rows shorter than this many vectors run across lanes; longer ones, one
+ * row at a time (two at once, tc__krun_rows_pair) in their vectors.
+ * softmax_ln from a cold cache, 2 threads, Zen 5, across lanes against
+ * pairs: AVX-512 rows of 128 floats (8 vectors) 2.69 -> 2.06 ms with
+ * pairs, 96 (6) the same, 64 (4) 2.63 against 3.16; AVX2 128 (16) 3.49
+ * -> 2.42, 64 (8) 3.73 -> 3.55, 32 (4) 4.63 against 5.77. */
+#define TC__LANE_VECTORS 6
+
 /* Whether rows of n elements (the row dims merged into one) run a
- * vector's lanes' worth at a time (tc__vst.tr): a group's tile of n
- * vectors fits a register, and its row buffers the local ones. */
+ * vector's lanes' worth at a time (tc__vst.tr): rows shorter than
+ * TC__LANE_VECTORS vectors, a group's tile of n vectors fits a register,
+ * and its row buffers the local ones. */
 TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
-    return kr->isa->lanes >= 4 && nrows == 1 && n > 0 && n <= TC__VM_LANE_ROW && (size_t)(n * kr->isa->lanes) <= tc__reg_floats(kr->rowlen, kr->tile) &&
-           kr->rowlen == n;
+    int w = kr->isa->lanes;
+    return w >= 4 && nrows == 1 && n > 0 && n <= TC__VM_LANE_ROW && n < TC__LANE_VECTORS * w &&
+           (size_t)(n * w) <= tc__reg_floats(kr->rowlen, kr->tile) && kr->rowlen == n;
 }
 
 #define TC__FETCH_AHEAD_BYTES 8192 /* how far ahead a one-tile row kernel fetches rows */

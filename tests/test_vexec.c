@@ -1122,14 +1122,21 @@ TC_TEST(test_rows_across_lanes) {
     }
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 #ifdef TC__HAVE_VEXEC
-    { /* which rows take the path: short rows, lanes of 4 or more */
+    { /* which rows take the path: rows of fewer than TC__LANE_VECTORS
+       * vectors, lanes of 4 or more */
         tc__krun kr;
+        int64_t n4 = TC__LANE_VECTORS * 4, n16 = TC__LANE_VECTORS * 16;
         memset(&kr, 0, sizeof kr);
         kr.tile = 1024;
         kr.isa = tc__isa_impl_of(TC_ISA_V128);
-        kr.rowlen = TC__VM_LANE_ROW;
-        TC_CHECK(tc__krun_lanes(&kr, 1, TC__VM_LANE_ROW));
-        TC_CHECK(!tc__krun_lanes(&kr, 2, TC__VM_LANE_ROW)); /* two row dims that did not merge */
+        kr.rowlen = n4 - 1;
+        TC_CHECK(tc__krun_lanes(&kr, 1, n4 - 1));
+        TC_CHECK(!tc__krun_lanes(&kr, 2, n4 - 1)); /* two row dims that did not merge */
+        kr.rowlen = n4;
+        TC_CHECK(!tc__krun_lanes(&kr, 1, n4));
+        kr.isa = tc__isa_impl_of(TC_ISA_AVX512);
+        kr.rowlen = n16 - 1;
+        TC_CHECK(n16 - 1 > TC__VM_LANE_ROW || tc__krun_lanes(&kr, 1, n16 - 1));
         kr.rowlen = TC__VM_LANE_ROW + 1;
         TC_CHECK(!tc__krun_lanes(&kr, 1, TC__VM_LANE_ROW + 1));
         kr.rowlen = 16;
