@@ -12479,12 +12479,13 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
- * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
- * and min (x86's min/max would drop it). */
+ * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
+ * (the 16 or 8 partial sums of one fold span; the spans add in double,
+ * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
+ * it).  In double, a sum's fold was a quarter of the latency of a row
+ * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
-    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
-    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
-    __m128d s2;
+    __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
 #if TC__ISA_W == 16
     /* masked forms: g++ 12 misreports the unmasked ones' undefined
@@ -12493,25 +12494,19 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
     __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
     if (comb == TC__COMB_SUM) {
-        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
-        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        h = _mm256_add_ps(lo, hi);
     } else {
         if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
         h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
     }
 #else
-    if (comb == TC__COMB_SUM) {
-        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
-                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
-    } else {
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-        h = (__m256)a;
-    }
+    if (comb != TC__COMB_SUM && _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    h = (__m256)a;
 #endif
-    if (comb == TC__COMB_SUM) {
-        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    if (comb == TC__COMB_SUM) { /* a tree in float (tc__vrowfold_) */
+        h4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        return _mm_cvtss_f32(_mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1)));
     }
     h4 = _mm256_castps256_ps128(h);
     q = _mm256_extractf128_ps(h, 1);
@@ -12546,6 +12541,21 @@ TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, in
 #endif
 }
 
+/* A row held in one tile: its four accumulators to the row scalar, as
+ * tc__krun_row_stage's fold of them ends (identity, combined, times
+ * scale), so a row's result does not depend on its tiles.  A sum's last
+ * steps in float: the double conversions and scalar double ops were half
+ * the latency of each stage boundary, which nothing else in the row
+ * overlaps; adding the identity's +0 is exact and the product of two
+ * floats is exact in double, so the bits are the double path's. */
+TC__INL float TC__VFN(tc__vrowfold_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int fcomb, float scale) {
+    double h = TC__VFN(tc__vreduce4_)(a, b, c, d, fcomb);
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+    if (fcomb == TC__COMB_SUM) return (0.0f + (float)h) * scale; /* h is a float's value here */
+#endif
+    return (float)(tc__comb_apply(tc__comb_identity(fcomb), h, fcomb) * (double)scale);
+}
+
 /* The accumulator in memory reduced to one value. */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
@@ -12569,8 +12579,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         if (trv) { /* a row per lane: each lane's row scalar */                                    \
             TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
         } else if (fold) {                                                                          \
-            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
-            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+            *(fold) = TC__VFN(tc__vrowfold_)(a0, a1, a2, a3, fcomb, scale);                          \
         } else {                                                                                    \
             TC__ST(acc, a0);                                                                        \
             TC__ST((acc) + TC__W, a1);                                                              \
@@ -13864,12 +13873,13 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
- * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
- * and min (x86's min/max would drop it). */
+ * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
+ * (the 16 or 8 partial sums of one fold span; the spans add in double,
+ * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
+ * it).  In double, a sum's fold was a quarter of the latency of a row
+ * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
-    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
-    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
-    __m128d s2;
+    __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
 #if TC__ISA_W == 16
     /* masked forms: g++ 12 misreports the unmasked ones' undefined
@@ -13878,25 +13888,19 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
     __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
     if (comb == TC__COMB_SUM) {
-        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
-        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        h = _mm256_add_ps(lo, hi);
     } else {
         if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
         h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
     }
 #else
-    if (comb == TC__COMB_SUM) {
-        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
-                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
-    } else {
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-        h = (__m256)a;
-    }
+    if (comb != TC__COMB_SUM && _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    h = (__m256)a;
 #endif
-    if (comb == TC__COMB_SUM) {
-        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    if (comb == TC__COMB_SUM) { /* a tree in float (tc__vrowfold_) */
+        h4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        return _mm_cvtss_f32(_mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1)));
     }
     h4 = _mm256_castps256_ps128(h);
     q = _mm256_extractf128_ps(h, 1);
@@ -13931,6 +13935,21 @@ TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, in
 #endif
 }
 
+/* A row held in one tile: its four accumulators to the row scalar, as
+ * tc__krun_row_stage's fold of them ends (identity, combined, times
+ * scale), so a row's result does not depend on its tiles.  A sum's last
+ * steps in float: the double conversions and scalar double ops were half
+ * the latency of each stage boundary, which nothing else in the row
+ * overlaps; adding the identity's +0 is exact and the product of two
+ * floats is exact in double, so the bits are the double path's. */
+TC__INL float TC__VFN(tc__vrowfold_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int fcomb, float scale) {
+    double h = TC__VFN(tc__vreduce4_)(a, b, c, d, fcomb);
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+    if (fcomb == TC__COMB_SUM) return (0.0f + (float)h) * scale; /* h is a float's value here */
+#endif
+    return (float)(tc__comb_apply(tc__comb_identity(fcomb), h, fcomb) * (double)scale);
+}
+
 /* The accumulator in memory reduced to one value. */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
@@ -13954,8 +13973,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         if (trv) { /* a row per lane: each lane's row scalar */                                    \
             TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
         } else if (fold) {                                                                          \
-            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
-            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+            *(fold) = TC__VFN(tc__vrowfold_)(a0, a1, a2, a3, fcomb, scale);                          \
         } else {                                                                                    \
             TC__ST(acc, a0);                                                                        \
             TC__ST((acc) + TC__W, a1);                                                              \
@@ -15249,12 +15267,13 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
- * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
- * and min (x86's min/max would drop it). */
+ * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
+ * (the 16 or 8 partial sums of one fold span; the spans add in double,
+ * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
+ * it).  In double, a sum's fold was a quarter of the latency of a row
+ * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
-    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
-    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
-    __m128d s2;
+    __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
 #if TC__ISA_W == 16
     /* masked forms: g++ 12 misreports the unmasked ones' undefined
@@ -15263,25 +15282,19 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
     __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
     if (comb == TC__COMB_SUM) {
-        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
-        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        h = _mm256_add_ps(lo, hi);
     } else {
         if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
         h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
     }
 #else
-    if (comb == TC__COMB_SUM) {
-        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
-                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
-    } else {
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-        h = (__m256)a;
-    }
+    if (comb != TC__COMB_SUM && _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    h = (__m256)a;
 #endif
-    if (comb == TC__COMB_SUM) {
-        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    if (comb == TC__COMB_SUM) { /* a tree in float (tc__vrowfold_) */
+        h4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        return _mm_cvtss_f32(_mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1)));
     }
     h4 = _mm256_castps256_ps128(h);
     q = _mm256_extractf128_ps(h, 1);
@@ -15316,6 +15329,21 @@ TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, in
 #endif
 }
 
+/* A row held in one tile: its four accumulators to the row scalar, as
+ * tc__krun_row_stage's fold of them ends (identity, combined, times
+ * scale), so a row's result does not depend on its tiles.  A sum's last
+ * steps in float: the double conversions and scalar double ops were half
+ * the latency of each stage boundary, which nothing else in the row
+ * overlaps; adding the identity's +0 is exact and the product of two
+ * floats is exact in double, so the bits are the double path's. */
+TC__INL float TC__VFN(tc__vrowfold_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int fcomb, float scale) {
+    double h = TC__VFN(tc__vreduce4_)(a, b, c, d, fcomb);
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+    if (fcomb == TC__COMB_SUM) return (0.0f + (float)h) * scale; /* h is a float's value here */
+#endif
+    return (float)(tc__comb_apply(tc__comb_identity(fcomb), h, fcomb) * (double)scale);
+}
+
 /* The accumulator in memory reduced to one value. */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
@@ -15339,8 +15367,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         if (trv) { /* a row per lane: each lane's row scalar */                                    \
             TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
         } else if (fold) {                                                                          \
-            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
-            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+            *(fold) = TC__VFN(tc__vrowfold_)(a0, a1, a2, a3, fcomb, scale);                          \
         } else {                                                                                    \
             TC__ST(acc, a0);                                                                        \
             TC__ST((acc) + TC__W, a1);                                                              \
@@ -16634,12 +16661,13 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #if TC__ISA_W == 16 || TC__ISA_W == 8
 /* A vector's lanes combined in registers: reading them one by one through
  * memory after a vector store stalls on store forwarding (once per row and
- * reduction, it cost a fifth of softmax_ln).  Sums in double, NaN wins max
- * and min (x86's min/max would drop it). */
+ * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
+ * (the 16 or 8 partial sums of one fold span; the spans add in double,
+ * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
+ * it).  In double, a sum's fold was a quarter of the latency of a row
+ * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
-    __m256 h = _mm256_setzero_ps();   /* eight float lanes (max, min) */
-    __m256d s = _mm256_setzero_pd();  /* four double lanes (sum)      */
-    __m128d s2;
+    __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
 #if TC__ISA_W == 16
     /* masked forms: g++ 12 misreports the unmasked ones' undefined
@@ -16648,25 +16676,19 @@ TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 lo = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 0));
     __m256 hi = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, v, 1));
     if (comb == TC__COMB_SUM) {
-        __m512d s8 = _mm512_add_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, lo), _mm512_maskz_cvtps_pd((__mmask8)0xFF, hi));
-        s = _mm256_add_pd(_mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 0),
-                          _mm512_maskz_extractf64x4_pd((__mmask8)0xF, s8, 1));
+        h = _mm256_add_ps(lo, hi);
     } else {
         if (_mm512_cmp_ps_mask((__m512)a, (__m512)a, _CMP_UNORD_Q)) return NAN;
         h = comb == TC__COMB_MAX ? _mm256_max_ps(lo, hi) : _mm256_min_ps(lo, hi);
     }
 #else
-    if (comb == TC__COMB_SUM) {
-        s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)a)),
-                          _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)a, 1)));
-    } else {
-        if (_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
-        h = (__m256)a;
-    }
+    if (comb != TC__COMB_SUM && _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q))) return NAN;
+    h = (__m256)a;
 #endif
-    if (comb == TC__COMB_SUM) {
-        s2 = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
-        return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
+    if (comb == TC__COMB_SUM) { /* a tree in float (tc__vrowfold_) */
+        h4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        h4 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+        return _mm_cvtss_f32(_mm_add_ss(h4, _mm_shuffle_ps(h4, h4, 1)));
     }
     h4 = _mm256_castps256_ps128(h);
     q = _mm256_extractf128_ps(h, 1);
@@ -16701,6 +16723,21 @@ TC__INL double TC__VFN(tc__vreduce4_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, in
 #endif
 }
 
+/* A row held in one tile: its four accumulators to the row scalar, as
+ * tc__krun_row_stage's fold of them ends (identity, combined, times
+ * scale), so a row's result does not depend on its tiles.  A sum's last
+ * steps in float: the double conversions and scalar double ops were half
+ * the latency of each stage boundary, which nothing else in the row
+ * overlaps; adding the identity's +0 is exact and the product of two
+ * floats is exact in double, so the bits are the double path's. */
+TC__INL float TC__VFN(tc__vrowfold_)(TC__VF a, TC__VF b, TC__VF c, TC__VF d, int fcomb, float scale) {
+    double h = TC__VFN(tc__vreduce4_)(a, b, c, d, fcomb);
+#if TC__ISA_W == 16 || TC__ISA_W == 8
+    if (fcomb == TC__COMB_SUM) return (0.0f + (float)h) * scale; /* h is a float's value here */
+#endif
+    return (float)(tc__comb_apply(tc__comb_identity(fcomb), h, fcomb) * (double)scale);
+}
+
 /* The accumulator in memory reduced to one value. */
 static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, int comb) {
     return TC__VFN(tc__vreduce4_)(TC__LD(acc), TC__LD(acc + TC__W), TC__LD(acc + 2 * TC__W), TC__LD(acc + 3 * TC__W),
@@ -16724,8 +16761,7 @@ static TC__ISA_ATTR TC__UNUSED double TC__VFN(tc__vhreduce_)(const float *acc, i
         if (trv) { /* a row per lane: each lane's row scalar */                                    \
             TC__ST(trv, TC__VFN(tc__vcomb4_)(a0, a1, a2, a3, fcomb) * TC__SPL(scale));              \
         } else if (fold) {                                                                          \
-            double h_ = TC__VFN(tc__vreduce4_)(a0, a1, a2, a3, fcomb);                              \
-            *(fold) = (float)(tc__comb_apply(tc__comb_identity(fcomb), h_, fcomb) * (double)(scale)); \
+            *(fold) = TC__VFN(tc__vrowfold_)(a0, a1, a2, a3, fcomb, scale);                          \
         } else {                                                                                    \
             TC__ST(acc, a0);                                                                        \
             TC__ST((acc) + TC__W, a1);                                                              \
