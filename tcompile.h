@@ -12881,12 +12881,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
-    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_bcast1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -12895,11 +12895,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_slot1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -12939,37 +12939,49 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
+/* Operand p: the vector at p, or lv where p is lp (the value the step
+ * before computed, still in a register: a load of it would wait on the
+ * store just made). */
+#define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
     const tc__vins *in = st->in;
-    TC__VF x = TC__LD(st->p[0]);
+    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
     if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
+                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
-    TC__ST(st->d, x);
+    return x;
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
     (void)s;
-    TC__VFN(tc__vs_uniform1_)(st);
+    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
 }
+/* A run of uniform steps, each one's value carried in a register to the
+ * next (a row scalar's chain: its broadcast, then the ops on it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
     const tc__vstep *end = st + st->n;
+    const float *lp = NULL;
+    TC__VF lv = TC__SPL(0.0f);
     for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
-        else TC__VFN(tc__vs_uniform1_)(st);
+        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
+        TC__ST(st->d, lv);
+        lp = st->d;
     }
 }
+#undef TC__VS_OP
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
@@ -14275,12 +14287,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
-    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_bcast1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -14289,11 +14301,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_slot1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -14333,37 +14345,49 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
+/* Operand p: the vector at p, or lv where p is lp (the value the step
+ * before computed, still in a register: a load of it would wait on the
+ * store just made). */
+#define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
     const tc__vins *in = st->in;
-    TC__VF x = TC__LD(st->p[0]);
+    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
     if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
+                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
-    TC__ST(st->d, x);
+    return x;
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
     (void)s;
-    TC__VFN(tc__vs_uniform1_)(st);
+    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
 }
+/* A run of uniform steps, each one's value carried in a register to the
+ * next (a row scalar's chain: its broadcast, then the ops on it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
     const tc__vstep *end = st + st->n;
+    const float *lp = NULL;
+    TC__VF lv = TC__SPL(0.0f);
     for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
-        else TC__VFN(tc__vs_uniform1_)(st);
+        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
+        TC__ST(st->d, lv);
+        lp = st->d;
     }
 }
+#undef TC__VS_OP
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
@@ -15669,12 +15693,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
-    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_bcast1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -15683,11 +15707,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_slot1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -15727,37 +15751,49 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
+/* Operand p: the vector at p, or lv where p is lp (the value the step
+ * before computed, still in a register: a load of it would wait on the
+ * store just made). */
+#define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
     const tc__vins *in = st->in;
-    TC__VF x = TC__LD(st->p[0]);
+    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
     if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
+                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
-    TC__ST(st->d, x);
+    return x;
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
     (void)s;
-    TC__VFN(tc__vs_uniform1_)(st);
+    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
 }
+/* A run of uniform steps, each one's value carried in a register to the
+ * next (a row scalar's chain: its broadcast, then the ops on it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
     const tc__vstep *end = st + st->n;
+    const float *lp = NULL;
+    TC__VF lv = TC__SPL(0.0f);
     for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
-        else TC__VFN(tc__vs_uniform1_)(st);
+        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
+        TC__ST(st->d, lv);
+        lp = st->d;
     }
 }
+#undef TC__VS_OP
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
@@ -17063,12 +17099,12 @@ TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
     }
     return x;
 }
-TC__INL void TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
     const char *p = s->ptr[st->k];
-    TC__ST(st->d, TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0)));
+    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_bcast1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
     (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
@@ -17077,11 +17113,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st,
     int u;
     (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
 }
-TC__INL void TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]));
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__VFN(tc__vs_slot1_)(st, s);
+    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
     const float *x = TC__VFN(tc__vs_src_)(st, s);
@@ -17121,37 +17157,49 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * vector), without that function's set-up for a tile: a row kernel's row
  * scalars pass through a few of these a row (softmax's 1 / sum, a norm's
  * rsqrt(var + eps)), which cost it more than its real work at short rows. */
-TC__INL void TC__VFN(tc__vs_uniform1_)(const tc__vstep *st) {
+/* Operand p: the vector at p, or lv where p is lp (the value the step
+ * before computed, still in a register: a load of it would wait on the
+ * store just made). */
+#define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
     const tc__vins *in = st->in;
-    TC__VF x = TC__LD(st->p[0]);
+    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
     if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__LD(st->sp) : TC__SPL(1.0f), st->tp ? TC__LD(st->tp) : TC__SPL(-0.0f));
+        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
+                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__LD(st->p[1]), TC__LD(st->p[2]));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__LD(st->p[1]), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__LD(st->p[1]));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
-    TC__ST(st->d, x);
+    return x;
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
     (void)s;
-    TC__VFN(tc__vs_uniform1_)(st);
+    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
 }
+/* A run of uniform steps, each one's value carried in a register to the
+ * next (a row scalar's chain: its broadcast, then the ops on it). */
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
     const tc__vstep *end = st + st->n;
+    const float *lp = NULL;
+    TC__VF lv = TC__SPL(0.0f);
     for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) TC__VFN(tc__vs_bcast1_)(st, s);
-        else TC__VFN(tc__vs_uniform1_)(st);
+        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
+        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
+        TC__ST(st->d, lv);
+        lp = st->d;
     }
 }
+#undef TC__VS_OP
 static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
     TC__VFN(tc__vs_bcast_), TC__VFN(tc__vs_load_),  TC__VFN(tc__vs_trload_), TC__VFN(tc__vs_slot_),
     TC__VFN(tc__vs_storel_), TC__VFN(tc__vs_store_), TC__VFN(tc__vs_acc_),    TC__VFN(tc__vs_compute_),
