@@ -130,7 +130,12 @@ TC__FN int tc__cpu_count(void) {
 #endif
 }
 
-enum { TC__CPU_AVX2 = 1, TC__CPU_FMA = 2, TC__CPU_AVX512F = 4, TC__CPU_NEON = 8 };
+/* TC__CPU_NT_FILL: the core's non-temporal stores combine in the L1's
+ * fill buffers, the ones its load misses need (Intel's cores; AMD's have
+ * separate write-combining buffers), so a kernel that streams its result
+ * past the caches starves the hardware prefetcher of its input
+ * (tc__krun_arm_stream). */
+enum { TC__CPU_AVX2 = 1, TC__CPU_FMA = 2, TC__CPU_AVX512F = 4, TC__CPU_NEON = 8, TC__CPU_NT_FILL = 16 };
 
 /* cpuid says what the core implements; XGETBV says whether the OS saves the
  * wide registers.  Both must agree before a wide ISA is used. */
@@ -138,6 +143,8 @@ TC__FN TC__UNUSED int tc__cpu_features(void) {
     int f = 0;
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
     unsigned a, b, c, d, xlo, xhi;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu) f |= TC__CPU_NT_FILL; /* "GenuineIntel" */
     __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
     if (!(c & (1u << 27))) return 0; /* OSXSAVE */
     {

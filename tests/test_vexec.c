@@ -1337,6 +1337,107 @@ TC_TEST(test_rows_fetched_ahead) {
 #endif
 }
 
+/* x * w + b, w and b broadcast along the rows (the dims cannot merge) */
+static void bias_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_gelu(c, tc_add(c, tc_mul(c, in[0], in[1]), in[2]));
+}
+
+/* Which pointwise kernels fetch their inputs ahead by software
+ * (tc__krun_arm_stream): only on a CPU whose non-temporal stores share
+ * the fill buffers (TC__CPU_NT_FILL), only kernels whose result streams
+ * past the caches, and only inputs read from memory; along the stretch
+ * while it lasts, else rows ahead, never past the span or the outer
+ * index.  The results are the bits of the kernel run without it. */
+TC_TEST(test_streams_fetched_ahead) {
+#ifdef TC__HAVE_VEXEC
+    const int64_t big = TC__NT_STORE_BYTES / (1024 * (int64_t)sizeof(float));
+    int saved = ctx->cpu_features, c, flag;
+    for (c = 0; c < 2; c++) { /* ew (one stream), bias_fn (rows of 1024) */
+        int64_t xs[2] = {big, 1024}, ws[1] = {1024};
+        tc_tensor *in[3], *y = NULL;
+        tc_compile_options o;
+        tc_fn *f;
+        const tc__kernel *k;
+        tc_scope_begin(ctx);
+        in[0] = tc_rand_normal(ctx, 2, xs, 0.0, 1.0, 5);
+        in[1] = tc_rand_normal(ctx, 1, ws, 0.0, 1.0, 6);
+        in[2] = tc_rand_normal(ctx, 1, ws, 0.0, 1.0, 7);
+        memset(&o, 0, sizeof o);
+        o.num_inputs = c ? 3 : 1;
+        f = tc_compile(ctx, c ? bias_fn : ew_fn, NULL, &o);
+        TC_CHECK(tc_call(f, in, &y) == TC_OK && tc_call(f, in, &y) == TC_OK);
+        k = only_kernel(f);
+        TC_CHECK(k != NULL && k->nstage == 1 && k->nslot == 0);
+        for (flag = 0; k && flag < 2; flag++) {
+            tc__krun kr;
+            tc__vst s;
+            int64_t idx[TC_MAX_DIMS] = {0}, n, ahead, rows, total = big * 1024;
+            int a, nx = 0, armed;
+            ctx->cpu_features = flag ? saved | TC__CPU_NT_FILL : saved & ~TC__CPU_NT_FILL;
+            tc__krun_prepare(&kr, ctx, k, f->entries[0].prog->ref);
+            TC_CHECKF(kr.pf_streams == flag, "case %d, flag %d: pf_streams %d", c, flag, kr.pf_streams);
+            for (a = 0; a < k->nacc; a++) nx += kr.mem[a];
+            TC_CHECK(nx >= 1);
+            ahead = (int64_t)kr.tile * TC__PREFETCH_TILES;
+            kr.ws = NULL;
+            memset(&s, 0, sizeof s);
+            for (a = 0; a < k->nacc; a++) s.dt[a] = kr.dt[a];
+            if (c == 0) { /* one merged dim: along the stream, while it lasts */
+                TC_CHECK(kr.ndim == 1 && kr.shape[0] == total);
+                n = total;
+                tc__krun_point(&kr, &s, idx, 0);
+                armed = tc__krun_arm_stream(&kr, &s, idx, 0, total, kr.tile, n);
+                TC_CHECKF(armed == (flag ? nx : 0), "ew: %d armed of %d", armed, nx);
+                for (a = 0; a < armed; a++) {
+                    int q, hit = 0;
+                    for (q = 0; q < k->nacc; q++) hit |= kr.mem[q] && s.pf[a] == kr.base[q] + ahead * (int64_t)sizeof(float);
+                    TC_CHECKF(hit, "ew: stream %d is not an input %d floats on", a, (int)ahead);
+                }
+                s.npf = 0;
+                TC_CHECK(tc__krun_arm_stream(&kr, &s, idx, 0, total, total - ahead, n) == 0);
+            } else { /* rows that did not merge: rows ahead, in the span and the outer index */
+                TC_CHECK(kr.ndim == 2 && kr.shape[1] == 1024 && ahead >= 1024);
+                rows = (ahead + 1023) / 1024;
+                idx[0] = 5;
+                tc__krun_point(&kr, &s, idx, 0);
+                armed = tc__krun_arm_stream(&kr, &s, idx, 5 * 1024, total, 0, 1024);
+                TC_CHECKF(armed == (flag ? 1 : 0), "bias: %d armed", armed); /* x; w and b repeat */
+                for (a = 0; armed && a < k->nacc; a++)
+                    if (kr.mem[a])
+                        TC_CHECKF(s.pf[0] == kr.base[a] + (5 + rows) * 1024 * (int64_t)sizeof(float),
+                                  "bias: the stream is not x's row %d", (int)(5 + rows));
+                s.npf = 0;
+                TC_CHECK(tc__krun_arm_stream(&kr, &s, idx, 5 * 1024, (5 + rows) * 1024, 0, 1024) == 0);
+                idx[0] = big - rows;
+                tc__krun_point(&kr, &s, idx, 0);
+                TC_CHECK(tc__krun_arm_stream(&kr, &s, idx, (big - rows) * 1024, total, 0, 1024) == 0);
+            }
+        }
+        /* odd shapes, the pool's parts: the same bits either way */
+        {
+            int64_t os[2] = {big + 3, 1027}, ow[1] = {1027};
+            tc_tensor *y0 = NULL, *y1 = NULL;
+            tc_fn *g;
+            in[0] = tc_rand_normal(ctx, 2, os, 0.0, 1.0, 8);
+            in[1] = tc_rand_normal(ctx, 1, ow, 0.0, 1.0, 9);
+            in[2] = tc_rand_normal(ctx, 1, ow, 0.0, 1.0, 10);
+            g = tc_compile(ctx, c ? bias_fn : ew_fn, NULL, &o);
+            ctx->cpu_features = saved & ~TC__CPU_NT_FILL;
+            TC_CHECK(tc_call(g, in, &y0) == TC_OK);
+            ctx->cpu_features = saved | TC__CPU_NT_FILL;
+            TC_CHECK(tc_call(g, in, &y1) == TC_OK);
+            TC_CHECKF(y0 && y1 && memcmp(tc_data(y0), tc_data(y1), sizeof(float) * (size_t)tc_numel(y0)) == 0,
+                      "case %d: results differ with the fetch", c);
+            tc_fn_free(g);
+        }
+        ctx->cpu_features = saved;
+        tc_fn_free(f);
+        tc_scope_end(ctx);
+    }
+#endif
+}
+
 #if defined(TC__HAVE_VEXEC_X86)
 /* The W x W block transpose of each x86 level, against its definition. */
 #define TC_VTR_CHECK(SFX, W)                                                                  \
@@ -1450,6 +1551,7 @@ int main(void) {
     TC_RUN(test_rows_across_lanes);
     TC_RUN(test_norm_of_large_mean);
     TC_RUN(test_rows_fetched_ahead);
+    TC_RUN(test_streams_fetched_ahead);
     TC_RUN(test_rows_in_pairs);
     TC_RUN(test_row_buffers_shared);
     TC_RUN(test_long_rows_one_tile);
