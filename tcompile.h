@@ -11861,9 +11861,9 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
 #if TC__ISA_W == 16
     {
         TC__VF tb, q;
@@ -11924,6 +11924,42 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
 #endif
 }
 
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
 /* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
 TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
@@ -11962,9 +11998,10 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
 TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
     *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
     if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                     -1.59576912160573072f));
-    return 1.0f + TC__VFN(tc__vexp_)(-x);
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
 }
 TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
     TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
@@ -11995,7 +12032,7 @@ TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
     s = TC__FMA(s, z, 1.33314422036E-1f);
     s = TC__FMA(s, z, -3.33332819422E-1f);
     s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.625f, s, b);
 }
@@ -12022,7 +12059,7 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
     b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.5f, s, b);
@@ -13267,9 +13304,9 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
 #if TC__ISA_W == 16
     {
         TC__VF tb, q;
@@ -13330,6 +13367,42 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
 #endif
 }
 
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
 /* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
 TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
@@ -13368,9 +13441,10 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
 TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
     *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
     if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                     -1.59576912160573072f));
-    return 1.0f + TC__VFN(tc__vexp_)(-x);
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
 }
 TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
     TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
@@ -13401,7 +13475,7 @@ TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
     s = TC__FMA(s, z, 1.33314422036E-1f);
     s = TC__FMA(s, z, -3.33332819422E-1f);
     s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.625f, s, b);
 }
@@ -13428,7 +13502,7 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
     b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.5f, s, b);
@@ -14673,9 +14747,9 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
 #if TC__ISA_W == 16
     {
         TC__VF tb, q;
@@ -14736,6 +14810,42 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
 #endif
 }
 
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
 /* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
 TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
@@ -14774,9 +14884,10 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
 TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
     *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
     if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                     -1.59576912160573072f));
-    return 1.0f + TC__VFN(tc__vexp_)(-x);
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
 }
 TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
     TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
@@ -14807,7 +14918,7 @@ TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
     s = TC__FMA(s, z, 1.33314422036E-1f);
     s = TC__FMA(s, z, -3.33332819422E-1f);
     s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.625f, s, b);
 }
@@ -14834,7 +14945,7 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
     b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.5f, s, b);
@@ -16079,9 +16190,9 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, -104.0f, 89.0f);
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
 #if TC__ISA_W == 16
     {
         TC__VF tb, q;
@@ -16142,6 +16253,42 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
 #endif
 }
 
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
 /* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
 TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
     TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
@@ -16180,9 +16327,10 @@ TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
 TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
     *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
     if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                     -1.59576912160573072f));
-    return 1.0f + TC__VFN(tc__vexp_)(-x);
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
 }
 TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
     TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
@@ -16213,7 +16361,7 @@ TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
     s = TC__FMA(s, z, 1.33314422036E-1f);
     s = TC__FMA(s, z, -3.33332819422E-1f);
     s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_)(ax + ax) + 1.0f);
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.625f, s, b);
 }
@@ -16240,7 +16388,7 @@ TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
     p = p * t + 0.37409196f;
     p = p * t + 1.00002368f;
     p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_)(p - z);
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
     b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
     b = TC__VFN(tc__vcopysign_)(b, x);
     return TC__SEL(ax < 0.5f, s, b);

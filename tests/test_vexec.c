@@ -3,6 +3,7 @@
  * decisions (kernel counts, row kernels, materialization, in-place reuse). */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
+#include <fenv.h>
 #include "tc_test.h"
 
 static tc_ctx *ctx;
@@ -1337,6 +1338,66 @@ TC_TEST(test_rows_fetched_ahead) {
 #endif
 }
 
+/* softmax of rows that are half masked (-inf, -1e4, -300 beside values in
+ * [-3, 3]): exp's masked lanes give 0 with no denormal on the way (no
+ * underflow flag: Intel's cores take a microcode assist per instruction
+ * that underflows, 6.6x slower such rows), while a row whose exps are
+ * denormal (x - max = -95) still gets libm's denormals (and raises it). */
+static void softmax_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_softmax(c, in[0], -1);
+}
+TC_TEST(test_exp_masked_no_underflow) {
+    static const float mask[3] = {-INFINITY, -1e4f, -300.0f};
+    enum { C = 256 };
+    static float xs[4 * C], got[4 * C];
+    int isa, r, j, threads = tc_ctx_num_threads(ctx);
+    int64_t shape[2] = {4, C}, one[2] = {1, C};
+    uint64_t q = 99;
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 1) == TC_OK); /* the flags are the calling thread's */
+    for (r = 0; r < 4; r++)
+        for (j = 0; j < C; j++) {
+            q = q * 6364136223846793005ull + 1442695040888963407ull;
+            xs[r * C + j] = r < 3 && j % 2 ? mask[r] : (float)((int64_t)(q >> 40) % 6001 - 3000) / 1000.0f;
+        }
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_fn *f;
+        tc_tensor *x, *y = NULL;
+        int under;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        f = tc_compile(ctx, softmax_fn, NULL, NULL);
+        tc_scope_begin(ctx);
+        x = tc_from_data(ctx, TC_F32, 2, shape, xs);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK); /* the program is built */
+        feclearexcept(FE_ALL_EXCEPT);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        under = fetestexcept(FE_UNDERFLOW) != 0;
+        TC_CHECKF(!under, "%s: softmax of masked rows underflowed", tc_isa_name((tc_isa)isa));
+        tc_read(y, TC_F32, got, sizeof got);
+        for (r = 0; r < 3; r++)
+            for (j = 1; j < C; j += 2) TC_CHECKF(got[r * C + j] == 0.0f, "%s: masked lane %d of row %d", tc_isa_name((tc_isa)isa), j, r);
+        tc_scope_end(ctx);
+        tc_fn_free(f);
+        /* the control: exps that are denormal stay libm's */
+        f = tc_compile(ctx, softmax_fn, NULL, NULL);
+        tc_scope_begin(ctx);
+        for (j = 0; j < C; j++) got[j] = j == 7 ? -95.0f : 0.0f;
+        x = tc_from_data(ctx, TC_F32, 2, one, got);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        feclearexcept(FE_ALL_EXCEPT);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        under = fetestexcept(FE_UNDERFLOW) != 0;
+        tc_read(y, TC_F32, got, sizeof(float) * C);
+        TC_CHECKF(under && got[7] > 0.0f && fabs((double)got[7] - exp(-95.0) / (C - 1 + exp(-95.0))) <= 3e-45,
+                  "%s: a denormal exp: %g (underflow %d)", tc_isa_name((tc_isa)isa), (double)got[7], under);
+        tc_scope_end(ctx);
+        tc_fn_free(f);
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    TC_CHECK(tc_ctx_set_num_threads(ctx, threads) == TC_OK);
+}
+
 /* x * w + b, w and b broadcast along the rows (the dims cannot merge) */
 static void bias_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     (void)u;
@@ -1552,6 +1613,7 @@ int main(void) {
     TC_RUN(test_norm_of_large_mean);
     TC_RUN(test_rows_fetched_ahead);
     TC_RUN(test_streams_fetched_ahead);
+    TC_RUN(test_exp_masked_no_underflow);
     TC_RUN(test_rows_in_pairs);
     TC_RUN(test_row_buffers_shared);
     TC_RUN(test_long_rows_one_tile);
