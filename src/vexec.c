@@ -780,7 +780,9 @@ TC__FN int64_t tc__krun_rows_pair(const tc__krun *kr, tc__vst *s, const tc__vpla
                 tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
         }
         tc__vst_pf_rest(s);
-        for (a = 0; a < k->nacc; a++) s->ptr[a] += 2 * rstep[a];
+        /* not past the part's last row: that address may lie outside the tensor */
+        if (o + 2 < e)
+            for (a = 0; a < k->nacc; a++) s->ptr[a] += 2 * rstep[a];
     }
     return o;
 }
@@ -833,7 +835,8 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
         }
         tc__vst_pf_rest(s);
         if (kr->row0 == 1) {
-            for (a = 0; a < k->nacc; a++) s->ptr[a] += rstep[a];
+            if (o + 1 < e)
+                for (a = 0; a < k->nacc; a++) s->ptr[a] += rstep[a];
         } else {
             for (d = kr->row0 - 1; d >= 0 && ++idx[d] == kr->shape[d]; d--) idx[d] = 0;
             if (o + 1 < e) tc__krun_point(kr, s, idx, 0);

@@ -1139,6 +1139,8 @@ TC_TEST(test_rows_across_lanes) {
         if (kr.isa->isa == TC_ISA_AVX512) { /* built for x86 (AArch64 has none) */
             kr.rowlen = n16 - 1;
             TC_CHECK(n16 - 1 > TC__VM_LANE_ROW || tc__krun_lanes(&kr, 1, n16 - 1));
+            kr.rowlen = n16; /* 6 vectors of 16: in pairs, not across lanes */
+            TC_CHECK(!tc__krun_lanes(&kr, 1, n16));
             kr.rowlen = TC__VM_LANE_ROW + 1;
             TC_CHECK(!tc__krun_lanes(&kr, 1, TC__VM_LANE_ROW + 1));
         }
