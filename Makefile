@@ -44,7 +44,8 @@ FUZZ_GRAPHS ?= 10000
 fuzz: tcompile.h
 	@mkdir -p $(BUILD)
 	$(CC) -std=c99 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/fuzz_fusion.c -o $(BUILD)/fuzz $(LIBS)
-	./$(BUILD)/fuzz $(FUZZ_GRAPHS)
+	rm -rf $(BUILD)/fuzz-tune-cache
+	TC_CACHE_DIR=$(BUILD)/fuzz-tune-cache ./$(BUILD)/fuzz $(FUZZ_GRAPHS)
 
 clean:
 	rm -rf $(BUILD)
