@@ -546,6 +546,52 @@ TC_TEST(test_autotune_kernel_tiles) {
 #endif
 }
 
+/* max-autotune keeps a variant only where it still wins measured in turns
+ * with the default (tc__tune_confirm).  Scripted times
+ * (tc__tune_measure_hook): one thread measures 1.0 the first time and 2.0
+ * after (the host drifted: another process left a core), all threads 1.5:
+ * the default stays; one thread at 1.0 every time: it is kept. */
+static int confirm_drift, confirm_single_calls;
+static double confirm_hook(const tc__launch *l, int cap) {
+    (void)l;
+    if (!cap) return 1.5;
+    return confirm_drift && confirm_single_calls++ > 0 ? 2.0 : 1.0;
+}
+static void confirm_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_sigmoid(c, tc_add_scalar(c, in[0], 0.5));
+}
+TC_TEST(test_autotune_confirms_in_turns) {
+    int64_t sx[2] = {57, 1111};
+    int drift, threads = tc_ctx_num_threads(ctx);
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 2) == TC_OK);
+    for (drift = 0; drift < 2; drift++) {
+        tc_compile_options o;
+        tc_explain_info info;
+        tc_tensor *x, *y = NULL;
+        tc_fn *f;
+        memset(&o, 0, sizeof o);
+        o.mode = TC_MODE_MAX_AUTOTUNE;
+        o.cache_dir = ""; /* measured here, not read back */
+        confirm_drift = drift;
+        confirm_single_calls = 0;
+        tc__tune_measure_hook = confirm_hook;
+        f = tc_compile(ctx, confirm_fn, NULL, &o);
+        tc_scope_begin(ctx);
+        x = rand_t(2, sx, 81);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+        tc__tune_measure_hook = NULL;
+        memset(&info, 0, sizeof info);
+        TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+        TC_CHECKF(info.tuned_launches >= 1 && info.tuned_single_thread == (drift ? 0 : info.tuned_launches),
+                  "drift %d: %d of %d launches on one thread", drift, info.tuned_single_thread, info.tuned_launches);
+        TC_CHECK(!drift || confirm_single_calls >= 4); /* the choice was measured again, in turns */
+        tc_scope_end(ctx);
+        tc_fn_free(f);
+    }
+    TC_CHECK(tc_ctx_set_num_threads(ctx, threads) == TC_OK);
+}
+
 /* ---- freeze: weights packed once ---------------------------------------------- */
 
 typedef struct frozen_params {
@@ -633,6 +679,7 @@ int main(void) {
     TC_RUN(test_epilogues_every_level);
     TC_RUN(test_autotune_disk_cache);
     TC_RUN(test_autotune_kernel_tiles);
+    TC_RUN(test_autotune_confirms_in_turns);
     TC_RUN(test_freeze_packs_weights_once);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
