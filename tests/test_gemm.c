@@ -548,14 +548,16 @@ TC_TEST(test_autotune_kernel_tiles) {
 
 /* max-autotune keeps a variant only where it still wins measured in turns
  * with the default (tc__tune_confirm).  Scripted times
- * (tc__tune_measure_hook): one thread measures 1.0 the first time and 2.0
- * after (the host drifted: another process left a core), all threads 1.5:
- * the default stays; one thread at 1.0 every time: it is kept. */
-static int confirm_drift, confirm_single_calls;
+ * (tc__tune_measure_hook): a smaller register tile measures 1.0 the first
+ * time and 2.0 after (the host drifted: another process left a core), the
+ * default tile 1.5: the default stays; a smaller tile at 1.0 every time:
+ * it is kept.  (Tiles, not a thread split: TC_NO_THREADS builds measure
+ * no split.) */
+static int confirm_drift, confirm_calls;
 static double confirm_hook(const tc__launch *l, int cap) {
-    (void)l;
-    if (!cap) return 1.5;
-    return confirm_drift && confirm_single_calls++ > 0 ? 2.0 : 1.0;
+    (void)cap;
+    if (!l->tile) return 1.5;
+    return confirm_drift && confirm_calls++ > 0 ? 2.0 : 1.0;
 }
 static void confirm_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     (void)u;
@@ -563,8 +565,7 @@ static void confirm_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out
 }
 TC_TEST(test_autotune_confirms_in_turns) {
     int64_t sx[2] = {57, 1111};
-    int drift, threads = tc_ctx_num_threads(ctx);
-    TC_CHECK(tc_ctx_set_num_threads(ctx, 2) == TC_OK);
+    int drift;
     for (drift = 0; drift < 2; drift++) {
         tc_compile_options o;
         tc_explain_info info;
@@ -574,7 +575,7 @@ TC_TEST(test_autotune_confirms_in_turns) {
         o.mode = TC_MODE_MAX_AUTOTUNE;
         o.cache_dir = ""; /* measured here, not read back */
         confirm_drift = drift;
-        confirm_single_calls = 0;
+        confirm_calls = 0;
         tc__tune_measure_hook = confirm_hook;
         f = tc_compile(ctx, confirm_fn, NULL, &o);
         tc_scope_begin(ctx);
@@ -583,13 +584,12 @@ TC_TEST(test_autotune_confirms_in_turns) {
         tc__tune_measure_hook = NULL;
         memset(&info, 0, sizeof info);
         TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
-        TC_CHECKF(info.tuned_launches >= 1 && info.tuned_single_thread == (drift ? 0 : info.tuned_launches),
-                  "drift %d: %d of %d launches on one thread", drift, info.tuned_single_thread, info.tuned_launches);
-        TC_CHECK(!drift || confirm_single_calls >= 4); /* the choice was measured again, in turns */
+        TC_CHECKF(info.tuned_launches >= 1 && info.tuned_tiles == (drift ? 0 : info.tuned_launches),
+                  "drift %d: %d of %d launches on a smaller tile", drift, info.tuned_tiles, info.tuned_launches);
+        TC_CHECK(!drift || confirm_calls >= 4); /* the choice was measured again, in turns */
         tc_scope_end(ctx);
         tc_fn_free(f);
     }
-    TC_CHECK(tc_ctx_set_num_threads(ctx, threads) == TC_OK);
 }
 
 /* ---- freeze: weights packed once ---------------------------------------------- */
