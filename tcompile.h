@@ -11860,7 +11860,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table. */
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
@@ -11954,6 +11955,7 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
         TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
         y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
         if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
             y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
     }
@@ -13303,7 +13305,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table. */
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
@@ -13397,6 +13400,7 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
         TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
         y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
         if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
             y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
     }
@@ -14746,7 +14750,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table. */
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
@@ -14840,6 +14845,7 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
         TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
         y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
         if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
             y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
     }
@@ -16189,7 +16195,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table. */
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
@@ -16283,6 +16290,7 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
         TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
         y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
         if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
             y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
     }
@@ -17664,7 +17672,7 @@ TC__FN int tc__krun_prefetches(const tc__krun *kr, int a, int dim) {
  * hardware's stream, and a 2048-float softmax_ln ran 1.6x slower without
  * it (Zen 5).  A stream walked once is the hardware prefetcher's best
  * case, and software lines on top of it only compete for the miss
- * buffers (below). */
+ * buffers, but where non-temporal stores hold them (tc__krun_arm_stream). */
 TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
     int a, lines = (int)(((size_t)len * sizeof(float) + 63) / 64);
     if (lines > s->pf_lines) s->pf_lines = lines;
@@ -18375,7 +18383,7 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
  * holds ws_slots per-thread workspaces of ws_bytes each. */
 TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     tc__krun kr;
-    int a, d;
+    int a, d, any_nt = 0;
     memset(&kr, 0, sizeof kr);
     kr.k = k;
     kr.isa = tc__isa_impl_of(ctx->isa);
@@ -18401,9 +18409,9 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         /* and an input of that size is read from memory (tc__krun_arm_rows) */
         kr.mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
         kr.any_mem |= kr.mem[a];
-        kr.pf_streams |= kr.nt[a];
+        any_nt |= kr.nt[a];
     }
-    kr.pf_streams = kr.pf_streams && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
+    kr.pf_streams = any_nt && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
     kr.rowlen = tc__kernel_rowlen(k);
     kr.tile = tc__kernel_tile(k);
     tc__krun_coalesce(&kr);
@@ -19628,10 +19636,11 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
     if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
 }
 
-/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
 /* Tests script the times a variant measures (launch, thread cap); NULL
  * in use. */
 static double (*tc__tune_measure_hook)(const tc__launch *l, int cap) = NULL;
+
+/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
 
 TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
     double t_min = -1;
@@ -19652,6 +19661,7 @@ TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return *r == TC_OK ? t_min * 1e3 : -1;
 }
 
+/* Sets l up as choice c says (its thread split is the caller's). */
 TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
     l->call.blk.kc = c->kc;
     l->call.blk.mc_tiles = c->mc_tiles;

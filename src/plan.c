@@ -657,10 +657,11 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
     if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
 }
 
-/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
 /* Tests script the times a variant measures (launch, thread cap); NULL
  * in use. */
 static double (*tc__tune_measure_hook)(const tc__launch *l, int cap) = NULL;
+
+/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
 
 TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
     double t_min = -1;
@@ -681,6 +682,7 @@ TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return *r == TC_OK ? t_min * 1e3 : -1;
 }
 
+/* Sets l up as choice c says (its thread split is the caller's). */
 TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
     l->call.blk.kc = c->kc;
     l->call.blk.mc_tiles = c->mc_tiles;

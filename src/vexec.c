@@ -225,7 +225,7 @@ TC__FN int tc__krun_prefetches(const tc__krun *kr, int a, int dim) {
  * hardware's stream, and a 2048-float softmax_ln ran 1.6x slower without
  * it (Zen 5).  A stream walked once is the hardware prefetcher's best
  * case, and software lines on top of it only compete for the miss
- * buffers (below). */
+ * buffers, but where non-temporal stores hold them (tc__krun_arm_stream). */
 TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
     int a, lines = (int)(((size_t)len * sizeof(float) + 63) / 64);
     if (lines > s->pf_lines) s->pf_lines = lines;
@@ -936,7 +936,7 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
  * holds ws_slots per-thread workspaces of ws_bytes each. */
 TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     tc__krun kr;
-    int a, d;
+    int a, d, any_nt = 0;
     memset(&kr, 0, sizeof kr);
     kr.k = k;
     kr.isa = tc__isa_impl_of(ctx->isa);
@@ -962,9 +962,9 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
         /* and an input of that size is read from memory (tc__krun_arm_rows) */
         kr.mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
         kr.any_mem |= kr.mem[a];
-        kr.pf_streams |= kr.nt[a];
+        any_nt |= kr.nt[a];
     }
-    kr.pf_streams = kr.pf_streams && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
+    kr.pf_streams = any_nt && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
     kr.rowlen = tc__kernel_rowlen(k);
     kr.tile = tc__kernel_tile(k);
     tc__krun_coalesce(&kr);

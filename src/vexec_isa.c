@@ -189,7 +189,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
  * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
  * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table. */
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
     TC__VF t, n, r;
     x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
@@ -283,6 +284,7 @@ TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
     if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
         TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
         y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
         if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
             y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
     }
