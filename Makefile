@@ -6,7 +6,7 @@ WARN     = -std=c99 -Wall -Wextra -Werror -pedantic
 LIBS     = -lm -lpthread
 BUILD    = build
 
-SRC = $(wildcard src/*.c src/*.h)
+SRC = $(wildcard src/*.h src/*/*.c src/*/*.h)
 
 .PHONY: all demo test header examples clean bench fuzz
 

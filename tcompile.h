@@ -1,3 +1,12 @@
+/* tcompile.h: generated from src/ by tools/amalgamate.sh; edit src/, not this file. */
+#ifndef TC__LINE_AT /* #line operands: src/ names, or with TC_HEADER_LINES this header's own lines */
+#ifdef TC_HEADER_LINES
+#define TC__LINE_AT(src_line, src_file, header_line) header_line __FILE__
+#else
+#define TC__LINE_AT(src_line, src_file, header_line) src_line src_file
+#endif
+#endif
+#line TC__LINE_AT(1, "src/manual.h", 10)
 /* tcompile.h — torch.compile for C.  v0.1.0
  *
  * One header, no dependencies beyond libc, libm and pthreads.
@@ -227,6 +236,8 @@
  *  LICENSE: MIT or public domain (Unlicense), at your choice; see the end.
  * ===========================================================================
  */
+#line TC__LINE_AT(240, "tcompile.h", 240)
+#line TC__LINE_AT(1, "src/api.h", 241)
 #ifndef TCOMPILE_H
 #define TCOMPILE_H
 
@@ -849,12 +860,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
+#line TC__LINE_AT(864, "tcompile.h", 864)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
+#line TC__LINE_AT(1, "src/impl_prelude.h", 871)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1008,8 +1021,10 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
+#line TC__LINE_AT(1025, "tcompile.h", 1025)
 
-/* ===== src/platform.c ===== */
+/* ===== src/runtime/platform.c ===== */
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1028)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1397,8 +1412,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
+#line TC__LINE_AT(1416, "tcompile.h", 1416)
 
-/* ===== src/util.c ===== */
+/* ===== src/runtime/util.c ===== */
+#line TC__LINE_AT(1, "src/runtime/util.c", 1419)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -1709,8 +1726,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
+#line TC__LINE_AT(1730, "tcompile.h", 1730)
 
-/* ===== src/threads.c ===== */
+/* ===== src/runtime/threads.c ===== */
+#line TC__LINE_AT(1, "src/runtime/threads.c", 1733)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -1935,8 +1954,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
+#line TC__LINE_AT(1958, "tcompile.h", 1958)
 
-/* ===== src/tensor.c ===== */
+/* ===== src/runtime/tensor.c ===== */
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 1961)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 /* compile.c: a host read while tracing is a graph break (nonzero: refuse). */
@@ -2410,8 +2431,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
+#line TC__LINE_AT(2435, "tcompile.h", 2435)
 
-/* ===== src/optable.h ===== */
+/* ===== src/ops/optable.h ===== */
+#line TC__LINE_AT(1, "src/ops/optable.h", 2438)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name)
  * and, later, tracing and fusion (the class).  Adding an op = one row here,
@@ -2577,8 +2600,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
     TC__OPS(TC__ROW_)
 #undef TC__ROW_
 };
+#line TC__LINE_AT(2604, "tcompile.h", 2604)
 
-/* ===== src/dispatch.c ===== */
+/* ===== src/ops/dispatch.c ===== */
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 2607)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  Tracing (compiled mode) will record the same
@@ -3380,8 +3405,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
+#line TC__LINE_AT(3409, "tcompile.h", 3409)
 
-/* ===== src/pointwise.c ===== */
+/* ===== src/ops/pointwise.c ===== */
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3412)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4111,8 +4138,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
+#line TC__LINE_AT(4142, "tcompile.h", 4142)
 
-/* ===== src/reduce.c ===== */
+/* ===== src/ops/reduce.c ===== */
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4145)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4680,12 +4709,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
+#line TC__LINE_AT(4713, "tcompile.h", 4713)
 
-/* ===== src/gemm_isa.c for avx512 ===== */
+/* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4720)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5026,16 +5057,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
+#line TC__LINE_AT(5061, "tcompile.h", 5061)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/gemm_isa.c for avx2 ===== */
+/* ===== src/cpu/gemm_isa.c for avx2 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5072)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5376,16 +5409,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
+#line TC__LINE_AT(5413, "tcompile.h", 5413)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/gemm_isa.c for v128 ===== */
+/* ===== src/cpu/gemm_isa.c for v128 ===== */
 #if defined(TC__HAVE_VEXEC)
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5424)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5726,16 +5761,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
+#line TC__LINE_AT(5765, "tcompile.h", 5765)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/gemm_isa.c for scalar ===== */
+/* ===== src/cpu/gemm_isa.c for scalar ===== */
 #if defined(TC__HAVE_VEXEC)
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5776)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6076,12 +6113,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
+#line TC__LINE_AT(6117, "tcompile.h", 6117)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/gemm.c ===== */
+/* ===== src/cpu/gemm.c ===== */
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6124)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6697,8 +6736,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
+#line TC__LINE_AT(6740, "tcompile.h", 6740)
 
-/* ===== src/linalg.c ===== */
+/* ===== src/ops/linalg.c ===== */
+#line TC__LINE_AT(1, "src/ops/linalg.c", 6743)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -6969,8 +7010,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
+#line TC__LINE_AT(7014, "tcompile.h", 7014)
 
-/* ===== src/conv.c ===== */
+/* ===== src/cpu/conv.c ===== */
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7017)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7615,8 +7658,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
+#line TC__LINE_AT(7662, "tcompile.h", 7662)
 
-/* ===== src/shape.c ===== */
+/* ===== src/ops/shape.c ===== */
+#line TC__LINE_AT(1, "src/ops/shape.c", 7665)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8021,8 +8066,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
+#line TC__LINE_AT(8070, "tcompile.h", 8070)
 
-/* ===== src/safetensors.c ===== */
+/* ===== src/io/safetensors.c ===== */
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8073)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8753,8 +8800,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
+#line TC__LINE_AT(8804, "tcompile.h", 8804)
 
-/* ===== src/graph.c ===== */
+/* ===== src/compiler/graph.c ===== */
+#line TC__LINE_AT(1, "src/compiler/graph.c", 8807)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9192,8 +9241,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
+#line TC__LINE_AT(9245, "tcompile.h", 9245)
 
-/* ===== src/passes.c ===== */
+/* ===== src/compiler/passes.c ===== */
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9248)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10071,8 +10122,10 @@ TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
     return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }
+#line TC__LINE_AT(10126, "tcompile.h", 10126)
 
-/* ===== src/kernel.c ===== */
+/* ===== src/compiler/kernel.c ===== */
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10129)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10715,8 +10768,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
+#line TC__LINE_AT(10772, "tcompile.h", 10772)
 
-/* ===== src/fuse.c ===== */
+/* ===== src/compiler/fuse.c ===== */
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10775)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11663,12 +11718,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
+#line TC__LINE_AT(11722, "tcompile.h", 11722)
 
-/* ===== src/vexec_isa.c for avx512 ===== */
+/* ===== src/cpu/vexec_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11729)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -13104,16 +13161,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
+#line TC__LINE_AT(13165, "tcompile.h", 13165)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/vexec_isa.c for avx2 ===== */
+/* ===== src/cpu/vexec_isa.c for avx2 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13176)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -14549,16 +14608,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
+#line TC__LINE_AT(14612, "tcompile.h", 14612)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/vexec_isa.c for v128 ===== */
+/* ===== src/cpu/vexec_isa.c for v128 ===== */
 #if defined(TC__HAVE_VEXEC)
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14623)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -15994,16 +16055,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
+#line TC__LINE_AT(16059, "tcompile.h", 16059)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/vexec_isa.c for scalar ===== */
+/* ===== src/cpu/vexec_isa.c for scalar ===== */
 #if defined(TC__HAVE_VEXEC)
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16070)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -17439,12 +17502,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
+#line TC__LINE_AT(17506, "tcompile.h", 17506)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
-/* ===== src/vexec.c ===== */
+/* ===== src/cpu/vexec.c ===== */
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17513)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18460,8 +18525,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
+#line TC__LINE_AT(18529, "tcompile.h", 18529)
 
-/* ===== src/attention.c ===== */
+/* ===== src/cpu/attention.c ===== */
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18532)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -18787,8 +18854,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
+#line TC__LINE_AT(18858, "tcompile.h", 18858)
 
-/* ===== src/tunecache.c ===== */
+/* ===== src/compiler/tune.c ===== */
+#line TC__LINE_AT(1, "src/compiler/tune.c", 18861)
 /* max-autotune's on-disk cache: the choice measured for one launch on this
  * machine, so that the next process compiles without measuring again.
  *
@@ -18975,8 +19044,10 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
+#line TC__LINE_AT(19048, "tcompile.h", 19048)
 
-/* ===== src/plan.c ===== */
+/* ===== src/compiler/plan.c ===== */
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19051)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19910,8 +19981,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
+#line TC__LINE_AT(19985, "tcompile.h", 19985)
 
-/* ===== src/compile.c ===== */
+/* ===== src/compiler/compile.c ===== */
+#line TC__LINE_AT(1, "src/compiler/compile.c", 19988)
 /* The compiler core: tc_compile / tc_call.  A call traces the user's
  * function (every op goes through tc__run, which records a graph node instead
  * of computing while ctx->trace is set), runs the passes, checks guards on
@@ -21155,8 +21228,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
+#line TC__LINE_AT(21232, "tcompile.h", 21232)
 
 /* ===== src/license.h ===== */
+#line TC__LINE_AT(1, "src/license.h", 21235)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21198,6 +21273,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
+#line TC__LINE_AT(21277, "tcompile.h", 21277)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -79,6 +79,24 @@ amalgamation() {
     else fail "amalgamation: tcompile.h differs from src/"; head -n 20 "$W/amalgamate.log"; fi
 }
 
+# 1b. errors point at src/: a line planted in a src/ file is reported there
+# (the amalgamation's #line directives), and at the header's own line under
+# TC_HEADER_LINES
+line_directives() {
+    d="$W/lines"; mkdir -p "$d"; cp -r src tools "$d/"
+    f=src/compiler/fuse.c; n=$(($(wc -l < "$d/$f") + 1))
+    echo '#error tc_planted_line' >> "$d/$f"
+    (cd "$d" && sh tools/amalgamate.sh) || { fail "line directives: amalgamate"; return; }
+    printf '#define TCOMPILE_IMPLEMENTATION\n#include "tcompile.h"\n' > "$d/u.c"
+    h=$(grep -n '^#error tc_planted_line' "$d/tcompile.h" | cut -d: -f1)
+    a=$(cd "$d" && $CC -c u.c -o u.o 2>&1 | grep -o '[^ ]*:[0-9]*:[0-9]*: error: #error tc_planted_line')
+    b=$(cd "$d" && $CC -DTC_HEADER_LINES -c u.c -o u.o 2>&1 | grep -o '[^ ]*:[0-9]*:[0-9]*: error: #error tc_planted_line')
+    case "$a|$b" in
+    "$f:$n:"*"|tcompile.h:$h:"*) pass "line directives: errors name $f:$n (tcompile.h:$h under TC_HEADER_LINES)" ;;
+    *) fail "line directives: expected $f:$n and tcompile.h:$h, got '$a' and '$b'" ;;
+    esac
+}
+
 # 2. the header as C99 and C++ with both compilers, -Werror, in every variant
 compile_variant() { # variant, compiler command
     variant=$1; cc=$2
@@ -170,6 +188,7 @@ for flavour in opt cxx nothreads; do
     for t in $TESTS; do job unit_test "$flavour" "$t"; done
 done
 job amalgamation
+job line_directives
 for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
     for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
         job compile_variant "$variant" "$cc"
