@@ -109,7 +109,8 @@ TCDEF int tc_ctx_num_threads(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
 /* The executor's SIMD level: what runs now, and a cap on it (AUTO = best;
  * a level the CPU lacks is clamped down).  The environment variable TC_ISA
- * (scalar, v128, avx2, avx512) caps it at context creation, for debugging. */
+ * (scalar, v128 or sse2 or neon, avx2, avx512) caps it at context creation,
+ * for debugging. */
 TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa);
 TCDEF const char *tc_isa_name(tc_isa isa);

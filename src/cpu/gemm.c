@@ -168,39 +168,38 @@ TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w,
     }
 }
 
-/* The kernels of one level (TC_ISA_NONE: plain C). */
+/* One row per level this build instantiates (TC__ISA_LEVELS), then plain C. */
+typedef struct tc__gemm_level {
+    tc_isa isa;
+    void (*shape)(int *mr, int *nr); /* the register tile; NULL: plain C's */
+    tc__ukr_fn ukr;
+    tc__gemm_axpy_fn axpy;
+    tc__gemm_dot_fn dot;
+    tc__gtile_fin_fn fin;
+    tc__win_row_fn win;
+} tc__gemm_level;
+#define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
+    {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
+     tc__win_row_##sfx},
+static const tc__gemm_level tc__gemm_levels[] = {
+    TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
+                                        tc__gtile_fin_base, tc__win_row_base}};
+#undef TC__GEMM_LEVEL_ROW_
+
+/* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
 TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
+    const tc__gemm_level *l = tc__gemm_levels;
     tc__gemm_impl g;
-    g.isa = TC_ISA_NONE;
+    while (l->isa != TC_ISA_NONE && l->isa != isa) l++;
+    g.isa = isa;
     g.mr = TC__BASE_MR;
     g.nr = TC__BASE_NR;
-    g.ukr = tc__ukr_base;
-    g.axpy = tc__gemm_axpy_base;
-    g.dot = tc__gemm_dot_base;
-    g.fin = tc__gtile_fin_base;
-    g.win = tc__win_row_base;
-#define TC__GEMM_USE_(SFX)                    \
-    do {                                      \
-        tc__gemm_shape_##SFX(&g.mr, &g.nr);   \
-        g.ukr = tc__ukr_##SFX;                \
-        g.axpy = tc__gemm_axpy_##SFX;         \
-        g.dot = tc__gemm_dot_##SFX;           \
-        g.fin = tc__gtile_fin_##SFX;          \
-        g.win = tc__win_row_##SFX;            \
-    } while (0)
-    switch (isa) {
-#ifdef TC__HAVE_VEXEC_X86
-    case TC_ISA_AVX512: TC__GEMM_USE_(avx512); break;
-    case TC_ISA_AVX2: TC__GEMM_USE_(avx2); break;
-#endif
-#ifdef TC__HAVE_VEXEC
-    case TC_ISA_V128: TC__GEMM_USE_(v128); break;
-    case TC_ISA_SCALAR: TC__GEMM_USE_(scalar); break;
-#endif
-    default: break;
-    }
-#undef TC__GEMM_USE_
-    g.isa = isa;
+    if (l->shape) l->shape(&g.mr, &g.nr);
+    g.ukr = l->ukr;
+    g.axpy = l->axpy;
+    g.dot = l->dot;
+    g.fin = l->fin;
+    g.win = l->win;
     return g;
 }
 

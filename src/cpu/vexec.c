@@ -29,70 +29,23 @@ typedef struct tc__isa_impl {
     const tc__vstep_fn *steps;  /* the pre-decoded steps' handlers (TC__VS_*) */
 } tc__isa_impl;
 
-static const tc__isa_impl tc__isa_impls[] = {
-    {TC_ISA_SCALAR, 1, tc__vm_tile_scalar, tc__vhreduce_scalar, tc__vmath_scalar, tc__vacc_init_scalar, tc__vflash_softmax_scalar, tc__vsteps_scalar},
-    {TC_ISA_V128, 4, tc__vm_tile_v128, tc__vhreduce_v128, tc__vmath_v128, tc__vacc_init_v128, tc__vflash_softmax_v128, tc__vsteps_v128},
-#ifdef TC__HAVE_VEXEC_X86
-    {TC_ISA_AVX2, 8, tc__vm_tile_avx2, tc__vhreduce_avx2, tc__vmath_avx2, tc__vacc_init_avx2, tc__vflash_softmax_avx2, tc__vsteps_avx2},
-    {TC_ISA_AVX512, 16, tc__vm_tile_avx512, tc__vhreduce_avx512, tc__vmath_avx512, tc__vacc_init_avx512, tc__vflash_softmax_avx512, tc__vsteps_avx512},
-#endif
-};
+/* One row per level this build instantiates (TC__ISA_LEVELS). */
+#define TC__ISA_IMPL_ROW_(level, sfx, lanes, needs)                                                            \
+    {level, lanes, tc__vm_tile_##sfx, tc__vhreduce_##sfx, tc__vmath_##sfx, tc__vacc_init_##sfx,                \
+     tc__vflash_softmax_##sfx, tc__vsteps_##sfx},
+static const tc__isa_impl tc__isa_impls[] = {TC__ISA_LEVELS(TC__ISA_IMPL_ROW_)};
+#undef TC__ISA_IMPL_ROW_
 
+/* The instance of a level that tc__isa_resolve chose (the lowest for any
+ * other). */
 TC__FN const tc__isa_impl *tc__isa_impl_of(tc_isa isa) {
-    size_t i;
-    for (i = 0; i < sizeof tc__isa_impls / sizeof tc__isa_impls[0]; i++)
+    size_t i, lowest = 0;
+    for (i = 0; i < sizeof tc__isa_impls / sizeof tc__isa_impls[0]; i++) {
         if (tc__isa_impls[i].isa == isa) return &tc__isa_impls[i];
-    return &tc__isa_impls[0];
-}
-#endif
-
-/* The widest level the CPU and OS support. */
-TC__FN tc_isa tc__isa_best(int cpu_features) {
-#ifdef TC__HAVE_VEXEC
-#ifdef TC__HAVE_VEXEC_X86
-    if ((cpu_features & TC__CPU_AVX512F) && (cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA))
-        return TC_ISA_AVX512;
-    if ((cpu_features & TC__CPU_AVX2) && (cpu_features & TC__CPU_FMA)) return TC_ISA_AVX2;
-#endif
-    (void)cpu_features;
-    return TC_ISA_V128;
-#else
-    (void)cpu_features;
-    return TC_ISA_NONE;
-#endif
-}
-
-TCDEF const char *tc_isa_name(tc_isa isa) {
-    switch (isa) {
-    case TC_ISA_SCALAR: return "scalar";
-#if defined(__aarch64__)
-    case TC_ISA_V128: return "neon";
-#elif defined(__x86_64__) || defined(__i386__)
-    case TC_ISA_V128: return "sse2";
-#else
-    case TC_ISA_V128: return "v128";
-#endif
-    case TC_ISA_AVX2: return "avx2";
-    case TC_ISA_AVX512: return "avx512";
-    default: return "none";
+        if ((int)tc__isa_impls[i].isa < (int)tc__isa_impls[lowest].isa) lowest = i;
     }
+    return &tc__isa_impls[lowest];
 }
-
-TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx) { return ctx ? ctx->isa : TC_ISA_NONE; }
-
-/* Caps the level (tests force the lower ones); AUTO = the best there is.
- * A level above what the CPU runs is clamped to what it runs. */
-TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa) {
-    tc_isa best;
-    if (!ctx) return TC_ERR_NULL;
-    if ((int)max_isa < (int)TC_ISA_AUTO || (int)max_isa > (int)TC_ISA_AVX512) return TC_ERR_INVALID_ARG;
-    best = tc__isa_best(ctx->cpu_features);
-    ctx->isa = max_isa == TC_ISA_AUTO || (best != TC_ISA_NONE && (int)max_isa > (int)best) ? best : max_isa;
-    if (best == TC_ISA_NONE) ctx->isa = TC_ISA_NONE;
-    return TC_OK;
-}
-
-#ifdef TC__HAVE_VEXEC
 
 /* A launch's view of the kernel: bases and strides per access over the
  * (coalesced) domain. */

@@ -162,6 +162,63 @@ TC__FN TC__UNUSED int tc__cpu_features(void) {
     return f;
 }
 
+/* ---- ISA levels: the one place that chooses the executor's level -------- */
+
+/* The levels this build instantiates (TC__ISA_LEVELS, generated from the
+ * amalgamation's list) with the CPU features each needs; the executor's
+ * and the GEMM's tables of instances are built from the same rows. */
+typedef struct tc__isa_level {
+    tc_isa isa;
+    int needs; /* TC__CPU_* bits */
+} tc__isa_level;
+#define TC__ISA_LEVEL_ROW_(level, sfx, lanes, needs) {level, needs},
+static const tc__isa_level tc__isa_levels[] = {TC__ISA_LEVELS(TC__ISA_LEVEL_ROW_){TC_ISA_NONE, 0}};
+#undef TC__ISA_LEVEL_ROW_
+
+/* The level that runs for a request (AUTO: the widest there is; else a
+ * cap): the widest level built, at most the cap, that the CPU and OS run
+ * (cpuid and XGETBV, tc__cpu_features).  A request below every level built
+ * gets the lowest; TC_ISA_NONE when none is built (no GNU C vectors). */
+TC__FN tc_isa tc__isa_resolve(int cpu_features, tc_isa cap) {
+    tc_isa r = TC_ISA_NONE, lowest = TC_ISA_NONE;
+    int i;
+    for (i = 0; tc__isa_levels[i].isa != TC_ISA_NONE; i++) {
+        tc_isa l = tc__isa_levels[i].isa;
+        if ((cpu_features & tc__isa_levels[i].needs) != tc__isa_levels[i].needs) continue;
+        if (lowest == TC_ISA_NONE || (int)l < (int)lowest) lowest = l;
+        if ((cap == TC_ISA_AUTO || (int)l <= (int)cap) && (int)l > (int)r) r = l;
+    }
+    return r == TC_ISA_NONE ? lowest : r;
+}
+
+/* A cap lowered by the environment variable TC_ISA (debugging, tests): a
+ * level's name, v128's also by its architecture's (sse2, neon). */
+TC__FN tc_isa tc__isa_env_cap(tc_isa cap) {
+    static const char *const names[] = {"scalar", "v128", "sse2", "neon", "avx2", "avx512"};
+    static const tc_isa levels[] = {TC_ISA_SCALAR, TC_ISA_V128, TC_ISA_V128, TC_ISA_V128, TC_ISA_AVX2, TC_ISA_AVX512};
+    const char *e = getenv("TC_ISA");
+    int i;
+    for (i = 0; e && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || (int)levels[i] < (int)cap)) cap = levels[i];
+    return cap;
+}
+
+TCDEF const char *tc_isa_name(tc_isa isa) {
+    switch (isa) {
+    case TC_ISA_SCALAR: return "scalar";
+#if defined(__aarch64__)
+    case TC_ISA_V128: return "neon";
+#elif defined(__x86_64__) || defined(__i386__)
+    case TC_ISA_V128: return "sse2";
+#else
+    case TC_ISA_V128: return "v128";
+#endif
+    case TC_ISA_AVX2: return "avx2";
+    case TC_ISA_AVX512: return "avx512";
+    default: return "none";
+    }
+}
+
 /* ---- dynamic loading ----------------------------------------------------- */
 
 TC__FN TC__UNUSED void *tc__dl_open(const char *name) {

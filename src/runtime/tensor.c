@@ -12,17 +12,23 @@ static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_
 
 /* ---- context ------------------------------------------------------------- */
 
-/* The executor level: the best there is, capped by the options and, for
- * debugging, by TC_ISA. */
-TC__FN tc_isa tc__isa_best(int cpu_features);
+/* The executor's level (tc__isa_resolve chooses it): capped by the options
+ * and, for debugging, by TC_ISA. */
 TC__FN void tc__ctx_init_isa(tc_ctx *ctx) {
-    static const char *const names[] = {"auto", "scalar", "v128", "avx2", "avx512"};
-    const char *e = getenv("TC_ISA");
-    tc_isa cap = ctx->opts.max_isa;
-    int i;
-    for (i = 0; e && i < 5; i++)
-        if (i > 0 && strcmp(e, names[i]) == 0 && (cap == TC_ISA_AUTO || i < (int)cap)) cap = (tc_isa)i;
+    tc_isa cap = tc__isa_env_cap(ctx->opts.max_isa);
     if (tc_ctx_set_isa(ctx, cap) != TC_OK) tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx) { return ctx ? ctx->isa : TC_ISA_NONE; }
+
+/* Caps the level (tests force the lower ones); AUTO = the best there is.
+ * A level above what the CPU runs, or above the build's TC_ISA_MAX, is
+ * clamped to the widest below it that runs. */
+TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa) {
+    if (!ctx) return TC_ERR_NULL;
+    if ((int)max_isa < (int)TC_ISA_AUTO || (int)max_isa > (int)TC_ISA_AVX512) return TC_ERR_INVALID_ARG;
+    ctx->isa = tc__isa_resolve(ctx->cpu_features, max_isa);
+    return TC_OK;
 }
 
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
