@@ -80,7 +80,11 @@ typedef void (*tc_log_fn)(void *user, tc_log_level level, const char *msg);
 /* SIMD levels of the built-in executor (fused kernels), chosen at run time
  * from cpuid + XGETBV: the widest the CPU and OS support.  A lower one can
  * be forced (tests, debugging).  NONE: no executor in this build (compilers
- * without GNU C vector extensions): compiled graphs run op by op. */
+ * without GNU C vector extensions): compiled graphs run op by op.
+ * Build flag TC_ISA_MAX (where TCOMPILE_IMPLEMENTATION is defined), e.g.
+ * -DTC_ISA_MAX=TC_ISA_AVX2: the widest level compiled; the wider ones are
+ * left out (a shorter build: each x86 level is about a fifth of it) and a
+ * request for one runs at TC_ISA_MAX. */
 typedef enum tc_isa {
     TC_ISA_AUTO = 0,
     TC_ISA_SCALAR,          /* one lane                                      */
@@ -108,9 +112,9 @@ TCDEF void tc_ctx_destroy(tc_ctx *ctx);                  /* frees all     */
 TCDEF int tc_ctx_num_threads(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
 /* The executor's SIMD level: what runs now, and a cap on it (AUTO = best;
- * a level the CPU lacks is clamped down).  The environment variable TC_ISA
- * (scalar, v128 or sse2 or neon, avx2, avx512) caps it at context creation,
- * for debugging. */
+ * a level the CPU lacks, or above the build's TC_ISA_MAX, is clamped down).
+ * The environment variable TC_ISA (scalar, v128 or sse2 or neon, avx2,
+ * avx512) caps it at context creation, for debugging. */
 TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa);
 TCDEF const char *tc_isa_name(tc_isa isa);

@@ -54,6 +54,27 @@
 #define TC__CAT_(a, b) a##b
 #define TC__CAT(a, b) TC__CAT_(a, b)
 
+/* TC_ISA_MAX (a build flag, -DTC_ISA_MAX=TC_ISA_AVX2): the widest ISA level
+ * compiled; the levels above it are not instantiated (less to compile) and
+ * a request for one at run time is clamped to it.  A tc_isa name or its
+ * value, as a number the preprocessor can compare (TC__ISA_LEVELS). */
+#define TC__ISA_LVL_TC_ISA_SCALAR 1
+#define TC__ISA_LVL_TC_ISA_V128 2
+#define TC__ISA_LVL_TC_ISA_AVX2 3
+#define TC__ISA_LVL_TC_ISA_AVX512 4
+#define TC__ISA_LVL_1 1
+#define TC__ISA_LVL_2 2
+#define TC__ISA_LVL_3 3
+#define TC__ISA_LVL_4 4
+#ifdef TC_ISA_MAX
+#define TC__ISA_MAX_LVL TC__CAT(TC__ISA_LVL_, TC_ISA_MAX)
+#if TC__ISA_MAX_LVL < 1 || TC__ISA_MAX_LVL > 4
+#error "tcompile: TC_ISA_MAX must be TC_ISA_SCALAR, TC_ISA_V128, TC_ISA_AVX2 or TC_ISA_AVX512"
+#endif
+#else
+#define TC__ISA_MAX_LVL 4
+#endif
+
 #ifdef __cplusplus
 #define TC__RESTRICT __restrict__
 #else

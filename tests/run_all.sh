@@ -113,6 +113,17 @@ compile_variant() { # variant, compiler command
     fi
 }
 
+# 2d. TC_ISA_MAX compiles out the levels above it: test_vexec built with
+#     the V128 level as the widest (its test_isa_max_clamps asks for more),
+#     and no instance of a wider level in the program
+isa_max() {
+    exe="$W/test_vexec.isa_max"
+    if $CC -std=c99 -O1 $WARN -DTC_ISA_MAX=TC_ISA_V128 -I. tests/test_vexec.c -o "$exe" $LIBS 2> "$W/isa_max.log"; then
+        if nm "$exe" 2> /dev/null | grep -q 'tc__vm_tile_avx'; then fail "TC_ISA_MAX=TC_ISA_V128: AVX instances compiled"
+        else run_counted "test_vexec (TC_ISA_MAX=TC_ISA_V128)" "$exe"; fi
+    else fail "build test_vexec with TC_ISA_MAX=TC_ISA_V128"; head -n 20 "$W/isa_max.log"; fi
+}
+
 # 2a. Windows: cross-compile with MinGW when it is installed (nothing runs it)
 MINGW=${MINGW:-x86_64-w64-mingw32-gcc}
 mingw_variant() { # variant
@@ -200,6 +211,7 @@ else
     job skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
 fi
 job partial_hooks
+job isa_max
 wait
 exec 3>&-
 

@@ -35,10 +35,11 @@ src/license.h"
 # file needs only its @name here and its functions in those rows).
 # Columns: tc_isa level | name suffix | lanes of 32 bits | target attribute |
 # CPU features needed (TC__CPU_* bits, added) | the guard under which this
-# build instantiates it (the architecture).
-ISAS="TC_ISA_AVX512|avx512|16|__attribute__((target(\"avx512f,avx2,fma\")))|TC__CPU_AVX512F + TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86)
-TC_ISA_AVX2|avx2|8|__attribute__((target(\"avx2,fma\")))|TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86)
-TC_ISA_V128|v128|4||0|defined(TC__HAVE_VEXEC)
+# build instantiates it (the architecture; TC_ISA_MAX's cap, see
+# impl_prelude.h).
+ISAS="TC_ISA_AVX512|avx512|16|__attribute__((target(\"avx512f,avx2,fma\")))|TC__CPU_AVX512F + TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86) && TC__ISA_MAX_LVL >= 4
+TC_ISA_AVX2|avx2|8|__attribute__((target(\"avx2,fma\")))|TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86) && TC__ISA_MAX_LVL >= 3
+TC_ISA_V128|v128|4||0|defined(TC__HAVE_VEXEC) && TC__ISA_MAX_LVL >= 2
 TC_ISA_SCALAR|scalar|1||0|defined(TC__HAVE_VEXEC)"
 
 # A marker that fix_lines replaces by a #line back to the header's own
