@@ -84,7 +84,11 @@ typedef void (*tc_log_fn)(void *user, tc_log_level level, const char *msg);
  * Build flag TC_ISA_MAX (where TCOMPILE_IMPLEMENTATION is defined), e.g.
  * -DTC_ISA_MAX=TC_ISA_AVX2: the widest level compiled; the wider ones are
  * left out (a shorter build: each x86 level is about a fifth of it) and a
- * request for one runs at TC_ISA_MAX. */
+ * request for one runs at TC_ISA_MAX.  The levels below the widest built
+ * (on x86-64: SSE2 next to AVX2, scalar everywhere) run only when forced
+ * or on a CPU without the wider ones, and are compiled in a compact form
+ * (same results); -DTC_ISA_MAX=TC_ISA_V128 gives SSE2-only x86 CPUs the
+ * full one. */
 typedef enum tc_isa {
     TC_ISA_AUTO = 0,
     TC_ISA_SCALAR,          /* one lane                                      */

@@ -27,12 +27,13 @@ typedef struct tc__isa_impl {
     tc__vm_init_fn init;
     tc__vm_flash_fn flash_softmax;
     const tc__vstep_fn *steps;  /* the pre-decoded steps' handlers (TC__VS_*) */
+    int fuse_acc;              /* a sum taken as its value is stored (tc__vrun_acc_) */
 } tc__isa_impl;
 
 /* One row per level this build instantiates (TC__ISA_LEVELS). */
 #define TC__ISA_IMPL_ROW_(level, sfx, lanes, needs)                                                            \
     {level, lanes, tc__vm_tile_##sfx, tc__vhreduce_##sfx, tc__vmath_##sfx, tc__vacc_init_##sfx,                \
-     tc__vflash_softmax_##sfx, tc__vsteps_##sfx},
+     tc__vflash_softmax_##sfx, tc__vsteps_##sfx, tc__vacc_fused_##sfx},
 static const tc__isa_impl tc__isa_impls[] = {TC__ISA_LEVELS(TC__ISA_IMPL_ROW_)};
 #undef TC__ISA_IMPL_ROW_
 
@@ -613,7 +614,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                     i++;
                 }
                 /* a sum of the value next: taken as it is stored */
-                if (w > 1 && !uni && whole && (in->fz & TC__FZ_ACC)) {
+                if (kr->isa->fuse_acc && !uni && whole && (in->fz & TC__FZ_ACC)) {
                     st->ac = &k->code[i + 1];
                     i++;
                 }

@@ -64,6 +64,18 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
         else                                                                   \
             for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
     } while (0)
+#if TC__ISA_COMPACT
+/* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
+ * does, or when forced) has one loop for all four: the prologue always
+ * applied (1 and -0 leave a value as it is) and the store kind chosen per
+ * vector.  Same results, a quarter of the loops to compile. */
+#define TC__RUN(VAL)                                                           \
+    do {                                                                       \
+        enum { tc__pro_c = 1 };                                                \
+        (void)pro;                                                             \
+        for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, ntd);   \
+    } while (0)
+#else
 #define TC__RUN(VAL)                  \
     do {                              \
         if (pro) {                    \
@@ -74,6 +86,7 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
             TC__RUN_(VAL);            \
         }                             \
     } while (0)
+#endif
 
 /* TC__RUN with the next instruction's sum or sum of squares taken as each
  * vector is stored (tc__vrun_acc_): into a0..a3 in the order
@@ -1031,7 +1044,15 @@ TC__INL const float *TC__VFN(tc__vexpand_)(tc__vst *s, int reg, int nv) {
         RUN(TC__VFN(tc__vbinary_)(TC__OP_##ID, TC__A(i), bv));                                    \
     }
 
-#if TC__ISA_W > 1 /* the scalar level keeps the separate pass (one copy less of the loops) */
+/* a compact level (the scalar one among them) keeps the separate pass (one
+ * copy less of the loops); the executor asks tc__vacc_fused_ */
+#if TC__ISA_W > 1 && !TC__ISA_COMPACT
+#define TC__VACC_FUSED 1
+#else
+#define TC__VACC_FUSED 0
+#endif
+enum { TC__VFN(tc__vacc_fused_) = TC__VACC_FUSED };
+#if TC__VACC_FUSED
 /* Compute instruction `in` (tc__vins_fuses_acc) over the tile's m whole
  * vectors into d, with accumulation `ac` of its value taken as each vector
  * is stored; operands a, b (NULL: none) and the prologue's uniforms sp, tp
@@ -1224,7 +1245,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         sp = in->as >= 0 ? s->r[in->as] : NULL;
         tp = in->at >= 0 ? s->r[in->at] : NULL;
         pb = in->b >= 0 ? s->r[in->b] : NULL;
-#if TC__ISA_W > 1
+#if TC__VACC_FUSED
         /* (never after a value stored straight into the output: its STORE
          * stands between, and tc__kernel_mark_fusions sets TC__FZ_ACC only
          * after a row buffer's) */
@@ -1298,7 +1319,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
         d = (float *)s->ptr[st->od];
         ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
-#if TC__ISA_W > 1
+#if TC__VACC_FUSED
     if (st->ac) {
         TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
                                st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
@@ -1422,6 +1443,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VFN
 #undef TC__W
 #undef TC__INL
+#undef TC__VACC_FUSED
 #undef TC__SPL
 #undef TC__SEL
 #undef TC__LD
