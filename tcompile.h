@@ -10122,10 +10122,40 @@ TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
     return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }
-#line TC__LINE_AT(10126, "tcompile.h", 10126)
+
+/* The pipeline a compiled function runs on each trace (decompose: 0 none,
+ * 1 the fuser's primitives where the executor runs, 2 everything):
+ * attention -> [fold bn ->] [decompose ->] simplify -> fold -> legalize ->
+ * hoist -> DCE (CSE happened while recording). */
+TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__graph **g) {
+    int changed = 0;
+    /* hand-written attention into the fused kernel, before decomposition
+     * takes its softmax apart */
+    *g = tc__pass_attention(*g, &changed);
+    if (!*g) return TC_ERR_OOM;
+    /* frozen parameters: batch norm into its conv, before decomposition
+     * takes the norm apart */
+    if (freeze && !(*g = tc__pass_fold_bn(ctx, *g, &changed))) return TC_ERR_OOM;
+    /* rounds: a decomposition may emit composites (sdpa emits softmax) */
+    if (decompose && (decompose > 1 || ctx->isa != TC_ISA_NONE)) {
+        int round;
+        for (round = 0, changed = 1; *g && changed && round < 4; round++)
+            *g = tc__pass_decompose(*g, decompose, &changed);
+    }
+    if (*g) *g = tc__pass_simplify(*g, &changed);
+    if (*g) *g = tc__pass_fold(ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_legalize(*g, &changed);
+    if (*g) *g = tc__pass_hoist(*g, &changed);
+    if (*g && tc__pass_dce(*g) < 0) {
+        tc__graph_free(*g);
+        *g = NULL;
+    }
+    return *g ? TC_OK : TC_ERR_OOM;
+}
+#line TC__LINE_AT(10156, "tcompile.h", 10156)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10129)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10159)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10768,10 +10798,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10772, "tcompile.h", 10772)
+#line TC__LINE_AT(10802, "tcompile.h", 10802)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10775)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10805)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11718,14 +11748,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11722, "tcompile.h", 11722)
+#line TC__LINE_AT(11752, "tcompile.h", 11752)
 
 /* ===== src/cpu/vexec_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11729)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11759)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -13161,7 +13191,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(13165, "tcompile.h", 13165)
+#line TC__LINE_AT(13195, "tcompile.h", 13195)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13172,7 +13202,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13176)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13206)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -14608,7 +14638,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(14612, "tcompile.h", 14612)
+#line TC__LINE_AT(14642, "tcompile.h", 14642)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14619,7 +14649,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14623)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14653)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -16055,7 +16085,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(16059, "tcompile.h", 16059)
+#line TC__LINE_AT(16089, "tcompile.h", 16089)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16066,7 +16096,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16070)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16100)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -17502,14 +17532,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(17506, "tcompile.h", 17506)
+#line TC__LINE_AT(17536, "tcompile.h", 17536)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17513)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17543)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18525,10 +18555,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18529, "tcompile.h", 18529)
+#line TC__LINE_AT(18559, "tcompile.h", 18559)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18532)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18562)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -18854,10 +18884,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(18858, "tcompile.h", 18858)
+#line TC__LINE_AT(18888, "tcompile.h", 18888)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 18861)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 18891)
 /* max-autotune's on-disk cache: the choice measured for one launch on this
  * machine, so that the next process compiles without measuring again.
  *
@@ -19044,10 +19074,10 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
-#line TC__LINE_AT(19048, "tcompile.h", 19048)
+#line TC__LINE_AT(19078, "tcompile.h", 19078)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19051)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19081)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19981,19 +20011,15 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19985, "tcompile.h", 19985)
+#line TC__LINE_AT(20015, "tcompile.h", 20015)
 
-/* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 19988)
-/* The compiler core: tc_compile / tc_call.  A call traces the user's
- * function (every op goes through tc__run, which records a graph node instead
- * of computing while ctx->trace is set), runs the passes, checks guards on
- * later calls and replays the cached graph without calling the function.
- *
- * Graph breaks (host reads of traced data): the pending segment is executed,
- * the live traced tensors become concrete, and tracing continues in a new
- * segment.  A signature whose trace had breaks is not replayed yet: its later
- * calls run the function eagerly (segment caching is the next step). */
+/* ===== src/compiler/fn.h ===== */
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20018)
+/* A compiled function's state, shared by the compiler's last stages
+ * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
+ * left, one per input signature (guards, graph, program, the template for
+ * dynamic shapes), the segments of a trace with graph breaks, and the trace
+ * in progress. */
 
 typedef struct tc__break {
     char reason[160];
@@ -20074,22 +20100,17 @@ struct tc__trace {
     tc_result status;
 };
 
-TC__FN void tc__segcache_free(tc__segcache *c) {
-    int i;
-    if (!c) return;
-    for (i = 0; i < c->n; i++) {
-        tc__program_free(c->s[i].prog);
-        tc__graph_free(c->s[i].g);
-        tc__graph_free(c->s[i].raw);
-    }
-    TC_FREE(c->s);
-    TC_FREE(c);
-}
-
 enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
+#line TC__LINE_AT(20108, "tcompile.h", 20108)
+
+/* ===== src/compiler/explain.c ===== */
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20111)
+/* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
+ * and the Graphviz DOT of a cached graph with its fusion groups. */
+
 
 /* TC_LOGS=graph_breaks,recompiles,guards,fusion,output_code (debugging). */
 TC__FN unsigned tc__logs_from_env(void) {
@@ -20112,6 +20133,161 @@ TC__FN unsigned tc__logs_from_env(void) {
 TC__FN int tc__fuse_logs(const tc_fn *f) {
     return ((f->logs & TC__LOG_FUSION) ? 1 : 0) | ((f->logs & TC__LOG_CODE) ? 2 : 0);
 }
+
+TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
+    if (!f || entry < 0 || entry >= f->nentries || !f->entries[entry].g) {
+        if (buf && cap) buf[0] = 0;
+        return 0;
+    }
+    {
+        const tc__program *p = f->entries[entry].prog;
+        return tc__graph_dot(f->entries[entry].g, p && p->fu.group ? p->fu.group : NULL, buf, cap);
+    }
+}
+
+/* One graph's share of tc_explain's counts (views launch no kernel); with
+ * its program, the launches it really makes. */
+TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain_info *in) {
+    int k, unfused = 0;
+    in->graphs++;
+    for (k = 0; k < g->n; k++) {
+        if (g->nodes[k].kind != TC__NODE_OP) continue;
+        in->ops++;
+        unfused += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
+    }
+    in->kernels_unfused += unfused;
+    if (!p) {
+        in->kernels += unfused;
+        return;
+    }
+    for (k = 0; k < p->nlaunch; k++) {
+        in->kernels += !p->launch[k].is_view;
+        in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
+    }
+    if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
+    in->inplace += p->inplace;
+}
+
+TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
+    tc_explain_info in;
+    int i, k;
+    size_t n = 0;
+    static const char *const modes[] = {"default", "default", "reduce-overhead", "max-autotune"};
+    if (!f) return TC_ERR_NULL;
+    memset(&in, 0, sizeof in);
+    in.mode = f->mode;
+    in.fullgraph = f->fullgraph;
+    in.graph_breaks = f->nbreaks;
+    in.recompiles = f->recompiles;
+    in.calls = f->calls;
+    in.cached_calls = f->cached_calls;
+    in.eager_calls = f->eager_calls;
+    in.recorded_calls = f->recorded_calls;
+    for (i = 0; i < f->nentries; i++) {
+        const tc__graph *g = f->entries[i].g;
+        const tc__segcache *sc = f->entries[i].segs;
+        in.guards += f->nin * 3 + f->entries[i].nparams;
+        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, sc->s[k].prog, &in);
+        in.dynamic_dims += f->entries[i].dyn_in >= 0;
+        if (!g) continue;
+        tc__count_graph(g, f->entries[i].prog, &in);
+        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+        if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
+            in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
+    }
+    in.tuned_launches = f->tune.measured;
+    in.tuned_single_thread = f->tune.single;
+    in.tuned_tiles = f->tune.tiles;
+    in.tuned_microkernels = f->tune.isas;
+    in.tuned_cached = f->tune.from_disk;
+    if (info) *info = in;
+    if (!text || cap == 0) return TC_OK;
+#define TC__W_(...)                                                                     \
+    do {                                                                                \
+        int w_ = snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__);                \
+        if (w_ > 0) n += (size_t)w_;                                                    \
+        if (n >= cap) n = cap - 1;                                                      \
+    } while (0)
+    TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
+           f->fullgraph ? ", fullgraph" : "");
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
+           in.graph_breaks);
+    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (f->mode == TC_MODE_MAX_AUTOTUNE)
+        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
+               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
+               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_microkernels, in.tuned_cached,
+               f->tune_dir[0] ? " in " : "", f->tune_dir);
+    TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
+           "peak %lld bytes, %d results in place, dynamic dims %d\n",
+           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
+           (long long)in.peak_bytes, in.inplace, in.dynamic_dims);
+    for (i = 0; i < f->nbreaks; i++)
+        TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
+               f->breaks[i].line);
+    for (i = 0; i < f->nentries; i++) {
+        const tc__entry *e = &f->entries[i];
+        TC__W_("  entry %d guards:", i);
+        for (k = 0; k < f->nin; k++) {
+            char shp[96];
+            int d;
+            tc__shape_str(e->ins[k].ndim, e->ins[k].shape, shp, sizeof shp);
+            if (k == e->dyn_in) { /* print the dynamic dim as '*' */
+                size_t at = 1;
+                for (d = 0; d < e->dyn_dim; d++) at = (size_t)(strchr(shp + at, ',') - shp) + 1;
+                {
+                    char rest[96];
+                    const char *end = strpbrk(shp + at, ",]");
+                    snprintf(rest, sizeof rest, "%s", end ? end : "]");
+                    snprintf(shp + at, sizeof shp - at, "*%s", rest);
+                }
+            }
+            TC__W_(" in%d=%s%s", k, tc__dtype_names[e->ins[k].dt], shp);
+        }
+        if (e->dyn_in >= 0)
+            TC__W_(" [dynamic: %d symbolic attributes, %s, now %lld]", e->nsym, e->verified ? "verified" : "unverified",
+                   (long long)e->cur);
+        TC__W_(", %d params by identity", e->nparams);
+        if (e->segs)
+            TC__W_(" (trace had breaks: %d segments, %d runs from cache, %d compiled)", e->segs->n, e->segs->hits,
+                   e->segs->misses);
+        TC__W_("\n");
+        for (k = 0; e->segs && k < e->segs->n; k++) {
+            TC__W_("  segment %d:\n", k);
+            if (n + 1 < cap) n += tc__graph_print(e->segs->s[k].g, text + n, cap - n);
+            if (n >= cap) n = cap - 1;
+        }
+        if (e->g && n + 1 < cap) n += tc__graph_print(e->g, text + n, cap - n);
+        if (n >= cap) n = cap - 1;
+    }
+#undef TC__W_
+    return TC_OK;
+}
+#line TC__LINE_AT(20268, "tcompile.h", 20268)
+
+/* ===== src/compiler/trace.c ===== */
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20271)
+/* Tracing: a compiled call runs the user's function with ctx->trace set, so
+ * every op goes through tc__run to tc__trace_op, which records a graph node
+ * instead of computing (the tensors it returns are lazy).  A host read of
+ * traced data (tc_item, tc_read, a host callback) is a graph break: the
+ * pending segment is compiled and run (through the segment cache, so later
+ * calls reuse it), the live traced tensors become concrete, and tracing
+ * continues in a new segment.  tc__trace_call traces one whole call. */
+
+TC__FN void tc__segcache_free(tc__segcache *c) {
+    int i;
+    if (!c) return;
+    for (i = 0; i < c->n; i++) {
+        tc__program_free(c->s[i].prog);
+        tc__graph_free(c->s[i].g);
+        tc__graph_free(c->s[i].raw);
+    }
+    TC_FREE(c->s);
+    TC_FREE(c);
+}
+
 
 /* ---- tracing: recording ops ------------------------------------------------- */
 
@@ -20250,8 +20426,6 @@ TC__FN void tc__fn_note_break(tc_fn *f, const char *what, const char *file, int 
         tc__log(f->ctx, TC_LOG_WARN, "graph break: %s at %s:%d", what, file ? file : "?", line);
 }
 
-static tc_result tc__run_passes(tc_fn *f, tc__graph **g);
-
 /* Runs segment graph *gp (its outputs set) through the segment cache: an
  * equal cached segment runs its program; otherwise the segment is passed,
  * planned and cached (*gp moves into the cache).  outs[] gets fresh tensors. */
@@ -20274,7 +20448,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc_result r;
         c->misses++;
         *gp = NULL;
-        if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
+        if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
         p = tc__program_build(f->ctx, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
         tc__program_free(p);
@@ -20287,7 +20461,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         if (!(add.raw = tc__graph_copy(g))) return TC_ERR_OOM;
         *gp = NULL;
         add.g = g;
-        if (tc__run_passes(f, &add.g) != TC_OK ||
+        if (tc__passes_run(f->ctx, f->freeze, f->decompose, &add.g) != TC_OK ||
             !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
             !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
             tc__program_free(add.prog);
@@ -20472,152 +20646,7 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
     (void)tc__host_access(&probe, "tc_graph_break", file, line);
 }
 
-/* ---- the pass pipeline ------------------------------------------------------- */
-
-/* [decompose ->] simplify -> fold -> DCE (CSE happened while recording). */
-TC__FN tc_result tc__run_passes(tc_fn *f, tc__graph **g) {
-    int changed = 0;
-    /* hand-written attention into the fused kernel, before decomposition
-     * takes its softmax apart */
-    *g = tc__pass_attention(*g, &changed);
-    if (!*g) return TC_ERR_OOM;
-    /* frozen parameters: batch norm into its conv, before decomposition
-     * takes the norm apart */
-    if (f->freeze && !(*g = tc__pass_fold_bn(f->ctx, *g, &changed))) return TC_ERR_OOM;
-    /* rounds: a decomposition may emit composites (sdpa emits softmax) */
-    if (f->decompose && (f->decompose > 1 || f->ctx->isa != TC_ISA_NONE)) {
-        int round;
-        for (round = 0, changed = 1; *g && changed && round < 4; round++)
-            *g = tc__pass_decompose(*g, f->decompose, &changed);
-    }
-    if (*g) *g = tc__pass_simplify(*g, &changed);
-    if (*g) *g = tc__pass_fold(f->ctx, *g, 4096, &changed);
-    if (*g) *g = tc__pass_legalize(*g, &changed);
-    if (*g) *g = tc__pass_hoist(*g, &changed);
-    if (*g && tc__pass_dce(*g) < 0) {
-        tc__graph_free(*g);
-        *g = NULL;
-    }
-    return *g ? TC_OK : TC_ERR_OOM;
-}
-
-/* ---- compile, guards, call -------------------------------------------------- */
-
-TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
-    tc_fn *f;
-    tc_compile_options o;
-    if (!ctx || !fn) return NULL;
-    f = (tc_fn *)TC_MALLOC(sizeof *f);
-    if (!f) return NULL;
-    memset(f, 0, sizeof *f);
-    if (opts) o = *opts;
-    else memset(&o, 0, sizeof o);
-    f->ctx = ctx;
-    f->fn = fn;
-    f->user = user;
-    f->mode = o.mode != TC_MODE_FROM_FLAGS ? o.mode : default_mode;
-    if (f->mode < TC_MODE_DEFAULT || f->mode > TC_MODE_MAX_AUTOTUNE) f->mode = TC_MODE_DEFAULT;
-    f->fullgraph = o.fullgraph > 0 ? 1 : o.fullgraph < 0 ? 0 : default_fullgraph != 0;
-    f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
-    f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
-    f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
-    f->fuse = o.fusion >= 0;
-    f->freeze = o.freeze > 0;
-    /* the fuser wants row ops as primitives; 1 decomposes everything */
-    f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
-    f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
-    if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
-    f->file = file;
-    f->line = line;
-    f->logs = tc__logs_from_env();
-    if (f->mode == TC_MODE_MAX_AUTOTUNE) {
-        char buf[512];
-        const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
-        if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
-        else if (d || (!o.cache_dir && !getenv("TC_CACHE_DIR")))
-            /* never a truncated path: the choices stay in memory */
-            tc__log(ctx, TC_LOG_WARN, "max-autotune: %s; measured choices are not kept on disk",
-                    d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
-    }
-    return f;
-}
-
-TCDEF void tc_fn_free(tc_fn *f) {
-    int i;
-    if (!f) return;
-    for (i = 0; i < f->nentries; i++) {
-        tc__program_free(f->entries[i].prog);
-        tc__graph_free(f->entries[i].g);
-        tc__graph_free(f->entries[i].raw);
-        tc__segcache_free(f->entries[i].segs);
-        TC_FREE(f->entries[i].sym);
-        TC_FREE(f->entries[i].ins);
-    }
-    TC_FREE(f->entries);
-    TC_FREE(f->breaks);
-    tc__tune_mem_free(&f->tune);
-    TC_FREE(f);
-}
-
-TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim) {
-    if (!f) return TC_ERR_NULL;
-    if (input < 0 || input >= f->nin || input >= 8 || dim < 0 || dim >= TC_MAX_DIMS) {
-        tc__fmt(f->err, sizeof f->err, "tc_mark_dynamic: input %d dim %d out of range (%d inputs, dims < %d)", input, dim,
-                f->nin, TC_MAX_DIMS);
-        return TC_ERR_AXIS;
-    }
-    f->dyn_marked |= (uint64_t)1 << (8 * input + dim);
-    return TC_OK;
-}
-
-TCDEF const char *tc_fn_error(const tc_fn *f) { return f ? f->err : "tcompile: NULL function"; }
-
-/* Checks entry e's guards against the inputs; on a miss writes why. */
-TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, char *why, size_t cap) {
-    int i, d;
-    for (i = 0; i < f->nin; i++) {
-        const tc__in_guard *gd = &e->ins[i];
-        const tc_tensor *t = in[i];
-        if (t->dtype != gd->dt) {
-            snprintf(why, cap, "input %d dtype %s != %s", i, tc__dtype_names[t->dtype], tc__dtype_names[gd->dt]);
-            return 0;
-        }
-        if (t->ndim != gd->ndim) {
-            snprintf(why, cap, "input %d rank %d != %d", i, t->ndim, gd->ndim);
-            return 0;
-        }
-        if (i == e->dyn_in) {
-            /* a dynamic entry: any size >= 2 in that dim, contiguous input */
-            int64_t s = t->shape[e->dyn_dim];
-            if (s < 2 || !tc__contig(t)) {
-                tc__fmt(why, cap, "input %d dim %d: size %lld %s", i, e->dyn_dim, (long long)s,
-                        s < 2 ? "is specialised (0 and 1 never go dynamic)" : "with a non-contiguous input");
-                return 0;
-            }
-            for (d = 0; d < t->ndim; d++)
-                if (d != e->dyn_dim && t->shape[d] != gd->shape[d]) {
-                    tc__fmt(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
-                            (long long)gd->shape[d]);
-                    return 0;
-                }
-            continue;
-        }
-        for (d = 0; d < t->ndim; d++) {
-            if (t->shape[d] != gd->shape[d]) {
-                snprintf(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
-                         (long long)gd->shape[d]);
-                return 0;
-            }
-            if (t->shape[d] > 1 && t->strides[d] != gd->strides[d]) {
-                snprintf(why, cap, "input %d stride of dim %d: %lld != %lld", i, d, (long long)t->strides[d],
-                         (long long)gd->strides[d]);
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
+/* ---- running one call ------------------------------------------------------- */
 
 /* Moves outputs made in the call's own scope out to the caller's (an output
  * that is an input or parameter stays where it is). */
@@ -20760,7 +20789,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     } else if (r == TC_OK) {
         /* the template for automatic dynamic shapes: the trace as recorded */
         if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
-        if (r == TC_OK) r = tc__run_passes(f, &tr.g);
+        if (r == TC_OK) r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr.g);
     }
     if (r == TC_OK && tr.breaks == 0) {
         tc__entry e;
@@ -20803,6 +20832,63 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(lazy_in);
     TC_FREE(tr.allin);
     return r;
+}
+#line TC__LINE_AT(20837, "tcompile.h", 20837)
+
+/* ===== src/compiler/dynamic.c ===== */
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20840)
+/* Guards and dynamic shapes: which cache entry a call's inputs match, and
+ * automatic dynamic shapes.  When a recompile differs from an entry only in
+ * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
+ * affine in that size become symbolic); a trace at a third size verifies the
+ * fit, and from then on a new size instantiates the template (no trace, no
+ * call of the user's function).  tc_mark_dynamic fits up front by tracing a
+ * copy one longer in the marked dim. */
+
+/* Checks entry e's guards against the inputs; on a miss writes why. */
+TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, char *why, size_t cap) {
+    int i, d;
+    for (i = 0; i < f->nin; i++) {
+        const tc__in_guard *gd = &e->ins[i];
+        const tc_tensor *t = in[i];
+        if (t->dtype != gd->dt) {
+            snprintf(why, cap, "input %d dtype %s != %s", i, tc__dtype_names[t->dtype], tc__dtype_names[gd->dt]);
+            return 0;
+        }
+        if (t->ndim != gd->ndim) {
+            snprintf(why, cap, "input %d rank %d != %d", i, t->ndim, gd->ndim);
+            return 0;
+        }
+        if (i == e->dyn_in) {
+            /* a dynamic entry: any size >= 2 in that dim, contiguous input */
+            int64_t s = t->shape[e->dyn_dim];
+            if (s < 2 || !tc__contig(t)) {
+                tc__fmt(why, cap, "input %d dim %d: size %lld %s", i, e->dyn_dim, (long long)s,
+                        s < 2 ? "is specialised (0 and 1 never go dynamic)" : "with a non-contiguous input");
+                return 0;
+            }
+            for (d = 0; d < t->ndim; d++)
+                if (d != e->dyn_dim && t->shape[d] != gd->shape[d]) {
+                    tc__fmt(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
+                            (long long)gd->shape[d]);
+                    return 0;
+                }
+            continue;
+        }
+        for (d = 0; d < t->ndim; d++) {
+            if (t->shape[d] != gd->shape[d]) {
+                snprintf(why, cap, "input %d size of dim %d: %lld != %lld", i, d, (long long)t->shape[d],
+                         (long long)gd->shape[d]);
+                return 0;
+            }
+            if (t->shape[d] > 1 && t->strides[d] != gd->strides[d]) {
+                snprintf(why, cap, "input %d stride of dim %d: %lld != %lld", i, d, (long long)t->strides[d],
+                         (long long)gd->strides[d]);
+                return 0;
+            }
+        }
+    }
+    return 1;
 }
 
 /* Caches (g, raw) or the segments of a trace with breaks for the inputs'
@@ -20918,32 +21004,227 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
 TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
     tc__graph *g = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
     if (!g) return TC_ERR_OOM;
-    if (tc__run_passes(f, &g) != TC_OK) return TC_ERR_OOM;
+    if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
     tc__entry_set(e, g, NULL, s);
     f->dyn_instances++;
     return TC_OK;
 }
 
-TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
-    tc_ctx *ctx;
-    tc__entry *e = NULL;
-    tc__graph *g = NULL;
-    char why[160] = "";
+/* A dynamic entry called at a new size.  Verified: the template is
+ * instantiated for it (*resized = 1; the caller replays).  Not yet: the
+ * call is traced once more and the trace compared with the template's
+ * instance, which verifies the fit or sends the dim back to static. */
+TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs,
+                                    int *resized) {
+    int64_t s = inputs[e->dyn_in]->shape[e->dyn_dim];
+    tc__graph *g = NULL, *raw = NULL;
+    tc__segcache *segs = NULL;
     tc_result r;
     int i;
+    *resized = 0;
+    if (e->verified) {
+        r = tc__dynamic_instantiate(f, e, s);
+        if (r != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
+                    tc_result_string(r));
+            for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
+        }
+        *resized = r == TC_OK;
+        return r;
+    }
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    tc__segcache_free(segs); /* a break now: this size just isn't cached */
+    if (r == TC_OK && g && (s == e->fit_a || s == e->fit_b)) {
+        /* a size the fit was made from proves nothing: keep waiting */
+        tc__entry_set(e, g, raw, s);
+    } else if (r == TC_OK && g) {
+        tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
+        if (inst && tc__graph_equal(inst, raw)) {
+            e->verified = 1;
+            tc__entry_set(e, g, raw, s);
+        } else {
+            /* not affine after all: the dim goes back to static */
+            tc__log(f->ctx, TC_LOG_INFO, "automatic dynamic: input %d dim %d is not affine; recompiling per size",
+                    e->dyn_in, e->dyn_dim);
+            if (e->dyn_in < 8) f->dyn_failed |= (uint64_t)1 << (8 * e->dyn_in + e->dyn_dim);
+            e->ins[e->dyn_in].shape[e->dyn_dim] = e->cur;
+            tc__contig_strides(e->ins[e->dyn_in].ndim, e->ins[e->dyn_in].shape, e->ins[e->dyn_in].strides);
+            e->dyn_in = e->dyn_dim = -1;
+            TC_FREE(e->sym);
+            e->sym = NULL;
+            e->nsym = 0;
+            f->recompiles++;
+            tc__add_entry(f, inputs, g, raw, NULL);
+        }
+        tc__graph_free(inst);
+    }
+    f->dyn_traces++;
+    return r;
+}
+
+/* A miss: traces and caches a new entry.  When one input dim's size is all
+ * that differs from an entry, the two traces are fitted and that entry
+ * becomes dynamic; a dim marked with tc_mark_dynamic is fitted up front. */
+TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why) {
+    tc__entry *cand = NULL;
+    tc__graph *g = NULL, *raw = NULL;
+    tc__segcache *segs = NULL;
+    tc__sym *sym = NULL;
+    tc_result r;
+    int di = -1, dd = -1, i, nsym;
+    for (i = 0; f->dynamic && i < f->nentries && !cand; i++)
+        if (tc__size_only_miss(f, &f->entries[i], inputs, &di, &dd) && !(di < 8 && (f->dyn_failed >> (8 * di + dd) & 1)))
+            cand = &f->entries[i];
+    if (f->nentries > 0) {
+        f->recompiles++;
+        if (f->logs & TC__LOG_RECOMPILES)
+            tc__log(f->ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
+    }
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    if (r != TC_OK) return r;
+    nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
+    if (nsym >= 0) {
+        if (f->logs & TC__LOG_RECOMPILES)
+            tc__log(f->ctx, TC_LOG_WARN, "automatic dynamic: input %d dim %d (%d symbolic attributes)", di, dd, nsym);
+        cand->dyn_in = di;
+        cand->dyn_dim = dd;
+        TC_FREE(cand->sym);
+        cand->sym = sym;
+        cand->nsym = nsym;
+        cand->verified = 0;
+        cand->fit_a = cand->ins[di].shape[dd];
+        cand->fit_b = inputs[di]->shape[dd];
+        cand->ins[di].shape[dd] = inputs[di]->shape[dd];
+        tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
+    } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
+        int n0 = f->nentries;
+        tc__add_entry(f, inputs, g, raw, segs);
+        if (f->nentries == n0 + 1) {
+            tc__entry *ne = &f->entries[n0];
+            ne->dyn_in = di;
+            ne->dyn_dim = dd;
+            ne->sym = sym;
+            ne->nsym = nsym;
+            ne->cur = ne->fit_a = inputs[di]->shape[dd];
+            ne->fit_b = ne->cur + 1;
+        } else {
+            TC_FREE(sym); /* out of memory: the entry was not added */
+        }
+    } else {
+        tc__add_entry(f, inputs, g, raw, segs);
+    }
+    return r;
+}
+#line TC__LINE_AT(21119, "tcompile.h", 21119)
+
+/* ===== src/compiler/compile.c ===== */
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21122)
+/* The compiler's entry points: tc_compile (options into a tc_fn) and
+ * tc_call, a dispatcher over what a call's inputs find in the cache: a
+ * cached graph to replay, a dynamic entry at a new size, a trace with
+ * breaks to record again, the recompile limit (eager), or a miss (trace,
+ * compile, cache). */
+
+TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
+    tc_fn *f;
+    tc_compile_options o;
+    if (!ctx || !fn) return NULL;
+    f = (tc_fn *)TC_MALLOC(sizeof *f);
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    if (opts) o = *opts;
+    else memset(&o, 0, sizeof o);
+    f->ctx = ctx;
+    f->fn = fn;
+    f->user = user;
+    f->mode = o.mode != TC_MODE_FROM_FLAGS ? o.mode : default_mode;
+    if (f->mode < TC_MODE_DEFAULT || f->mode > TC_MODE_MAX_AUTOTUNE) f->mode = TC_MODE_DEFAULT;
+    f->fullgraph = o.fullgraph > 0 ? 1 : o.fullgraph < 0 ? 0 : default_fullgraph != 0;
+    f->nin = o.num_inputs > 0 ? o.num_inputs : 1;
+    f->nout = o.num_outputs > 0 ? o.num_outputs : 1;
+    f->limit = o.recompile_limit > 0 ? o.recompile_limit : 8;
+    f->fuse = o.fusion >= 0;
+    f->freeze = o.freeze > 0;
+    /* the fuser wants row ops as primitives; 1 decomposes everything */
+    f->decompose = o.decompose > 0 ? 2 : o.decompose == 0 && f->fuse ? 1 : 0;
+    f->dynamic = o.dynamic > 0 ? 1 : o.dynamic < 0 ? 0 : default_dynamic;
+    if (o.dynamic >= 2) f->dyn_marked = ~(uint64_t)0; /* "on": every dim marked up front */
+    f->file = file;
+    f->line = line;
+    f->logs = tc__logs_from_env();
+    if (f->mode == TC_MODE_MAX_AUTOTUNE) {
+        char buf[512];
+        const char *d = tc__tune_dir(o.cache_dir, buf, sizeof buf);
+        if (d && strlen(d) < sizeof f->tune_dir) memcpy(f->tune_dir, d, strlen(d) + 1);
+        else if (d || (!o.cache_dir && !getenv("TC_CACHE_DIR")))
+            /* never a truncated path: the choices stay in memory */
+            tc__log(ctx, TC_LOG_WARN, "max-autotune: %s; measured choices are not kept on disk",
+                    d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
+    }
+    return f;
+}
+
+TCDEF void tc_fn_free(tc_fn *f) {
+    int i;
+    if (!f) return;
+    for (i = 0; i < f->nentries; i++) {
+        tc__program_free(f->entries[i].prog);
+        tc__graph_free(f->entries[i].g);
+        tc__graph_free(f->entries[i].raw);
+        tc__segcache_free(f->entries[i].segs);
+        TC_FREE(f->entries[i].sym);
+        TC_FREE(f->entries[i].ins);
+    }
+    TC_FREE(f->entries);
+    TC_FREE(f->breaks);
+    tc__tune_mem_free(&f->tune);
+    TC_FREE(f);
+}
+
+TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim) {
     if (!f) return TC_ERR_NULL;
-    /* first, so a refused caller (nested, or another thread) touches nothing */
-    if (!tc__try_enter(&f->busy)) return TC_ERR_STATE;
-    ctx = f->ctx;
-    f->err[0] = 0;
+    if (input < 0 || input >= f->nin || input >= 8 || dim < 0 || dim >= TC_MAX_DIMS) {
+        tc__fmt(f->err, sizeof f->err, "tc_mark_dynamic: input %d dim %d out of range (%d inputs, dims < %d)", input, dim,
+                f->nin, TC_MAX_DIMS);
+        return TC_ERR_AXIS;
+    }
+    f->dyn_marked |= (uint64_t)1 << (8 * input + dim);
+    return TC_OK;
+}
+
+TCDEF const char *tc_fn_error(const tc_fn *f) { return f ? f->err : "tcompile: NULL function"; }
+
+/* ---- calls ------------------------------------------------------------------- */
+
+/* What a call's inputs find in the cache: its state decides the path. */
+typedef enum tc__call_state {
+    TC__CALL_REPLAY,  /* an entry with a graph: run its program              */
+    TC__CALL_RESIZE,  /* a dynamic entry at a new size (then replay)         */
+    TC__CALL_RECORD,  /* an entry whose trace had breaks: record again       */
+    TC__CALL_EAGER,   /* past the recompile limit, or uncacheable: run eagerly */
+    TC__CALL_MISS     /* no entry: trace, compile and cache                  */
+} tc__call_state;
+
+TC__FN tc__call_state tc__call_state_of(const tc_fn *f, const tc__entry *e, tc_tensor *const *inputs) {
+    if (e && e->g && e->dyn_in >= 0 && inputs[e->dyn_in]->shape[e->dyn_dim] != e->cur) return TC__CALL_RESIZE;
+    if (e && e->g) return TC__CALL_REPLAY;
+    if (e && e->segs) return TC__CALL_RECORD;
+    if (e || f->nentries >= f->limit) return TC__CALL_EAGER;
+    return TC__CALL_MISS;
+}
+
+/* The checks before any path: not nested in a trace, inputs concrete and of
+ * this context.  Nonzero: refused (errored outputs where there are some). */
+TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
+    tc_ctx *ctx = f->ctx;
+    int i;
     if (ctx->trace) {
         tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
-        tc__leave(&f->busy);
         return TC_ERR_STATE;
     }
     if (!inputs || !outputs) {
         tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
-        tc__leave(&f->busy);
         return TC_ERR_NULL;
     }
     for (i = 0; i < f->nin; i++) {
@@ -20952,286 +21233,95 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
                      !inputs[i] ? "NULL" : inputs[i]->status != TC_OK ? tc_error(inputs[i])
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
-            for (r = TC_ERR_INVALID_ARG, i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
-            tc__leave(&f->busy);
-            return r;
+            for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_INVALID_ARG, f->err);
+            return TC_ERR_INVALID_ARG;
         }
+    }
+    return TC_OK;
+}
+
+/* Replays entry e's graph in a scope of its own (no call of the function). */
+TC__FN tc_result tc__call_replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
+    tc_result r;
+    tc_scope_begin(f->ctx);
+    r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
+    tc__hand_out(f->ctx, outputs, f->nout);
+    tc_scope_end(f->ctx);
+    f->cached_calls++;
+    return r;
+}
+
+/* A trace with breaks: records the function again; each recorded segment
+ * equal to a cached one runs that segment's program. */
+TC__FN tc_result tc__call_record(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
+    tc__graph *g = NULL, *raw = NULL;
+    tc_result r = tc__trace_call(f, inputs, outputs, &g, &raw, &e->segs);
+    tc__graph_free(g); /* a break-free path this time: not cached here */
+    tc__graph_free(raw);
+    f->recorded_calls++;
+    return r;
+}
+
+/* Runs the function eagerly (past the recompile limit, or an entry that
+ * could not be cached). */
+TC__FN tc_result tc__call_eager(tc_fn *f, const tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs,
+                                const char *why) {
+    tc_ctx *ctx = f->ctx;
+    tc_result r = TC_OK;
+    int i;
+    if (!e)
+        tc__log(ctx, TC_LOG_WARN, "compiled function (%s:%d) hit the recompile limit (%d); running eagerly (%s)",
+                f->file ? f->file : "?", f->line, f->limit, why);
+    tc_scope_begin(ctx);
+    f->fn(ctx, f->user, inputs, outputs);
+    for (i = 0; i < f->nout; i++) {
+        if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
+        else if (outputs[i]->status != TC_OK && r == TC_OK) {
+            r = outputs[i]->status;
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+        }
+    }
+    tc__hand_out(ctx, outputs, f->nout);
+    tc_scope_end(ctx);
+    f->eager_calls++;
+    return r;
+}
+
+TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
+    tc__entry *e = NULL;
+    char why[160] = "";
+    tc_result r;
+    int i, resized = 0;
+    if (!f) return TC_ERR_NULL;
+    /* first, so a refused caller (nested, or another thread) touches nothing */
+    if (!tc__try_enter(&f->busy)) return TC_ERR_STATE;
+    f->err[0] = 0;
+    if ((r = tc__call_check(f, inputs, outputs)) != TC_OK) {
+        tc__leave(&f->busy);
+        return r;
     }
     f->calls++;
-    for (i = 0; i < f->nentries; i++)
-        if (tc__guards_match(f, &f->entries[i], inputs, why, sizeof why)) {
-            e = &f->entries[i];
-            break;
-        }
-    if (e && f->logs & TC__LOG_GUARDS) tc__log(ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
-    if (e && e->g && e->dyn_in >= 0 && inputs[e->dyn_in]->shape[e->dyn_dim] != e->cur) {
-        /* a dynamic entry at a new size */
-        int64_t s = inputs[e->dyn_in]->shape[e->dyn_dim];
-        if (e->verified) {
-            r = tc__dynamic_instantiate(f, e, s);
-            if (r != TC_OK) {
-                tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
-                        tc_result_string(r));
-                for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, r, f->err);
-                tc__leave(&f->busy);
-                return r;
-            }
-        } else {
-            /* the first new size after the fit: trace once more and compare */
-            tc__graph *raw = NULL;
-            tc__segcache *segs = NULL;
-            r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
-            tc__segcache_free(segs); /* a break now: this size just isn't cached */
-            if (r == TC_OK && g && (s == e->fit_a || s == e->fit_b)) {
-                /* a size the fit was made from proves nothing: keep waiting */
-                tc__entry_set(e, g, raw, s);
-            } else if (r == TC_OK && g) {
-                tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
-                if (inst && tc__graph_equal(inst, raw)) {
-                    e->verified = 1;
-                    tc__entry_set(e, g, raw, s);
-                } else {
-                    /* not affine after all: the dim goes back to static */
-                    tc__log(ctx, TC_LOG_INFO, "automatic dynamic: input %d dim %d is not affine; recompiling per size",
-                            e->dyn_in, e->dyn_dim);
-                    if (e->dyn_in < 8) f->dyn_failed |= (uint64_t)1 << (8 * e->dyn_in + e->dyn_dim);
-                    e->ins[e->dyn_in].shape[e->dyn_dim] = e->cur;
-                    tc__contig_strides(e->ins[e->dyn_in].ndim, e->ins[e->dyn_in].shape, e->ins[e->dyn_in].strides);
-                    e->dyn_in = e->dyn_dim = -1;
-                    TC_FREE(e->sym);
-                    e->sym = NULL;
-                    e->nsym = 0;
-                    f->recompiles++;
-                    tc__add_entry(f, inputs, g, raw, NULL);
-                }
-                tc__graph_free(inst);
-            }
-            f->dyn_traces++;
-            tc__leave(&f->busy);
-            return r;
-        }
-    }
-    if (e && e->g) {
-        tc_scope_begin(ctx);
-        r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
-        tc__hand_out(ctx, outputs, f->nout);
-        tc_scope_end(ctx);
-        f->cached_calls++;
-    } else if (e && e->segs) {
-        /* a trace with breaks: record again, run each segment's program */
-        tc__graph *raw = NULL;
-        r = tc__trace_call(f, inputs, outputs, &g, &raw, &e->segs);
-        tc__graph_free(g); /* a break-free path this time: not cached here */
-        tc__graph_free(raw);
-        f->recorded_calls++;
-    } else if (e || f->nentries >= f->limit) {
-        /* past the recompile limit (or an entry that could not be cached) */
-        if (!e)
-            tc__log(ctx, TC_LOG_WARN, "compiled function (%s:%d) hit the recompile limit (%d); running eagerly (%s)",
-                    f->file ? f->file : "?", f->line, f->limit, why);
-        tc_scope_begin(ctx);
-        f->fn(ctx, f->user, inputs, outputs);
-        r = TC_OK;
-        for (i = 0; i < f->nout; i++) {
-            if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
-            else if (outputs[i]->status != TC_OK && r == TC_OK) {
-                r = outputs[i]->status;
-                tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
-            }
-        }
-        tc__hand_out(ctx, outputs, f->nout);
-        tc_scope_end(ctx);
-        f->eager_calls++;
-    } else {
-        /* a miss: when one input dim's size is all that differs from an
-         * entry, this recompile may make that dim dynamic */
-        tc__entry *cand = NULL;
-        tc__graph *raw = NULL;
-        tc__segcache *segs = NULL;
-        int di = -1, dd = -1;
-        for (i = 0; f->dynamic && i < f->nentries && !cand; i++)
-            if (tc__size_only_miss(f, &f->entries[i], inputs, &di, &dd) &&
-                !(di < 8 && (f->dyn_failed >> (8 * di + dd) & 1)))
-                cand = &f->entries[i];
-        if (f->nentries > 0) {
-            f->recompiles++;
-            if (f->logs & TC__LOG_RECOMPILES)
-                tc__log(ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
-        }
-        r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
-        if (r == TC_OK) {
-            tc__sym *sym = NULL;
-            int nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
-            if (nsym >= 0) {
-                if (f->logs & TC__LOG_RECOMPILES)
-                    tc__log(ctx, TC_LOG_WARN, "automatic dynamic: input %d dim %d (%d symbolic attributes)", di, dd, nsym);
-                cand->dyn_in = di;
-                cand->dyn_dim = dd;
-                TC_FREE(cand->sym);
-                cand->sym = sym;
-                cand->nsym = nsym;
-                cand->verified = 0;
-                cand->fit_a = cand->ins[di].shape[dd];
-                cand->fit_b = inputs[di]->shape[dd];
-                cand->ins[di].shape[dd] = inputs[di]->shape[dd];
-                tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
-            } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
-                int n0 = f->nentries;
-                tc__add_entry(f, inputs, g, raw, segs);
-                if (f->nentries == n0 + 1) {
-                    tc__entry *ne = &f->entries[n0];
-                    ne->dyn_in = di;
-                    ne->dyn_dim = dd;
-                    ne->sym = sym;
-                    ne->nsym = nsym;
-                    ne->cur = ne->fit_a = inputs[di]->shape[dd];
-                    ne->fit_b = ne->cur + 1;
-                } else {
-                    TC_FREE(sym); /* out of memory: the entry was not added */
-                }
-            } else {
-                tc__add_entry(f, inputs, g, raw, segs);
-            }
-        }
+    for (i = 0; i < f->nentries && !e; i++)
+        if (tc__guards_match(f, &f->entries[i], inputs, why, sizeof why)) e = &f->entries[i];
+    if (e && f->logs & TC__LOG_GUARDS)
+        tc__log(f->ctx, TC_LOG_WARN, "guards hit: entry %d of %d", (int)(e - f->entries), f->nentries);
+    switch (tc__call_state_of(f, e, inputs)) {
+    case TC__CALL_RESIZE:
+        r = tc__dynamic_resize(f, e, inputs, outputs, &resized);
+        if (r == TC_OK && resized) r = tc__call_replay(f, e, inputs, outputs);
+        break;
+    case TC__CALL_REPLAY: r = tc__call_replay(f, e, inputs, outputs); break;
+    case TC__CALL_RECORD: r = tc__call_record(f, e, inputs, outputs); break;
+    case TC__CALL_EAGER: r = tc__call_eager(f, e, inputs, outputs, why); break;
+    case TC__CALL_MISS: r = tc__dynamic_miss(f, inputs, outputs, why); break;
     }
     tc__leave(&f->busy);
     return r;
 }
-
-TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
-    if (!f || entry < 0 || entry >= f->nentries || !f->entries[entry].g) {
-        if (buf && cap) buf[0] = 0;
-        return 0;
-    }
-    {
-        const tc__program *p = f->entries[entry].prog;
-        return tc__graph_dot(f->entries[entry].g, p && p->fu.group ? p->fu.group : NULL, buf, cap);
-    }
-}
-
-/* One graph's share of tc_explain's counts (views launch no kernel); with
- * its program, the launches it really makes. */
-TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain_info *in) {
-    int k, unfused = 0;
-    in->graphs++;
-    for (k = 0; k < g->n; k++) {
-        if (g->nodes[k].kind != TC__NODE_OP) continue;
-        in->ops++;
-        unfused += tc__optable[g->nodes[k].op].cls != TC__CLASS_VIEW;
-    }
-    in->kernels_unfused += unfused;
-    if (!p) {
-        in->kernels += unfused;
-        return;
-    }
-    for (k = 0; k < p->nlaunch; k++) {
-        in->kernels += !p->launch[k].is_view;
-        in->fused_kernels += p->launch[k].kernel >= 0 || p->launch[k].epi >= 0;
-    }
-    if (p->peak_bytes > in->peak_bytes) in->peak_bytes = p->peak_bytes;
-    in->inplace += p->inplace;
-}
-
-TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap) {
-    tc_explain_info in;
-    int i, k;
-    size_t n = 0;
-    static const char *const modes[] = {"default", "default", "reduce-overhead", "max-autotune"};
-    if (!f) return TC_ERR_NULL;
-    memset(&in, 0, sizeof in);
-    in.mode = f->mode;
-    in.fullgraph = f->fullgraph;
-    in.graph_breaks = f->nbreaks;
-    in.recompiles = f->recompiles;
-    in.calls = f->calls;
-    in.cached_calls = f->cached_calls;
-    in.eager_calls = f->eager_calls;
-    in.recorded_calls = f->recorded_calls;
-    for (i = 0; i < f->nentries; i++) {
-        const tc__graph *g = f->entries[i].g;
-        const tc__segcache *sc = f->entries[i].segs;
-        in.guards += f->nin * 3 + f->entries[i].nparams;
-        for (k = 0; sc && k < sc->n; k++) tc__count_graph(sc->s[k].g, sc->s[k].prog, &in);
-        in.dynamic_dims += f->entries[i].dyn_in >= 0;
-        if (!g) continue;
-        tc__count_graph(g, f->entries[i].prog, &in);
-        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
-        if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
-            in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
-    }
-    in.tuned_launches = f->tune.measured;
-    in.tuned_single_thread = f->tune.single;
-    in.tuned_tiles = f->tune.tiles;
-    in.tuned_microkernels = f->tune.isas;
-    in.tuned_cached = f->tune.from_disk;
-    if (info) *info = in;
-    if (!text || cap == 0) return TC_OK;
-#define TC__W_(...)                                                                     \
-    do {                                                                                \
-        int w_ = snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__);                \
-        if (w_ > 0) n += (size_t)w_;                                                    \
-        if (n >= cap) n = cap - 1;                                                      \
-    } while (0)
-    TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
-           f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
-           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
-           in.graph_breaks);
-    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
-    if (f->mode == TC_MODE_MAX_AUTOTUNE)
-        TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
-               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
-               in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_microkernels, in.tuned_cached,
-               f->tune_dir[0] ? " in " : "", f->tune_dir);
-    TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
-           "peak %lld bytes, %d results in place, dynamic dims %d\n",
-           in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,
-           (long long)in.peak_bytes, in.inplace, in.dynamic_dims);
-    for (i = 0; i < f->nbreaks; i++)
-        TC__W_("  break %d: %s at %s:%d\n", i + 1, f->breaks[i].reason, f->breaks[i].file ? f->breaks[i].file : "?",
-               f->breaks[i].line);
-    for (i = 0; i < f->nentries; i++) {
-        const tc__entry *e = &f->entries[i];
-        TC__W_("  entry %d guards:", i);
-        for (k = 0; k < f->nin; k++) {
-            char shp[96];
-            int d;
-            tc__shape_str(e->ins[k].ndim, e->ins[k].shape, shp, sizeof shp);
-            if (k == e->dyn_in) { /* print the dynamic dim as '*' */
-                size_t at = 1;
-                for (d = 0; d < e->dyn_dim; d++) at = (size_t)(strchr(shp + at, ',') - shp) + 1;
-                {
-                    char rest[96];
-                    const char *end = strpbrk(shp + at, ",]");
-                    snprintf(rest, sizeof rest, "%s", end ? end : "]");
-                    snprintf(shp + at, sizeof shp - at, "*%s", rest);
-                }
-            }
-            TC__W_(" in%d=%s%s", k, tc__dtype_names[e->ins[k].dt], shp);
-        }
-        if (e->dyn_in >= 0)
-            TC__W_(" [dynamic: %d symbolic attributes, %s, now %lld]", e->nsym, e->verified ? "verified" : "unverified",
-                   (long long)e->cur);
-        TC__W_(", %d params by identity", e->nparams);
-        if (e->segs)
-            TC__W_(" (trace had breaks: %d segments, %d runs from cache, %d compiled)", e->segs->n, e->segs->hits,
-                   e->segs->misses);
-        TC__W_("\n");
-        for (k = 0; e->segs && k < e->segs->n; k++) {
-            TC__W_("  segment %d:\n", k);
-            if (n + 1 < cap) n += tc__graph_print(e->segs->s[k].g, text + n, cap - n);
-            if (n >= cap) n = cap - 1;
-        }
-        if (e->g && n + 1 < cap) n += tc__graph_print(e->g, text + n, cap - n);
-        if (n >= cap) n = cap - 1;
-    }
-#undef TC__W_
-    return TC_OK;
-}
-#line TC__LINE_AT(21232, "tcompile.h", 21232)
+#line TC__LINE_AT(21322, "tcompile.h", 21322)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21235)
+#line TC__LINE_AT(1, "src/license.h", 21325)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21273,7 +21363,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21277, "tcompile.h", 21277)
+#line TC__LINE_AT(21367, "tcompile.h", 21367)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
