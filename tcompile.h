@@ -18886,206 +18886,17 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
 }
 #line TC__LINE_AT(18888, "tcompile.h", 18888)
 
-/* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 18891)
-/* max-autotune's on-disk cache: the choice measured for one launch on this
- * machine, so that the next process compiles without measuring again.
- *
- * One small text file per choice, named by a hash of its key (the launch's
- * op or fused program, its operands' shapes and strides, the ISA level, the
- * thread count, the CPU features); the key is stored inside and must match
- * when read, so a hash collision is a miss, never a wrong choice.  A file
- * is written under a temporary name and renamed over the final one: when
- * processes write the same choice at once, the file is whole and from one
- * of them.  A file that does not parse, or whose values are out of range,
- * is ignored (and rewritten after measuring). */
-
-typedef struct tc__tune_choice {
-    int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
-    int tile;                  /* fused kernel: floats per register tile
-                                  (0: the heuristic, tc__kernel_tile)      */
-    int isa;                   /* contraction: the microkernels' level
-                                  (0: the context's)                       */
-    int threads;               /* 0: all; 1: one                           */
-    double ms;                 /* what the winner measured                 */
-} tc__tune_choice;
-
-#define TC__TUNE_MAGIC "tcompile tune v4"
-/* The kernels' revision, in every key: a record measured against older
- * GEMM or executor code says little about the current one, so a change
- * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207a"
-
-/* The choices one compiled function has made, in memory: its first call
- * runs a throwaway program and later calls a cached one, and the second
- * must not measure what the first did.  The counts are tc_explain's. */
-typedef struct tc__tune_mem {
-    char **key;
-    tc__tune_choice *ch;
-    int n, cap;
-    int measured, single, from_disk;
-    int tiles;                 /* fused kernels whose tile was changed       */
-    int isas;                  /* contractions on lower-level microkernels  */
-} tc__tune_mem;
-
-TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
-    int i;
-    for (i = 0; m && i < m->n; i++)
-        if (strcmp(m->key[i], key) == 0) return &m->ch[i];
-    return NULL;
-}
-
-TC__FN void tc__tune_mem_put(tc__tune_mem *m, const char *key, const tc__tune_choice *c) {
-    size_t len = strlen(key) + 1;
-    char *k;
-    if (!m) return;
-    if (m->n == m->cap) {
-        int cap = m->cap ? 2 * m->cap : 8;
-        char **nk = (char **)TC_REALLOC(m->key, sizeof(char *) * (size_t)cap);
-        tc__tune_choice *nc;
-        if (!nk) return;
-        m->key = nk;
-        nc = (tc__tune_choice *)TC_REALLOC(m->ch, sizeof(tc__tune_choice) * (size_t)cap);
-        if (!nc) return;
-        m->ch = nc;
-        m->cap = cap;
-    }
-    if (!(k = (char *)TC_MALLOC(len))) return;
-    memcpy(k, key, len);
-    m->key[m->n] = k;
-    m->ch[m->n++] = *c;
-}
-
-TC__FN void tc__tune_mem_free(tc__tune_mem *m) {
-    int i;
-    for (i = 0; i < m->n; i++) TC_FREE(m->key[i]);
-    TC_FREE(m->key);
-    TC_FREE(m->ch);
-    memset(m, 0, sizeof *m);
-}
-
-/* The cache directory: opt if given ("" = none), else $TC_CACHE_DIR (for
- * debugging), $XDG_CACHE_HOME/tcompile, or $HOME/.cache/tcompile.  NULL
- * when there is none. */
-TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap) {
-    const char *e, *sub = NULL;
-    if (opt) return opt[0] ? opt : NULL;
-    if ((e = getenv("TC_CACHE_DIR")) != NULL) return e[0] ? e : NULL;
-    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) sub = "/tcompile";
-    else if ((e = getenv("HOME")) != NULL && e[0]) sub = "/.cache/tcompile";
-    if (!sub || strlen(e) + strlen(sub) >= cap) return NULL; /* never a truncated path */
-    tc__fmt(buf, cap, "%s%s", e, sub);
-    return buf;
-}
-
-/* The longest cache directory: its file names must fit tc__tune_path's
- * buffers whole. */
-#define TC__TUNE_DIR_MAX 511
-
-TC__FN uint64_t tc__fnv1a(const char *s) {
-    uint64_t h = 14695981039346656037ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-TC__FN void tc__tune_path(const char *dir, const char *key, char *path, size_t cap) {
-    tc__fmt(path, cap, "%s/tune-%016llx.txt", dir, (unsigned long long)tc__fnv1a(key));
-}
-
-/* "name=<integer in [lo, hi]>" at *p, then a space or the end: strict, so a
- * damaged file is rejected instead of read with an overflowing sscanf. */
-TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, long *out) {
-    size_t n = strlen(name);
-    char *end;
-    long v;
-    if (strncmp(*p, name, n) != 0 || (*p)[n] != '=' || !((*p)[n + 1] == '-' || ((*p)[n + 1] >= '0' && (*p)[n + 1] <= '9')))
-        return 0;
-    errno = 0;
-    v = strtol(*p + n + 1, &end, 10);
-    if (errno || v < lo || v > hi || (*end != ' ' && *end != 0)) return 0;
-    *out = v;
-    *p = *end == ' ' ? end + 1 : end;
-    return 1;
-}
-
-/* The choice line "kc=.. mc_tiles=.. tile=.. isa=.. threads=.. us=.." (the
- * time in microseconds since v2, an integer like the rest; the tile since
- * v3, the microkernels' level since v4). */
-TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
-    long kc, mc, tile, isa, th, us;
-    if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
-        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "isa", 0, TC_ISA_AVX512, &isa) ||
-        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
-        return 0;
-    c->isa = (int)isa;
-    c->kc = (int)kc;
-    c->mc_tiles = (int)mc;
-    c->tile = (int)tile;
-    c->threads = (int)th;
-    c->ms = (double)us * 1e-3;
-    return 1;
-}
-
-/* The next line of *p (its newline replaced by NUL), or NULL at the end. */
-TC__FN char *tc__next_line(char **p) {
-    char *l = *p, *e;
-    if (!l || !*l) return NULL;
-    e = strchr(l, '\n');
-    if (e) {
-        *e = 0;
-        *p = e + 1;
-        if (e > l && e[-1] == '\r') e[-1] = 0; /* a record copied through a text-mode tool */
-    } else {
-        *p = l + strlen(l);
-    }
-    return l;
-}
-
-/* 1 and *c filled when dir holds a valid choice for key. */
-TC__FN int tc__tune_cache_get(const char *dir, const char *key, tc__tune_choice *c) {
-    char path[1100], text[4096], *p = text, *l;
-    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
-    tc__tune_path(dir, key, path, sizeof path);
-    if (tc__read_small_file(path, text, sizeof text) <= 0) return 0;
-    l = tc__next_line(&p);
-    if (!l || strcmp(l, TC__TUNE_MAGIC) != 0) return 0;
-    l = tc__next_line(&p);
-    if (!l || strcmp(l, key) != 0) return 0;
-    l = tc__next_line(&p);
-    return l && tc__tune_parse(l, c);
-}
-
-/* Stores c for key; failures (no directory, read-only disk) only cost the
- * next process a measurement. */
-TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_choice *c) {
-    static int counter; /* with the pid and a stack address: unique per thread */
-    char path[1100], tmp[1200];
-    FILE *fp;
-    int ok;
-    double us = c->ms * 1e3 + 0.5;
-    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX || tc__mkdirs(dir) != 0) return;
-    tc__tune_path(dir, key, path, sizeof path);
-    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
-            tc__next_ticket(&counter));
-    fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
-    if (!fp) return;
-    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d isa=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc,
-                 c->mc_tiles, c->tile, c->isa, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
-    ok = fclose(fp) == 0 && ok;
-    if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
-}
-#line TC__LINE_AT(19078, "tcompile.h", 19078)
-
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19081)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 18891)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
  * liveness.  Running = bind the inputs, walk the list.  In reduce-overhead
  * mode the arena, the headers and the kernels' scratch persist, so a call
  * after warm-up allocates nothing; in the default mode a call allocates the
- * arena and its outputs.  The code generator plugs its kernels into the
- * same launch list. */
+ * arena and its outputs.  max-autotune (tune.c) hooks into the run. */
+
+typedef struct tc__tune_mem tc__tune_mem; /* tune.c */
 
 typedef struct tc__launch {
     int node;
@@ -19115,7 +18926,9 @@ typedef struct tc__program {
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
-    int tune;                  /* max-autotune: measure on the next run   */
+    /* max-autotune (tune.c): run on each launch in the next run, which
+     * measures its variants and sets the winner up; NULL: nothing to tune */
+    tc_result (*tune)(struct tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out);
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
@@ -19681,9 +19494,311 @@ TC__FN int tc__program_freeze(tc__program *p) {
     return 0;
 }
 
+/* Runs the program.  Default mode: outputs[] get fresh tensors in the
+ * caller's scope.  Persistent: outputs[] are the program's headers, valid
+ * until the next call.  On error *err_t holds an errored tensor. */
+TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
+                                 char *err, size_t errcap) {
+    const tc__graph *g = p->g;
+    tc__scratch_cache *saved = ctx->scratch;
+    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
+    tc_tensor **fresh_t = NULL, **copies = NULL;
+    tc_result r = TC_OK;
+    int i, k;
+    ctx->trace = NULL;
+    /* bind the inputs: same shapes (guarded), new memory */
+    for (i = 0; i < g->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        if (nd->kind == TC__NODE_INPUT) {
+            const tc_tensor *in = inputs[nd->a.i[0]];
+            if (in->st >= p->slice && in->st < p->slice + g->n) {
+                /* last call's output fed back in (reduce-overhead): this
+                 * call overwrites that memory, so read a copy */
+                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
+                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
+                if (!copies) {
+                    r = TC_ERR_OOM;
+                    break;
+                }
+                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                if (copies[i]->status != TC_OK) {
+                    r = copies[i]->status;
+                    break;
+                }
+                in = copies[i];
+            }
+            p->hdr[i].st = in->st;
+            p->hdr[i].offset = in->offset;
+            memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
+        }
+    }
+    if (!p->persistent) {
+        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
+        fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
+        if (!p->arena || !fresh_t) r = TC_ERR_OOM;
+    }
+    for (i = 0; r == TC_OK && i < g->n; i++) {
+        if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
+        if (p->fresh[i]) {
+            tc__call oc;
+            tc__call_init(&oc, ctx, g->nodes[i].op, g->nodes[i].file, g->nodes[i].line);
+            oc.odt = p->hdr[i].dtype;
+            oc.ondim = p->hdr[i].ndim;
+            memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
+            fresh_t[i] = tc__alloc_out(&oc, &r);
+            if (fresh_t[i]) p->hdr[i].st = fresh_t[i]->st;
+        }
+    }
+    ctx->scratch = p->cache;
+    for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
+        tc__launch *l = &p->launch[k];
+        tc_tensor *out = &p->hdr[l->node];
+        if (l->is_view) {
+            tc__view_header(p, l);
+            continue;
+        }
+        if (tc__numel(out) == 0) continue;
+        if (p->tune && !l->inplace) r = p->tune(p, ctx, l, out);
+        if (r == TC_OK) {
+            ctx->thread_cap = l->threads;
+            r = tc__launch_exec(p, ctx, l, out);
+            ctx->thread_cap = 0;
+        }
+        if (r != TC_OK) {
+            const char *name = l->call.name ? l->call.name : tc__optable[l->call.op].name;
+            if (l->call.file) tc__fmt(err, errcap, "tc_%s (%s:%d): %s", name, l->call.file, l->call.line, l->call.msg);
+            else tc__fmt(err, errcap, "tc_%s: %s", name, l->call.msg);
+        }
+    }
+    ctx->scratch = saved;
+    for (i = 0; i < g->nout; i++) {
+        int o = g->outputs[i];
+        if (r != TC_OK) outputs[i] = NULL;
+        else if (p->persistent) outputs[i] = g->nodes[o].kind == TC__NODE_PARAM ? &p->hdr[o] : p->ref[o];
+        else if (p->fresh[o] && fresh_t[o]) {
+            outputs[i] = fresh_t[o];
+            fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
+        } else {
+            /* a view, input or parameter: the result must own its memory */
+            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
+        }
+    }
+    ctx->trace = saved_trace;
+    if (copies) {
+        for (i = 0; i < g->n; i++) tc_free(copies[i]);
+        TC_FREE(copies);
+    }
+    if (r == TC_OK) p->tune = NULL;
+    if (!p->persistent) {
+        if (fresh_t)
+            for (i = 0; i < g->n; i++)
+                if (fresh_t[i]) tc_free(fresh_t[i]);
+        TC_FREE(fresh_t);
+        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->arena_raw = NULL;
+        p->arena = NULL;
+    }
+    return r;
+}
+#line TC__LINE_AT(19605, "tcompile.h", 19605)
+
+/* ===== src/compiler/tune.c ===== */
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19608)
+/* max-autotune: each launch of a program's first run is measured in its
+ * variants and the fastest kept (tc__tune_launch, the program's tune hook,
+ * set by a compiled function in that mode), and the choice is stored in an
+ * on-disk cache, so that the next process compiles without measuring again.
+ *
+ * One small text file per choice, named by a hash of its key (the launch's
+ * op or fused program, its operands' shapes and strides, the ISA level, the
+ * thread count, the CPU features); the key is stored inside and must match
+ * when read, so a hash collision is a miss, never a wrong choice.  A file
+ * is written under a temporary name and renamed over the final one: when
+ * processes write the same choice at once, the file is whole and from one
+ * of them.  A file that does not parse, or whose values are out of range,
+ * is ignored (and rewritten after measuring). */
+
+typedef struct tc__tune_choice {
+    int kc, mc_tiles;          /* GEMM blocking (0: the heuristic)         */
+    int tile;                  /* fused kernel: floats per register tile
+                                  (0: the heuristic, tc__kernel_tile)      */
+    int isa;                   /* contraction: the microkernels' level
+                                  (0: the context's)                       */
+    int threads;               /* 0: all; 1: one                           */
+    double ms;                 /* what the winner measured                 */
+} tc__tune_choice;
+
+#define TC__TUNE_MAGIC "tcompile tune v4"
+/* The kernels' revision, in every key: a record measured against older
+ * GEMM or executor code says little about the current one, so a change
+ * that moves their speed bumps this and old records become misses. */
+#define TC__TUNE_KERNELS "k20261207a"
+
+/* The choices one compiled function has made, in memory: its first call
+ * runs a throwaway program and later calls a cached one, and the second
+ * must not measure what the first did.  The counts are tc_explain's. */
+struct tc__tune_mem {
+    char **key;
+    tc__tune_choice *ch;
+    int n, cap;
+    int measured, single, from_disk;
+    int tiles;                 /* fused kernels whose tile was changed       */
+    int isas;                  /* contractions on lower-level microkernels  */
+};
+
+TC__FN const tc__tune_choice *tc__tune_mem_get(const tc__tune_mem *m, const char *key) {
+    int i;
+    for (i = 0; m && i < m->n; i++)
+        if (strcmp(m->key[i], key) == 0) return &m->ch[i];
+    return NULL;
+}
+
+TC__FN void tc__tune_mem_put(tc__tune_mem *m, const char *key, const tc__tune_choice *c) {
+    size_t len = strlen(key) + 1;
+    char *k;
+    if (!m) return;
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 8;
+        char **nk = (char **)TC_REALLOC(m->key, sizeof(char *) * (size_t)cap);
+        tc__tune_choice *nc;
+        if (!nk) return;
+        m->key = nk;
+        nc = (tc__tune_choice *)TC_REALLOC(m->ch, sizeof(tc__tune_choice) * (size_t)cap);
+        if (!nc) return;
+        m->ch = nc;
+        m->cap = cap;
+    }
+    if (!(k = (char *)TC_MALLOC(len))) return;
+    memcpy(k, key, len);
+    m->key[m->n] = k;
+    m->ch[m->n++] = *c;
+}
+
+TC__FN void tc__tune_mem_free(tc__tune_mem *m) {
+    int i;
+    for (i = 0; i < m->n; i++) TC_FREE(m->key[i]);
+    TC_FREE(m->key);
+    TC_FREE(m->ch);
+    memset(m, 0, sizeof *m);
+}
+
+/* The cache directory: opt if given ("" = none), else $TC_CACHE_DIR (for
+ * debugging), $XDG_CACHE_HOME/tcompile, or $HOME/.cache/tcompile.  NULL
+ * when there is none. */
+TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap) {
+    const char *e, *sub = NULL;
+    if (opt) return opt[0] ? opt : NULL;
+    if ((e = getenv("TC_CACHE_DIR")) != NULL) return e[0] ? e : NULL;
+    if ((e = getenv("XDG_CACHE_HOME")) != NULL && e[0]) sub = "/tcompile";
+    else if ((e = getenv("HOME")) != NULL && e[0]) sub = "/.cache/tcompile";
+    if (!sub || strlen(e) + strlen(sub) >= cap) return NULL; /* never a truncated path */
+    tc__fmt(buf, cap, "%s%s", e, sub);
+    return buf;
+}
+
+/* The longest cache directory: its file names must fit tc__tune_path's
+ * buffers whole. */
+#define TC__TUNE_DIR_MAX 511
+
+TC__FN uint64_t tc__fnv1a(const char *s) {
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+TC__FN void tc__tune_path(const char *dir, const char *key, char *path, size_t cap) {
+    tc__fmt(path, cap, "%s/tune-%016llx.txt", dir, (unsigned long long)tc__fnv1a(key));
+}
+
+/* "name=<integer in [lo, hi]>" at *p, then a space or the end: strict, so a
+ * damaged file is rejected instead of read with an overflowing sscanf. */
+TC__FN int tc__tune_field(const char **p, const char *name, long lo, long hi, long *out) {
+    size_t n = strlen(name);
+    char *end;
+    long v;
+    if (strncmp(*p, name, n) != 0 || (*p)[n] != '=' || !((*p)[n + 1] == '-' || ((*p)[n + 1] >= '0' && (*p)[n + 1] <= '9')))
+        return 0;
+    errno = 0;
+    v = strtol(*p + n + 1, &end, 10);
+    if (errno || v < lo || v > hi || (*end != ' ' && *end != 0)) return 0;
+    *out = v;
+    *p = *end == ' ' ? end + 1 : end;
+    return 1;
+}
+
+/* The choice line "kc=.. mc_tiles=.. tile=.. isa=.. threads=.. us=.." (the
+ * time in microseconds since v2, an integer like the rest; the tile since
+ * v3, the microkernels' level since v4). */
+TC__FN int tc__tune_parse(const char *line, tc__tune_choice *c) {
+    long kc, mc, tile, isa, th, us;
+    if (!tc__tune_field(&line, "kc", 0, 4096, &kc) || !tc__tune_field(&line, "mc_tiles", 0, 256, &mc) ||
+        !tc__tune_field(&line, "tile", 0, 4096, &tile) || !tc__tune_field(&line, "isa", 0, TC_ISA_AVX512, &isa) ||
+        !tc__tune_field(&line, "threads", 0, 1, &th) || !tc__tune_field(&line, "us", 0, 1000000000L, &us) || *line)
+        return 0;
+    c->isa = (int)isa;
+    c->kc = (int)kc;
+    c->mc_tiles = (int)mc;
+    c->tile = (int)tile;
+    c->threads = (int)th;
+    c->ms = (double)us * 1e-3;
+    return 1;
+}
+
+/* The next line of *p (its newline replaced by NUL), or NULL at the end. */
+TC__FN char *tc__next_line(char **p) {
+    char *l = *p, *e;
+    if (!l || !*l) return NULL;
+    e = strchr(l, '\n');
+    if (e) {
+        *e = 0;
+        *p = e + 1;
+        if (e > l && e[-1] == '\r') e[-1] = 0; /* a record copied through a text-mode tool */
+    } else {
+        *p = l + strlen(l);
+    }
+    return l;
+}
+
+/* 1 and *c filled when dir holds a valid choice for key. */
+TC__FN int tc__tune_cache_get(const char *dir, const char *key, tc__tune_choice *c) {
+    char path[1100], text[4096], *p = text, *l;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
+    tc__tune_path(dir, key, path, sizeof path);
+    if (tc__read_small_file(path, text, sizeof text) <= 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, TC__TUNE_MAGIC) != 0) return 0;
+    l = tc__next_line(&p);
+    if (!l || strcmp(l, key) != 0) return 0;
+    l = tc__next_line(&p);
+    return l && tc__tune_parse(l, c);
+}
+
+/* Stores c for key; failures (no directory, read-only disk) only cost the
+ * next process a measurement. */
+TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_choice *c) {
+    static int counter; /* with the pid and a stack address: unique per thread */
+    char path[1100], tmp[1200];
+    FILE *fp;
+    int ok;
+    double us = c->ms * 1e3 + 0.5;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX || tc__mkdirs(dir) != 0) return;
+    tc__tune_path(dir, key, path, sizeof path);
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%lx.%u.tmp", path, tc__pid(), (unsigned long)(uintptr_t)&fp,
+            tc__next_ticket(&counter));
+    fp = fopen(tmp, "wb"); /* "\n" as written, on Windows too: the reader reads bytes */
+    if (!fp) return;
+    ok = fprintf(fp, "%s\n%s\nkc=%d mc_tiles=%d tile=%d isa=%d threads=%d us=%ld\n", TC__TUNE_MAGIC, key, c->kc,
+                 c->mc_tiles, c->tile, c->isa, c->threads, (long)(us < 0 ? 0 : us > 1e9 ? 1e9 : us)) > 0;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
+}
+
+/* ---- measuring a launch's variants ---------------------------------------- */
+
 /* max-autotune's hook: the variants of one launch are measured on the real
  * data and the fastest kept, then stored in the on-disk cache
- * (tunecache.c) under a key naming everything the choice depends on, so a
+ * (above) under a key naming everything the choice depends on, so a
  * later process reads it instead of measuring.  A contraction's variants
  * are GEMM blockings (KC x MC), then the microkernels of each lower ISA
  * level down to 128-bit vectors; a fused kernel's its register-tile sizes
@@ -19737,19 +19852,22 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
     if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
 }
 
-/* Tests script the times a variant measures (launch, thread cap); NULL
- * in use. */
+#ifdef TCOMPILE_TESTING
+/* Tests script the times a variant measures (launch, thread cap); NULL:
+ * measured. */
 static double (*tc__tune_measure_hook)(const tc__launch *l, int cap) = NULL;
+#endif
 
 /* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
-
 TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
     double t_min = -1;
     int rep;
+#ifdef TCOMPILE_TESTING
     if (tc__tune_measure_hook) {
         *r = TC_OK;
         return tc__tune_measure_hook(l, cap);
     }
+#endif
     ctx->thread_cap = cap;
     for (rep = 0; rep < 3; rep++) {
         double t0 = tc__now_sec(), t;
@@ -19903,118 +20021,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-
-/* Runs the program.  Default mode: outputs[] get fresh tensors in the
- * caller's scope.  Persistent: outputs[] are the program's headers, valid
- * until the next call.  On error *err_t holds an errored tensor. */
-TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
-                                 char *err, size_t errcap) {
-    const tc__graph *g = p->g;
-    tc__scratch_cache *saved = ctx->scratch;
-    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
-    tc_tensor **fresh_t = NULL, **copies = NULL;
-    tc_result r = TC_OK;
-    int i, k;
-    ctx->trace = NULL;
-    /* bind the inputs: same shapes (guarded), new memory */
-    for (i = 0; i < g->n; i++) {
-        const tc__node *nd = &g->nodes[i];
-        if (nd->kind == TC__NODE_INPUT) {
-            const tc_tensor *in = inputs[nd->a.i[0]];
-            if (in->st >= p->slice && in->st < p->slice + g->n) {
-                /* last call's output fed back in (reduce-overhead): this
-                 * call overwrites that memory, so read a copy */
-                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
-                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
-                if (!copies) {
-                    r = TC_ERR_OOM;
-                    break;
-                }
-                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
-                if (copies[i]->status != TC_OK) {
-                    r = copies[i]->status;
-                    break;
-                }
-                in = copies[i];
-            }
-            p->hdr[i].st = in->st;
-            p->hdr[i].offset = in->offset;
-            memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
-        }
-    }
-    if (!p->persistent) {
-        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
-        fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
-        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
-        if (!p->arena || !fresh_t) r = TC_ERR_OOM;
-    }
-    for (i = 0; r == TC_OK && i < g->n; i++) {
-        if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
-        if (p->fresh[i]) {
-            tc__call oc;
-            tc__call_init(&oc, ctx, g->nodes[i].op, g->nodes[i].file, g->nodes[i].line);
-            oc.odt = p->hdr[i].dtype;
-            oc.ondim = p->hdr[i].ndim;
-            memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
-            fresh_t[i] = tc__alloc_out(&oc, &r);
-            if (fresh_t[i]) p->hdr[i].st = fresh_t[i]->st;
-        }
-    }
-    ctx->scratch = p->cache;
-    for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
-        tc__launch *l = &p->launch[k];
-        tc_tensor *out = &p->hdr[l->node];
-        if (l->is_view) {
-            tc__view_header(p, l);
-            continue;
-        }
-        if (tc__numel(out) == 0) continue;
-        if (p->tune && !l->inplace) r = tc__tune_launch(p, ctx, l, out);
-        if (r == TC_OK) {
-            ctx->thread_cap = l->threads;
-            r = tc__launch_exec(p, ctx, l, out);
-            ctx->thread_cap = 0;
-        }
-        if (r != TC_OK) {
-            const char *name = l->call.name ? l->call.name : tc__optable[l->call.op].name;
-            if (l->call.file) tc__fmt(err, errcap, "tc_%s (%s:%d): %s", name, l->call.file, l->call.line, l->call.msg);
-            else tc__fmt(err, errcap, "tc_%s: %s", name, l->call.msg);
-        }
-    }
-    ctx->scratch = saved;
-    for (i = 0; i < g->nout; i++) {
-        int o = g->outputs[i];
-        if (r != TC_OK) outputs[i] = NULL;
-        else if (p->persistent) outputs[i] = g->nodes[o].kind == TC__NODE_PARAM ? &p->hdr[o] : p->ref[o];
-        else if (p->fresh[o] && fresh_t[o]) {
-            outputs[i] = fresh_t[o];
-            fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
-        } else {
-            /* a view, input or parameter: the result must own its memory */
-            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
-        }
-    }
-    ctx->trace = saved_trace;
-    if (copies) {
-        for (i = 0; i < g->n; i++) tc_free(copies[i]);
-        TC_FREE(copies);
-    }
-    if (r == TC_OK) p->tune = 0;
-    if (!p->persistent) {
-        if (fresh_t)
-            for (i = 0; i < g->n; i++)
-                if (fresh_t[i]) tc_free(fresh_t[i]);
-        TC_FREE(fresh_t);
-        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
-        p->arena_raw = NULL;
-        p->arena = NULL;
-    }
-    return r;
-}
-#line TC__LINE_AT(20015, "tcompile.h", 20015)
+#line TC__LINE_AT(20025, "tcompile.h", 20025)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20018)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20028)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20104,10 +20114,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20108, "tcompile.h", 20108)
+#line TC__LINE_AT(20118, "tcompile.h", 20118)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20111)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20121)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20264,10 +20274,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20268, "tcompile.h", 20268)
+#line TC__LINE_AT(20278, "tcompile.h", 20278)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20271)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20281)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -20665,7 +20675,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
-            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE ? tc__tune_launch : NULL;
             e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
             e->prog->tune_mem = &f->tune;
             if (f->freeze && tc__program_freeze(e->prog) != 0) r = TC_ERR_OOM;
@@ -20833,10 +20843,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(20837, "tcompile.h", 20837)
+#line TC__LINE_AT(20847, "tcompile.h", 20847)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20840)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20850)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21115,10 +21125,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21119, "tcompile.h", 21119)
+#line TC__LINE_AT(21129, "tcompile.h", 21129)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21122)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21132)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21318,10 +21328,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21322, "tcompile.h", 21322)
+#line TC__LINE_AT(21332, "tcompile.h", 21332)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21325)
+#line TC__LINE_AT(1, "src/license.h", 21335)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21363,7 +21373,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21367, "tcompile.h", 21367)
+#line TC__LINE_AT(21377, "tcompile.h", 21377)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

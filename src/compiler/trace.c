@@ -395,7 +395,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
         e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
-            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE;
+            e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE ? tc__tune_launch : NULL;
             e->prog->tune_dir = f->tune_dir[0] ? f->tune_dir : NULL;
             e->prog->tune_mem = &f->tune;
             if (f->freeze && tc__program_freeze(e->prog) != 0) r = TC_ERR_OOM;
