@@ -981,6 +981,16 @@ struct tc_tensor {
 
 typedef struct tc__pool tc__pool;
 typedef struct tc__trace tc__trace;
+typedef struct tc__call tc__call; /* one op's call: ops/optable.h */
+
+/* The compiler's hooks while a context traces (trace.c sets them with
+ * ctx->trace): an op is recorded instead of run, and a host read of traced
+ * data is a graph break (nonzero: refuse the access).  The earlier stages
+ * (dispatch.c, tensor.c) reach the compiler only through them. */
+typedef struct tc__trace_hooks {
+    tc_tensor *(*op)(tc__call *c);
+    int (*host_access)(const tc_tensor *t, const char *what, const char *file, int line);
+} tc__trace_hooks;
 typedef struct tc__scratch_cache tc__scratch_cache;
 
 /* A freed tensor block kept for reuse (tensor.c, the storage cache). */
@@ -1004,6 +1014,7 @@ struct tc_ctx {
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
+    const tc__trace_hooks *trace_hooks; /* how, while trace is set          */
     unsigned trace_gen;             /* counts traces (segment value stamps) */
     int cpu_features;               /* TC__CPU_* bits, read once: cpuid can
                                        trap to the hypervisor in a VM      */
@@ -1021,10 +1032,10 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1025, "tcompile.h", 1025)
+#line TC__LINE_AT(1036, "tcompile.h", 1036)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1028)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1039)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1412,10 +1423,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1416, "tcompile.h", 1416)
+#line TC__LINE_AT(1427, "tcompile.h", 1427)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1419)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1430)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -1726,10 +1737,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(1730, "tcompile.h", 1730)
+#line TC__LINE_AT(1741, "tcompile.h", 1741)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 1733)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 1744)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -1954,14 +1965,12 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(1958, "tcompile.h", 1958)
+#line TC__LINE_AT(1969, "tcompile.h", 1969)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 1961)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 1972)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
-/* compile.c: a host read while tracing is a graph break (nonzero: refuse). */
-static int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line);
 
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
@@ -1969,6 +1978,13 @@ static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC
                                           "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
                                      "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0};
+
+/* A host read (or write) of t's data: while its context traces, a graph
+ * break, which the compiler's hook runs (nonzero: refuse the access). */
+TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line) {
+    const tc_ctx *ctx = t ? t->ctx : NULL;
+    return ctx && ctx->trace ? ctx->trace_hooks->host_access(t, what, file, line) : 0;
+}
 
 /* ---- context ------------------------------------------------------------- */
 
@@ -2431,10 +2447,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2435, "tcompile.h", 2435)
+#line TC__LINE_AT(2451, "tcompile.h", 2451)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2438)
+#line TC__LINE_AT(1, "src/ops/optable.h", 2454)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name)
  * and, later, tracing and fusion (the class).  Adding an op = one row here,
@@ -2537,7 +2553,7 @@ typedef struct tc__attrs {
     void *ptr;                 /* user memory: from_data / wrap            */
 } tc__attrs;
 
-typedef struct tc__call {
+struct tc__call {
     tc_ctx *ctx;
     tc__op op;
     const char *name;          /* the public op's name when it differs from
@@ -2568,7 +2584,7 @@ typedef struct tc__call {
     struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
                                   once, kept by the program                 */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
-} tc__call;
+};
 
 /* The epilogue interface of the contraction templates: fn runs on rows
  * [row, row + m) x columns [col, col + n) of the f32 output seen as
@@ -2600,10 +2616,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
     TC__OPS(TC__ROW_)
 #undef TC__ROW_
 };
-#line TC__LINE_AT(2604, "tcompile.h", 2604)
+#line TC__LINE_AT(2620, "tcompile.h", 2620)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 2607)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 2623)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  Tracing (compiled mode) will record the same
@@ -2725,8 +2741,6 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
     return t;
 }
 
-static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
-
 /* The checks every op makes before its rule: NULL inputs (unless optional),
  * errored inputs (their error propagates), inputs of another context.
  * Returns the tensor to return instead of running, or NULL to go on. */
@@ -2753,7 +2767,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     tc_result r;
     tc_tensor *out;
     if (!c->ctx) return &tc__sentinel_null_ctx;
-    if (c->ctx->trace) return tc__trace_op(c);
+    if (c->ctx->trace) return c->ctx->trace_hooks->op(c); /* recorded instead */
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
@@ -3269,6 +3283,15 @@ TC__FN void tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *fil
     c->in[0] = x;
 }
 
+/* A contiguous copy of x through the dispatcher, as the op `name` (NULL:
+ * clone): the library's own copies, rather than its public entry points. */
+TC__FN tc_tensor *tc__clone(tc_ctx *ctx, tc_tensor *x, const char *name, const char *file, int line) {
+    tc__call c;
+    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
+    if (name) c.name = name;
+    return tc__run(&c);
+}
+
 TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
                               const char *file, int line) {
     tc__call c;
@@ -3284,7 +3307,7 @@ TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t
         int nd = 0;
         if (tc__resolve_shape(&c, x, tmp, &nd) == TC_OK && tc__view_strides(x, nd, tmp, st) != 0) {
             /* torch.reshape: copy when no view exists */
-            tc_tensor *xc = tc_contiguous_at(ctx, x, file, line);
+            tc_tensor *xc = tc__clone(ctx, x, "contiguous", file, line);
             c.in[0] = xc;
             out = tc__run(&c);
             tc_free(xc);  /* the view holds the storage */
@@ -3405,10 +3428,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3409, "tcompile.h", 3409)
+#line TC__LINE_AT(3432, "tcompile.h", 3432)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3412)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3435)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -3726,17 +3749,12 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, const c
 }
 
 TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    return tc__run(&c);
+    return tc__clone(ctx, x, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
     if (ctx && x && x->status == TC_OK && x->ctx == ctx && tc__contig(x)) return x;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    c.name = "contiguous";
-    return tc__run(&c);
+    return tc__clone(ctx, x, "contiguous", file, line);
 }
 
 TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *file, int line) {
@@ -4138,10 +4156,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4142, "tcompile.h", 4142)
+#line TC__LINE_AT(4160, "tcompile.h", 4160)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4145)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4163)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4709,14 +4727,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4713, "tcompile.h", 4713)
+#line TC__LINE_AT(4731, "tcompile.h", 4731)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4720)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4738)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5057,7 +5075,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5061, "tcompile.h", 5061)
+#line TC__LINE_AT(5079, "tcompile.h", 5079)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5068,7 +5086,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5072)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5090)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5409,7 +5427,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5413, "tcompile.h", 5413)
+#line TC__LINE_AT(5431, "tcompile.h", 5431)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5420,7 +5438,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5424)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5442)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5761,7 +5779,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5765, "tcompile.h", 5765)
+#line TC__LINE_AT(5783, "tcompile.h", 5783)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5772,7 +5790,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5776)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5794)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6113,14 +6131,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6117, "tcompile.h", 6117)
+#line TC__LINE_AT(6135, "tcompile.h", 6135)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6124)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6142)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6736,10 +6754,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(6740, "tcompile.h", 6740)
+#line TC__LINE_AT(6758, "tcompile.h", 6758)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 6743)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 6761)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7010,10 +7028,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7014, "tcompile.h", 7014)
+#line TC__LINE_AT(7032, "tcompile.h", 7032)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7017)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7035)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7658,10 +7676,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7662, "tcompile.h", 7662)
+#line TC__LINE_AT(7680, "tcompile.h", 7680)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7665)
+#line TC__LINE_AT(1, "src/ops/shape.c", 7683)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8066,10 +8084,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8070, "tcompile.h", 8070)
+#line TC__LINE_AT(8088, "tcompile.h", 8088)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8073)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8091)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8800,10 +8818,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(8804, "tcompile.h", 8804)
+#line TC__LINE_AT(8822, "tcompile.h", 8822)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 8807)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 8825)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9241,10 +9259,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9245, "tcompile.h", 9245)
+#line TC__LINE_AT(9263, "tcompile.h", 9263)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9248)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9266)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10152,10 +10170,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10156, "tcompile.h", 10156)
+#line TC__LINE_AT(10174, "tcompile.h", 10174)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10159)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10177)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10798,10 +10816,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10802, "tcompile.h", 10802)
+#line TC__LINE_AT(10820, "tcompile.h", 10820)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10805)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10823)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11748,14 +11766,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11752, "tcompile.h", 11752)
+#line TC__LINE_AT(11770, "tcompile.h", 11770)
 
 /* ===== src/cpu/vexec_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11759)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11777)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -13191,7 +13209,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(13195, "tcompile.h", 13195)
+#line TC__LINE_AT(13213, "tcompile.h", 13213)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13202,7 +13220,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13206)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13224)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -14638,7 +14656,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(14642, "tcompile.h", 14642)
+#line TC__LINE_AT(14660, "tcompile.h", 14660)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14649,7 +14667,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14653)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14671)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -16085,7 +16103,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(16089, "tcompile.h", 16089)
+#line TC__LINE_AT(16107, "tcompile.h", 16107)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16096,7 +16114,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16100)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16118)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -17532,14 +17550,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(17536, "tcompile.h", 17536)
+#line TC__LINE_AT(17554, "tcompile.h", 17554)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17543)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17561)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18555,10 +18573,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18559, "tcompile.h", 18559)
+#line TC__LINE_AT(18577, "tcompile.h", 18577)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18562)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18580)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -18884,10 +18902,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(18888, "tcompile.h", 18888)
+#line TC__LINE_AT(18906, "tcompile.h", 18906)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 18891)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 18909)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19520,7 +19538,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                     r = TC_ERR_OOM;
                     break;
                 }
-                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                copies[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
                 if (copies[i]->status != TC_OK) {
                     r = copies[i]->status;
                     break;
@@ -19581,7 +19599,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
         } else {
             /* a view, input or parameter: the result must own its memory */
-            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
+            outputs[i] = tc__clone(ctx, p->ref[o], NULL, g->nodes[o].file, g->nodes[o].line);
         }
     }
     ctx->trace = saved_trace;
@@ -19601,10 +19619,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19605, "tcompile.h", 19605)
+#line TC__LINE_AT(19623, "tcompile.h", 19623)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19608)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19626)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20021,10 +20039,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20025, "tcompile.h", 20025)
+#line TC__LINE_AT(20043, "tcompile.h", 20043)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20028)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20046)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20114,10 +20132,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20118, "tcompile.h", 20118)
+#line TC__LINE_AT(20136, "tcompile.h", 20136)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20121)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20139)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20274,10 +20292,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20278, "tcompile.h", 20278)
+#line TC__LINE_AT(20296, "tcompile.h", 20296)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20281)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20299)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -20590,11 +20608,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     return r;
 }
 
-/* Called by every host read of tensor data.  Outside tracing it does
- * nothing.  While tracing, a read is a graph break: under fullgraph it is an
- * error (returns nonzero, the function's error names the read's call site);
- * otherwise the pending segment runs and the data becomes readable. */
-TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line) {
+/* The host-access hook: a host read of tensor data while tracing is a graph
+ * break.  Under fullgraph it is an error (returns nonzero, the function's
+ * error names the read's call site); otherwise the pending segment runs and
+ * the data becomes readable. */
+TC__FN int tc__trace_host_access(const tc_tensor *t, const char *what, const char *file, int line) {
     tc__trace *tr = t && t->ctx ? t->ctx->trace : NULL;
     tc_fn *f;
     char reason[160];
@@ -20617,6 +20635,8 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     return tc__trace_flush(tr) == TC_OK ? 0 : -1;
 }
 
+static const tc__trace_hooks tc__tracer = {tc__trace_op, tc__trace_host_access};
+
 TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tensor *x, const char *file, int line) {
     char text[TC__MSG_CAP];
     tc__trace *tr;
@@ -20629,7 +20649,7 @@ TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tens
     }
     if (x->status != TC_OK) return tc__error_tensor(ctx, x->status, tc_error(x));
     tr = ctx->trace;
-    if (tr && tc__host_access(x, "tc_host_call", file, line)) {
+    if (tr && tc__trace_host_access(x, "tc_host_call", file, line)) {
         tc__fmt(text, sizeof text, "tc_host_call (%s:%d): a graph break under fullgraph", file ? file : "?", line);
         return tc__error_tensor(ctx, TC_ERR_STATE, text);
     }
@@ -20653,7 +20673,7 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
     if (!ctx || !ctx->trace) return;
     memset(&probe, 0, sizeof probe);
     probe.ctx = ctx;
-    (void)tc__host_access(&probe, "tc_graph_break", file, line);
+    (void)tc__trace_host_access(&probe, "tc_graph_break", file, line);
 }
 
 /* ---- running one call ------------------------------------------------------- */
@@ -20767,6 +20787,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     }
     for (i = 0; i < f->nout; i++) outputs[i] = NULL;
     if (r == TC_OK) {
+        ctx->trace_hooks = &tc__tracer;
         ctx->trace = &tr;
         f->fn(ctx, f->user, lazy_in, outputs);
         ctx->trace = NULL;
@@ -20843,10 +20864,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(20847, "tcompile.h", 20847)
+#line TC__LINE_AT(20868, "tcompile.h", 20868)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20850)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20871)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -20978,17 +20999,17 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
     for (i = 0; i < f->nin && i < 8; i++)
         for (d = 0; d < inputs[i]->ndim; d++) {
             tc_tensor **alt, **outs, *padded;
+            tc__call pc;
             tc__graph *g2 = NULL, *raw2 = NULL;
             tc__segcache *segs = NULL;
-            int64_t pad[2 * TC_MAX_DIMS];
             if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
             alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
             if (!alt) return 0;
             outs = alt + f->nin;
-            memset(pad, 0, sizeof pad);
-            pad[2 * (inputs[i]->ndim - 1 - d) + 1] = 1; /* F.pad order: last dim first */
             tc_scope_begin(ctx);
-            padded = tc_pad_at(ctx, inputs[i], 2 * inputs[i]->ndim, pad, 0.0, f->file, f->line);
+            tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
+            pc.a.i[2 * d + 1] = 1; /* one zero after the end of dim d */
+            padded = tc__run(&pc);
             for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
             if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
                 *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);
@@ -21125,10 +21146,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21129, "tcompile.h", 21129)
+#line TC__LINE_AT(21150, "tcompile.h", 21150)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21132)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21153)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21328,10 +21349,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21332, "tcompile.h", 21332)
+#line TC__LINE_AT(21353, "tcompile.h", 21353)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21335)
+#line TC__LINE_AT(1, "src/license.h", 21356)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21373,7 +21394,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21377, "tcompile.h", 21377)
+#line TC__LINE_AT(21398, "tcompile.h", 21398)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

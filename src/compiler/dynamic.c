@@ -129,17 +129,17 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
     for (i = 0; i < f->nin && i < 8; i++)
         for (d = 0; d < inputs[i]->ndim; d++) {
             tc_tensor **alt, **outs, *padded;
+            tc__call pc;
             tc__graph *g2 = NULL, *raw2 = NULL;
             tc__segcache *segs = NULL;
-            int64_t pad[2 * TC_MAX_DIMS];
             if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
             alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
             if (!alt) return 0;
             outs = alt + f->nin;
-            memset(pad, 0, sizeof pad);
-            pad[2 * (inputs[i]->ndim - 1 - d) + 1] = 1; /* F.pad order: last dim first */
             tc_scope_begin(ctx);
-            padded = tc_pad_at(ctx, inputs[i], 2 * inputs[i]->ndim, pad, 0.0, f->file, f->line);
+            tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
+            pc.a.i[2 * d + 1] = 1; /* one zero after the end of dim d */
+            padded = tc__run(&pc);
             for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
             if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
                 *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);

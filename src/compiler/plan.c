@@ -630,7 +630,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                     r = TC_ERR_OOM;
                     break;
                 }
-                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                copies[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
                 if (copies[i]->status != TC_OK) {
                     r = copies[i]->status;
                     break;
@@ -691,7 +691,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
         } else {
             /* a view, input or parameter: the result must own its memory */
-            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
+            outputs[i] = tc__clone(ctx, p->ref[o], NULL, g->nodes[o].file, g->nodes[o].line);
         }
     }
     ctx->trace = saved_trace;

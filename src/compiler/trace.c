@@ -310,11 +310,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     return r;
 }
 
-/* Called by every host read of tensor data.  Outside tracing it does
- * nothing.  While tracing, a read is a graph break: under fullgraph it is an
- * error (returns nonzero, the function's error names the read's call site);
- * otherwise the pending segment runs and the data becomes readable. */
-TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line) {
+/* The host-access hook: a host read of tensor data while tracing is a graph
+ * break.  Under fullgraph it is an error (returns nonzero, the function's
+ * error names the read's call site); otherwise the pending segment runs and
+ * the data becomes readable. */
+TC__FN int tc__trace_host_access(const tc_tensor *t, const char *what, const char *file, int line) {
     tc__trace *tr = t && t->ctx ? t->ctx->trace : NULL;
     tc_fn *f;
     char reason[160];
@@ -337,6 +337,8 @@ TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *fil
     return tc__trace_flush(tr) == TC_OK ? 0 : -1;
 }
 
+static const tc__trace_hooks tc__tracer = {tc__trace_op, tc__trace_host_access};
+
 TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tensor *x, const char *file, int line) {
     char text[TC__MSG_CAP];
     tc__trace *tr;
@@ -349,7 +351,7 @@ TCDEF tc_tensor *tc_host_call_at(tc_ctx *ctx, tc_host_fn fn, void *user, tc_tens
     }
     if (x->status != TC_OK) return tc__error_tensor(ctx, x->status, tc_error(x));
     tr = ctx->trace;
-    if (tr && tc__host_access(x, "tc_host_call", file, line)) {
+    if (tr && tc__trace_host_access(x, "tc_host_call", file, line)) {
         tc__fmt(text, sizeof text, "tc_host_call (%s:%d): a graph break under fullgraph", file ? file : "?", line);
         return tc__error_tensor(ctx, TC_ERR_STATE, text);
     }
@@ -373,7 +375,7 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
     if (!ctx || !ctx->trace) return;
     memset(&probe, 0, sizeof probe);
     probe.ctx = ctx;
-    (void)tc__host_access(&probe, "tc_graph_break", file, line);
+    (void)tc__trace_host_access(&probe, "tc_graph_break", file, line);
 }
 
 /* ---- running one call ------------------------------------------------------- */
@@ -487,6 +489,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     }
     for (i = 0; i < f->nout; i++) outputs[i] = NULL;
     if (r == TC_OK) {
+        ctx->trace_hooks = &tc__tracer;
         ctx->trace = &tr;
         f->fn(ctx, f->user, lazy_in, outputs);
         ctx->trace = NULL;

@@ -119,8 +119,6 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
     return t;
 }
 
-static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
-
 /* The checks every op makes before its rule: NULL inputs (unless optional),
  * errored inputs (their error propagates), inputs of another context.
  * Returns the tensor to return instead of running, or NULL to go on. */
@@ -147,7 +145,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     tc_result r;
     tc_tensor *out;
     if (!c->ctx) return &tc__sentinel_null_ctx;
-    if (c->ctx->trace) return tc__trace_op(c);
+    if (c->ctx->trace) return c->ctx->trace_hooks->op(c); /* recorded instead */
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
@@ -663,6 +661,15 @@ TC__FN void tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *fil
     c->in[0] = x;
 }
 
+/* A contiguous copy of x through the dispatcher, as the op `name` (NULL:
+ * clone): the library's own copies, rather than its public entry points. */
+TC__FN tc_tensor *tc__clone(tc_ctx *ctx, tc_tensor *x, const char *name, const char *file, int line) {
+    tc__call c;
+    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
+    if (name) c.name = name;
+    return tc__run(&c);
+}
+
 TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
                               const char *file, int line) {
     tc__call c;
@@ -678,7 +685,7 @@ TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t
         int nd = 0;
         if (tc__resolve_shape(&c, x, tmp, &nd) == TC_OK && tc__view_strides(x, nd, tmp, st) != 0) {
             /* torch.reshape: copy when no view exists */
-            tc_tensor *xc = tc_contiguous_at(ctx, x, file, line);
+            tc_tensor *xc = tc__clone(ctx, x, "contiguous", file, line);
             c.in[0] = xc;
             out = tc__run(&c);
             tc_free(xc);  /* the view holds the storage */

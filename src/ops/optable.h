@@ -100,7 +100,7 @@ typedef struct tc__attrs {
     void *ptr;                 /* user memory: from_data / wrap            */
 } tc__attrs;
 
-typedef struct tc__call {
+struct tc__call {
     tc_ctx *ctx;
     tc__op op;
     const char *name;          /* the public op's name when it differs from
@@ -131,7 +131,7 @@ typedef struct tc__call {
     struct tc__gemm_prepack *prepack; /* freeze: B (a constant weight) packed
                                   once, kept by the program                 */
     char msg[TC__MSG_CAP];     /* the rule's error text                     */
-} tc__call;
+};
 
 /* The epilogue interface of the contraction templates: fn runs on rows
  * [row, row + m) x columns [col, col + n) of the f32 output seen as

@@ -315,17 +315,12 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, const c
 }
 
 TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    return tc__run(&c);
+    return tc__clone(ctx, x, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
     if (ctx && x && x->status == TC_OK && x->ctx == ctx && tc__contig(x)) return x;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    c.name = "contiguous";
-    return tc__run(&c);
+    return tc__clone(ctx, x, "contiguous", file, line);
 }
 
 TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *file, int line) {
