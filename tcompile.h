@@ -3352,8 +3352,8 @@ TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, 
     return tc__run(&c);
 }
 
-TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
-                             const char *file, int line) {
+TC__FN tc_tensor *tc__slice(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                            const char *file, int line) {
     tc__call c;
     tc__unary_call(ctx, TC__OP_SLICE, x, file, line, &c);
     c.a.i[0] = dim;
@@ -3361,6 +3361,11 @@ TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, 
     c.a.i[2] = end;
     c.a.i[3] = step;
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                             const char *file, int line) {
+    return tc__slice(ctx, x, dim, start, end, step, file, line);
 }
 
 TCDEF tc_tensor *tc_select_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t index, const char *file, int line) {
@@ -3428,10 +3433,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3432, "tcompile.h", 3432)
+#line TC__LINE_AT(3437, "tcompile.h", 3437)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3435)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3440)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4156,10 +4161,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4160, "tcompile.h", 4160)
+#line TC__LINE_AT(4165, "tcompile.h", 4165)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4163)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4168)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4727,14 +4732,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4731, "tcompile.h", 4731)
+#line TC__LINE_AT(4736, "tcompile.h", 4736)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4738)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4743)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5075,7 +5080,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5079, "tcompile.h", 5079)
+#line TC__LINE_AT(5084, "tcompile.h", 5084)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5086,7 +5091,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5090)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5095)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5427,7 +5432,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5431, "tcompile.h", 5431)
+#line TC__LINE_AT(5436, "tcompile.h", 5436)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5438,7 +5443,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5442)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5447)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5779,7 +5784,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5783, "tcompile.h", 5783)
+#line TC__LINE_AT(5788, "tcompile.h", 5788)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5790,7 +5795,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5794)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5799)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6131,14 +6136,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6135, "tcompile.h", 6135)
+#line TC__LINE_AT(6140, "tcompile.h", 6140)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6142)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6147)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6754,10 +6759,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(6758, "tcompile.h", 6758)
+#line TC__LINE_AT(6763, "tcompile.h", 6763)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 6761)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 6766)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7028,10 +7033,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7032, "tcompile.h", 7032)
+#line TC__LINE_AT(7037, "tcompile.h", 7037)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7035)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7040)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7676,10 +7681,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7680, "tcompile.h", 7680)
+#line TC__LINE_AT(7685, "tcompile.h", 7685)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7683)
+#line TC__LINE_AT(1, "src/ops/shape.c", 7688)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -7753,7 +7758,7 @@ TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int
     int64_t at = 0;
     for (i = 0; i < n; i++) {
         if (i < max_out) {
-            out[i] = tc_slice_at(ctx, x, dim, at, at + sizes[i], 1, file, line);
+            out[i] = tc__slice(ctx, x, dim, at, at + sizes[i], 1, file, line);
             if (out[i]->status != TC_OK) return tc__split_error(out[i], out, max_out);
         }
         at += sizes[i];
@@ -8084,10 +8089,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8088, "tcompile.h", 8088)
+#line TC__LINE_AT(8093, "tcompile.h", 8093)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8091)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8096)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8818,10 +8823,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(8822, "tcompile.h", 8822)
+#line TC__LINE_AT(8827, "tcompile.h", 8827)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 8825)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 8830)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9259,10 +9264,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9263, "tcompile.h", 9263)
+#line TC__LINE_AT(9268, "tcompile.h", 9268)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9266)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9271)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10170,10 +10175,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10174, "tcompile.h", 10174)
+#line TC__LINE_AT(10179, "tcompile.h", 10179)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10177)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10182)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10816,10 +10821,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10820, "tcompile.h", 10820)
+#line TC__LINE_AT(10825, "tcompile.h", 10825)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10823)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10828)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11766,14 +11771,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11770, "tcompile.h", 11770)
+#line TC__LINE_AT(11775, "tcompile.h", 11775)
 
 /* ===== src/cpu/vexec_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11777)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11782)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -13209,7 +13214,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(13213, "tcompile.h", 13213)
+#line TC__LINE_AT(13218, "tcompile.h", 13218)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13220,7 +13225,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13224)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13229)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -14656,7 +14661,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(14660, "tcompile.h", 14660)
+#line TC__LINE_AT(14665, "tcompile.h", 14665)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14667,7 +14672,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14671)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14676)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -16103,7 +16108,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(16107, "tcompile.h", 16107)
+#line TC__LINE_AT(16112, "tcompile.h", 16112)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16114,7 +16119,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16118)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16123)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -17550,14 +17555,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(17554, "tcompile.h", 17554)
+#line TC__LINE_AT(17559, "tcompile.h", 17559)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17561)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17566)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18573,10 +18578,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18577, "tcompile.h", 18577)
+#line TC__LINE_AT(18582, "tcompile.h", 18582)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18580)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18585)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -18902,10 +18907,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(18906, "tcompile.h", 18906)
+#line TC__LINE_AT(18911, "tcompile.h", 18911)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 18909)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 18914)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -18931,7 +18936,29 @@ typedef struct tc__launch {
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
 
-typedef struct tc__program {
+typedef struct tc__program tc__program;
+
+/* The backend seam: what the plan asks of the device a program runs on,
+ * and nothing device-specific beyond it.  One table per device: the CPU's
+ * is cpu/backend.c (the executor and the op table's kernels); the CUDA
+ * backend adds its own.  Copies between devices belong to the tensors,
+ * not to the plan. */
+typedef struct tc__backend {
+    const char *name;
+    /* per-thread workspace bytes that fused kernel k needs */
+    size_t (*kernel_ws_bytes)(const tc__kernel *k);
+    /* runs launch l's fused kernel (l->kernel >= 0) */
+    tc_result (*run_kernel)(tc__program *p, tc_ctx *ctx, tc__launch *l);
+    /* runs launch l's op into out, a contraction with its fused epilogue
+     * (l->epi >= 0) on each finished output tile */
+    tc_result (*run_op)(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out);
+    /* the arena of intermediates: a block of at least bytes (reused where
+     * one is cached), and back */
+    void *(*block_get)(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
+    void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
+} tc__backend;
+
+struct tc__program {
     const tc__graph *g;
     tc_ctx *ctx;
     tc_tensor *hdr;            /* one header per node (not in any scope) */
@@ -18959,7 +18986,8 @@ typedef struct tc__program {
     int ws_slots;
     int64_t peak_bytes;        /* arena + outputs                          */
     int inplace;               /* results written over a dying input      */
-} tc__program;
+    const tc__backend *be;     /* the device that runs it                 */
+};
 
 TC__FN void tc__program_free(tc__program *p) {
     int i;
@@ -19224,7 +19252,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
         if (p->fu.inl[i]) p->root[i] = -1;
     tc__program_epilogues(p, logs);
     for (k = 0; k < p->fu.nk; k++)
-        if (tc__kernel_ws_bytes(&p->fu.k[k]) > ws) ws = tc__kernel_ws_bytes(&p->fu.k[k]);
+        if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
     p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (p->fu.nk > 0) {
@@ -19299,14 +19327,15 @@ TC__FN int tc__is_output(const tc__graph *g, int i) {
 }
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
-TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
-                                      int fuse, int logs, char *err, size_t errcap) {
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
+                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
     int *last = NULL, i, k, n = g->n;
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
     p->ctx = ctx;
+    p->be = be;
     p->persistent = persistent;
     p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
     p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
@@ -19452,37 +19481,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
 
 /* Runs one launch: its fused kernel or its op's kernel. */
 TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-#ifdef TC__HAVE_VEXEC
-    if (l->kernel >= 0) {
-        if (ctx->num_threads > p->ws_slots) {
-            /* the context gained threads since the build: one workspace each */
-            void *raw = NULL;
-            char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
-            if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
-            TC_FREE(p->ws_raw);
-            p->ws_raw = raw;
-            p->ws = ws;
-            p->ws_slots = ctx->num_threads;
-        }
-        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
-        return TC_OK;
-    }
-    if (l->epi >= 0) {
-        tc__krun kr;
-        tc__epilogue e;
-        tc_result r;
-        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
-        e.fn = tc__epilogue_tile;
-        e.arg = &kr;
-        l->call.epi = &e;
-        r = tc__optable[l->call.op].run(&l->call, out);
-        l->call.epi = NULL;
-        return r;
-    }
-#else
-    (void)p;
-#endif
-    return tc__optable[l->call.op].run(&l->call, out);
+    return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
 /* Launches whose weight really is packed once (a GEMV-shaped one streams
@@ -19551,7 +19550,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     if (!p->persistent) {
-        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
+        p->arena = (char *)p->be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
@@ -19613,16 +19612,80 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             for (i = 0; i < g->n; i++)
                 if (fresh_t[i]) tc_free(fresh_t[i]);
         TC_FREE(fresh_t);
-        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->be->block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
         p->arena_raw = NULL;
         p->arena = NULL;
     }
     return r;
 }
-#line TC__LINE_AT(19623, "tcompile.h", 19623)
+#line TC__LINE_AT(19622, "tcompile.h", 19622)
+
+/* ===== src/cpu/backend.c ===== */
+#line TC__LINE_AT(1, "src/cpu/backend.c", 19625)
+/* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
+ * for the host.  Fused kernels run on the built-in executor (vexec.c) with
+ * one workspace per thread; an op runs its op-table kernel, a contraction
+ * with its fused epilogue kernel run by the executor on each finished
+ * output tile; the arena comes from the context's block cache. */
+
+TC__FN size_t tc__cpu_kernel_ws_bytes(const tc__kernel *k) {
+#ifdef TC__HAVE_VEXEC
+    return tc__kernel_ws_bytes(k);
+#else
+    (void)k;
+    return 0;
+#endif
+}
+
+TC__FN tc_result tc__cpu_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) {
+#ifdef TC__HAVE_VEXEC
+    if (ctx->num_threads > p->ws_slots) {
+        /* the context gained threads since the build: one workspace each */
+        void *raw = NULL;
+        char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
+        if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
+        TC_FREE(p->ws_raw);
+        p->ws_raw = raw;
+        p->ws = ws;
+        p->ws_slots = ctx->num_threads;
+    }
+    tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
+    return TC_OK;
+#else
+    (void)p;
+    (void)ctx;
+    /* without the executor nothing is fused (the context's level is none) */
+    return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "fused kernels need the built-in executor (gcc or clang)");
+#endif
+}
+
+TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+#ifdef TC__HAVE_VEXEC
+    if (l->epi >= 0) {
+        tc__krun kr;
+        tc__epilogue e;
+        tc_result r;
+        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
+        e.fn = tc__epilogue_tile;
+        e.arg = &kr;
+        l->call.epi = &e;
+        r = tc__optable[l->call.op].run(&l->call, out);
+        l->call.epi = NULL;
+        return r;
+    }
+#else
+    (void)p;
+    (void)ctx;
+#endif
+    return tc__optable[l->call.op].run(&l->call, out);
+}
+
+static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
+                                            tc__block_get, tc__block_put};
+#line TC__LINE_AT(19686, "tcompile.h", 19686)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19626)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19689)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20039,10 +20102,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20043, "tcompile.h", 20043)
+#line TC__LINE_AT(20106, "tcompile.h", 20106)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20046)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20109)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20079,6 +20142,7 @@ typedef struct tc__entry {
 
 struct tc_fn {
     tc_ctx *ctx;
+    const tc__backend *be;     /* the device its programs run on          */
     tc_model_fn fn;
     void *user;
     tc_mode mode;
@@ -20132,10 +20196,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20136, "tcompile.h", 20136)
+#line TC__LINE_AT(20200, "tcompile.h", 20200)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20139)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20203)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20292,10 +20356,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20296, "tcompile.h", 20296)
+#line TC__LINE_AT(20360, "tcompile.h", 20360)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20299)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20363)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -20477,7 +20541,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         c->misses++;
         *gp = NULL;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
-        p = tc__program_build(f->ctx, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
+        p = tc__program_build(f->ctx, f->be, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
         tc__program_free(p);
         tc__graph_free(g);
@@ -20490,7 +20554,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         *gp = NULL;
         add.g = g;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &add.g) != TC_OK ||
-            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
+            !(add.prog = tc__program_build(f->ctx, f->be, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
             !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
             tc__program_free(add.prog);
             tc__graph_free(add.g);
@@ -20692,7 +20756,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     tc_result r = TC_OK;
     int i;
     if (!e->prog) {
-        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
+        e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
             e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE ? tc__tune_launch : NULL;
@@ -20864,10 +20928,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(20868, "tcompile.h", 20868)
+#line TC__LINE_AT(20932, "tcompile.h", 20932)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20871)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 20935)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21146,10 +21210,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21150, "tcompile.h", 21150)
+#line TC__LINE_AT(21214, "tcompile.h", 21214)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21153)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21217)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21167,6 +21231,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     if (opts) o = *opts;
     else memset(&o, 0, sizeof o);
     f->ctx = ctx;
+    f->be = &tc__cpu_backend;
     f->fn = fn;
     f->user = user;
     f->mode = o.mode != TC_MODE_FROM_FLAGS ? o.mode : default_mode;
@@ -21349,10 +21414,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21353, "tcompile.h", 21353)
+#line TC__LINE_AT(21418, "tcompile.h", 21418)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21356)
+#line TC__LINE_AT(1, "src/license.h", 21421)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21394,7 +21459,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21398, "tcompile.h", 21398)
+#line TC__LINE_AT(21463, "tcompile.h", 21463)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

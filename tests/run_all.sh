@@ -97,6 +97,13 @@ line_directives() {
     esac
 }
 
+# 1c. the stages depend one way, in the manifest's order (tools/layers.py)
+layers() {
+    if ! have python3; then skip "layers: python3 not installed"; return; fi
+    if python3 tools/layers.py > "$W/layers.log" 2>&1; then pass "$(tail -n 1 "$W/layers.log")"
+    else fail "layers: a stage depends on a later one or declares another's internals"; head -n 20 "$W/layers.log"; fi
+}
+
 # 2. the header as C99 and C++ with both compilers, -Werror, in every variant
 compile_variant() { # variant, compiler command
     variant=$1; cc=$2
@@ -189,6 +196,7 @@ for flavour in opt cxx nothreads; do
 done
 job amalgamation
 job line_directives
+job layers
 for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
     for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
         job compile_variant "$variant" "$cc"

@@ -22,7 +22,7 @@ src/ops/optable.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
 @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
-src/compiler/plan.c src/compiler/tune.c
+src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c
 src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
 src/license.h"
 

@@ -15,6 +15,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
     if (opts) o = *opts;
     else memset(&o, 0, sizeof o);
     f->ctx = ctx;
+    f->be = &tc__cpu_backend;
     f->fn = fn;
     f->user = user;
     f->mode = o.mode != TC_MODE_FROM_FLAGS ? o.mode : default_mode;

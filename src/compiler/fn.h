@@ -34,6 +34,7 @@ typedef struct tc__entry {
 
 struct tc_fn {
     tc_ctx *ctx;
+    const tc__backend *be;     /* the device its programs run on          */
     tc_model_fn fn;
     void *user;
     tc_mode mode;

@@ -23,7 +23,29 @@ typedef struct tc__launch {
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
 
-typedef struct tc__program {
+typedef struct tc__program tc__program;
+
+/* The backend seam: what the plan asks of the device a program runs on,
+ * and nothing device-specific beyond it.  One table per device: the CPU's
+ * is cpu/backend.c (the executor and the op table's kernels); the CUDA
+ * backend adds its own.  Copies between devices belong to the tensors,
+ * not to the plan. */
+typedef struct tc__backend {
+    const char *name;
+    /* per-thread workspace bytes that fused kernel k needs */
+    size_t (*kernel_ws_bytes)(const tc__kernel *k);
+    /* runs launch l's fused kernel (l->kernel >= 0) */
+    tc_result (*run_kernel)(tc__program *p, tc_ctx *ctx, tc__launch *l);
+    /* runs launch l's op into out, a contraction with its fused epilogue
+     * (l->epi >= 0) on each finished output tile */
+    tc_result (*run_op)(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out);
+    /* the arena of intermediates: a block of at least bytes (reused where
+     * one is cached), and back */
+    void *(*block_get)(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
+    void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
+} tc__backend;
+
+struct tc__program {
     const tc__graph *g;
     tc_ctx *ctx;
     tc_tensor *hdr;            /* one header per node (not in any scope) */
@@ -51,7 +73,8 @@ typedef struct tc__program {
     int ws_slots;
     int64_t peak_bytes;        /* arena + outputs                          */
     int inplace;               /* results written over a dying input      */
-} tc__program;
+    const tc__backend *be;     /* the device that runs it                 */
+};
 
 TC__FN void tc__program_free(tc__program *p) {
     int i;
@@ -316,7 +339,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
         if (p->fu.inl[i]) p->root[i] = -1;
     tc__program_epilogues(p, logs);
     for (k = 0; k < p->fu.nk; k++)
-        if (tc__kernel_ws_bytes(&p->fu.k[k]) > ws) ws = tc__kernel_ws_bytes(&p->fu.k[k]);
+        if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
     p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (p->fu.nk > 0) {
@@ -391,14 +414,15 @@ TC__FN int tc__is_output(const tc__graph *g, int i) {
 }
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
-TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
-                                      int fuse, int logs, char *err, size_t errcap) {
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
+                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
     int *last = NULL, i, k, n = g->n;
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
     p->ctx = ctx;
+    p->be = be;
     p->persistent = persistent;
     p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
     p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
@@ -544,37 +568,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
 
 /* Runs one launch: its fused kernel or its op's kernel. */
 TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-#ifdef TC__HAVE_VEXEC
-    if (l->kernel >= 0) {
-        if (ctx->num_threads > p->ws_slots) {
-            /* the context gained threads since the build: one workspace each */
-            void *raw = NULL;
-            char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
-            if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
-            TC_FREE(p->ws_raw);
-            p->ws_raw = raw;
-            p->ws = ws;
-            p->ws_slots = ctx->num_threads;
-        }
-        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
-        return TC_OK;
-    }
-    if (l->epi >= 0) {
-        tc__krun kr;
-        tc__epilogue e;
-        tc_result r;
-        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
-        e.fn = tc__epilogue_tile;
-        e.arg = &kr;
-        l->call.epi = &e;
-        r = tc__optable[l->call.op].run(&l->call, out);
-        l->call.epi = NULL;
-        return r;
-    }
-#else
-    (void)p;
-#endif
-    return tc__optable[l->call.op].run(&l->call, out);
+    return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
 /* Launches whose weight really is packed once (a GEMV-shaped one streams
@@ -643,7 +637,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     if (!p->persistent) {
-        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
+        p->arena = (char *)p->be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
@@ -705,7 +699,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             for (i = 0; i < g->n; i++)
                 if (fresh_t[i]) tc_free(fresh_t[i]);
         TC_FREE(fresh_t);
-        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->be->block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
         p->arena_raw = NULL;
         p->arena = NULL;
     }

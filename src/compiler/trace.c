@@ -179,7 +179,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         c->misses++;
         *gp = NULL;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
-        p = tc__program_build(f->ctx, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
+        p = tc__program_build(f->ctx, f->be, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
         tc__program_free(p);
         tc__graph_free(g);
@@ -192,7 +192,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         *gp = NULL;
         add.g = g;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &add.g) != TC_OK ||
-            !(add.prog = tc__program_build(f->ctx, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
+            !(add.prog = tc__program_build(f->ctx, f->be, add.g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err)) ||
             !(ns = (tc__segment *)TC_REALLOC(c->s, sizeof(tc__segment) * (size_t)(c->n + 1)))) {
             tc__program_free(add.prog);
             tc__graph_free(add.g);
@@ -394,7 +394,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
     tc_result r = TC_OK;
     int i;
     if (!e->prog) {
-        e->prog = tc__program_build(f->ctx, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
+        e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
             e->prog->tune = f->mode == TC_MODE_MAX_AUTOTUNE ? tc__tune_launch : NULL;

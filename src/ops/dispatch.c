@@ -730,8 +730,8 @@ TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, 
     return tc__run(&c);
 }
 
-TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
-                             const char *file, int line) {
+TC__FN tc_tensor *tc__slice(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                            const char *file, int line) {
     tc__call c;
     tc__unary_call(ctx, TC__OP_SLICE, x, file, line, &c);
     c.a.i[0] = dim;
@@ -739,6 +739,11 @@ TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, 
     c.a.i[2] = end;
     c.a.i[3] = step;
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                             const char *file, int line) {
+    return tc__slice(ctx, x, dim, start, end, step, file, line);
 }
 
 TCDEF tc_tensor *tc_select_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t index, const char *file, int line) {
