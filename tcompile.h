@@ -2772,8 +2772,9 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #line TC__LINE_AT(1, "src/ops/dispatch.c", 2773)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
- * table and runs its kernel.  Tracing (compiled mode) will record the same
- * call here instead of running it.  Also: creation and view rules. */
+ * table and runs its kernel.  While the context traces (compiled mode), the
+ * compiler's hook records the call instead of running it (trace.c).  Also:
+ * creation and view rules. */
 
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line) {
     memset(c, 0, sizeof *c);
@@ -3583,10 +3584,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3587, "tcompile.h", 3587)
+#line TC__LINE_AT(3588, "tcompile.h", 3588)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3590)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3591)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4311,10 +4312,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4315, "tcompile.h", 4315)
+#line TC__LINE_AT(4316, "tcompile.h", 4316)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4318)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4319)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4882,14 +4883,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4886, "tcompile.h", 4886)
+#line TC__LINE_AT(4887, "tcompile.h", 4887)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4893)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4894)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5230,7 +5231,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5234, "tcompile.h", 5234)
+#line TC__LINE_AT(5235, "tcompile.h", 5235)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5241,7 +5242,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5245)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5246)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5582,7 +5583,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5586, "tcompile.h", 5586)
+#line TC__LINE_AT(5587, "tcompile.h", 5587)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5593,7 +5594,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5597)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5598)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5934,7 +5935,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5938, "tcompile.h", 5938)
+#line TC__LINE_AT(5939, "tcompile.h", 5939)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5945,7 +5946,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5949)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5950)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6286,14 +6287,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6290, "tcompile.h", 6290)
+#line TC__LINE_AT(6291, "tcompile.h", 6291)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6297)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6298)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6909,10 +6910,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(6913, "tcompile.h", 6913)
+#line TC__LINE_AT(6914, "tcompile.h", 6914)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 6916)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 6917)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7183,10 +7184,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7187, "tcompile.h", 7187)
+#line TC__LINE_AT(7188, "tcompile.h", 7188)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7190)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7191)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7831,10 +7832,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7835, "tcompile.h", 7835)
+#line TC__LINE_AT(7836, "tcompile.h", 7836)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7838)
+#line TC__LINE_AT(1, "src/ops/shape.c", 7839)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8239,10 +8240,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8243, "tcompile.h", 8243)
+#line TC__LINE_AT(8244, "tcompile.h", 8244)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8246)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8247)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8261,13 +8262,13 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
 
 #define TC__ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
 
-typedef struct tc__st_entry {
+typedef struct tc__sft_entry {
     char *name;
-    int code;                  /* index into tc__st_dtypes */
+    int code;                  /* index into tc__sft_dtypes */
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     uint64_t begin, end;       /* within the data region */
-} tc__st_entry;
+} tc__sft_entry;
 
 struct tc_safetensors {
     tc_ctx *ctx;
@@ -8276,7 +8277,7 @@ struct tc_safetensors {
     const unsigned char *data; /* the data region */
     uint64_t data_len;
     int n, nmeta;
-    tc__st_entry *e;
+    tc__sft_entry *e;
     char **meta;               /* nmeta (key, value) pairs */
     char path[256];            /* for messages (may be cut short) */
 };
@@ -8287,13 +8288,13 @@ static const struct {
     tc_dtype as;
     int bytes;
     int kind;                  /* 0 same bits, 1 float, 2 signed int, 3 unsigned int, 4 bool, -1 unsupported */
-} tc__st_dtypes[] = {
+} tc__sft_dtypes[] = {
     {"F32", TC_F32, 4, 0},  {"F16", TC_F16, 2, 0},   {"BF16", TC_BF16, 2, 0}, {"I32", TC_I32, 4, 0},
     {"BOOL", TC_BOOL, 1, 4}, {"F64", TC_F32, 8, 1},  {"I64", TC_I32, 8, 2},   {"I16", TC_I32, 2, 2},
     {"I8", TC_I32, 1, 2},   {"U8", TC_I32, 1, 3},    {"U16", TC_I32, 2, 3},   {"U32", TC_I32, 4, 3},
     {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
 };
-#define TC__ST_NDTYPES ((int)(sizeof tc__st_dtypes / sizeof tc__st_dtypes[0]))
+#define TC__ST_NDTYPES ((int)(sizeof tc__sft_dtypes / sizeof tc__sft_dtypes[0]))
 
 /* ---- the header parser --------------------------------------------------------- */
 
@@ -8468,7 +8469,7 @@ TC__FN int tc__jp_uints(tc__jp *j, uint64_t *v, int cap, int *n) {
 }
 
 /* One tensor's {"dtype", "shape", "data_offsets"}, each exactly once. */
-TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
+TC__FN int tc__jp_entry(tc__jp *j, tc__sft_entry *e) {
     int seen = 0, k, n;
     uint64_t v[TC_MAX_DIMS + 1];
     if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "expected an object for a tensor");
@@ -8485,7 +8486,7 @@ TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
             if (bit == 1) {
                 char *dt = tc__jp_string(j);
                 if (!dt) return 0;
-                for (e->code = 0; e->code < TC__ST_NDTYPES && strcmp(dt, tc__st_dtypes[e->code].name) != 0; e->code++) {
+                for (e->code = 0; e->code < TC__ST_NDTYPES && strcmp(dt, tc__sft_dtypes[e->code].name) != 0; e->code++) {
                 }
                 TC_FREE(dt);
                 if (e->code == TC__ST_NDTYPES) return tc__jp_fail(j, "unknown dtype");
@@ -8504,23 +8505,23 @@ TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
     return seen == 7 ? 1 : tc__jp_fail(j, "a tensor entry needs dtype, shape and data_offsets");
 }
 
-TC__FN int tc__st_add_meta(tc_safetensors *st, char *k, char *v) {
-    char **m = (char **)TC_REALLOC(st->meta, sizeof(char *) * (size_t)(2 * st->nmeta + 2));
+TC__FN int tc__sft_add_meta(tc_safetensors *sf, char *k, char *v) {
+    char **m = (char **)TC_REALLOC(sf->meta, sizeof(char *) * (size_t)(2 * sf->nmeta + 2));
     if (!m) return 0;
-    st->meta = m;
-    m[2 * st->nmeta] = k;
-    m[2 * st->nmeta + 1] = v;
-    st->nmeta++;
+    sf->meta = m;
+    m[2 * sf->nmeta] = k;
+    m[2 * sf->nmeta + 1] = v;
+    sf->nmeta++;
     return 1;
 }
 
 /* "__metadata__": {"key": "value", ...} */
-TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *st) {
+TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *sf) {
     if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "__metadata__ must be an object");
     if (tc__jp_eat(j, '}')) return 1;
     do {
         char *k = tc__jp_string(j), *v = NULL;
-        if (!k || !tc__jp_eat(j, ':') || !(v = tc__jp_string(j)) || !tc__st_add_meta(st, k, v)) {
+        if (!k || !tc__jp_eat(j, ':') || !(v = tc__jp_string(j)) || !tc__sft_add_meta(sf, k, v)) {
             TC_FREE(k);
             TC_FREE(v);
             return tc__jp_fail(j, "__metadata__ values must be strings");
@@ -8529,7 +8530,7 @@ TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *st) {
     return tc__jp_eat(j, '}') ? 1 : tc__jp_fail(j, "expected ',' or '}'");
 }
 
-TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, size_t errcap) {
+TC__FN int tc__sft_parse(tc_safetensors *sf, const char *h, size_t n, char *err, size_t errcap) {
     tc__jp j;
     int cap = 0, have_meta = 0;
     j.start = j.p = h;
@@ -8547,23 +8548,23 @@ TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, 
             if (strcmp(key, "__metadata__") == 0) {
                 TC_FREE(key);
                 if (have_meta++) return tc__jp_fail(&j, "repeated __metadata__");
-                if (!tc__jp_meta(&j, st)) return 0;
+                if (!tc__jp_meta(&j, sf)) return 0;
                 continue;
             }
-            if (st->n == cap) {
-                tc__st_entry *e = (tc__st_entry *)TC_REALLOC(st->e, sizeof(tc__st_entry) * (size_t)(cap * 2 + 8));
+            if (sf->n == cap) {
+                tc__sft_entry *e = (tc__sft_entry *)TC_REALLOC(sf->e, sizeof(tc__sft_entry) * (size_t)(cap * 2 + 8));
                 if (!e) {
                     TC_FREE(key);
                     return tc__jp_fail(&j, "out of memory");
                 }
-                st->e = e;
+                sf->e = e;
                 cap = cap * 2 + 8;
             }
-            memset(&st->e[st->n], 0, sizeof st->e[0]);
-            st->e[st->n].name = key;
-            if (!tc__jp_entry(&j, &st->e[st->n++])) return 0;
+            memset(&sf->e[sf->n], 0, sizeof sf->e[0]);
+            sf->e[sf->n].name = key;
+            if (!tc__jp_entry(&j, &sf->e[sf->n++])) return 0;
         } while (tc__jp_eat(&j, ','));
-    if ((st->n || have_meta) && !tc__jp_eat(&j, '}')) return tc__jp_fail(&j, "expected ',' or '}'");
+    if ((sf->n || have_meta) && !tc__jp_eat(&j, '}')) return tc__jp_fail(&j, "expected ',' or '}'");
     tc__jp_ws(&j);
     if (j.p != j.end) return tc__jp_fail(&j, "text after the header's object");
     return 1;
@@ -8571,23 +8572,23 @@ TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, 
 
 /* ---- validation ---------------------------------------------------------------- */
 
-TC__FN int tc__st_cmp_begin(const void *a, const void *b) {
-    const tc__st_entry *x = *(const tc__st_entry *const *)a, *y = *(const tc__st_entry *const *)b;
+TC__FN int tc__sft_cmp_begin(const void *a, const void *b) {
+    const tc__sft_entry *x = *(const tc__sft_entry *const *)a, *y = *(const tc__sft_entry *const *)b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
 }
 
-TC__FN int tc__st_cmp_name(const void *a, const void *b) {
-    return strcmp((*(const tc__st_entry *const *)a)->name, (*(const tc__st_entry *const *)b)->name);
+TC__FN int tc__sft_cmp_name(const void *a, const void *b) {
+    return strcmp((*(const tc__sft_entry *const *)a)->name, (*(const tc__sft_entry *const *)b)->name);
 }
 
 /* Sizes, then the tiling of the data region, then unique names. */
-TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
-    tc__st_entry **ord;
+TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
+    tc__sft_entry **ord;
     uint64_t at = 0;
     int i, k, ok = 1;
-    for (i = 0; i < st->n; i++) {
-        tc__st_entry *e = &st->e[i];
-        uint64_t bytes = (uint64_t)tc__st_dtypes[e->code].bytes;
+    for (i = 0; i < sf->n; i++) {
+        tc__sft_entry *e = &sf->e[i];
+        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes;
         for (k = 0; k < e->ndim; k++) {
             uint64_t d = (uint64_t)e->shape[k];
             if (d && bytes > ((uint64_t)1 << 62) / d) {
@@ -8599,19 +8600,19 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
         if (e->end < e->begin || e->end - e->begin != bytes) {
             tc__fmt(err, errcap, "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its %s shape needs %llu", e->name,
                     (unsigned long long)e->begin, (unsigned long long)e->end,
-                    (unsigned long long)(e->end >= e->begin ? e->end - e->begin : 0), tc__st_dtypes[e->code].name,
+                    (unsigned long long)(e->end >= e->begin ? e->end - e->begin : 0), tc__sft_dtypes[e->code].name,
                     (unsigned long long)bytes);
             return 0;
         }
     }
-    ord = (tc__st_entry **)tc__malloc(sizeof(tc__st_entry *) * (size_t)(st->n > 0 ? st->n : 1));
+    ord = (tc__sft_entry **)tc__malloc(sizeof(tc__sft_entry *) * (size_t)(sf->n > 0 ? sf->n : 1));
     if (!ord) {
         tc__fmt(err, errcap, "out of memory");
         return 0;
     }
-    for (i = 0; i < st->n; i++) ord[i] = &st->e[i];
-    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_begin);
-    for (i = 0; i < st->n && ok; i++) {
+    for (i = 0; i < sf->n; i++) ord[i] = &sf->e[i];
+    qsort(ord, (size_t)sf->n, sizeof ord[0], tc__sft_cmp_begin);
+    for (i = 0; i < sf->n && ok; i++) {
         if (ord[i]->begin != at) {
             tc__fmt(err, errcap, "tensor '%s' starts at byte %llu of the data, expected %llu (%s)", ord[i]->name,
                     (unsigned long long)ord[i]->begin, (unsigned long long)at,
@@ -8620,13 +8621,13 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
         }
         at = ord[i]->end;
     }
-    if (ok && at != st->data_len) {
+    if (ok && at != sf->data_len) {
         tc__fmt(err, errcap, "the tensors cover %llu bytes of data, the file holds %llu", (unsigned long long)at,
-                (unsigned long long)st->data_len);
+                (unsigned long long)sf->data_len);
         ok = 0;
     }
-    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_name);
-    for (i = 1; i < st->n && ok; i++)
+    qsort(ord, (size_t)sf->n, sizeof ord[0], tc__sft_cmp_name);
+    for (i = 1; i < sf->n && ok; i++)
         if (strcmp(ord[i - 1]->name, ord[i]->name) == 0) {
             tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
             ok = 0;
@@ -8637,20 +8638,20 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
 
 /* ---- the public API ------------------------------------------------------------- */
 
-TCDEF void tc_safetensors_close(tc_safetensors *st) {
+TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     int i;
-    if (!st) return;
-    for (i = 0; i < st->n; i++) TC_FREE(st->e[i].name);
-    for (i = 0; i < 2 * st->nmeta; i++) TC_FREE(st->meta[i]);
-    TC_FREE(st->e);
-    TC_FREE(st->meta);
-    tc__unmap_file(&st->map);
-    TC_FREE(st->heap);
-    TC_FREE(st);
+    if (!sf) return;
+    for (i = 0; i < sf->n; i++) TC_FREE(sf->e[i].name);
+    for (i = 0; i < 2 * sf->nmeta; i++) TC_FREE(sf->meta[i]);
+    TC_FREE(sf->e);
+    TC_FREE(sf->meta);
+    tc__unmap_file(&sf->map);
+    TC_FREE(sf->heap);
+    TC_FREE(sf);
 }
 
 /* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__st_read_whole(const char *path, unsigned char **out, size_t *size) {
+TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
     size_t cap = 1 << 16, n = 0, got;
     unsigned char *buf = NULL, *nb;
@@ -8676,7 +8677,7 @@ TC__FN int tc__st_read_whole(const char *path, unsigned char **out, size_t *size
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
-    tc_safetensors *st;
+    tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
     uint64_t hlen = 0;
@@ -8688,60 +8689,60 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
         tc__fmt(err, errcap, "tc_safetensors_open: %s is NULL", ctx ? "path" : "ctx");
         return NULL;
     }
-    st = (tc_safetensors *)TC_MALLOC(sizeof *st);
-    if (!st) {
+    sf = (tc_safetensors *)TC_MALLOC(sizeof *sf);
+    if (!sf) {
         tc__fmt(err, errcap, "tc_safetensors_open: out of memory");
         return NULL;
     }
-    memset(st, 0, sizeof *st);
-    st->ctx = ctx;
-    tc__fmt(st->path, sizeof st->path, "%s", path);
-    i = tc__map_file(path, &st->map, 1);
+    memset(sf, 0, sizeof *sf);
+    sf->ctx = ctx;
+    tc__fmt(sf->path, sizeof sf->path, "%s", path);
+    i = tc__map_file(path, &sf->map, 1);
     if (i == 0) {
-        base = (const unsigned char *)st->map.data;
-        size = st->map.size;
-    } else if (i == -1 && tc__st_read_whole(path, &st->heap, &size) == 0) {
-        base = st->heap;
+        base = (const unsigned char *)sf->map.data;
+        size = sf->map.size;
+    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+        base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
-        tc_safetensors_close(st);
+        tc_safetensors_close(sf);
         return NULL;
     }
     for (i = 7; i >= 0 && size >= 8; i--) hlen = hlen << 8 | base[i];
     if (size < 8 || hlen > size - 8 || hlen > TC__ST_MAX_HEADER) {
         tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path,
                 size < 8 ? "shorter than the 8-byte header length" : "the header length runs past the file (or over 100 MB)");
-        tc_safetensors_close(st);
+        tc_safetensors_close(sf);
         return NULL;
     }
-    st->data = base + 8 + hlen;
-    st->data_len = (uint64_t)(size - 8 - (size_t)hlen);
+    sf->data = base + 8 + hlen;
+    sf->data_len = (uint64_t)(size - 8 - (size_t)hlen);
     {
         char msg[200];
         msg[0] = 0;
-        if (!tc__st_parse(st, (const char *)base + 8, (size_t)hlen, msg, sizeof msg) ||
-            !tc__st_validate(st, msg, sizeof msg)) {
+        if (!tc__sft_parse(sf, (const char *)base + 8, (size_t)hlen, msg, sizeof msg) ||
+            !tc__sft_validate(sf, msg, sizeof msg)) {
             tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path, msg[0] ? msg : "invalid header");
-            tc_safetensors_close(st);
+            tc_safetensors_close(sf);
             return NULL;
         }
     }
-    return st;
+    return sf;
 }
 
-TCDEF int tc_safetensors_count(const tc_safetensors *st) { return st ? st->n : 0; }
+TCDEF int tc_safetensors_count(const tc_safetensors *sf) { return sf ? sf->n : 0; }
 
-TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name) {
+TCDEF int tc_safetensors_find(const tc_safetensors *sf, const char *name) {
     int i;
-    for (i = 0; st && name && i < st->n; i++)
-        if (strcmp(st->e[i].name, name) == 0) return i;
+    for (i = 0; sf && name && i < sf->n; i++)
+        if (strcmp(sf->e[i].name, name) == 0) return i;
     return -1;
 }
 
-TCDEF const char *tc_safetensors_metadata(const tc_safetensors *st, const char *key) {
+TCDEF const char *tc_safetensors_metadata(const tc_safetensors *sf, const char *key) {
     int i;
-    for (i = 0; st && key && i < st->nmeta; i++)
-        if (strcmp(st->meta[2 * i], key) == 0) return st->meta[2 * i + 1];
+    for (i = 0; sf && key && i < sf->nmeta; i++)
+        if (strcmp(sf->meta[2 * i], key) == 0) return sf->meta[2 * i + 1];
     return NULL;
 }
 
@@ -8751,78 +8752,78 @@ TC__FN int tc__little_endian(void) {
 }
 
 /* Can entry e be viewed in place (same bits, aligned, the host's byte order)? */
-TC__FN int tc__st_zero_copy(const tc_safetensors *st, const tc__st_entry *e) {
-    const int w = tc__st_dtypes[e->code].bytes;
-    const unsigned char *p = st->data + e->begin;
+TC__FN int tc__sft_zero_copy(const tc_safetensors *sf, const tc__sft_entry *e) {
+    const int w = tc__sft_dtypes[e->code].bytes;
+    const unsigned char *p = sf->data + e->begin;
     uint64_t i;
-    if (tc__st_dtypes[e->code].kind == 4) { /* bool: only when every byte is 0 or 1 */
+    if (tc__sft_dtypes[e->code].kind == 4) { /* bool: only when every byte is 0 or 1 */
         for (i = 0; i < e->end - e->begin; i++)
             if (p[i] > 1) return 0;
         return 1;
     }
-    return tc__st_dtypes[e->code].kind == 0 && (w == 1 || tc__little_endian()) && (uintptr_t)p % (uintptr_t)w == 0;
+    return tc__sft_dtypes[e->code].kind == 0 && (w == 1 || tc__little_endian()) && (uintptr_t)p % (uintptr_t)w == 0;
 }
 
-TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *st, int index, tc_safetensors_info *info) {
-    const tc__st_entry *e;
-    if (!st || !info) return TC_ERR_NULL;
-    if (index < 0 || index >= st->n) return TC_ERR_INDEX;
-    e = &st->e[index];
+TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *sf, int index, tc_safetensors_info *info) {
+    const tc__sft_entry *e;
+    if (!sf || !info) return TC_ERR_NULL;
+    if (index < 0 || index >= sf->n) return TC_ERR_INDEX;
+    e = &sf->e[index];
     memset(info, 0, sizeof *info);
     info->name = e->name;
-    info->dtype = tc__st_dtypes[e->code].name;
+    info->dtype = tc__sft_dtypes[e->code].name;
     info->ndim = e->ndim;
     memcpy(info->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);
     info->nbytes = e->end - e->begin;
-    info->loads_as = tc__st_dtypes[e->code].as;
-    info->zero_copy = tc__st_zero_copy(st, e);
-    info->supported = tc__st_dtypes[e->code].kind >= 0;
+    info->loads_as = tc__sft_dtypes[e->code].as;
+    info->zero_copy = tc__sft_zero_copy(sf, e);
+    info->supported = tc__sft_dtypes[e->code].kind >= 0;
     return TC_OK;
 }
 
 /* Element i of e (w bytes, little-endian) as raw bits. */
-TC__FN uint64_t tc__st_bits(const unsigned char *p, int w, uint64_t i) {
+TC__FN uint64_t tc__sft_bits(const unsigned char *p, int w, uint64_t i) {
     uint64_t v = 0;
     int b;
     for (b = w - 1; b >= 0; b--) v = v << 8 | p[i * (uint64_t)w + (uint64_t)b];
     return v;
 }
 
-TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, const char *file, int line) {
+TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *sf, const char *name, const char *file, int line) {
     char text[TC__MSG_CAP + 160], where[200];
-    const tc__st_entry *e;
-    int idx = tc_safetensors_find(st, name), kind;
+    const tc__sft_entry *e;
+    int idx = tc_safetensors_find(sf, name), kind;
     uint64_t n, i;
     void *buf;
     tc_tensor *t;
-    if (!st) return &tc__sentinel_null_ctx;
+    if (!sf) return &tc__sentinel_null_ctx;
     if (file) tc__fmt(where, sizeof where, "tc_safetensors_get (%s:%d)", file, line);
     else tc__fmt(where, sizeof where, "tc_safetensors_get");
     if (!name || idx < 0) {
         tc__fmt(text, sizeof text, "%s: %s%s%s in %s", where, name ? "no tensor named '" : "name is NULL", name ? name : "",
-                name ? "'" : "", st->path);
-        return tc__error_tensor(st->ctx, name ? TC_ERR_INDEX : TC_ERR_NULL, text);
+                name ? "'" : "", sf->path);
+        return tc__error_tensor(sf->ctx, name ? TC_ERR_INDEX : TC_ERR_NULL, text);
     }
-    e = &st->e[idx];
-    kind = tc__st_dtypes[e->code].kind;
+    e = &sf->e[idx];
+    kind = tc__sft_dtypes[e->code].kind;
     if (kind < 0) {
-        tc__fmt(text, sizeof text, "%s: '%s' is %s, which tcompile does not load", where, name, tc__st_dtypes[e->code].name);
-        return tc__error_tensor(st->ctx, TC_ERR_UNSUPPORTED, text);
+        tc__fmt(text, sizeof text, "%s: '%s' is %s, which tcompile does not load", where, name, tc__sft_dtypes[e->code].name);
+        return tc__error_tensor(sf->ctx, TC_ERR_UNSUPPORTED, text);
     }
-    if (tc__st_zero_copy(st, e))
-        return tc_wrap_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, NULL, (void *)(st->data + e->begin), file,
+    if (tc__sft_zero_copy(sf, e))
+        return tc_wrap_at(sf->ctx, tc__sft_dtypes[e->code].as, e->ndim, e->shape, NULL, (void *)(sf->data + e->begin), file,
                           line);
     /* converted (or merely realigned / byte-swapped) into a fresh tensor */
-    n = (e->end - e->begin) / (uint64_t)tc__st_dtypes[e->code].bytes;
-    buf = tc__malloc((size_t)(n ? n : 1) * tc_dtype_size(tc__st_dtypes[e->code].as));
+    n = (e->end - e->begin) / (uint64_t)tc__sft_dtypes[e->code].bytes;
+    buf = tc__malloc((size_t)(n ? n : 1) * tc_dtype_size(tc__sft_dtypes[e->code].as));
     if (!buf) {
         tc__fmt(text, sizeof text, "%s: out of memory for '%s'", where, name);
-        return tc__error_tensor(st->ctx, TC_ERR_OOM, text);
+        return tc__error_tensor(sf->ctx, TC_ERR_OOM, text);
     }
     for (i = 0; i < n; i++) {
-        const unsigned char *p = st->data + e->begin;
-        const int wb = tc__st_dtypes[e->code].bytes;
-        uint64_t bits = tc__st_bits(p, wb, i);
+        const unsigned char *p = sf->data + e->begin;
+        const int wb = tc__sft_dtypes[e->code].bytes;
+        uint64_t bits = tc__sft_bits(p, wb, i);
         if (kind == 0 && wb == 4) ((uint32_t *)buf)[i] = (uint32_t)bits;
         else if (kind == 0) ((uint16_t *)buf)[i] = (uint16_t)bits;
         else if (kind == 4) ((unsigned char *)buf)[i] = bits != 0;
@@ -8836,15 +8837,15 @@ TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, con
             if ((kind == 3 && bits > 0x7FFFFFFFu) || v < INT32_MIN || v > INT32_MAX) {
                 TC_FREE(buf);
                 tc__fmt(text, sizeof text, "%s: '%s' (%s) holds %s%llu at element %llu, outside i32", where, name,
-                        tc__st_dtypes[e->code].name, v < 0 && kind == 2 ? "-" : "",
+                        tc__sft_dtypes[e->code].name, v < 0 && kind == 2 ? "-" : "",
                         (unsigned long long)(v < 0 && kind == 2 ? (uint64_t)0 - (uint64_t)v : bits),
                         (unsigned long long)i);
-                return tc__error_tensor(st->ctx, TC_ERR_OVERFLOW, text);
+                return tc__error_tensor(sf->ctx, TC_ERR_OVERFLOW, text);
             }
             ((int32_t *)buf)[i] = (int32_t)v;
         }
     }
-    t = tc_from_data_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, buf, file, line);
+    t = tc_from_data_at(sf->ctx, tc__sft_dtypes[e->code].as, e->ndim, e->shape, buf, file, line);
     TC_FREE(buf);
     return t;
 }
@@ -8862,16 +8863,16 @@ TC__FN void tc__json_string(tc__text *t, const char *s) {
     tc__text_printf(t, "\"");
 }
 
-TC__FN const char *tc__st_dtype_name(tc_dtype dt) {
+TC__FN const char *tc__sft_dtype_name(tc_dtype dt) {
     int i;
     for (i = 0; i < TC__ST_NDTYPES; i++)
-        if (tc__st_dtypes[i].kind == 0 || tc__st_dtypes[i].kind == 4)
-            if (tc__st_dtypes[i].as == dt) return tc__st_dtypes[i].name;
+        if (tc__sft_dtypes[i].kind == 0 || tc__sft_dtypes[i].kind == 4)
+            if (tc__sft_dtypes[i].as == dt) return tc__sft_dtypes[i].name;
     return NULL;
 }
 
 /* The header's text for the tensors (NULL metadata: none); *len its length. */
-TC__FN char *tc__st_header(int n, const char *const *names, tc_tensor *const *ts, const char *const *meta, size_t *len) {
+TC__FN char *tc__sft_header(int n, const char *const *names, tc_tensor *const *ts, const char *const *meta, size_t *len) {
     tc__text t;
     uint64_t at = 0;
     int pass, i, k;
@@ -8901,7 +8902,7 @@ TC__FN char *tc__st_header(int n, const char *const *names, tc_tensor *const *ts
             uint64_t bytes = (uint64_t)tc_numel(ts[i]) * tc_dtype_size(tc_type(ts[i]));
             if (i) tc__text_printf(&t, ",");
             tc__json_string(&t, names[i]);
-            tc__text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tc__st_dtype_name(tc_type(ts[i])));
+            tc__text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tc__sft_dtype_name(tc_type(ts[i])));
             for (k = 0; k < tc_ndim(ts[i]); k++) tc__text_printf(&t, "%s%lld", k ? "," : "", (long long)tc_shape(ts[i])[k]);
             tc__text_printf(&t, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + bytes));
             at += bytes;
@@ -8932,7 +8933,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
             tc__fmt(err, errcap, "tc_safetensors_save: name %d is %s", i, !names[i] ? "NULL" : !names[i][0] ? "empty" : "reserved");
             return names[i] ? TC_ERR_INVALID_ARG : TC_ERR_NULL;
         }
-        if (tc_status(tensors[i]) != TC_OK || !tc__st_dtype_name(tc_type(tensors[i]))) {
+        if (tc_status(tensors[i]) != TC_OK || !tc__sft_dtype_name(tc_type(tensors[i]))) {
             tc__fmt(err, errcap, "tc_safetensors_save: tensor '%s' %s", names[i],
                     tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
             return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
@@ -8943,7 +8944,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
                 return TC_ERR_INVALID_ARG;
             }
     }
-    if (!(hdr = tc__st_header(n, names, tensors, metadata, &hlen))) {
+    if (!(hdr = tc__sft_header(n, names, tensors, metadata, &hlen))) {
         tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
         return TC_ERR_OOM;
     }
@@ -8973,10 +8974,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(8977, "tcompile.h", 8977)
+#line TC__LINE_AT(8978, "tcompile.h", 8978)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 8980)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 8981)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9414,10 +9415,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9418, "tcompile.h", 9418)
+#line TC__LINE_AT(9419, "tcompile.h", 9419)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9421)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9422)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10325,10 +10326,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10329, "tcompile.h", 10329)
+#line TC__LINE_AT(10330, "tcompile.h", 10330)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10332)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10333)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10351,7 +10352,16 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
  * tile and one pass through L1 per instruction.  Compute instructions use
  * the op table's ids.  Before register allocation each stage's code is
  * simplified (tc__kernel_simplify, at the end of this file) to cut those
- * passes: affine steps become their readers' multiply-add prologue. */
+ * passes: affine steps become their readers' multiply-add prologue.
+ *
+ * Glossary (docs/INTERNALS.md has the long one):
+ *   vins   one instruction of the register program (tc__vins)
+ *   slot   a row scalar: a reduction's result, read broadcast by later stages
+ *   local  a row-sized buffer a value several stages read is kept in
+ *   krun   a kernel's launch state, shared by its threads (cpu/vexec.c)
+ *   vst    one thread's state inside a kernel: tiles, pointers, slots
+ *   vplan  a thread part's pre-decoded rows: the steps (vstep) of each stage
+ *   fin    the tile is a whole row: its sums end as slots in registers */
 
 #define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
 #define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */
@@ -10971,10 +10981,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10975, "tcompile.h", 10975)
+#line TC__LINE_AT(10985, "tcompile.h", 10985)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10978)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10988)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11921,14 +11931,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11925, "tcompile.h", 11925)
+#line TC__LINE_AT(11935, "tcompile.h", 11935)
 
 /* ===== src/cpu/vexec_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11932)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11942)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -13364,7 +13374,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(13368, "tcompile.h", 13368)
+#line TC__LINE_AT(13378, "tcompile.h", 13378)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13375,7 +13385,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13379)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13389)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -14811,7 +14821,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(14815, "tcompile.h", 14815)
+#line TC__LINE_AT(14825, "tcompile.h", 14825)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14822,7 +14832,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14826)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14836)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -16258,7 +16268,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(16262, "tcompile.h", 16262)
+#line TC__LINE_AT(16272, "tcompile.h", 16272)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16269,7 +16279,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16273)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16283)
 /* The executor's inner loop and its vector math, written once over GNU C
  * vector types and instantiated by tools/amalgamate.sh once per ISA level:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
@@ -17705,14 +17715,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(17709, "tcompile.h", 17709)
+#line TC__LINE_AT(17719, "tcompile.h", 17719)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17716)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17726)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18728,10 +18738,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18732, "tcompile.h", 18732)
+#line TC__LINE_AT(18742, "tcompile.h", 18742)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18735)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18745)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19057,10 +19067,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19061, "tcompile.h", 19061)
+#line TC__LINE_AT(19071, "tcompile.h", 19071)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19064)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19074)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19768,10 +19778,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19772, "tcompile.h", 19772)
+#line TC__LINE_AT(19782, "tcompile.h", 19782)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 19775)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 19785)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -19832,10 +19842,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(19836, "tcompile.h", 19836)
+#line TC__LINE_AT(19846, "tcompile.h", 19846)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19839)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19849)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20252,10 +20262,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20256, "tcompile.h", 20256)
+#line TC__LINE_AT(20266, "tcompile.h", 20266)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20259)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20269)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20346,10 +20356,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20350, "tcompile.h", 20350)
+#line TC__LINE_AT(20360, "tcompile.h", 20360)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20353)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20363)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20506,10 +20516,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20510, "tcompile.h", 20510)
+#line TC__LINE_AT(20520, "tcompile.h", 20520)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20513)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20523)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21078,10 +21088,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21082, "tcompile.h", 21082)
+#line TC__LINE_AT(21092, "tcompile.h", 21092)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21085)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21095)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21360,10 +21370,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21364, "tcompile.h", 21364)
+#line TC__LINE_AT(21374, "tcompile.h", 21374)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21367)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21377)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21564,10 +21574,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21568, "tcompile.h", 21568)
+#line TC__LINE_AT(21578, "tcompile.h", 21578)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21571)
+#line TC__LINE_AT(1, "src/license.h", 21581)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21609,7 +21619,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21613, "tcompile.h", 21613)
+#line TC__LINE_AT(21623, "tcompile.h", 21623)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

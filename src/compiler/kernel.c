@@ -20,7 +20,16 @@
  * tile and one pass through L1 per instruction.  Compute instructions use
  * the op table's ids.  Before register allocation each stage's code is
  * simplified (tc__kernel_simplify, at the end of this file) to cut those
- * passes: affine steps become their readers' multiply-add prologue. */
+ * passes: affine steps become their readers' multiply-add prologue.
+ *
+ * Glossary (docs/INTERNALS.md has the long one):
+ *   vins   one instruction of the register program (tc__vins)
+ *   slot   a row scalar: a reduction's result, read broadcast by later stages
+ *   local  a row-sized buffer a value several stages read is kept in
+ *   krun   a kernel's launch state, shared by its threads (cpu/vexec.c)
+ *   vst    one thread's state inside a kernel: tiles, pointers, slots
+ *   vplan  a thread part's pre-decoded rows: the steps (vstep) of each stage
+ *   fin    the tile is a whole row: its sums end as slots in registers */
 
 #define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
 #define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */

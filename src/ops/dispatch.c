@@ -1,7 +1,8 @@
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
- * table and runs its kernel.  Tracing (compiled mode) will record the same
- * call here instead of running it.  Also: creation and view rules. */
+ * table and runs its kernel.  While the context traces (compiled mode), the
+ * compiler's hook records the call instead of running it (trace.c).  Also:
+ * creation and view rules. */
 
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line) {
     memset(c, 0, sizeof *c);
