@@ -17992,8 +17992,13 @@ typedef struct tc__vplan {
     float u[TC__VPLAN_MAXU][16];
 } tc__vplan;
 
-/* Tests set it to run every kernel through the interpreter. */
+/* Tests set it to run every kernel through the interpreter; a user build
+ * (no TCOMPILE_TESTING) has a constant 0 and the checks fold away. */
+#ifdef TCOMPILE_TESTING
 static int tc__vplan_off = 0;
+#else
+#define tc__vplan_off 0
+#endif
 
 /* What a register holds while a stage is pre-decoded: a fixed buffer
  * (p), or else access `pa` at the row's pointer; uniform (one vector). */
@@ -18252,9 +18257,16 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
 }
 
 /* Tests set it to run rows one at a time (tc__krun_rows_pair), and read
- * how many parts ran rows in pairs. */
+ * how many parts ran rows in pairs (TC__VPAIR_COUNTED); a user build has
+ * neither the switch nor the count. */
+#ifdef TCOMPILE_TESTING
 static int tc__vpair_off = 0;
 static int tc__vpair_parts = 0;
+#define TC__VPAIR_COUNTED() (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1)
+#else
+#define tc__vpair_off 0
+#define TC__VPAIR_COUNTED() ((void)0)
+#endif
 /* The most bytes of row buffers and input rows two rows in flight may
  * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
  * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
@@ -18281,7 +18293,7 @@ TC__FN int64_t tc__krun_rows_pair(const tc__krun *kr, tc__vst *s, const tc__vpla
     tc__krun_state((tc__krun *)kr, &s2, s->w + tc__state_bytes(k, kr->rows, kr->rowlen, kr->tile));
     if (!tc__vplan_build(kr, &s2, &pl2, len)) return o;
     for (a = 0; a < k->nacc; a++) s2.stride[a] = s->stride[a];
-    (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1);
+    TC__VPAIR_COUNTED();
     for (; o + 1 < e; o += 2) {
         for (a = 0; a < k->nacc; a++) s2.ptr[a] = s->ptr[a] + rstep[a];
         for (si = 0; si < k->nstage; si++) {
@@ -18525,10 +18537,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18529, "tcompile.h", 18529)
+#line TC__LINE_AT(18541, "tcompile.h", 18541)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18532)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18544)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -18854,10 +18866,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(18858, "tcompile.h", 18858)
+#line TC__LINE_AT(18870, "tcompile.h", 18870)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 18861)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 18873)
 /* max-autotune's on-disk cache: the choice measured for one launch on this
  * machine, so that the next process compiles without measuring again.
  *
@@ -19044,10 +19056,10 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
-#line TC__LINE_AT(19048, "tcompile.h", 19048)
+#line TC__LINE_AT(19060, "tcompile.h", 19060)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19051)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19063)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19981,10 +19993,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19985, "tcompile.h", 19985)
+#line TC__LINE_AT(19997, "tcompile.h", 19997)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 19988)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 20000)
 /* The compiler core: tc_compile / tc_call.  A call traces the user's
  * function (every op goes through tc__run, which records a graph node instead
  * of computing while ctx->trace is set), runs the passes, checks guards on
@@ -21228,10 +21240,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21232, "tcompile.h", 21232)
+#line TC__LINE_AT(21244, "tcompile.h", 21244)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21235)
+#line TC__LINE_AT(1, "src/license.h", 21247)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21273,7 +21285,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21277, "tcompile.h", 21277)
+#line TC__LINE_AT(21289, "tcompile.h", 21289)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
