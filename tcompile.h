@@ -18205,8 +18205,13 @@ typedef struct tc__vplan {
     float u[TC__VPLAN_MAXU][16];
 } tc__vplan;
 
-/* Tests set it to run every kernel through the interpreter. */
+/* Tests set it to run every kernel through the interpreter; a user build
+ * (no TCOMPILE_TESTING) has a constant 0 and the checks fold away. */
+#ifdef TCOMPILE_TESTING
 static int tc__vplan_off = 0;
+#else
+#define tc__vplan_off 0
+#endif
 
 /* What a register holds while a stage is pre-decoded: a fixed buffer
  * (p), or else access `pa` at the row's pointer; uniform (one vector). */
@@ -18465,9 +18470,16 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
 }
 
 /* Tests set it to run rows one at a time (tc__krun_rows_pair), and read
- * how many parts ran rows in pairs. */
+ * how many parts ran rows in pairs (TC__VPAIR_COUNTED); a user build has
+ * neither the switch nor the count. */
+#ifdef TCOMPILE_TESTING
 static int tc__vpair_off = 0;
 static int tc__vpair_parts = 0;
+#define TC__VPAIR_COUNTED() (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1)
+#else
+#define tc__vpair_off 0
+#define TC__VPAIR_COUNTED() ((void)0)
+#endif
 /* The most bytes of row buffers and input rows two rows in flight may
  * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
  * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
@@ -18494,7 +18506,7 @@ TC__FN int64_t tc__krun_rows_pair(const tc__krun *kr, tc__vst *s, const tc__vpla
     tc__krun_state((tc__krun *)kr, &s2, s->w + tc__state_bytes(k, kr->rows, kr->rowlen, kr->tile));
     if (!tc__vplan_build(kr, &s2, &pl2, len)) return o;
     for (a = 0; a < k->nacc; a++) s2.stride[a] = s->stride[a];
-    (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1);
+    TC__VPAIR_COUNTED();
     for (; o + 1 < e; o += 2) {
         for (a = 0; a < k->nacc; a++) s2.ptr[a] = s->ptr[a] + rstep[a];
         for (si = 0; si < k->nstage; si++) {
@@ -18738,10 +18750,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18742, "tcompile.h", 18742)
+#line TC__LINE_AT(18754, "tcompile.h", 18754)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18745)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18757)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19067,10 +19079,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19071, "tcompile.h", 19071)
+#line TC__LINE_AT(19083, "tcompile.h", 19083)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19074)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19086)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19778,10 +19790,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19782, "tcompile.h", 19782)
+#line TC__LINE_AT(19794, "tcompile.h", 19794)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 19785)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 19797)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -19842,10 +19854,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(19846, "tcompile.h", 19846)
+#line TC__LINE_AT(19858, "tcompile.h", 19858)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19849)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19861)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20262,10 +20274,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20266, "tcompile.h", 20266)
+#line TC__LINE_AT(20278, "tcompile.h", 20278)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20269)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20281)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20356,10 +20368,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20360, "tcompile.h", 20360)
+#line TC__LINE_AT(20372, "tcompile.h", 20372)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20363)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20375)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20516,10 +20528,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20520, "tcompile.h", 20520)
+#line TC__LINE_AT(20532, "tcompile.h", 20532)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20523)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20535)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21088,10 +21100,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21092, "tcompile.h", 21092)
+#line TC__LINE_AT(21104, "tcompile.h", 21104)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21095)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21107)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21370,10 +21382,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21374, "tcompile.h", 21374)
+#line TC__LINE_AT(21386, "tcompile.h", 21386)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21377)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21389)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21574,10 +21586,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21578, "tcompile.h", 21578)
+#line TC__LINE_AT(21590, "tcompile.h", 21590)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21581)
+#line TC__LINE_AT(1, "src/license.h", 21593)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21619,7 +21631,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21623, "tcompile.h", 21623)
+#line TC__LINE_AT(21635, "tcompile.h", 21635)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -17,6 +17,7 @@
  * off (the tile interpreter alone): the two must give the same bits.
  * Discontinuous ops (floor, ceil, comparisons) only read inputs, so a
  * last-ulp difference upstream cannot flip them. */
+#define TCOMPILE_TESTING /* the test switches (tc__vplan_off) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 

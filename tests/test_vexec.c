@@ -1,6 +1,7 @@
 /* The fused-kernel executor: vector math against libm, every ISA level this
  * machine runs, tails and strided/broadcast inputs, and the fuser's
  * decisions (kernel counts, row kernels, materialization, in-place reuse). */
+#define TCOMPILE_TESTING /* the test switches (tc__vpair_off, tc__vpair_parts) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 #include <fenv.h>
