@@ -549,10 +549,11 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
 #define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
+#define tc_hardswish(ctx, x) tc_hardswish_at(ctx, x, TC_HERE_) /* x * relu6(x + 3) / 6 */
 #define TC__UNARY_API(X)                                                  \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
     X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil) X(erf)
+    X(floor) X(ceil) X(erf) X(hardswish)
 #define TC__DECL_UNARY_(name) TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
 TC__UNARY_API(TC__DECL_UNARY_)
 #undef TC__DECL_UNARY_
@@ -862,14 +863,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(866, "tcompile.h", 866)
+#line TC__LINE_AT(867, "tcompile.h", 867)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 873)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 874)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1023,10 +1024,10 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1027, "tcompile.h", 1027)
+#line TC__LINE_AT(1028, "tcompile.h", 1028)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1030)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1031)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1414,10 +1415,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1418, "tcompile.h", 1418)
+#line TC__LINE_AT(1419, "tcompile.h", 1419)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1421)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1422)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -1728,10 +1729,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(1732, "tcompile.h", 1732)
+#line TC__LINE_AT(1733, "tcompile.h", 1733)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 1735)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 1736)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -1956,10 +1957,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(1960, "tcompile.h", 1960)
+#line TC__LINE_AT(1961, "tcompile.h", 1961)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 1963)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 1964)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 /* compile.c: a host read while tracing is a graph break (nonzero: refuse). */
@@ -2433,10 +2434,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2437, "tcompile.h", 2437)
+#line TC__LINE_AT(2438, "tcompile.h", 2438)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2440)
+#line TC__LINE_AT(1, "src/ops/optable.h", 2441)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -2524,7 +2525,9 @@ typedef enum tc__opclass {
     X(SILU, silu, 8, TC__NOINT, x * TC__SIGMOID_(x), TC__V(ratio_value)(TC__OP_SILU, x))                       \
     X(FLOOR, floor, 1, TC__INT(x), floorf(x), TC__V(floor)(x))                                                 \
     X(CEIL, ceil, 1, TC__INT(x), ceilf(x), -TC__V(floor)(-x))                                                  \
-    X(ERF, erf, 8, TC__NOINT, erff(x), TC__V(erf)(x))
+    X(ERF, erf, 8, TC__NOINT, erff(x), TC__V(erf)(x))                                                          \
+    X(HARDSWISH, hardswish, 2, TC__NOINT, x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f, \
+      x * TC__V(clamp)(x + 3.0f, 0.0f, 6.0f) / 6.0f)
 
 /* Unary ops with attributes p0, p1: rows as above, entry points by hand. */
 #define TC__UNARY_ATTR_OPS(X)                                                                                  \
@@ -2712,10 +2715,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(2716, "tcompile.h", 2716)
+#line TC__LINE_AT(2719, "tcompile.h", 2719)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 2719)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 2722)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  Tracing (compiled mode) will record the same
@@ -3517,10 +3520,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3521, "tcompile.h", 3521)
+#line TC__LINE_AT(3524, "tcompile.h", 3524)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3524)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3527)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4246,10 +4249,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4250, "tcompile.h", 4250)
+#line TC__LINE_AT(4253, "tcompile.h", 4253)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4253)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4256)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4817,14 +4820,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4821, "tcompile.h", 4821)
+#line TC__LINE_AT(4824, "tcompile.h", 4824)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4828)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4831)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5165,7 +5168,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5169, "tcompile.h", 5169)
+#line TC__LINE_AT(5172, "tcompile.h", 5172)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5176,7 +5179,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5180)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5183)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5517,7 +5520,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5521, "tcompile.h", 5521)
+#line TC__LINE_AT(5524, "tcompile.h", 5524)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5528,7 +5531,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5532)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5535)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5869,7 +5872,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5873, "tcompile.h", 5873)
+#line TC__LINE_AT(5876, "tcompile.h", 5876)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5880,7 +5883,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5884)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5887)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6221,14 +6224,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6225, "tcompile.h", 6225)
+#line TC__LINE_AT(6228, "tcompile.h", 6228)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6232)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6235)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6844,10 +6847,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(6848, "tcompile.h", 6848)
+#line TC__LINE_AT(6851, "tcompile.h", 6851)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 6851)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 6854)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7118,10 +7121,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7122, "tcompile.h", 7122)
+#line TC__LINE_AT(7125, "tcompile.h", 7125)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7125)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7128)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7766,10 +7769,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7770, "tcompile.h", 7770)
+#line TC__LINE_AT(7773, "tcompile.h", 7773)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7773)
+#line TC__LINE_AT(1, "src/ops/shape.c", 7776)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8174,10 +8177,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8178, "tcompile.h", 8178)
+#line TC__LINE_AT(8181, "tcompile.h", 8181)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8181)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8184)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8908,10 +8911,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(8912, "tcompile.h", 8912)
+#line TC__LINE_AT(8915, "tcompile.h", 8915)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 8915)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 8918)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9349,10 +9352,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9353, "tcompile.h", 9353)
+#line TC__LINE_AT(9356, "tcompile.h", 9356)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9356)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9359)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10230,10 +10233,10 @@ TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
     return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }
-#line TC__LINE_AT(10234, "tcompile.h", 10234)
+#line TC__LINE_AT(10237, "tcompile.h", 10237)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10237)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10240)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10876,10 +10879,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10880, "tcompile.h", 10880)
+#line TC__LINE_AT(10883, "tcompile.h", 10883)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10883)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 10886)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11828,14 +11831,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11832, "tcompile.h", 11832)
+#line TC__LINE_AT(11835, "tcompile.h", 11835)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 11839)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 11842)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12277,7 +12280,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12281, "tcompile.h", 12281)
+#line TC__LINE_AT(12284, "tcompile.h", 12284)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12288,7 +12291,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12292)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12295)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12730,7 +12733,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12734, "tcompile.h", 12734)
+#line TC__LINE_AT(12737, "tcompile.h", 12737)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12741,7 +12744,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12745)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12748)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13183,7 +13186,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13187, "tcompile.h", 13187)
+#line TC__LINE_AT(13190, "tcompile.h", 13190)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13194,7 +13197,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13198)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13201)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13636,7 +13639,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13640, "tcompile.h", 13640)
+#line TC__LINE_AT(13643, "tcompile.h", 13643)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13647,7 +13650,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13651)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13654)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -14647,7 +14650,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__V
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(14651, "tcompile.h", 14651)
+#line TC__LINE_AT(14654, "tcompile.h", 14654)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14658,7 +14661,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14662)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14665)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15658,7 +15661,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__V
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15662, "tcompile.h", 15662)
+#line TC__LINE_AT(15665, "tcompile.h", 15665)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15669,7 +15672,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15673)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15676)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16669,7 +16672,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__V
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16673, "tcompile.h", 16673)
+#line TC__LINE_AT(16676, "tcompile.h", 16676)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16680,7 +16683,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16684)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16687)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17680,14 +17683,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__V
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17684, "tcompile.h", 17684)
+#line TC__LINE_AT(17687, "tcompile.h", 17687)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17691)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17694)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18703,10 +18706,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18707, "tcompile.h", 18707)
+#line TC__LINE_AT(18710, "tcompile.h", 18710)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18710)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18713)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19032,10 +19035,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19036, "tcompile.h", 19036)
+#line TC__LINE_AT(19039, "tcompile.h", 19039)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19039)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19042)
 /* max-autotune's on-disk cache: the choice measured for one launch on this
  * machine, so that the next process compiles without measuring again.
  *
@@ -19222,10 +19225,10 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
-#line TC__LINE_AT(19226, "tcompile.h", 19226)
+#line TC__LINE_AT(19229, "tcompile.h", 19229)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19229)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19232)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20159,10 +20162,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20163, "tcompile.h", 20163)
+#line TC__LINE_AT(20166, "tcompile.h", 20166)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 20166)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 20169)
 /* The compiler core: tc_compile / tc_call.  A call traces the user's
  * function (every op goes through tc__run, which records a graph node instead
  * of computing while ctx->trace is set), runs the passes, checks guards on
@@ -21406,10 +21409,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21410, "tcompile.h", 21410)
+#line TC__LINE_AT(21413, "tcompile.h", 21413)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21413)
+#line TC__LINE_AT(1, "src/license.h", 21416)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21451,7 +21454,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21455, "tcompile.h", 21455)
+#line TC__LINE_AT(21458, "tcompile.h", 21458)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

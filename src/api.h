@@ -309,10 +309,11 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
 #define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
+#define tc_hardswish(ctx, x) tc_hardswish_at(ctx, x, TC_HERE_) /* x * relu6(x + 3) / 6 */
 #define TC__UNARY_API(X)                                                  \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
     X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil) X(erf)
+    X(floor) X(ceil) X(erf) X(hardswish)
 #define TC__DECL_UNARY_(name) TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
 TC__UNARY_API(TC__DECL_UNARY_)
 #undef TC__DECL_UNARY_

@@ -61,6 +61,8 @@ static double r_ceil(double x) { return ceil(x); }
 #define U_ceil -5, 5, 1, 1
 static double r_erf(double x) { return erf(x); }
 #define U_erf -4, 4, 0, 1
+static double r_hardswish(double x) { return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0; }
+#define U_hardswish -6, 6, 0, 1
 
 #define UNOP_(name) {#name, tc_##name##_at, r_##name, U_##name},
 static const unop unops[] = {TC__UNARY_API(UNOP_)};

@@ -85,7 +85,9 @@ typedef enum tc__opclass {
     X(SILU, silu, 8, TC__NOINT, x * TC__SIGMOID_(x), TC__V(ratio_value)(TC__OP_SILU, x))                       \
     X(FLOOR, floor, 1, TC__INT(x), floorf(x), TC__V(floor)(x))                                                 \
     X(CEIL, ceil, 1, TC__INT(x), ceilf(x), -TC__V(floor)(-x))                                                  \
-    X(ERF, erf, 8, TC__NOINT, erff(x), TC__V(erf)(x))
+    X(ERF, erf, 8, TC__NOINT, erff(x), TC__V(erf)(x))                                                          \
+    X(HARDSWISH, hardswish, 2, TC__NOINT, x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f, \
+      x * TC__V(clamp)(x + 3.0f, 0.0f, 6.0f) / 6.0f)
 
 /* Unary ops with attributes p0, p1: rows as above, entry points by hand. */
 #define TC__UNARY_ATTR_OPS(X)                                                                                  \
