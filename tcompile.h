@@ -11907,12 +11907,13 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * in expression body (a GNU statement expression, as the vector types are
  * GNU C already) */
 #define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
-/* fn(a, b) lane by lane, fn a libm function, in a's lanes */
-#define TC__VLIBM2(fn, a, b)                                \
-    __extension__({                                         \
-        int tc__l_;                                         \
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
         for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
-        a;                                                  \
+        a;                                                                               \
     })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
@@ -12243,8 +12244,8 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
 }
 
 /* One elementwise op, with the same formula as the eager kernel: the
- * vector column of the op's row (optable.h).  x is a, p0, p1 the op's
- * attributes. */
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
@@ -12280,7 +12281,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12284, "tcompile.h", 12284)
+#line TC__LINE_AT(12285, "tcompile.h", 12285)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12291,7 +12292,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12295)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12296)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12360,12 +12361,13 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * in expression body (a GNU statement expression, as the vector types are
  * GNU C already) */
 #define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
-/* fn(a, b) lane by lane, fn a libm function, in a's lanes */
-#define TC__VLIBM2(fn, a, b)                                \
-    __extension__({                                         \
-        int tc__l_;                                         \
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
         for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
-        a;                                                  \
+        a;                                                                               \
     })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
@@ -12696,8 +12698,8 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
 }
 
 /* One elementwise op, with the same formula as the eager kernel: the
- * vector column of the op's row (optable.h).  x is a, p0, p1 the op's
- * attributes. */
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
@@ -12733,7 +12735,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12737, "tcompile.h", 12737)
+#line TC__LINE_AT(12739, "tcompile.h", 12739)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12744,7 +12746,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12748)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12750)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12813,12 +12815,13 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * in expression body (a GNU statement expression, as the vector types are
  * GNU C already) */
 #define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
-/* fn(a, b) lane by lane, fn a libm function, in a's lanes */
-#define TC__VLIBM2(fn, a, b)                                \
-    __extension__({                                         \
-        int tc__l_;                                         \
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
         for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
-        a;                                                  \
+        a;                                                                               \
     })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
@@ -13149,8 +13152,8 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
 }
 
 /* One elementwise op, with the same formula as the eager kernel: the
- * vector column of the op's row (optable.h).  x is a, p0, p1 the op's
- * attributes. */
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
@@ -13186,7 +13189,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13190, "tcompile.h", 13190)
+#line TC__LINE_AT(13193, "tcompile.h", 13193)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13197,7 +13200,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13201)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13204)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13266,12 +13269,13 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * in expression body (a GNU statement expression, as the vector types are
  * GNU C already) */
 #define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
-/* fn(a, b) lane by lane, fn a libm function, in a's lanes */
-#define TC__VLIBM2(fn, a, b)                                \
-    __extension__({                                         \
-        int tc__l_;                                         \
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
         for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
-        a;                                                  \
+        a;                                                                               \
     })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
@@ -13602,8 +13606,8 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
 }
 
 /* One elementwise op, with the same formula as the eager kernel: the
- * vector column of the op's row (optable.h).  x is a, p0, p1 the op's
- * attributes. */
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
@@ -13639,7 +13643,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13643, "tcompile.h", 13643)
+#line TC__LINE_AT(13647, "tcompile.h", 13647)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13650,7 +13654,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13654)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13658)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -14648,9 +14652,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(14654, "tcompile.h", 14654)
+#line TC__LINE_AT(14660, "tcompile.h", 14660)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14661,7 +14667,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14665)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14671)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15659,9 +15665,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15665, "tcompile.h", 15665)
+#line TC__LINE_AT(15673, "tcompile.h", 15673)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15672,7 +15680,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15676)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15684)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16670,9 +16678,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16676, "tcompile.h", 16676)
+#line TC__LINE_AT(16686, "tcompile.h", 16686)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16683,7 +16693,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16687)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16697)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17681,16 +17691,18 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17687, "tcompile.h", 17687)
+#line TC__LINE_AT(17699, "tcompile.h", 17699)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17694)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17706)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18706,10 +18718,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18710, "tcompile.h", 18710)
+#line TC__LINE_AT(18722, "tcompile.h", 18722)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18713)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18725)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19035,10 +19047,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19039, "tcompile.h", 19039)
+#line TC__LINE_AT(19051, "tcompile.h", 19051)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19042)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 19054)
 /* max-autotune's on-disk cache: the choice measured for one launch on this
  * machine, so that the next process compiles without measuring again.
  *
@@ -19225,10 +19237,10 @@ TC__FN void tc__tune_cache_put(const char *dir, const char *key, const tc__tune_
     ok = fclose(fp) == 0 && ok;
     if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
 }
-#line TC__LINE_AT(19229, "tcompile.h", 19229)
+#line TC__LINE_AT(19241, "tcompile.h", 19241)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19232)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19244)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20162,10 +20174,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20166, "tcompile.h", 20166)
+#line TC__LINE_AT(20178, "tcompile.h", 20178)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 20169)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 20181)
 /* The compiler core: tc_compile / tc_call.  A call traces the user's
  * function (every op goes through tc__run, which records a graph node instead
  * of computing while ctx->trace is set), runs the passes, checks guards on
@@ -21409,10 +21421,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21413, "tcompile.h", 21413)
+#line TC__LINE_AT(21425, "tcompile.h", 21425)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21416)
+#line TC__LINE_AT(1, "src/license.h", 21428)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21454,7 +21466,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21458, "tcompile.h", 21458)
+#line TC__LINE_AT(21470, "tcompile.h", 21470)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -995,5 +995,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__LD
 #undef TC__ST
 #undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif

@@ -66,12 +66,13 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * in expression body (a GNU statement expression, as the vector types are
  * GNU C already) */
 #define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
-/* fn(a, b) lane by lane, fn a libm function, in a's lanes */
-#define TC__VLIBM2(fn, a, b)                                \
-    __extension__({                                         \
-        int tc__l_;                                         \
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
         for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
-        a;                                                  \
+        a;                                                                               \
     })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
@@ -402,8 +403,8 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
 }
 
 /* One elementwise op, with the same formula as the eager kernel: the
- * vector column of the op's row (optable.h).  x is a, p0, p1 the op's
- * attributes. */
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
     TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
