@@ -677,15 +677,9 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 
 /* Pointwise unary.  Float results for float ops (i32/bool inputs give f32);
  * neg/abs/square/relu/floor/ceil keep i32.  gelu is the erf form,
- * gelu_tanh PyTorch's approximate='tanh'. */
-#define TC_UNARY_API_(X) \
-    X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
-    X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil) X(erf)
-#define TC_DECL_UNARY_(name) \
-    TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
-TC_UNARY_API_(TC_DECL_UNARY_)
-#undef TC_DECL_UNARY_
+ * gelu_tanh PyTorch's approximate='tanh'.  Each is declared from the list
+ * below; the implementation's rows are in src/ops/optable.h.  (A new op:
+ * its macro here, its name at the end of the list, its row there.) */
 #define tc_neg(ctx, x) tc_neg_at(ctx, x, TC_HERE_)
 #define tc_abs(ctx, x) tc_abs_at(ctx, x, TC_HERE_)
 #define tc_exp(ctx, x) tc_exp_at(ctx, x, TC_HERE_)
@@ -705,6 +699,14 @@ TC_UNARY_API_(TC_DECL_UNARY_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
 #define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
+#define tc_hardswish(ctx, x) tc_hardswish_at(ctx, x, TC_HERE_) /* x * relu6(x + 3) / 6 */
+#define TC__UNARY_API(X)                                                  \
+    X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
+    X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
+    X(floor) X(ceil) X(erf) X(hardswish)
+#define TC__DECL_UNARY_(name) TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
+TC__UNARY_API(TC__DECL_UNARY_)
+#undef TC__DECL_UNARY_
 
 /* softplus(x) = log1p(exp(beta*x))/beta, linear where beta*x > threshold
  * (PyTorch defaults: beta 1, threshold 20). */
@@ -719,15 +721,16 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, TC_AT_);
 #define tc_cast(ctx, x, dt) tc_cast_at(ctx, x, dt, TC_HERE_)
 
 /* Binary, broadcasting like PyTorch.  div is true division (float result).
- * Comparisons give bool.  The _scalar forms take b as a double. */
-#define TC_BINARY_API_(X) \
+ * Comparisons give bool.  The _scalar forms take b as a double.  Declared
+ * from the list; the rows are in src/ops/optable.h. */
+#define TC__BINARY_API(X) \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) \
     X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
-#define TC_DECL_BINARY_(name) \
+#define TC__DECL_BINARY_(name) \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, TC_AT_); \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, TC_AT_);
-TC_BINARY_API_(TC_DECL_BINARY_)
-#undef TC_DECL_BINARY_
+TC__BINARY_API(TC__DECL_BINARY_)
+#undef TC__DECL_BINARY_
 #define tc_add(ctx, a, b) tc_add_at(ctx, a, b, TC_HERE_)
 #define tc_sub(ctx, a, b) tc_sub_at(ctx, a, b, TC_HERE_)
 #define tc_mul(ctx, a, b) tc_mul_at(ctx, a, b, TC_HERE_)
@@ -1010,14 +1013,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1014, "tcompile.h", 1014)
+#line TC__LINE_AT(1017, "tcompile.h", 1017)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1021)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1024)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1182,10 +1185,10 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1186, "tcompile.h", 1186)
+#line TC__LINE_AT(1189, "tcompile.h", 1189)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1189)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1192)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1573,10 +1576,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1577, "tcompile.h", 1577)
+#line TC__LINE_AT(1580, "tcompile.h", 1580)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1580)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1583)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -1887,10 +1890,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(1891, "tcompile.h", 1891)
+#line TC__LINE_AT(1894, "tcompile.h", 1894)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 1894)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 1897)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2115,10 +2118,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2119, "tcompile.h", 2119)
+#line TC__LINE_AT(2122, "tcompile.h", 2122)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2122)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2125)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -2597,14 +2600,21 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2601, "tcompile.h", 2601)
+#line TC__LINE_AT(2604, "tcompile.h", 2604)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2604)
+#line TC__LINE_AT(1, "src/ops/optable.h", 2607)
 /* The op table: one row per op.  It drives validation and shape inference
- * (the shape rule), eager execution (the run function), printing (the name)
- * and, later, tracing and fusion (the class).  Adding an op = one row here,
- * its public wrapper, and its rule/kernel if no existing one fits.
+ * (the shape rule), eager execution (the run function), printing (the name),
+ * tracing and fusion (the class).
+ *
+ * Adding a pointwise op: its row in the lists below (TC__UNARY_OPS, ...)
+ * and its name and tc_<op> macro in api.h (TC__UNARY_API, ...), two edits;
+ * the rest is generated (see the lists), and its test is a reference in
+ * tests/ref_pointwise.h.  Adding any other op: its row in TC__OPS, its
+ * entry point (declared in api.h, defined beside its kernel), its shape
+ * rule and run function where no existing one fits, and TC__OTHER_OPS
+ * raised once each switch marked TC__OTHER_OPS_CHECK() handles it.
  *
  * X(ID, name, class, shape rule, run function)
  *   shape rule: tc__shape_<rule>(tc__call *) -> tc_result; validates inputs
@@ -2624,23 +2634,109 @@ typedef enum tc__opclass {
     TC__CLASS_OPAQUE      /* data movement the fuser treats as a boundary      */
 } tc__opclass;
 
-/* Sub-lists, expanded as R(X, ID, name) so they can feed TC__OPS's X. */
-#define TC__UNARY_OPS(R, X)                                                              \
-    R(X, NEG, neg) R(X, ABS, abs) R(X, EXP, exp) R(X, LOG, log) R(X, SQRT, sqrt)         \
-    R(X, RSQRT, rsqrt) R(X, RECIPROCAL, reciprocal) R(X, SQUARE, square) R(X, SIN, sin)  \
-    R(X, COS, cos) R(X, TANH, tanh) R(X, SIGMOID, sigmoid) R(X, RELU, relu)              \
-    R(X, GELU, gelu) R(X, GELU_TANH, gelu_tanh) R(X, SILU, silu) R(X, FLOOR, floor)      \
-    R(X, CEIL, ceil) R(X, ERF, erf) R(X, SOFTPLUS, softplus) R(X, CLAMP, clamp)
+/* The pointwise ops: one row each, and everything else about a pointwise op
+ * is generated from its row: the enum and table entry below, its public
+ * entry point (pointwise.c; the prototype from api.h's name list), the
+ * eager kernels (pointwise.c), the fusion cost (fuse.c), the executor's
+ * vector body (tc__vunary_ / tc__vbinary_, src/cpu/vmath_isa.c), and the
+ * tests' per-op lists.
+ *
+ *   X(ID, name, cost, int, f32, vector)
+ *     cost    work per element in the fuser's units (a copy 1, a division
+ *             or square root 2, a transcendental 8): recomputing a value
+ *             in several kernels is allowed up to a limit (fuse.c).
+ *     int     TC__INT(expr): the op keeps i32 (expr in int32_t x, or a, b;
+ *             unsigned arithmetic where it could overflow), or TC__NOINT:
+ *             integer inputs compute in f32 and give f32.
+ *     f32     the eager kernel's expression in float x (or a, b); p0, p1
+ *             are the op's float attributes (softplus, clamp).
+ *     vector  the same formula on a vector x (or a, b) of the ISA level's
+ *             lanes: the vector math of src/cpu/vmath_isa.c (TC__V(exp)
+ *             is its tc__vexp_), TC__SEL and TC__SPL for selects and
+ *             splats, TC__VLET(v, e, body) to name a value, TC__VLIBM2
+ *             for libm lane by lane.  It computes the f32 expression's
+ *             formula, to the accuracy vmath_isa.c documents (the tests
+ *             compare compiled with eager on every ISA level).
+ *
+ * To add a unary op tc_foo(ctx, x): its row here (TC__UNARY_OPS), and its
+ * tc_foo macro and its name at the end of TC__UNARY_API in api.h (the
+ * public header is emitted before this file and cannot see these rows).
+ * Its test: r_foo and U_foo (the range) in tests/ref_pointwise.h, which
+ * test_ops.c (eager) and test_vexec.c (compiled, every ISA level) run for
+ * each op of TC__UNARY_API (test_errors.c and oracle_dump.c iterate it
+ * too), and its torch function in tests/oracle_torch.py's unary list.  A
+ * binary op likewise (TC__BINARY_OPS or TC__COMPARE_OPS, TC__BINARY_API,
+ * r_foo and B_foo).  An op with attributes (TC__UNARY_ATTR_OPS: softplus,
+ * clamp) writes its own entry point and tests. */
+#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))
+#define TC__UNARY_OPS(X)                                                                                       \
+    X(NEG, neg, 1, TC__INT((int32_t)(0u - (uint32_t)x)), -x, -x)                                              \
+    X(ABS, abs, 1, TC__INT(x < 0 ? (int32_t)(0u - (uint32_t)x) : x), fabsf(x), TC__V(abs)(x))                \
+    X(EXP, exp, 8, TC__NOINT, expf(x), TC__V(exp)(x))                                                          \
+    X(LOG, log, 8, TC__NOINT, logf(x), TC__V(log)(x))                                                          \
+    X(SQRT, sqrt, 2, TC__NOINT, sqrtf(x), TC__V(sqrt)(x))                                                      \
+    X(RSQRT, rsqrt, 2, TC__NOINT, 1.0f / sqrtf(x), 1.0f / TC__V(sqrt)(x))                                      \
+    X(RECIPROCAL, reciprocal, 2, TC__NOINT, 1.0f / x, 1.0f / x)                                                \
+    X(SQUARE, square, 1, TC__INT((int32_t)((uint32_t)x * (uint32_t)x)), x * x, x * x)                         \
+    X(SIN, sin, 8, TC__NOINT, sinf(x), TC__V(sincos)(x, 0))                                                    \
+    X(COS, cos, 8, TC__NOINT, cosf(x), TC__V(sincos)(x, 1))                                                    \
+    X(TANH, tanh, 8, TC__NOINT, tanhf(x), TC__V(tanh)(x))                                                      \
+    X(SIGMOID, sigmoid, 8, TC__NOINT, TC__SIGMOID_(x), TC__V(sigmoid)(x))                                      \
+    X(RELU, relu, 1, TC__INT(x < 0 ? 0 : x), x < 0.0f ? 0.0f : x, TC__SEL(x < 0.0f, TC__SPL(0.0f), x))        \
+    X(GELU, gelu, 8, TC__NOINT, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)),                            \
+      0.5f * x * (1.0f + TC__V(erf)(x * 0.70710678118654752f)))                                                \
+    X(GELU_TANH, gelu_tanh, 8, TC__NOINT,                                                                      \
+      0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))),                          \
+      TC__V(ratio_value)(TC__OP_GELU_TANH, x))                                                                 \
+    X(SILU, silu, 8, TC__NOINT, x * TC__SIGMOID_(x), TC__V(ratio_value)(TC__OP_SILU, x))                       \
+    X(FLOOR, floor, 1, TC__INT(x), floorf(x), TC__V(floor)(x))                                                 \
+    X(CEIL, ceil, 1, TC__INT(x), ceilf(x), -TC__V(floor)(-x))                                                  \
+    X(ERF, erf, 8, TC__NOINT, erff(x), TC__V(erf)(x))                                                          \
+    X(HARDSWISH, hardswish, 2, TC__NOINT, x * (x + 3.0f < 0.0f ? 0.0f : x + 3.0f > 6.0f ? 6.0f : x + 3.0f) / 6.0f, \
+      x * TC__V(clamp)(x + 3.0f, 0.0f, 6.0f) / 6.0f)
 
-#define TC__BINARY_OPS(R, X)                                                             \
-    R(X, ADD, add) R(X, SUB, sub) R(X, MUL, mul) R(X, DIV, div) R(X, POW, pow)           \
-    R(X, MAXIMUM, maximum) R(X, MINIMUM, minimum) R(X, EQ, eq) R(X, NE, ne)              \
-    R(X, LT, lt) R(X, LE, le) R(X, GT, gt) R(X, GE, ge)
+/* Unary ops with attributes p0, p1: rows as above, entry points by hand. */
+#define TC__UNARY_ATTR_OPS(X)                                                                                  \
+    X(SOFTPLUS, softplus, 8, TC__NOINT, x * p0 > p1 ? x : log1pf(expf(x * p0)) / p0,                           \
+      TC__VLET(xb, x * p0, TC__SEL(xb > p1, x, TC__V(log1p)(TC__V(exp)(xb)) / p0)))                            \
+    X(CLAMP, clamp, 1, TC__NOINT, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x),                             \
+      TC__VLET(lo, TC__SEL(x < p0, TC__SPL(p0), x), TC__SEL(lo > p1, TC__SPL(p1), lo)))
 
-#define TC__UNARY_ROW_(X, ID, name) X(ID, #name, TC__CLASS_POINTWISE, unary, unary)
-#define TC__BINARY_ROW_(X, ID, name) X(ID, #name, TC__CLASS_POINTWISE, binary, binary)
+/* Binary ops (broadcasting; the _scalar forms too), a and b the operands. */
+#define TC__BINARY_OPS(X)                                                                                      \
+    X(ADD, add, 1, TC__INT((int32_t)((uint32_t)a + (uint32_t)b)), a + b, a + b)                                \
+    X(SUB, sub, 1, TC__INT((int32_t)((uint32_t)a - (uint32_t)b)), a - b, a - b)                                \
+    X(MUL, mul, 1, TC__INT((int32_t)((uint32_t)a * (uint32_t)b)), a * b, a * b)                                \
+    X(DIV, div, 2, TC__NOINT, a / b, a / b)                                                                    \
+    X(POW, pow, 8, TC__INT(tc__ipow(a, b)), powf(a, b), TC__VLIBM2(powf, a, b))                                \
+    X(MAXIMUM, maximum, 1, TC__INT(a > b ? a : b), (a > b || a != a) ? a : b, TC__SEL((a > b) | (a != a), a, b)) \
+    X(MINIMUM, minimum, 1, TC__INT(a < b ? a : b), (a < b || a != a) ? a : b, TC__SEL((a < b) | (a != a), a, b))
 
-#define TC__OPS(X)                                                                       \
+/* Comparisons: bool results (the executor's 1.0f / 0.0f), i32 inputs
+ * compared as i32 (the int column), others in f32. */
+#define TC__COMPARE_OPS(X)                                                                                     \
+    X(EQ, eq, 1, TC__INT(a == b), a == b, TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f)))                       \
+    X(NE, ne, 1, TC__INT(a != b), a != b, TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f)))                       \
+    X(LT, lt, 1, TC__INT(a < b), a < b, TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f)))                          \
+    X(LE, le, 1, TC__INT(a <= b), a <= b, TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f)))                       \
+    X(GT, gt, 1, TC__INT(a > b), a > b, TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f)))                          \
+    X(GE, ge, 1, TC__INT(a >= b), a >= b, TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f)))
+
+#define TC__POINTWISE_OPS(X) TC__UNARY_OPS(X) TC__UNARY_ATTR_OPS(X) TC__BINARY_OPS(X) TC__COMPARE_OPS(X)
+
+/* The int column: TC__HAS_INT(int) is 1 or 0, TC__INT_EXPR(int) the
+ * expression (0 without one). */
+#define TC__HAS_INT(i) TC__CAT(TC__HAS_INT_, i)
+#define TC__HAS_INT_TC__NOINT 0
+#define TC__HAS_INT_TC__INT(e) 1
+#define TC__INT_EXPR(i) TC__CAT(TC__INT_EXPR_, i)
+#define TC__INT_EXPR_TC__NOINT 0
+#define TC__INT_EXPR_TC__INT(e) e
+
+/* The whole table in enum order: X(ID, "name", class, shape rule, run)
+ * for the other ops, U(row) for the unary rows above, B(row) for the
+ * binary ones (class pointwise, shape rule and run unary / binary). */
+#define TC__OPS(X, U, B)                                                                     \
     X(EMPTY, "empty", TC__CLASS_CREATE, create, none)                                    \
     X(FULL, "full", TC__CLASS_CREATE, create, full)                                      \
     X(ARANGE, "arange", TC__CLASS_CREATE, arange, arange)                                \
@@ -2658,8 +2754,7 @@ typedef enum tc__opclass {
     X(CLONE, "clone", TC__CLASS_POINTWISE, same, copy)                                   \
     X(COPY, "copy", TC__CLASS_OPAQUE, copy_into, copy_into)                                   \
     X(CAST, "cast", TC__CLASS_POINTWISE, cast, copy)                                     \
-    TC__UNARY_OPS(TC__UNARY_ROW_, X)                                                      \
-    TC__BINARY_OPS(TC__BINARY_ROW_, X)                                                    \
+    TC__UNARY_OPS(U) TC__UNARY_ATTR_OPS(U) TC__BINARY_OPS(B) TC__COMPARE_OPS(B)           \
     X(WHERE, "where", TC__CLASS_POINTWISE, where, where)                                 \
     X(SUM, "sum", TC__CLASS_REDUCE, reduce, reduce)                                      \
     X(MEAN, "mean", TC__CLASS_REDUCE, reduce, reduce)                                    \
@@ -2687,10 +2782,22 @@ typedef enum tc__opclass {
 
 typedef enum tc__op {
 #define TC__ENUM_(ID, name, cls, shape, run) TC__OP_##ID,
-    TC__OPS(TC__ENUM_)
+#define TC__ENUM_PW_(ID, name, cost, i, f, v) TC__OP_##ID,
+    TC__OPS(TC__ENUM_, TC__ENUM_PW_, TC__ENUM_PW_)
 #undef TC__ENUM_
+#undef TC__ENUM_PW_
     TC__OP_COUNT
 } tc__op;
+
+/* A switch over ops written by hand (not generated from the rows) starts
+ * with TC__OTHER_OPS_CHECK(): a new op other than a pointwise row fails the
+ * build there until the switch has been looked at and TC__OTHER_OPS
+ * raised.  A new pointwise row does not. */
+#define TC__COUNT_PW_(ID, name, cost, i, f, v) +1
+enum { TC__POINTWISE_COUNT = 0 TC__POINTWISE_OPS(TC__COUNT_PW_) };
+#undef TC__COUNT_PW_
+#define TC__OTHER_OPS 41
+#define TC__OTHER_OPS_CHECK() (void)sizeof(char[TC__OP_COUNT - TC__POINTWISE_COUNT == TC__OTHER_OPS ? 1 : -1])
 
 /* Attributes: every op's non-tensor arguments, in one flat record so the
  * tracer can hash and compare them. */
@@ -2751,8 +2858,12 @@ typedef tc_result (*tc__run_fn)(tc__call *c, tc_tensor *out);
 #define TC__DECL_(ID, name, cls, shape, run)                 \
     static tc_result tc__shape_##shape(tc__call *c);         \
     static tc_result tc__run_##run(tc__call *c, tc_tensor *out);
-TC__OPS(TC__DECL_)
+#define TC__DECL_PW_(ID, name, cost, i, f, v)
+TC__OPS(TC__DECL_, TC__DECL_PW_, TC__DECL_PW_)
+TC__DECL_(pointwise, "", 0, unary, unary)
+TC__DECL_(pointwise, "", 0, binary, binary)
 #undef TC__DECL_
+#undef TC__DECL_PW_
 
 typedef struct tc__opinfo {
     const char *name;
@@ -2763,13 +2874,17 @@ typedef struct tc__opinfo {
 
 static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #define TC__ROW_(ID, name, cls, shape, run) {name, cls, tc__shape_##shape, tc__run_##run},
-    TC__OPS(TC__ROW_)
+#define TC__ROW_U_(ID, name, cost, i, f, v) TC__ROW_(ID, #name, TC__CLASS_POINTWISE, unary, unary)
+#define TC__ROW_B_(ID, name, cost, i, f, v) TC__ROW_(ID, #name, TC__CLASS_POINTWISE, binary, binary)
+    TC__OPS(TC__ROW_, TC__ROW_U_, TC__ROW_B_)
 #undef TC__ROW_
+#undef TC__ROW_U_
+#undef TC__ROW_B_
 };
-#line TC__LINE_AT(2770, "tcompile.h", 2770)
+#line TC__LINE_AT(2885, "tcompile.h", 2885)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 2773)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 2888)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3584,10 +3699,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3588, "tcompile.h", 3588)
+#line TC__LINE_AT(3703, "tcompile.h", 3703)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3591)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3706)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -3922,23 +4037,6 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *
 
 /* ---- unary kernels --------------------------------------------------------------- */
 
-/* Expressions in x (float), p0/p1 the op's scalar attributes. */
-#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))
-#define TC__UNARY_FLOAT(K)                                                                       \
-    K(NEG, -x) K(ABS, fabsf(x)) K(EXP, expf(x)) K(LOG, logf(x)) K(SQRT, sqrtf(x))                \
-    K(RSQRT, 1.0f / sqrtf(x)) K(RECIPROCAL, 1.0f / x) K(SQUARE, x * x) K(SIN, sinf(x))           \
-    K(COS, cosf(x)) K(TANH, tanhf(x)) K(SIGMOID, TC__SIGMOID_(x)) K(RELU, x < 0.0f ? 0.0f : x)   \
-    K(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))                                  \
-    K(GELU_TANH, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))))  \
-    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x)) K(ERF, erff(x))           \
-    K(SOFTPLUS, x * p0 > p1 ? x : log1pf(expf(x * p0)) / p0)                                     \
-    K(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
-
-/* The unary ops that keep i32 (unsigned arithmetic: wraps, never UB). */
-#define TC__UNARY_INT(K)                                                                         \
-    K(NEG, (int32_t)(0u - (uint32_t)x)) K(ABS, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)          \
-    K(SQUARE, (int32_t)((uint32_t)x * (uint32_t)x)) K(RELU, x < 0 ? 0 : x) K(FLOOR, x) K(CEIL, x)
-
 typedef void (*tc__unary_k)(void *o, const void *x, int64_t sx, int64_t n, float p0, float p1);
 
 #define TC__UNARY_LOOPS_(T, EXPR)                                                \
@@ -3959,28 +4057,42 @@ typedef void (*tc__unary_k)(void *o, const void *x, int64_t sx, int64_t n, float
         }                                                                        \
     }
 
-#define TC__DEF_UF_(ID, EXPR)                                                                         \
+/* Per row of TC__UNARY_OPS / TC__UNARY_ATTR_OPS (optable.h): tc__uf_ID,
+ * and tc__ui_ID where the op keeps i32. */
+#define TC__DEF_UF_(ID, name, cost, i, f, v)                                                      \
     static void tc__uf_##ID(void *o, const void *xv, int64_t sx, int64_t n, float p0, float p1) { \
-        TC__UNARY_LOOPS_(float, EXPR)                                                                 \
+        TC__UNARY_LOOPS_(float, f)                                                                \
     }
-#define TC__DEF_UI_(ID, EXPR)                                                                         \
+#define TC__DEF_UI_(ID, name, cost, i, f, v) TC__CAT(TC__DEF_UI_, TC__HAS_INT(i))(ID, TC__INT_EXPR(i))
+#define TC__DEF_UI_0(ID, EXPR)
+#define TC__DEF_UI_1(ID, EXPR)                                                                    \
     static void tc__ui_##ID(void *o, const void *xv, int64_t sx, int64_t n, float p0, float p1) { \
-        TC__UNARY_LOOPS_(int32_t, EXPR)                                                               \
+        TC__UNARY_LOOPS_(int32_t, EXPR)                                                           \
     }
-TC__UNARY_FLOAT(TC__DEF_UF_)
-TC__UNARY_INT(TC__DEF_UI_)
+TC__UNARY_OPS(TC__DEF_UF_)
+TC__UNARY_ATTR_OPS(TC__DEF_UF_)
+TC__UNARY_OPS(TC__DEF_UI_)
+TC__UNARY_ATTR_OPS(TC__DEF_UI_)
+#undef TC__DEF_UF_
+#undef TC__DEF_UI_
+#undef TC__DEF_UI_0
+#undef TC__DEF_UI_1
 
 typedef struct tc__unary_row {
     tc__op op;
     tc__unary_k fn;
 } tc__unary_row;
 
-#define TC__U_ROW_F_(ID, EXPR) {TC__OP_##ID, tc__uf_##ID},
-#define TC__U_ROW_I_(ID, EXPR) {TC__OP_##ID, tc__ui_##ID},
-static const tc__unary_row tc__unary_f32[] = {TC__UNARY_FLOAT(TC__U_ROW_F_)};
-static const tc__unary_row tc__unary_i32[] = {TC__UNARY_INT(TC__U_ROW_I_)};
+#define TC__U_ROW_F_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__uf_##ID},
+#define TC__U_ROW_I_(ID, name, cost, i, f, v) TC__CAT(TC__U_ROW_I_, TC__HAS_INT(i))(ID)
+#define TC__U_ROW_I_0(ID)
+#define TC__U_ROW_I_1(ID) {TC__OP_##ID, tc__ui_##ID},
+static const tc__unary_row tc__unary_f32[] = {TC__UNARY_OPS(TC__U_ROW_F_) TC__UNARY_ATTR_OPS(TC__U_ROW_F_)};
+static const tc__unary_row tc__unary_i32[] = {TC__UNARY_OPS(TC__U_ROW_I_) TC__UNARY_ATTR_OPS(TC__U_ROW_I_)};
 #undef TC__U_ROW_F_
 #undef TC__U_ROW_I_
+#undef TC__U_ROW_I_0
+#undef TC__U_ROW_I_1
 
 /* The kernel for op in dtype ct (f32 or i32); NULL when the op has no
  * integer form (integer inputs then compute in f32). */
@@ -4032,31 +4144,26 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-#define TC__DEF_UNARY_API_(ID, name)                                                              \
+/* The entry points of TC__UNARY_OPS, declared by api.h's TC__UNARY_API. */
+#define TC__DEF_UNARY_API_(ID, name, cost, i, f, v)                                               \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {      \
         tc__call c;                                                                               \
         tc__unary_call(ctx, TC__OP_##ID, x, file, line, &c);                                      \
         return tc__run(&c);                                                                       \
     }
-TC__DEF_UNARY_API_(NEG, neg)
-TC__DEF_UNARY_API_(ABS, abs)
-TC__DEF_UNARY_API_(EXP, exp)
-TC__DEF_UNARY_API_(LOG, log)
-TC__DEF_UNARY_API_(SQRT, sqrt)
-TC__DEF_UNARY_API_(RSQRT, rsqrt)
-TC__DEF_UNARY_API_(RECIPROCAL, reciprocal)
-TC__DEF_UNARY_API_(SQUARE, square)
-TC__DEF_UNARY_API_(SIN, sin)
-TC__DEF_UNARY_API_(COS, cos)
-TC__DEF_UNARY_API_(TANH, tanh)
-TC__DEF_UNARY_API_(SIGMOID, sigmoid)
-TC__DEF_UNARY_API_(RELU, relu)
-TC__DEF_UNARY_API_(GELU, gelu)
-TC__DEF_UNARY_API_(GELU_TANH, gelu_tanh)
-TC__DEF_UNARY_API_(SILU, silu)
-TC__DEF_UNARY_API_(FLOOR, floor)
-TC__DEF_UNARY_API_(CEIL, ceil)
-TC__DEF_UNARY_API_(ERF, erf)
+TC__UNARY_OPS(TC__DEF_UNARY_API_)
+#undef TC__DEF_UNARY_API_
+
+/* api.h's name lists (TC__UNARY_API, TC__BINARY_API) and the rows name the
+ * same ops: a name without a row has no definition (the tests call every
+ * listed op, so their link fails), and as many names as rows. */
+#define TC__ONE_(name) +1
+#define TC__ONE_ROW_(ID, name, cost, i, f, v) +1
+typedef char tc__unary_api_has_each_row[0 TC__UNARY_API(TC__ONE_) == 0 TC__UNARY_OPS(TC__ONE_ROW_) ? 1 : -1];
+typedef char tc__binary_api_has_each_row[0 TC__BINARY_API(TC__ONE_) ==
+                                         0 TC__BINARY_OPS(TC__ONE_ROW_) TC__COMPARE_OPS(TC__ONE_ROW_) ? 1 : -1];
+#undef TC__ONE_
+#undef TC__ONE_ROW_
 
 TCDEF tc_tensor *tc_softplus_at(tc_ctx *ctx, tc_tensor *x, double beta, double threshold, const char *file, int line) {
     tc__call c;
@@ -4079,15 +4186,6 @@ TCDEF tc_tensor *tc_clamp_at(tc_ctx *ctx, tc_tensor *x, double lo, double hi, co
 }
 
 /* ---- binary kernels ---------------------------------------------------------------- */
-
-#define TC__BINARY_FLOAT(K)                                                              \
-    K(ADD, a + b) K(SUB, a - b) K(MUL, a * b) K(DIV, a / b) K(POW, powf(a, b))           \
-    K(MAXIMUM, (a > b || a != a) ? a : b) K(MINIMUM, (a < b || a != a) ? a : b)
-#define TC__BINARY_INT(K)                                                                \
-    K(ADD, (int32_t)((uint32_t)a + (uint32_t)b)) K(SUB, (int32_t)((uint32_t)a - (uint32_t)b)) \
-    K(MUL, (int32_t)((uint32_t)a * (uint32_t)b)) K(POW, tc__ipow(a, b))                  \
-    K(MAXIMUM, a > b ? a : b) K(MINIMUM, a < b ? a : b)
-#define TC__COMPARE(K) K(EQ, a == b) K(NE, a != b) K(LT, a < b) K(LE, a <= b) K(GT, a > b) K(GE, a >= b)
 
 TC__FN int32_t tc__ipow(int32_t a, int32_t b) {
     uint32_t r = 1, base = (uint32_t)a;
@@ -4132,18 +4230,28 @@ typedef void (*tc__binary_k)(void *o, const void *a, int64_t sa, const void *b, 
         }                                                                           \
     }
 
-#define TC__DEF_BF_(ID, EXPR) \
-    static void tc__bf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(float, float, EXPR) }
-#define TC__DEF_BI_(ID, EXPR) \
+/* Per row of TC__BINARY_OPS (optable.h): tc__bf_ID, and tc__bi_ID where
+ * the op keeps i32; per row of TC__COMPARE_OPS: tc__cf_ID and tc__ci_ID. */
+#define TC__DEF_BF_(ID, name, cost, i, f, v) \
+    static void tc__bf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(float, float, f) }
+#define TC__DEF_BI_(ID, name, cost, i, f, v) TC__CAT(TC__DEF_BI_, TC__HAS_INT(i))(ID, TC__INT_EXPR(i))
+#define TC__DEF_BI_0(ID, EXPR)
+#define TC__DEF_BI_1(ID, EXPR) \
     static void tc__bi_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(int32_t, int32_t, EXPR) }
-#define TC__DEF_CF_(ID, EXPR) \
-    static void tc__cf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, float, EXPR) }
-#define TC__DEF_CI_(ID, EXPR) \
-    static void tc__ci_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, int32_t, EXPR) }
-TC__BINARY_FLOAT(TC__DEF_BF_)
-TC__BINARY_INT(TC__DEF_BI_)
-TC__COMPARE(TC__DEF_CF_)
-TC__COMPARE(TC__DEF_CI_)
+#define TC__DEF_CF_(ID, name, cost, i, f, v) \
+    static void tc__cf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, float, f) }
+#define TC__DEF_CI_(ID, name, cost, i, f, v) \
+    static void tc__ci_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, int32_t, TC__INT_EXPR(i)) }
+TC__BINARY_OPS(TC__DEF_BF_)
+TC__BINARY_OPS(TC__DEF_BI_)
+TC__COMPARE_OPS(TC__DEF_CF_)
+TC__COMPARE_OPS(TC__DEF_CI_)
+#undef TC__DEF_BF_
+#undef TC__DEF_BI_
+#undef TC__DEF_BI_0
+#undef TC__DEF_BI_1
+#undef TC__DEF_CF_
+#undef TC__DEF_CI_
 
 typedef struct tc__binary_info {
     tc__op op;
@@ -4151,14 +4259,15 @@ typedef struct tc__binary_info {
     int compare;
 } tc__binary_info;
 
-static const tc__binary_info tc__binary_table[] = {
-    {TC__OP_ADD, tc__bf_ADD, tc__bi_ADD, 0},         {TC__OP_SUB, tc__bf_SUB, tc__bi_SUB, 0},
-    {TC__OP_MUL, tc__bf_MUL, tc__bi_MUL, 0},         {TC__OP_DIV, tc__bf_DIV, NULL, 0},
-    {TC__OP_POW, tc__bf_POW, tc__bi_POW, 0},         {TC__OP_MAXIMUM, tc__bf_MAXIMUM, tc__bi_MAXIMUM, 0},
-    {TC__OP_MINIMUM, tc__bf_MINIMUM, tc__bi_MINIMUM, 0}, {TC__OP_EQ, tc__cf_EQ, tc__ci_EQ, 1},
-    {TC__OP_NE, tc__cf_NE, tc__ci_NE, 1},            {TC__OP_LT, tc__cf_LT, tc__ci_LT, 1},
-    {TC__OP_LE, tc__cf_LE, tc__ci_LE, 1},            {TC__OP_GT, tc__cf_GT, tc__ci_GT, 1},
-    {TC__OP_GE, tc__cf_GE, tc__ci_GE, 1}};
+#define TC__B_INFO_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__bf_##ID, TC__CAT(TC__B_INFO_I_, TC__HAS_INT(i))(ID), 0},
+#define TC__B_INFO_I_0(ID) NULL
+#define TC__B_INFO_I_1(ID) tc__bi_##ID
+#define TC__C_INFO_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__cf_##ID, tc__ci_##ID, 1},
+static const tc__binary_info tc__binary_table[] = {TC__BINARY_OPS(TC__B_INFO_) TC__COMPARE_OPS(TC__C_INFO_)};
+#undef TC__B_INFO_
+#undef TC__B_INFO_I_0
+#undef TC__B_INFO_I_1
+#undef TC__C_INFO_
 
 TC__FN const tc__binary_info *tc__binary_lookup(tc__op op) {
     size_t i;
@@ -4242,14 +4351,16 @@ TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double
     return r;
 }
 
-#define TC__DEF_BINARY_API_(X, ID, name)                                                                     \
+#define TC__DEF_BINARY_API_(ID, name, cost, i, f, v)                                                                   \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, const char *file, int line) {   \
         return tc__binary(ctx, TC__OP_##ID, a, b, NULL, file, line);                                         \
     }                                                                                                        \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, const char *file, int line) { \
         return tc__binary_scalar(ctx, TC__OP_##ID, a, b, #name "_scalar", file, line);                      \
     }
-TC__BINARY_OPS(TC__DEF_BINARY_API_, _)
+TC__BINARY_OPS(TC__DEF_BINARY_API_)
+TC__COMPARE_OPS(TC__DEF_BINARY_API_)
+#undef TC__DEF_BINARY_API_
 
 /* ---- where ----------------------------------------------------------------------- */
 
@@ -4312,10 +4423,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4316, "tcompile.h", 4316)
+#line TC__LINE_AT(4427, "tcompile.h", 4427)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4319)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4430)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4883,14 +4994,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4887, "tcompile.h", 4887)
+#line TC__LINE_AT(4998, "tcompile.h", 4998)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 4894)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5005)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5231,7 +5342,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5235, "tcompile.h", 5235)
+#line TC__LINE_AT(5346, "tcompile.h", 5346)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5242,7 +5353,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5246)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5357)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5583,7 +5694,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5587, "tcompile.h", 5587)
+#line TC__LINE_AT(5698, "tcompile.h", 5698)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5594,7 +5705,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5598)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5709)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5935,7 +6046,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5939, "tcompile.h", 5939)
+#line TC__LINE_AT(6050, "tcompile.h", 6050)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5946,7 +6057,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5950)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6061)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6287,14 +6398,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6291, "tcompile.h", 6291)
+#line TC__LINE_AT(6402, "tcompile.h", 6402)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6298)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6409)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -6910,10 +7021,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(6914, "tcompile.h", 6914)
+#line TC__LINE_AT(7025, "tcompile.h", 7025)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 6917)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7028)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7184,10 +7295,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7188, "tcompile.h", 7188)
+#line TC__LINE_AT(7299, "tcompile.h", 7299)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7191)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7302)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7832,10 +7943,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7836, "tcompile.h", 7836)
+#line TC__LINE_AT(7947, "tcompile.h", 7947)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7839)
+#line TC__LINE_AT(1, "src/ops/shape.c", 7950)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8240,10 +8351,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8244, "tcompile.h", 8244)
+#line TC__LINE_AT(8355, "tcompile.h", 8355)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8247)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8358)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8974,10 +9085,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(8978, "tcompile.h", 8978)
+#line TC__LINE_AT(9089, "tcompile.h", 9089)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 8981)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9092)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9415,10 +9526,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9419, "tcompile.h", 9419)
+#line TC__LINE_AT(9530, "tcompile.h", 9530)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9422)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9533)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10326,10 +10437,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10330, "tcompile.h", 10330)
+#line TC__LINE_AT(10441, "tcompile.h", 10441)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10333)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10444)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10981,10 +11092,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(10985, "tcompile.h", 10985)
+#line TC__LINE_AT(11096, "tcompile.h", 11096)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 10988)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11099)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11070,12 +11181,12 @@ typedef struct tc__fuse {
     char why[160];
 } tc__fuse;
 
+/* A pointwise op's cost is its row's (optable.h); every other op costs 1. */
 TC__FN double tc__op_cost(tc__op op) {
     switch (op) {
-    case TC__OP_EXP: case TC__OP_LOG: case TC__OP_TANH: case TC__OP_SIGMOID: case TC__OP_GELU:
-    case TC__OP_GELU_TANH: case TC__OP_SILU: case TC__OP_ERF: case TC__OP_SIN: case TC__OP_COS:
-    case TC__OP_SOFTPLUS: case TC__OP_POW: return 8;
-    case TC__OP_DIV: case TC__OP_SQRT: case TC__OP_RSQRT: case TC__OP_RECIPROCAL: return 2;
+#define TC__COST_(ID, name, cost, i, f, v) case TC__OP_##ID: return cost;
+        TC__POINTWISE_OPS(TC__COST_)
+#undef TC__COST_
     default: return 1;
     }
 }
@@ -11083,22 +11194,24 @@ TC__FN double tc__op_cost(tc__op op) {
 TC__FN int tc__vload_dtype_ok(tc_dtype dt) { return dt == TC_F32 || dt == TC_BOOL || dt == TC_I32 || dt == TC_F16 || dt == TC_BF16; }
 
 /* Ops the executor computes: f32 results (bool for comparisons) of inputs
- * it can load; reductions sum/mean/max/min. */
+ * it can load; reductions sum/mean/max/min.  The pointwise rows' cases are
+ * generated; the others are written here (where, clone, cast, reductions). */
 TC__FN int tc__node_fusible(const tc__fuse *f, int i) {
     const tc__node *nd = &f->g->nodes[i];
     const tc_tensor *h = &f->hdr[i];
     int k;
+    TC__OTHER_OPS_CHECK();
     if (nd->kind != TC__NODE_OP || nd->nin < 1 || nd->nin > 3) return 0;
     for (k = 0; k < nd->nin; k++)
         if (nd->in[k] < 0 || !tc__vload_dtype_ok(f->hdr[nd->in[k]].dtype)) return 0;
     switch (nd->op) {
-#define TC__FU_(X, ID, name) case TC__OP_##ID:
-        TC__UNARY_OPS(TC__FU_, _)
+#define TC__FU_(ID, name, cost, i, f, v) case TC__OP_##ID:
+        TC__UNARY_OPS(TC__FU_)
+        TC__UNARY_ATTR_OPS(TC__FU_)
         return h->dtype == TC_F32 && nd->nin == 1;
-    case TC__OP_ADD: case TC__OP_SUB: case TC__OP_MUL: case TC__OP_DIV: case TC__OP_POW:
-    case TC__OP_MAXIMUM: case TC__OP_MINIMUM:
+        TC__BINARY_OPS(TC__FU_)
         return h->dtype == TC_F32 && nd->nin == 2;
-    case TC__OP_EQ: case TC__OP_NE: case TC__OP_LT: case TC__OP_LE: case TC__OP_GT: case TC__OP_GE:
+        TC__COMPARE_OPS(TC__FU_)
         return h->dtype == TC_BOOL && nd->nin == 2 && f->hdr[nd->in[0]].dtype == TC_F32 &&
                f->hdr[nd->in[1]].dtype == TC_F32;
 #undef TC__FU_
@@ -11931,22 +12044,26 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(11935, "tcompile.h", 11935)
+#line TC__LINE_AT(12048, "tcompile.h", 12048)
 
-/* ===== src/cpu/vexec_isa.c for avx512 ===== */
+/* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 11942)
-/* The executor's inner loop and its vector math, written once over GNU C
- * vector types and instantiated by tools/amalgamate.sh once per ISA level:
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12055)
+/* The executor's vector math, written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level, before the
+ * executor (vexec_isa.c), which uses it:
  *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
  *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
  *   TC__ISA_ATTR  the target attribute (empty for the baseline)
  * Every function here carries the ISA's target attribute, so the compiler
  * lowers the generic vector code to that ISA's registers; the executor picks
- * the instance at run time (cpuid + XGETBV).
+ * the instance at run time (cpuid + XGETBV).  Here: the vector types and
+ * their primitives, the transcendental functions, and tc__vunary_ /
+ * tc__vbinary_, one op on vectors, generated from the pointwise rows
+ * (src/ops/optable.h).
  *
  * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
  * it on every ISA level this machine runs; -ffast-math must not be used to
@@ -11954,7 +12071,10 @@ done:
  * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
  * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
  * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
- * NaN, signed zero and denormals follow libm. */
+ * NaN, signed zero and denormals follow libm.
+ *
+ * The names below (TC__VF, TC__VFN, TC__SPL, ...) stay defined for
+ * vexec_isa.c's instances; its last one undefines them. */
 
 #define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
 #define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
@@ -11993,77 +12113,21 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
 #define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
 #define TC__LD(p) TC__VFN(tc__vld_)(p)
 #define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
-/* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
- * operand a has a prologue chosen once per tile rather than per vector:
- * each loop is compiled with tc__pro_c a constant, so a kernel without
- * prologues pays no identity multiply-add per vector (one vector op in
- * twenty of an exp, one in two of a plain multiply) */
-#define TC__RUN_(VAL)                                                          \
-    do {                                                                       \
-        if (ntd)                                                               \
-            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
-        else                                                                   \
-            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
-    } while (0)
-#define TC__RUN(VAL)                  \
-    do {                              \
-        if (pro) {                    \
-            enum { tc__pro_c = 1 };   \
-            TC__RUN_(VAL);            \
-        } else {                      \
-            enum { tc__pro_c = 0 };   \
-            TC__RUN_(VAL);            \
-        }                             \
-    } while (0)
-
-/* TC__RUN with the next instruction's sum or sum of squares taken as each
- * vector is stored (tc__vrun_acc_): into a0..a3 in the order
- * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
- * sums are bit for bit the separate pass's, without reading the tile back */
-#define TC__RUNA_(VAL, F)                                                  \
-    do {                                                                   \
-        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
-        for (i = 0; i + 4 <= m;) {                                         \
-            v_ = VAL;                                                      \
-            TC__ST(d + i++ * TC__W, v_);                                   \
-            c0_ = F(c0_, v_);                                              \
-            v_ = VAL;                                                      \
-            TC__ST(d + i++ * TC__W, v_);                                   \
-            c1_ = F(c1_, v_);                                              \
-            v_ = VAL;                                                      \
-            TC__ST(d + i++ * TC__W, v_);                                   \
-            c2_ = F(c2_, v_);                                              \
-            v_ = VAL;                                                      \
-            TC__ST(d + i++ * TC__W, v_);                                   \
-            c3_ = F(c3_, v_);                                              \
-        }                                                                  \
-        for (; i < m; i++) {                                               \
-            v_ = VAL;                                                      \
-            TC__ST(d + i * TC__W, v_);                                     \
-            c0_ = F(c0_, v_);                                              \
-        }                                                                  \
-        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
-    } while (0)
-#define TC__RUNA_SQ_(VAL)                                  \
-    do {                                                   \
-        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
-        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
-    } while (0)
-#define TC__RUNA(VAL)                 \
-    do {                              \
-        if (pro) {                    \
-            enum { tc__pro_c = 1 };   \
-            TC__RUNA_SQ_(VAL);        \
-        } else {                      \
-            enum { tc__pro_c = 0 };   \
-            TC__RUNA_SQ_(VAL);        \
-        }                             \
-    } while (0)
-
-/* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
- * TC__RUN, and once outside one */
-#define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-#define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
+/* The vector math function tc__v<name>_ of this level (the rows' vector
+ * expressions name them so: TC__V(exp)(x)) */
+#define TC__V(name) TC__VFN(tc__v##name##_)
+/* A row's vector expression with a named intermediate: the vector var = e
+ * in expression body (a GNU statement expression, as the vector types are
+ * GNU C already) */
+#define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
+        for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
+        a;                                                                               \
+    })
 
 TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
 TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
@@ -12392,36 +12456,16 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
     return TC__SEL(d == 0.0f, u, l);
 }
 
-/* One elementwise op, with the same formula as the eager kernel. */
+/* One elementwise op, with the same formula as the eager kernel: the
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
     switch (op) {
-    case TC__OP_NEG: return -x;
-    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
-    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
-    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
-    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RECIPROCAL: return 1.0f / x;
-    case TC__OP_SQUARE: return x * x;
-    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
-    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
-    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
-    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
-    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
-    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
-    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
-    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
-    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
-    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
-    case TC__OP_SOFTPLUS: {
-        TC__VF xb = x * p0;
-        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
-    }
-    case TC__OP_CLAMP: {
-        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
-        return TC__SEL(lo > p1, TC__SPL(p1), lo);
-    }
+#define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__UNARY_OPS(TC__VUNARY_)
+        TC__UNARY_ATTR_OPS(TC__VUNARY_)
+#undef TC__VUNARY_
     case TC__OP_CLONE:
     case TC__OP_CAST:
     default: return x;
@@ -12429,26 +12473,1478 @@ TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
 }
 
 TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
-    int i;
     switch (op) {
-    case TC__OP_ADD: return a + b;
-    case TC__OP_SUB: return a - b;
-    case TC__OP_MUL: return a * b;
-    case TC__OP_DIV: return a / b;
-    case TC__OP_POW:
-        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
-        return a;
-    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
-    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
-    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
+#define TC__VBINARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__BINARY_OPS(TC__VBINARY_)
+        TC__COMPARE_OPS(TC__VBINARY_)
+#undef TC__VBINARY_
     default: return a;
     }
 }
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+#line TC__LINE_AT(12498, "tcompile.h", 12498)
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/cpu/vmath_isa.c for avx2 ===== */
+#if defined(TC__HAVE_VEXEC_X86)
+#define TC__ISA_SFX avx2
+#define TC__ISA_W 8
+#define TC__ISA_ATTR __attribute__((target("avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12509)
+/* The executor's vector math, written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level, before the
+ * executor (vexec_isa.c), which uses it:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).  Here: the vector types and
+ * their primitives, the transcendental functions, and tc__vunary_ /
+ * tc__vbinary_, one op on vectors, generated from the pointwise rows
+ * (src/ops/optable.h).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm.
+ *
+ * The names below (TC__VF, TC__VFN, TC__SPL, ...) stay defined for
+ * vexec_isa.c's instances; its last one undefines them. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return -v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+/* The vector math function tc__v<name>_ of this level (the rows' vector
+ * expressions name them so: TC__V(exp)(x)) */
+#define TC__V(name) TC__VFN(tc__v##name##_)
+/* A row's vector expression with a named intermediate: the vector var = e
+ * in expression body (a GNU statement expression, as the vector types are
+ * GNU C already) */
+#define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
+        for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
+        a;                                                                               \
+    })
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
+TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
+#else
+    x = TC__SEL(x > hi, TC__SPL(hi), x);
+    return TC__SEL(x < lo, TC__SPL(lo), x);
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+#if TC__ISA_W == 16
+/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
+ * permute */
+static const float TC__VFN(tc__vexp2_16_)[16] = {
+    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
+    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
+#endif
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
+ * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
+ * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
+    TC__VF t, n, r;
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
+#if TC__ISA_W == 16
+    {
+        TC__VF tb, q;
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        /* ln2 / 16 in two parts, the first exact in a product with n */
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
+        /* t's low four bits are n mod 16 (the bias's are zero), the index
+         * the permute reads */
+        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
+        /* the masked form: the plain one's undefined pass-through trips
+         * g++ 12's -Wmaybe-uninitialized once inlined */
+        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
+        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
+        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
+                                              (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
+    }
+#else
+    TC__VF p;
+    TC__VI ni;
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
+     * an add: the vector ops, not memory, bound the kernels that use it */
+    p = TC__FMA(p, r, 1.0f);
+    p = TC__FMA(p, r, 1.0f);
+    return TC__VFN(tc__vscale_)(p, ni);
+#endif
+}
+
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI huge = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= huge[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel: the
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    switch (op) {
+#define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__UNARY_OPS(TC__VUNARY_)
+        TC__UNARY_ATTR_OPS(TC__VUNARY_)
+#undef TC__VUNARY_
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    switch (op) {
+#define TC__VBINARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__BINARY_OPS(TC__VBINARY_)
+        TC__COMPARE_OPS(TC__VBINARY_)
+#undef TC__VBINARY_
+    default: return a;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+#line TC__LINE_AT(12952, "tcompile.h", 12952)
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/cpu/vmath_isa.c for v128 ===== */
+#if defined(TC__HAVE_VEXEC)
+#define TC__ISA_SFX v128
+#define TC__ISA_W 4
+#define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12963)
+/* The executor's vector math, written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level, before the
+ * executor (vexec_isa.c), which uses it:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).  Here: the vector types and
+ * their primitives, the transcendental functions, and tc__vunary_ /
+ * tc__vbinary_, one op on vectors, generated from the pointwise rows
+ * (src/ops/optable.h).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm.
+ *
+ * The names below (TC__VF, TC__VFN, TC__SPL, ...) stay defined for
+ * vexec_isa.c's instances; its last one undefines them. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return -v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+/* The vector math function tc__v<name>_ of this level (the rows' vector
+ * expressions name them so: TC__V(exp)(x)) */
+#define TC__V(name) TC__VFN(tc__v##name##_)
+/* A row's vector expression with a named intermediate: the vector var = e
+ * in expression body (a GNU statement expression, as the vector types are
+ * GNU C already) */
+#define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
+        for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
+        a;                                                                               \
+    })
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
+TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
+#else
+    x = TC__SEL(x > hi, TC__SPL(hi), x);
+    return TC__SEL(x < lo, TC__SPL(lo), x);
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+#if TC__ISA_W == 16
+/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
+ * permute */
+static const float TC__VFN(tc__vexp2_16_)[16] = {
+    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
+    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
+#endif
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
+ * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
+ * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
+    TC__VF t, n, r;
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
+#if TC__ISA_W == 16
+    {
+        TC__VF tb, q;
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        /* ln2 / 16 in two parts, the first exact in a product with n */
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
+        /* t's low four bits are n mod 16 (the bias's are zero), the index
+         * the permute reads */
+        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
+        /* the masked form: the plain one's undefined pass-through trips
+         * g++ 12's -Wmaybe-uninitialized once inlined */
+        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
+        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
+        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
+                                              (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
+    }
+#else
+    TC__VF p;
+    TC__VI ni;
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
+     * an add: the vector ops, not memory, bound the kernels that use it */
+    p = TC__FMA(p, r, 1.0f);
+    p = TC__FMA(p, r, 1.0f);
+    return TC__VFN(tc__vscale_)(p, ni);
+#endif
+}
+
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI huge = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= huge[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel: the
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    switch (op) {
+#define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__UNARY_OPS(TC__VUNARY_)
+        TC__UNARY_ATTR_OPS(TC__VUNARY_)
+#undef TC__VUNARY_
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    switch (op) {
+#define TC__VBINARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__BINARY_OPS(TC__VBINARY_)
+        TC__COMPARE_OPS(TC__VBINARY_)
+#undef TC__VBINARY_
+    default: return a;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+#line TC__LINE_AT(13406, "tcompile.h", 13406)
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/cpu/vmath_isa.c for scalar ===== */
+#if defined(TC__HAVE_VEXEC)
+#define TC__ISA_SFX scalar
+#define TC__ISA_W 1
+#define TC__ISA_ATTR 
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13417)
+/* The executor's vector math, written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level, before the
+ * executor (vexec_isa.c), which uses it:
+ *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
+ *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
+ *   TC__ISA_ATTR  the target attribute (empty for the baseline)
+ * Every function here carries the ISA's target attribute, so the compiler
+ * lowers the generic vector code to that ISA's registers; the executor picks
+ * the instance at run time (cpuid + XGETBV).  Here: the vector types and
+ * their primitives, the transcendental functions, and tc__vunary_ /
+ * tc__vbinary_, one op on vectors, generated from the pointwise rows
+ * (src/ops/optable.h).
+ *
+ * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
+ * it on every ISA level this machine runs; -ffast-math must not be used to
+ * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
+ * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
+ * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
+ * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
+ * NaN, signed zero and denormals follow libm.
+ *
+ * The names below (TC__VF, TC__VFN, TC__SPL, ...) stay defined for
+ * vexec_isa.c's instances; its last one undefines them. */
+
+#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
+#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
+#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
+#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
+#define TC__W TC__ISA_W
+#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
+
+typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
+typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
+typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
+
+/* c in every lane, bit for bit: added to -0 (which leaves every value as
+ * it is; +0 would turn a -0 into +0) */
+TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
+    TC__VF v = {0};
+    return -v + c;
+}
+TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
+TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
+TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
+    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
+}
+/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
+TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+    return a * b + c;
+#endif
+}
+#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
+#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
+#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
+#define TC__LD(p) TC__VFN(tc__vld_)(p)
+#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
+/* The vector math function tc__v<name>_ of this level (the rows' vector
+ * expressions name them so: TC__V(exp)(x)) */
+#define TC__V(name) TC__VFN(tc__v##name##_)
+/* A row's vector expression with a named intermediate: the vector var = e
+ * in expression body (a GNU statement expression, as the vector types are
+ * GNU C already) */
+#define TC__VLET(var, e, body) __extension__({ TC__VF var = (e); body; })
+/* fn(a, b) lane by lane, fn a libm function: written over a (a vector
+ * variable), which is the value */
+#define TC__VLIBM2(fn, a, b)                                                             \
+    __extension__({                                                                      \
+        int tc__l_;                                                                      \
+        for (tc__l_ = 0; tc__l_ < TC__W; tc__l_++) a[tc__l_] = fn(a[tc__l_], b[tc__l_]); \
+        a;                                                                               \
+    })
+
+TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
+TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
+    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
+}
+
+TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_sqrt_ps((__m256)x);
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return (TC__VF)_mm_sqrt_ps((__m128)x);
+#else
+    int i;
+    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
+    return x;
+#endif
+}
+
+/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
+ * them (x86's return their second operand when either is NaN; AVX-512's
+ * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
+TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
+#if TC__ISA_W == 16
+    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
+                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
+#elif TC__ISA_W == 8
+    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
+#else
+    x = TC__SEL(x > hi, TC__SPL(hi), x);
+    return TC__SEL(x < lo, TC__SPL(lo), x);
+#endif
+}
+
+/* 2^n for integer-valued n in [-151, 129], as two factors so that
+ * denormal and overflowing results come out as libm's. */
+TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
+#if TC__ISA_W == 16
+    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
+     * undefined pass-through operand as uninitialised) */
+    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
+#else
+    TC__VI h = n >> 1;
+    y = y * (TC__VF)((h + 127) << 23);
+    return y * (TC__VF)((n - h + 127) << 23);
+#endif
+}
+
+#if TC__ISA_W == 16
+/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
+ * permute */
+static const float TC__VFN(tc__vexp2_16_)[16] = {
+    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
+    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
+#elif TC__ISA_W == 8
+/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
+static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
+                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
+#endif
+
+/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
+ * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
+ * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
+ * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
+ * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
+TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
+    TC__VF t, n, r;
+    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
+#if TC__ISA_W == 16
+    {
+        TC__VF tb, q;
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        /* ln2 / 16 in two parts, the first exact in a product with n */
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
+        /* t's low four bits are n mod 16 (the bias's are zero), the index
+         * the permute reads */
+        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
+        /* the masked form: the plain one's undefined pass-through trips
+         * g++ 12's -Wmaybe-uninitialized once inlined */
+        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
+        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
+        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
+                                              (__m512)(n * 0.0625f));
+    }
+#elif TC__ISA_W == 8
+    {
+        TC__VF tb, q;
+        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
+         * (one vpermps, which reads an index's low three bits), exp(r) on
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
+         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
+        n = t - 12582912.0f;
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
+        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
+        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
+        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
+        q = TC__FMA(q, r, 0.5f);
+        q = TC__FMA(q, r, 1.0f);
+        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
+        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
+    }
+#else
+    TC__VF p;
+    TC__VI ni;
+    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
+    n = t - 12582912.0f;
+    ni = (TC__VI)t - 0x4B400000;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = TC__SPL(1.9875691500E-4f);
+    p = TC__FMA(p, r, 1.3981999507E-3f);
+    p = TC__FMA(p, r, 8.3334519073E-3f);
+    p = TC__FMA(p, r, 4.1665795894E-2f);
+    p = TC__FMA(p, r, 1.6666665459E-1f);
+    p = TC__FMA(p, r, 5.0000001201E-1f);
+    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
+     * an add: the vector ops, not memory, bound the kernels that use it */
+    p = TC__FMA(p, r, 1.0f);
+    p = TC__FMA(p, r, 1.0f);
+    return TC__VFN(tc__vscale_)(p, ni);
+#endif
+}
+
+/* Whether some lane of x is below c (NaN is not). */
+TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
+#if TC__ISA_W == 16
+    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
+#elif TC__ISA_W == 8
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
+#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
+    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
+#else
+    int i, any = 0;
+    for (i = 0; i < TC__W; i++) any |= x[i] < c;
+    return any;
+#endif
+}
+
+/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
+ * whose exps all lie above it makes no denormal on the way, and Intel's
+ * cores take a microcode assist for each instruction that does (a softmax
+ * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
+ * half of it, 21x with logits of standard deviation 40). */
+#define TC__EXP_NORMAL_MIN -87.33654f
+
+/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
+ * lie above -104 (a denormal result), those as the clamped polynomial
+ * makes them; only then does the vector make denormals. */
+TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
+    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
+    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
+        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
+        y = TC__SEL(lo, TC__SPL(0.0f), y);
+        /* any den lane: the others read as 0, which is not below */
+        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
+            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
+    }
+    return y;
+}
+
+/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
+TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
+    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
+    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
+    xi = (TC__VI)x;
+    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
+    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    small = m < 0.707106781186547524f;
+    e = e + small; /* small is -1 where true */
+    m = TC__SEL(small, m + m, m) - 1.0f;
+    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
+    z = m * m;
+    y = TC__SPL(7.0376836292E-2f);
+    y = y * m - 1.1514610310E-1f;
+    y = y * m + 1.1676998740E-1f;
+    y = y * m - 1.2420140846E-1f;
+    y = y * m + 1.4249322787E-1f;
+    y = y * m - 1.6668057665E-1f;
+    y = y * m + 2.0000714765E-1f;
+    y = y * m - 2.4999993993E-1f;
+    y = y * m + 3.3333331174E-1f;
+    y = y * m * z;
+    y = y + ef * -2.12194440e-4f;
+    y = y - 0.5f * z;
+    y = m + y + ef * 0.693359375f;
+    y = TC__SEL(x0 == INFINITY, x0, y);
+    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
+    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
+}
+
+/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
+ * formula of each that its own value and the products below divide by:
+ * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
+ * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
+ * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
+TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
+    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
+    if (op == TC__OP_GELU_TANH)
+        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
+                                                          -1.59576912160573072f),
+                                              TC__EXP_NORMAL_MIN);
+    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
+}
+TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
+    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
+    return n / d;
+}
+TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
+/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
+ * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
+ * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
+ * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
+ * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
+ * 89).  Without bu: exactly the two passes' au(a) * b. */
+TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
+    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
+    if (bu < 0) return na / da * b;
+    {
+        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
+        return na / (da * db) * nb;
+    }
+}
+
+/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
+TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
+    s = TC__SPL(-5.70498872745E-3f);
+    s = TC__FMA(s, z, 2.06390887954E-2f);
+    s = TC__FMA(s, z, -5.37397155531E-2f);
+    s = TC__FMA(s, z, 1.33314422036E-1f);
+    s = TC__FMA(s, z, -3.33332819422E-1f);
+    s = s * z * x + x;
+    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.625f, s, b);
+}
+
+/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
+ * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
+ * under 1.2e-7 (Numerical Recipes' erfcc). */
+TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
+    s = TC__SPL(-1.0f / 1320.0f);
+    s = s * z + 1.0f / 216.0f;
+    s = s * z - 1.0f / 42.0f;
+    s = s * z + 1.0f / 10.0f;
+    s = s * z - 1.0f / 3.0f;
+    s = (s * z + 1.0f) * x * 1.12837916709551257f;
+    t = 1.0f / (1.0f + 0.5f * ax);
+    p = TC__SPL(0.17087277f);
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
+    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
+    b = TC__VFN(tc__vcopysign_)(b, x);
+    return TC__SEL(ax < 0.5f, s, b);
+}
+
+/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
+ * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
+TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
+    TC__VI j, sign, usec;
+    TC__VI huge = ~(ax <= 8192.0f);
+    int i, any = 0;
+    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
+    t = ax * 1.27323954473516f;
+    y = (t + 12582912.0f) - 12582912.0f;
+    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
+    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
+    j = (j + 1) & ~1;                                 /* odd octants move up */
+    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
+    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    j = j + cos_shift * 2;
+    sign = (j & 4) != 0;
+    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
+    usec = (j & 2) != 0;
+    z = r * r;
+    ps = TC__SPL(-1.9515295891E-4f);
+    ps = ps * z + 8.3321608736E-3f;
+    ps = ps * z - 1.6666654611E-1f;
+    ps = ps * z * r + r;
+    pc = TC__SPL(2.443315711809948E-5f);
+    pc = pc * z - 1.388731625493765E-3f;
+    pc = pc * z + 4.166664568298827E-2f;
+    pc = pc * z * z - 0.5f * z + 1.0f;
+    res = TC__SEL(usec, pc, ps);
+    res = TC__SEL(sign, -res, res);
+    for (i = 0; i < TC__W; i++) any |= huge[i];
+    if (any)
+        for (i = 0; i < TC__W; i++)
+            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
+    return res;
+}
+
+/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
+ * already integers (or NaN) and pass through. */
+TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
+    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
+    r = (ax + 8388608.0f) - 8388608.0f;
+    r = TC__VFN(tc__vcopysign_)(r, x);
+    r = TC__SEL(r > x, r - 1.0f, r);
+    return TC__SEL(ax < 8388608.0f, r, x);
+}
+
+/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
+TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
+    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
+    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
+    l = TC__SEL(w == INFINITY, lw, l);
+    return TC__SEL(d == 0.0f, u, l);
+}
+
+/* One elementwise op, with the same formula as the eager kernel: the
+ * vector column of the op's row (optable.h), on operand x (a and b for a
+ * binary op); p0, p1 are the op's attributes (softplus, clamp). */
+TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
+    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    switch (op) {
+#define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__UNARY_OPS(TC__VUNARY_)
+        TC__UNARY_ATTR_OPS(TC__VUNARY_)
+#undef TC__VUNARY_
+    case TC__OP_CLONE:
+    case TC__OP_CAST:
+    default: return x;
+    }
+}
+
+TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
+    switch (op) {
+#define TC__VBINARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
+        TC__BINARY_OPS(TC__VBINARY_)
+        TC__COMPARE_OPS(TC__VBINARY_)
+#undef TC__VBINARY_
+    default: return a;
+    }
+}
+
+/* Elementwise math over an array (tests measure accuracy through it). */
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
+    int64_t i;
+    float tmp[TC__W];
+    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
+    if (i < n) {
+        int64_t k;
+        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
+        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
+        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
+    }
+}
+#line TC__LINE_AT(13860, "tcompile.h", 13860)
+#undef TC__ISA_SFX
+#undef TC__ISA_W
+#undef TC__ISA_ATTR
+#endif
+
+/* ===== src/cpu/vexec_isa.c for avx512 ===== */
+#if defined(TC__HAVE_VEXEC_X86)
+#define TC__ISA_SFX avx512
+#define TC__ISA_W 16
+#define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13871)
+/* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
+ * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
+ * TC__ISA_W, TC__ISA_ATTR, as vmath_isa.c), after the vector math of
+ * vmath_isa.c, whose types, primitives and functions it uses. */
+
+/* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
+ * operand a has a prologue chosen once per tile rather than per vector:
+ * each loop is compiled with tc__pro_c a constant, so a kernel without
+ * prologues pays no identity multiply-add per vector (one vector op in
+ * twenty of an exp, one in two of a plain multiply) */
+#define TC__RUN_(VAL)                                                          \
+    do {                                                                       \
+        if (ntd)                                                               \
+            for (i = 0; i < m; i++) TC__VFN(tc__vput_)(d + i * TC__W, VAL, 1); \
+        else                                                                   \
+            for (i = 0; i < m; i++) TC__ST(d + i * TC__W, VAL);                \
+    } while (0)
+#define TC__RUN(VAL)                  \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUN_(VAL);            \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUN_(VAL);            \
+        }                             \
+    } while (0)
+
+/* TC__RUN with the next instruction's sum or sum of squares taken as each
+ * vector is stored (tc__vrun_acc_): into a0..a3 in the order
+ * tc__vacc_ takes them (vector i into a[i % 4], the rest into a0), so the
+ * sums are bit for bit the separate pass's, without reading the tile back */
+#define TC__RUNA_(VAL, F)                                                  \
+    do {                                                                   \
+        TC__VF v_, c0_ = a0, c1_ = a1, c2_ = a2, c3_ = a3;                 \
+        for (i = 0; i + 4 <= m;) {                                         \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c0_ = F(c0_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c1_ = F(c1_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c2_ = F(c2_, v_);                                              \
+            v_ = VAL;                                                      \
+            TC__ST(d + i++ * TC__W, v_);                                   \
+            c3_ = F(c3_, v_);                                              \
+        }                                                                  \
+        for (; i < m; i++) {                                               \
+            v_ = VAL;                                                      \
+            TC__ST(d + i * TC__W, v_);                                     \
+            c0_ = F(c0_, v_);                                              \
+        }                                                                  \
+        a0 = c0_, a1 = c1_, a2 = c2_, a3 = c3_;                            \
+    } while (0)
+#define TC__RUNA_SQ_(VAL)                                  \
+    do {                                                   \
+        if (fsq) TC__RUNA_(VAL, TC__VACC_SUMSQ);           \
+        else TC__RUNA_(VAL, TC__VACC_SUM);                 \
+    } while (0)
+#define TC__RUNA(VAL)                 \
+    do {                              \
+        if (pro) {                    \
+            enum { tc__pro_c = 1 };   \
+            TC__RUNA_SQ_(VAL);        \
+        } else {                      \
+            enum { tc__pro_c = 0 };   \
+            TC__RUNA_SQ_(VAL);        \
+        }                             \
+    } while (0)
+
+/* operand a's vector j, with its affine prologue (see tc__vm_tile_): in a
+ * TC__RUN, and once outside one */
+#define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
+#define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
 
 /* A computed vector to its destination: streamed past the caches when the
  * destination is a large result written straight from the op. */
@@ -13019,6 +14515,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -13057,8 +14554,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     case TC__OP_##ID:                 \
         TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#define TC__VB_ROW_(ID, name, cost, i, f, v) TC__VB_(ID)
+                TC__BINARY_OPS(TC__VB_ROW_) TC__COMPARE_OPS(TC__VB_ROW_)
+#undef TC__VB_ROW_
 #undef TC__VB_
             default: break;
             }
@@ -13066,9 +14564,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
             /* a uniform operand makes a uniform result: m is 1 then */
             float p0 = in->f0, p1 = in->f1;
             switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
+#define TC__VU_(ID, name, cost, i_, f, v)                                                              \
     case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                TC__UNARY_OPS(TC__VU_, _)
+                TC__UNARY_OPS(TC__VU_) TC__UNARY_ATTR_OPS(TC__VU_)
 #undef TC__VU_
             case TC__OP_CLONE:
             case TC__OP_CAST: TC__RUN(TC__A(i)); break;
@@ -13315,19 +14813,6 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 #undef TC__RUNA
 #undef TC__VB_FORMS_
 
-/* Elementwise math over an array (tests measure accuracy through it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
-    int64_t i;
-    float tmp[TC__W];
-    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
-    if (i < n) {
-        int64_t k;
-        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
-        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
-        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
-    }
-}
-
 /* One key block of attention's online softmax, the scores transposed:
  * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
  * lanes), so each vector holds one key's score for TC__W queries.  m[i],
@@ -13357,16 +14842,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
     }
 }
 
-#undef TC__VF
-#undef TC__VI
-#undef TC__VU
-#undef TC__VFN
-#undef TC__W
-#undef TC__INL
-#undef TC__SPL
-#undef TC__SEL
-#undef TC__LD
-#undef TC__ST
 #undef TC__RUN
 #undef TC__RUN_
 #undef TC__A
@@ -13374,7 +14849,27 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(13378, "tcompile.h", 13378)
+
+/* vmath_isa.c's names, after the last instance (scalar: tools/amalgamate.sh
+ * emits the levels widest first) */
+#if TC__ISA_W == 1
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__FMA
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
+#undef TC__EXP_NORMAL_MIN
+#endif
+#line TC__LINE_AT(14873, "tcompile.h", 14873)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13385,61 +14880,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13389)
-/* The executor's inner loop and its vector math, written once over GNU C
- * vector types and instantiated by tools/amalgamate.sh once per ISA level:
- *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
- *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
- *   TC__ISA_ATTR  the target attribute (empty for the baseline)
- * Every function here carries the ISA's target attribute, so the compiler
- * lowers the generic vector code to that ISA's registers; the executor picks
- * the instance at run time (cpuid + XGETBV).
- *
- * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
- * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
- * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
- * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
- * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
- * NaN, signed zero and denormals follow libm. */
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14884)
+/* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
+ * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
+ * TC__ISA_W, TC__ISA_ATTR, as vmath_isa.c), after the vector math of
+ * vmath_isa.c, whose types, primitives and functions it uses. */
 
-#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
-#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
-#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
-#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
-#define TC__W TC__ISA_W
-#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
-
-typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
-typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
-typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
-
-/* c in every lane, bit for bit: added to -0 (which leaves every value as
- * it is; +0 would turn a -0 into +0) */
-TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
-    TC__VF v = {0};
-    return -v + c;
-}
-TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
-TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
-TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
-    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
-}
-/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
-TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
-    return a * b + c;
-#endif
-}
-#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
-#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
-#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
-#define TC__LD(p) TC__VFN(tc__vld_)(p)
-#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
 /* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
  * operand a has a prologue chosen once per tile rather than per vector:
  * each loop is compiled with tc__pro_c a constant, so a kernel without
@@ -13511,391 +14958,6 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
 #define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-
-TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
-TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
-    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
-}
-
-TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_sqrt_ps((__m256)x);
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return (TC__VF)_mm_sqrt_ps((__m128)x);
-#else
-    int i;
-    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
-    return x;
-#endif
-}
-
-/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN; AVX-512's
- * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
-TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
-                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
-#else
-    x = TC__SEL(x > hi, TC__SPL(hi), x);
-    return TC__SEL(x < lo, TC__SPL(lo), x);
-#endif
-}
-
-/* 2^n for integer-valued n in [-151, 129], as two factors so that
- * denormal and overflowing results come out as libm's. */
-TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
-#if TC__ISA_W == 16
-    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
-     * undefined pass-through operand as uninitialised) */
-    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
-#else
-    TC__VI h = n >> 1;
-    y = y * (TC__VF)((h + 127) << 23);
-    return y * (TC__VF)((n - h + 127) << 23);
-#endif
-}
-
-#if TC__ISA_W == 16
-/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
- * permute */
-static const float TC__VFN(tc__vexp2_16_)[16] = {
-    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
-    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
-#elif TC__ISA_W == 8
-/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
-static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
-                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
-#endif
-
-/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
- * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
- * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
- * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
-TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
-    TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
-#if TC__ISA_W == 16
-    {
-        TC__VF tb, q;
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        /* ln2 / 16 in two parts, the first exact in a product with n */
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
-        /* t's low four bits are n mod 16 (the bias's are zero), the index
-         * the permute reads */
-        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
-        /* the masked form: the plain one's undefined pass-through trips
-         * g++ 12's -Wmaybe-uninitialized once inlined */
-        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
-        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
-        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
-                                              (__m512)(n * 0.0625f));
-    }
-#elif TC__ISA_W == 8
-    {
-        TC__VF tb, q;
-        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
-         * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
-        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
-        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
-        q = TC__FMA(q, r, 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
-        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
-    }
-#else
-    TC__VF p;
-    TC__VI ni;
-    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
-    n = t - 12582912.0f;
-    ni = (TC__VI)t - 0x4B400000;
-    r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    p = TC__SPL(1.9875691500E-4f);
-    p = TC__FMA(p, r, 1.3981999507E-3f);
-    p = TC__FMA(p, r, 8.3334519073E-3f);
-    p = TC__FMA(p, r, 4.1665795894E-2f);
-    p = TC__FMA(p, r, 1.6666665459E-1f);
-    p = TC__FMA(p, r, 5.0000001201E-1f);
-    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
-     * an add: the vector ops, not memory, bound the kernels that use it */
-    p = TC__FMA(p, r, 1.0f);
-    p = TC__FMA(p, r, 1.0f);
-    return TC__VFN(tc__vscale_)(p, ni);
-#endif
-}
-
-/* Whether some lane of x is below c (NaN is not). */
-TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
-#if TC__ISA_W == 16
-    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
-#elif TC__ISA_W == 8
-    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
-#else
-    int i, any = 0;
-    for (i = 0; i < TC__W; i++) any |= x[i] < c;
-    return any;
-#endif
-}
-
-/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
- * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
-#define TC__EXP_NORMAL_MIN -87.33654f
-
-/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
- * lie above -104 (a denormal result), those as the clamped polynomial
- * makes them; only then does the vector make denormals. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
-    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
-    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
-        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
-        y = TC__SEL(lo, TC__SPL(0.0f), y);
-        /* any den lane: the others read as 0, which is not below */
-        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
-            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
-    }
-    return y;
-}
-
-/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
-TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
-    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
-    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
-    xi = (TC__VI)x;
-    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
-    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
-    small = m < 0.707106781186547524f;
-    e = e + small; /* small is -1 where true */
-    m = TC__SEL(small, m + m, m) - 1.0f;
-    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
-    z = m * m;
-    y = TC__SPL(7.0376836292E-2f);
-    y = y * m - 1.1514610310E-1f;
-    y = y * m + 1.1676998740E-1f;
-    y = y * m - 1.2420140846E-1f;
-    y = y * m + 1.4249322787E-1f;
-    y = y * m - 1.6668057665E-1f;
-    y = y * m + 2.0000714765E-1f;
-    y = y * m - 2.4999993993E-1f;
-    y = y * m + 3.3333331174E-1f;
-    y = y * m * z;
-    y = y + ef * -2.12194440e-4f;
-    y = y - 0.5f * z;
-    y = m + y + ef * 0.693359375f;
-    y = TC__SEL(x0 == INFINITY, x0, y);
-    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
-    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
-}
-
-/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
- * formula of each that its own value and the products below divide by:
- * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
- * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
- * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
-TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
-    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
-    if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                          -1.59576912160573072f),
-                                              TC__EXP_NORMAL_MIN);
-    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
-}
-TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
-    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
-    return n / d;
-}
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
-/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
- * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
- * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
- * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
- * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
- * 89).  Without bu: exactly the two passes' au(a) * b. */
-TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
-    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
-    if (bu < 0) return na / da * b;
-    {
-        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
-        return na / (da * db) * nb;
-    }
-}
-
-/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
-TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
-    s = TC__SPL(-5.70498872745E-3f);
-    s = TC__FMA(s, z, 2.06390887954E-2f);
-    s = TC__FMA(s, z, -5.37397155531E-2f);
-    s = TC__FMA(s, z, 1.33314422036E-1f);
-    s = TC__FMA(s, z, -3.33332819422E-1f);
-    s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.625f, s, b);
-}
-
-/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
- * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
- * under 1.2e-7 (Numerical Recipes' erfcc). */
-TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
-    s = TC__SPL(-1.0f / 1320.0f);
-    s = s * z + 1.0f / 216.0f;
-    s = s * z - 1.0f / 42.0f;
-    s = s * z + 1.0f / 10.0f;
-    s = s * z - 1.0f / 3.0f;
-    s = (s * z + 1.0f) * x * 1.12837916709551257f;
-    t = 1.0f / (1.0f + 0.5f * ax);
-    p = TC__SPL(0.17087277f);
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
-    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.5f, s, b);
-}
-
-/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
- * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
-TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
-    TC__VI j, sign, usec;
-    TC__VI huge = ~(ax <= 8192.0f);
-    int i, any = 0;
-    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
-    t = ax * 1.27323954473516f;
-    y = (t + 12582912.0f) - 12582912.0f;
-    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
-    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
-    j = (j + 1) & ~1;                                 /* odd octants move up */
-    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
-    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    j = j + cos_shift * 2;
-    sign = (j & 4) != 0;
-    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
-    usec = (j & 2) != 0;
-    z = r * r;
-    ps = TC__SPL(-1.9515295891E-4f);
-    ps = ps * z + 8.3321608736E-3f;
-    ps = ps * z - 1.6666654611E-1f;
-    ps = ps * z * r + r;
-    pc = TC__SPL(2.443315711809948E-5f);
-    pc = pc * z - 1.388731625493765E-3f;
-    pc = pc * z + 4.166664568298827E-2f;
-    pc = pc * z * z - 0.5f * z + 1.0f;
-    res = TC__SEL(usec, pc, ps);
-    res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= huge[i];
-    if (any)
-        for (i = 0; i < TC__W; i++)
-            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
-    return res;
-}
-
-/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
- * already integers (or NaN) and pass through. */
-TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
-    r = (ax + 8388608.0f) - 8388608.0f;
-    r = TC__VFN(tc__vcopysign_)(r, x);
-    r = TC__SEL(r > x, r - 1.0f, r);
-    return TC__SEL(ax < 8388608.0f, r, x);
-}
-
-/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
-TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
-    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
-    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
-    l = TC__SEL(w == INFINITY, lw, l);
-    return TC__SEL(d == 0.0f, u, l);
-}
-
-/* One elementwise op, with the same formula as the eager kernel. */
-TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    switch (op) {
-    case TC__OP_NEG: return -x;
-    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
-    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
-    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
-    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RECIPROCAL: return 1.0f / x;
-    case TC__OP_SQUARE: return x * x;
-    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
-    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
-    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
-    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
-    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
-    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
-    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
-    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
-    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
-    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
-    case TC__OP_SOFTPLUS: {
-        TC__VF xb = x * p0;
-        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
-    }
-    case TC__OP_CLAMP: {
-        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
-        return TC__SEL(lo > p1, TC__SPL(p1), lo);
-    }
-    case TC__OP_CLONE:
-    case TC__OP_CAST:
-    default: return x;
-    }
-}
-
-TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
-    int i;
-    switch (op) {
-    case TC__OP_ADD: return a + b;
-    case TC__OP_SUB: return a - b;
-    case TC__OP_MUL: return a * b;
-    case TC__OP_DIV: return a / b;
-    case TC__OP_POW:
-        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
-        return a;
-    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
-    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
-    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    default: return a;
-    }
-}
 
 /* A computed vector to its destination: streamed past the caches when the
  * destination is a large result written straight from the op. */
@@ -14466,6 +15528,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -14504,8 +15567,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     case TC__OP_##ID:                 \
         TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#define TC__VB_ROW_(ID, name, cost, i, f, v) TC__VB_(ID)
+                TC__BINARY_OPS(TC__VB_ROW_) TC__COMPARE_OPS(TC__VB_ROW_)
+#undef TC__VB_ROW_
 #undef TC__VB_
             default: break;
             }
@@ -14513,9 +15577,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
             /* a uniform operand makes a uniform result: m is 1 then */
             float p0 = in->f0, p1 = in->f1;
             switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
+#define TC__VU_(ID, name, cost, i_, f, v)                                                              \
     case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                TC__UNARY_OPS(TC__VU_, _)
+                TC__UNARY_OPS(TC__VU_) TC__UNARY_ATTR_OPS(TC__VU_)
 #undef TC__VU_
             case TC__OP_CLONE:
             case TC__OP_CAST: TC__RUN(TC__A(i)); break;
@@ -14762,19 +15826,6 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 #undef TC__RUNA
 #undef TC__VB_FORMS_
 
-/* Elementwise math over an array (tests measure accuracy through it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
-    int64_t i;
-    float tmp[TC__W];
-    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
-    if (i < n) {
-        int64_t k;
-        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
-        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
-        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
-    }
-}
-
 /* One key block of attention's online softmax, the scores transposed:
  * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
  * lanes), so each vector holds one key's score for TC__W queries.  m[i],
@@ -14804,16 +15855,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
     }
 }
 
-#undef TC__VF
-#undef TC__VI
-#undef TC__VU
-#undef TC__VFN
-#undef TC__W
-#undef TC__INL
-#undef TC__SPL
-#undef TC__SEL
-#undef TC__LD
-#undef TC__ST
 #undef TC__RUN
 #undef TC__RUN_
 #undef TC__A
@@ -14821,7 +15862,27 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(14825, "tcompile.h", 14825)
+
+/* vmath_isa.c's names, after the last instance (scalar: tools/amalgamate.sh
+ * emits the levels widest first) */
+#if TC__ISA_W == 1
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__FMA
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
+#undef TC__EXP_NORMAL_MIN
+#endif
+#line TC__LINE_AT(15886, "tcompile.h", 15886)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14832,61 +15893,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14836)
-/* The executor's inner loop and its vector math, written once over GNU C
- * vector types and instantiated by tools/amalgamate.sh once per ISA level:
- *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
- *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
- *   TC__ISA_ATTR  the target attribute (empty for the baseline)
- * Every function here carries the ISA's target attribute, so the compiler
- * lowers the generic vector code to that ISA's registers; the executor picks
- * the instance at run time (cpuid + XGETBV).
- *
- * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
- * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
- * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
- * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
- * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
- * NaN, signed zero and denormals follow libm. */
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15897)
+/* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
+ * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
+ * TC__ISA_W, TC__ISA_ATTR, as vmath_isa.c), after the vector math of
+ * vmath_isa.c, whose types, primitives and functions it uses. */
 
-#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
-#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
-#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
-#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
-#define TC__W TC__ISA_W
-#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
-
-typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
-typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
-typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
-
-/* c in every lane, bit for bit: added to -0 (which leaves every value as
- * it is; +0 would turn a -0 into +0) */
-TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
-    TC__VF v = {0};
-    return -v + c;
-}
-TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
-TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
-TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
-    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
-}
-/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
-TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
-    return a * b + c;
-#endif
-}
-#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
-#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
-#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
-#define TC__LD(p) TC__VFN(tc__vld_)(p)
-#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
 /* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
  * operand a has a prologue chosen once per tile rather than per vector:
  * each loop is compiled with tc__pro_c a constant, so a kernel without
@@ -14958,391 +15971,6 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
 #define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-
-TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
-TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
-    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
-}
-
-TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_sqrt_ps((__m256)x);
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return (TC__VF)_mm_sqrt_ps((__m128)x);
-#else
-    int i;
-    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
-    return x;
-#endif
-}
-
-/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN; AVX-512's
- * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
-TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
-                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
-#else
-    x = TC__SEL(x > hi, TC__SPL(hi), x);
-    return TC__SEL(x < lo, TC__SPL(lo), x);
-#endif
-}
-
-/* 2^n for integer-valued n in [-151, 129], as two factors so that
- * denormal and overflowing results come out as libm's. */
-TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
-#if TC__ISA_W == 16
-    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
-     * undefined pass-through operand as uninitialised) */
-    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
-#else
-    TC__VI h = n >> 1;
-    y = y * (TC__VF)((h + 127) << 23);
-    return y * (TC__VF)((n - h + 127) << 23);
-#endif
-}
-
-#if TC__ISA_W == 16
-/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
- * permute */
-static const float TC__VFN(tc__vexp2_16_)[16] = {
-    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
-    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
-#elif TC__ISA_W == 8
-/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
-static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
-                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
-#endif
-
-/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
- * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
- * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
- * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
-TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
-    TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
-#if TC__ISA_W == 16
-    {
-        TC__VF tb, q;
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        /* ln2 / 16 in two parts, the first exact in a product with n */
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
-        /* t's low four bits are n mod 16 (the bias's are zero), the index
-         * the permute reads */
-        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
-        /* the masked form: the plain one's undefined pass-through trips
-         * g++ 12's -Wmaybe-uninitialized once inlined */
-        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
-        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
-        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
-                                              (__m512)(n * 0.0625f));
-    }
-#elif TC__ISA_W == 8
-    {
-        TC__VF tb, q;
-        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
-         * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
-        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
-        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
-        q = TC__FMA(q, r, 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
-        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
-    }
-#else
-    TC__VF p;
-    TC__VI ni;
-    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
-    n = t - 12582912.0f;
-    ni = (TC__VI)t - 0x4B400000;
-    r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    p = TC__SPL(1.9875691500E-4f);
-    p = TC__FMA(p, r, 1.3981999507E-3f);
-    p = TC__FMA(p, r, 8.3334519073E-3f);
-    p = TC__FMA(p, r, 4.1665795894E-2f);
-    p = TC__FMA(p, r, 1.6666665459E-1f);
-    p = TC__FMA(p, r, 5.0000001201E-1f);
-    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
-     * an add: the vector ops, not memory, bound the kernels that use it */
-    p = TC__FMA(p, r, 1.0f);
-    p = TC__FMA(p, r, 1.0f);
-    return TC__VFN(tc__vscale_)(p, ni);
-#endif
-}
-
-/* Whether some lane of x is below c (NaN is not). */
-TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
-#if TC__ISA_W == 16
-    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
-#elif TC__ISA_W == 8
-    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
-#else
-    int i, any = 0;
-    for (i = 0; i < TC__W; i++) any |= x[i] < c;
-    return any;
-#endif
-}
-
-/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
- * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
-#define TC__EXP_NORMAL_MIN -87.33654f
-
-/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
- * lie above -104 (a denormal result), those as the clamped polynomial
- * makes them; only then does the vector make denormals. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
-    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
-    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
-        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
-        y = TC__SEL(lo, TC__SPL(0.0f), y);
-        /* any den lane: the others read as 0, which is not below */
-        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
-            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
-    }
-    return y;
-}
-
-/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
-TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
-    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
-    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
-    xi = (TC__VI)x;
-    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
-    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
-    small = m < 0.707106781186547524f;
-    e = e + small; /* small is -1 where true */
-    m = TC__SEL(small, m + m, m) - 1.0f;
-    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
-    z = m * m;
-    y = TC__SPL(7.0376836292E-2f);
-    y = y * m - 1.1514610310E-1f;
-    y = y * m + 1.1676998740E-1f;
-    y = y * m - 1.2420140846E-1f;
-    y = y * m + 1.4249322787E-1f;
-    y = y * m - 1.6668057665E-1f;
-    y = y * m + 2.0000714765E-1f;
-    y = y * m - 2.4999993993E-1f;
-    y = y * m + 3.3333331174E-1f;
-    y = y * m * z;
-    y = y + ef * -2.12194440e-4f;
-    y = y - 0.5f * z;
-    y = m + y + ef * 0.693359375f;
-    y = TC__SEL(x0 == INFINITY, x0, y);
-    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
-    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
-}
-
-/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
- * formula of each that its own value and the products below divide by:
- * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
- * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
- * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
-TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
-    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
-    if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                          -1.59576912160573072f),
-                                              TC__EXP_NORMAL_MIN);
-    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
-}
-TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
-    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
-    return n / d;
-}
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
-/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
- * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
- * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
- * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
- * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
- * 89).  Without bu: exactly the two passes' au(a) * b. */
-TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
-    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
-    if (bu < 0) return na / da * b;
-    {
-        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
-        return na / (da * db) * nb;
-    }
-}
-
-/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
-TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
-    s = TC__SPL(-5.70498872745E-3f);
-    s = TC__FMA(s, z, 2.06390887954E-2f);
-    s = TC__FMA(s, z, -5.37397155531E-2f);
-    s = TC__FMA(s, z, 1.33314422036E-1f);
-    s = TC__FMA(s, z, -3.33332819422E-1f);
-    s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.625f, s, b);
-}
-
-/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
- * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
- * under 1.2e-7 (Numerical Recipes' erfcc). */
-TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
-    s = TC__SPL(-1.0f / 1320.0f);
-    s = s * z + 1.0f / 216.0f;
-    s = s * z - 1.0f / 42.0f;
-    s = s * z + 1.0f / 10.0f;
-    s = s * z - 1.0f / 3.0f;
-    s = (s * z + 1.0f) * x * 1.12837916709551257f;
-    t = 1.0f / (1.0f + 0.5f * ax);
-    p = TC__SPL(0.17087277f);
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
-    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.5f, s, b);
-}
-
-/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
- * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
-TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
-    TC__VI j, sign, usec;
-    TC__VI huge = ~(ax <= 8192.0f);
-    int i, any = 0;
-    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
-    t = ax * 1.27323954473516f;
-    y = (t + 12582912.0f) - 12582912.0f;
-    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
-    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
-    j = (j + 1) & ~1;                                 /* odd octants move up */
-    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
-    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    j = j + cos_shift * 2;
-    sign = (j & 4) != 0;
-    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
-    usec = (j & 2) != 0;
-    z = r * r;
-    ps = TC__SPL(-1.9515295891E-4f);
-    ps = ps * z + 8.3321608736E-3f;
-    ps = ps * z - 1.6666654611E-1f;
-    ps = ps * z * r + r;
-    pc = TC__SPL(2.443315711809948E-5f);
-    pc = pc * z - 1.388731625493765E-3f;
-    pc = pc * z + 4.166664568298827E-2f;
-    pc = pc * z * z - 0.5f * z + 1.0f;
-    res = TC__SEL(usec, pc, ps);
-    res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= huge[i];
-    if (any)
-        for (i = 0; i < TC__W; i++)
-            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
-    return res;
-}
-
-/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
- * already integers (or NaN) and pass through. */
-TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
-    r = (ax + 8388608.0f) - 8388608.0f;
-    r = TC__VFN(tc__vcopysign_)(r, x);
-    r = TC__SEL(r > x, r - 1.0f, r);
-    return TC__SEL(ax < 8388608.0f, r, x);
-}
-
-/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
-TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
-    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
-    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
-    l = TC__SEL(w == INFINITY, lw, l);
-    return TC__SEL(d == 0.0f, u, l);
-}
-
-/* One elementwise op, with the same formula as the eager kernel. */
-TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    switch (op) {
-    case TC__OP_NEG: return -x;
-    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
-    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
-    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
-    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RECIPROCAL: return 1.0f / x;
-    case TC__OP_SQUARE: return x * x;
-    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
-    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
-    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
-    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
-    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
-    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
-    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
-    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
-    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
-    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
-    case TC__OP_SOFTPLUS: {
-        TC__VF xb = x * p0;
-        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
-    }
-    case TC__OP_CLAMP: {
-        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
-        return TC__SEL(lo > p1, TC__SPL(p1), lo);
-    }
-    case TC__OP_CLONE:
-    case TC__OP_CAST:
-    default: return x;
-    }
-}
-
-TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
-    int i;
-    switch (op) {
-    case TC__OP_ADD: return a + b;
-    case TC__OP_SUB: return a - b;
-    case TC__OP_MUL: return a * b;
-    case TC__OP_DIV: return a / b;
-    case TC__OP_POW:
-        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
-        return a;
-    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
-    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
-    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    default: return a;
-    }
-}
 
 /* A computed vector to its destination: streamed past the caches when the
  * destination is a large result written straight from the op. */
@@ -15913,6 +16541,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -15951,8 +16580,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     case TC__OP_##ID:                 \
         TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#define TC__VB_ROW_(ID, name, cost, i, f, v) TC__VB_(ID)
+                TC__BINARY_OPS(TC__VB_ROW_) TC__COMPARE_OPS(TC__VB_ROW_)
+#undef TC__VB_ROW_
 #undef TC__VB_
             default: break;
             }
@@ -15960,9 +16590,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
             /* a uniform operand makes a uniform result: m is 1 then */
             float p0 = in->f0, p1 = in->f1;
             switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
+#define TC__VU_(ID, name, cost, i_, f, v)                                                              \
     case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                TC__UNARY_OPS(TC__VU_, _)
+                TC__UNARY_OPS(TC__VU_) TC__UNARY_ATTR_OPS(TC__VU_)
 #undef TC__VU_
             case TC__OP_CLONE:
             case TC__OP_CAST: TC__RUN(TC__A(i)); break;
@@ -16209,19 +16839,6 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 #undef TC__RUNA
 #undef TC__VB_FORMS_
 
-/* Elementwise math over an array (tests measure accuracy through it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
-    int64_t i;
-    float tmp[TC__W];
-    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
-    if (i < n) {
-        int64_t k;
-        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
-        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
-        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
-    }
-}
-
 /* One key block of attention's online softmax, the scores transposed:
  * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
  * lanes), so each vector holds one key's score for TC__W queries.  m[i],
@@ -16251,16 +16868,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
     }
 }
 
-#undef TC__VF
-#undef TC__VI
-#undef TC__VU
-#undef TC__VFN
-#undef TC__W
-#undef TC__INL
-#undef TC__SPL
-#undef TC__SEL
-#undef TC__LD
-#undef TC__ST
 #undef TC__RUN
 #undef TC__RUN_
 #undef TC__A
@@ -16268,7 +16875,27 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(16272, "tcompile.h", 16272)
+
+/* vmath_isa.c's names, after the last instance (scalar: tools/amalgamate.sh
+ * emits the levels widest first) */
+#if TC__ISA_W == 1
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__FMA
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
+#undef TC__EXP_NORMAL_MIN
+#endif
+#line TC__LINE_AT(16899, "tcompile.h", 16899)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16279,61 +16906,13 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16283)
-/* The executor's inner loop and its vector math, written once over GNU C
- * vector types and instantiated by tools/amalgamate.sh once per ISA level:
- *   TC__ISA_SFX   name suffix (avx512, avx2, v128, scalar)
- *   TC__ISA_W     lanes of 32 bits (16, 8, 4, 1)
- *   TC__ISA_ATTR  the target attribute (empty for the baseline)
- * Every function here carries the ISA's target attribute, so the compiler
- * lowers the generic vector code to that ISA's registers; the executor picks
- * the instance at run time (cpuid + XGETBV).
- *
- * Accuracy against libm on the tested ranges (tests/test_vexec.c measures
- * it on every ISA level this machine runs; -ffast-math must not be used to
- * compile the implementation): exp, log, tanh: <= 2 ulp; sigmoid: <= 3 ulp
- * (results below FLT_MIN may flush to 0, as 1 / (1 + expf(-x)) does); erf: <= 3
- * ulp for |x| >= 1e-3, <= 2e-7 absolute elsewhere; sin, cos: <= 2e-7
- * absolute for |x| <= 8192, beyond that each lane is computed by libm.  inf,
- * NaN, signed zero and denormals follow libm. */
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16910)
+/* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
+ * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
+ * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
+ * TC__ISA_W, TC__ISA_ATTR, as vmath_isa.c), after the vector math of
+ * vmath_isa.c, whose types, primitives and functions it uses. */
 
-#define TC__VF TC__CAT(tc__vf_, TC__ISA_SFX)
-#define TC__VI TC__CAT(tc__vi_, TC__ISA_SFX)
-#define TC__VU TC__CAT(tc__vu_, TC__ISA_SFX)
-#define TC__VFN(name) TC__CAT(name, TC__ISA_SFX)
-#define TC__W TC__ISA_W
-#define TC__INL static inline TC__ISA_ATTR TC__UNUSED
-
-typedef float TC__VF __attribute__((vector_size(4 * TC__ISA_W)));
-typedef int32_t TC__VI __attribute__((vector_size(4 * TC__ISA_W)));
-typedef float TC__VU __attribute__((vector_size(4 * TC__ISA_W), aligned(4), may_alias));
-
-/* c in every lane, bit for bit: added to -0 (which leaves every value as
- * it is; +0 would turn a -0 into +0) */
-TC__INL TC__VF TC__VFN(tc__vsplat_)(float c) {
-    TC__VF v = {0};
-    return -v + c;
-}
-TC__INL TC__VF TC__VFN(tc__vld_)(const float *p) { return *(const TC__VU *)p; }
-TC__INL void TC__VFN(tc__vst_)(float *p, TC__VF v) { *(TC__VU *)p = v; }
-TC__INL TC__VF TC__VFN(tc__vsel_)(TC__VI m, TC__VF a, TC__VF b) {
-    return (TC__VF)(((TC__VI)a & m) | ((TC__VI)b & ~m));
-}
-/* a * b + c, fused where the ISA has it (the polynomials' inner step) */
-TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#else
-    return a * b + c;
-#endif
-}
-#define TC__SPL(c) TC__VFN(tc__vsplat_)(c)
-#define TC__FMA(a, b, c) TC__VFN(tc__vfma_)(a, b, TC__SPL(c))
-#define TC__SEL(m, a, b) TC__VFN(tc__vsel_)(m, a, b)
-#define TC__LD(p) TC__VFN(tc__vld_)(p)
-#define TC__ST(p, v) TC__VFN(tc__vst_)(p, v)
 /* d[0..m) vectors <- VAL (an expression of i), the store kind and whether
  * operand a has a prologue chosen once per tile rather than per vector:
  * each loop is compiled with tc__pro_c a constant, so a kernel without
@@ -16405,391 +16984,6 @@ TC__INL TC__VF TC__VFN(tc__vfma_)(TC__VF a, TC__VF b, TC__VF c) {
  * TC__RUN, and once outside one */
 #define TC__A(j) (tc__pro_c ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
 #define TC__A1(j) (pro ? TC__VFN(tc__vfma_)(TC__LD(a + (j) * sa), sv, tv) : TC__LD(a + (j) * sa))
-
-TC__INL TC__VF TC__VFN(tc__vabs_)(TC__VF x) { return (TC__VF)((TC__VI)x & 0x7fffffff); }
-TC__INL TC__VF TC__VFN(tc__vcopysign_)(TC__VF mag, TC__VF sgn) {
-    return (TC__VF)(((TC__VI)mag & 0x7fffffff) | ((TC__VI)sgn & (int32_t)0x80000000u));
-}
-
-TC__INL TC__VF TC__VFN(tc__vsqrt_)(TC__VF x) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_sqrt_ps((__mmask16)0xFFFF, (__m512)x);
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_sqrt_ps((__m256)x);
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return (TC__VF)_mm_sqrt_ps((__m128)x);
-#else
-    int i;
-    for (i = 0; i < TC__W; i++) x[i] = sqrtf(x[i]);
-    return x;
-#endif
-}
-
-/* x clamped to [lo, hi], NaN kept: one min and one max where the ISA has
- * them (x86's return their second operand when either is NaN; AVX-512's
- * masked forms, as g++ 12 misreports the unmasked ones' undefined operand) */
-TC__INL TC__VF TC__VFN(tc__vclamp_)(TC__VF x, float lo, float hi) {
-#if TC__ISA_W == 16
-    return (TC__VF)_mm512_maskz_max_ps((__mmask16)0xFFFF, (__m512)TC__SPL(lo),
-                                        _mm512_maskz_min_ps((__mmask16)0xFFFF, (__m512)TC__SPL(hi), (__m512)x));
-#elif TC__ISA_W == 8
-    return (TC__VF)_mm256_max_ps((__m256)TC__SPL(lo), _mm256_min_ps((__m256)TC__SPL(hi), (__m256)x));
-#else
-    x = TC__SEL(x > hi, TC__SPL(hi), x);
-    return TC__SEL(x < lo, TC__SPL(lo), x);
-#endif
-}
-
-/* 2^n for integer-valued n in [-151, 129], as two factors so that
- * denormal and overflowing results come out as libm's. */
-TC__INL TC__VF TC__VFN(tc__vscale_)(TC__VF y, TC__VI n) {
-#if TC__ISA_W == 16
-    /* n as float through the 1.5 * 2^23 bias (no cvt: g++ 12 misreports its
-     * undefined pass-through operand as uninitialised) */
-    return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)y, (__m512)((TC__VF)(n + 0x4B400000) - 12582912.0f));
-#else
-    TC__VI h = n >> 1;
-    y = y * (TC__VF)((h + 127) << 23);
-    return y * (TC__VF)((n - h + 127) << 23);
-#endif
-}
-
-#if TC__ISA_W == 16
-/* 2^(j/16), j = 0..15, rounded to float: one register, read by a
- * permute */
-static const float TC__VFN(tc__vexp2_16_)[16] = {
-    1.0f,        1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
-    1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
-#elif TC__ISA_W == 8
-/* 2^(j/8), j = 0..7, rounded to float (the even entries of the above) */
-static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920708f, 1.29683959f,
-                                                 1.41421354f, 1.54221082f, 1.68179286f, 1.8340081f};
-#endif
-
-/* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
- * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
- * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
- * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
- * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
-TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
-    TC__VF t, n, r;
-    x = TC__VFN(tc__vclamp_)(x, lo, 89.0f);
-#if TC__ISA_W == 16
-    {
-        TC__VF tb, q;
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(16.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        /* ln2 / 16 in two parts, the first exact in a product with n */
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 16.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 16.0f), r);
-        /* t's low four bits are n mod 16 (the bias's are zero), the index
-         * the permute reads */
-        __m512 tbl = _mm512_loadu_ps(TC__VFN(tc__vexp2_16_));
-        /* the masked form: the plain one's undefined pass-through trips
-         * g++ 12's -Wmaybe-uninitialized once inlined */
-        tb = (TC__VF)_mm512_mask_permutexvar_ps(tbl, (__mmask16)0xFFFF, (__m512i)t, tbl);
-        q = TC__FMA(r, TC__SPL(1.0f / 6.0f), 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q), and 2^floor(n / 16): scalef floors its exponent */
-        return (TC__VF)_mm512_maskz_scalef_ps((__mmask16)0xFFFF, (__m512)TC__VFN(tc__vfma_)(tb * r, q, tb),
-                                              (__m512)(n * 0.0625f));
-    }
-#elif TC__ISA_W == 8
-    {
-        TC__VF tb, q;
-        /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
-         * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
-        t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
-        n = t - 12582912.0f;
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
-        r = TC__VFN(tc__vfma_)(n, TC__SPL(2.12194440e-4f / 8.0f), r);
-        tb = (TC__VF)_mm256_permutevar8x32_ps(_mm256_loadu_ps(TC__VFN(tc__vexp2_8_)), (__m256i)t);
-        q = TC__FMA(r, TC__SPL(1.0f / 24.0f), 1.0f / 6.0f);
-        q = TC__FMA(q, r, 0.5f);
-        q = TC__FMA(q, r, 1.0f);
-        /* tb (1 + r q) 2^floor(n / 8): t's bits less the bias are n */
-        return TC__VFN(tc__vscale_)(TC__VFN(tc__vfma_)(tb * r, q, tb), ((TC__VI)t - 0x4B400000) >> 3);
-    }
-#else
-    TC__VF p;
-    TC__VI ni;
-    t = x * 1.44269504088896341f + 12582912.0f; /* round to nearest: 1.5 * 2^23 */
-    n = t - 12582912.0f;
-    ni = (TC__VI)t - 0x4B400000;
-    r = x - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    p = TC__SPL(1.9875691500E-4f);
-    p = TC__FMA(p, r, 1.3981999507E-3f);
-    p = TC__FMA(p, r, 8.3334519073E-3f);
-    p = TC__FMA(p, r, 4.1665795894E-2f);
-    p = TC__FMA(p, r, 1.6666665459E-1f);
-    p = TC__FMA(p, r, 5.0000001201E-1f);
-    /* (p r + 1) r + 1 = p r^2 + r + 1 in two FMAs, not a square, an FMA and
-     * an add: the vector ops, not memory, bound the kernels that use it */
-    p = TC__FMA(p, r, 1.0f);
-    p = TC__FMA(p, r, 1.0f);
-    return TC__VFN(tc__vscale_)(p, ni);
-#endif
-}
-
-/* Whether some lane of x is below c (NaN is not). */
-TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
-#if TC__ISA_W == 16
-    return _mm512_cmp_ps_mask((__m512)x, _mm512_set1_ps(c), _CMP_LT_OQ) != 0;
-#elif TC__ISA_W == 8
-    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)x, _mm256_set1_ps(c), _CMP_LT_OQ)) != 0;
-#elif TC__ISA_W == 4 && (defined(__x86_64__) || defined(__i386__))
-    return _mm_movemask_ps(_mm_cmplt_ps((__m128)x, _mm_set1_ps(c))) != 0;
-#else
-    int i, any = 0;
-    for (i = 0; i < TC__W; i++) any |= x[i] < c;
-    return any;
-#endif
-}
-
-/* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
- * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
-#define TC__EXP_NORMAL_MIN -87.33654f
-
-/* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
- * lie above -104 (a denormal result), those as the clamped polynomial
- * makes them; only then does the vector make denormals. */
-TC__INL TC__VF TC__VFN(tc__vexp_)(TC__VF x) {
-    TC__VF y = TC__VFN(tc__vexp_core_)(x, TC__EXP_NORMAL_MIN);
-    if (TC__VFN(tc__vany_below_)(x, TC__EXP_NORMAL_MIN)) {
-        TC__VI lo = x < TC__EXP_NORMAL_MIN, den = lo & (x >= -104.0f);
-        y = TC__SEL(lo, TC__SPL(0.0f), y);
-        /* any den lane: the others read as 0, which is not below */
-        if (TC__VFN(tc__vany_below_)(TC__SEL(den, x, TC__SPL(0.0f)), TC__EXP_NORMAL_MIN))
-            y = TC__SEL(den, TC__VFN(tc__vexp_core_)(x, -104.0f), y);
-    }
-    return y;
-}
-
-/* log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), polynomial in m - 1. */
-TC__INL TC__VF TC__VFN(tc__vlog_)(TC__VF x0) {
-    TC__VI den = (x0 < 1.17549435e-38f) & (x0 > 0.0f), xi, e, small;
-    TC__VF x = TC__SEL(den, x0 * 8388608.0f, x0), m, z, y, ef;
-    xi = (TC__VI)x;
-    e = ((xi >> 23) & 0xff) - 126 - (den & 23);
-    m = (TC__VF)((xi & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
-    small = m < 0.707106781186547524f;
-    e = e + small; /* small is -1 where true */
-    m = TC__SEL(small, m + m, m) - 1.0f;
-    ef = (TC__VF)(e + 0x4B400000) - 12582912.0f;
-    z = m * m;
-    y = TC__SPL(7.0376836292E-2f);
-    y = y * m - 1.1514610310E-1f;
-    y = y * m + 1.1676998740E-1f;
-    y = y * m - 1.2420140846E-1f;
-    y = y * m + 1.4249322787E-1f;
-    y = y * m - 1.6668057665E-1f;
-    y = y * m + 2.0000714765E-1f;
-    y = y * m - 2.4999993993E-1f;
-    y = y * m + 3.3333331174E-1f;
-    y = y * m * z;
-    y = y + ef * -2.12194440e-4f;
-    y = y - 0.5f * z;
-    y = m + y + ef * 0.693359375f;
-    y = TC__SEL(x0 == INFINITY, x0, y);
-    y = TC__SEL(x0 == 0.0f, TC__SPL(-INFINITY), y);
-    return TC__SEL((x0 < 0.0f) | (x0 != x0), TC__SPL(NAN), y);
-}
-
-/* A ratio gate (TC__RATIO_GATE_OPS) as *n / d, d = 1 + exp(..), the one
- * formula of each that its own value and the products below divide by:
- * sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)), and gelu_tanh
- * x / (1 + exp(-2u)): 0.5 (1 + tanh(u)) = sigmoid(2u), with -2u = x (-k -
- * k 0.044715 x^2), one exp, one division and no multiply by a reciprocal. */
-TC__INL TC__VF TC__VFN(tc__vratio_)(int op, TC__VF x, TC__VF *n) {
-    *n = op == TC__OP_SIGMOID ? TC__SPL(1.0f) : x;
-    if (op == TC__OP_GELU_TANH)
-        return 1.0f + TC__VFN(tc__vexp_core_)(x * TC__FMA(x * x, TC__SPL(-1.59576912160573072f * 0.044715f),
-                                                          -1.59576912160573072f),
-                                              TC__EXP_NORMAL_MIN);
-    return 1.0f + TC__VFN(tc__vexp_core_)(-x, TC__EXP_NORMAL_MIN);
-}
-TC__INL TC__VF TC__VFN(tc__vratio_value_)(int op, TC__VF x) {
-    TC__VF n, d = TC__VFN(tc__vratio_)(op, x, &n);
-    return n / d;
-}
-TC__INL TC__VF TC__VFN(tc__vsigmoid_)(TC__VF x) { return TC__VFN(tc__vratio_value_)(TC__OP_SIGMOID, x); }
-/* au(a) * bu(b), au a ratio gate and bu one too (or -1: b as it is).
- * With bu: n_a / (d_a d_b) * n_b, one division where the two passes
- * divide twice; both are within 1.5 ulp of n_a n_b / (d_a d_b), except
- * below 1e-34, where this may lose digits or give 0 (d_a d_b overflows
- * only where |n_a n_b| / (d_a d_b) < 2.3e-35: a large d comes with |n| <
- * 89).  Without bu: exactly the two passes' au(a) * b. */
-TC__INL TC__VF TC__VFN(tc__vratio_prod_)(int au, int bu, TC__VF a, TC__VF b) {
-    TC__VF na, nb, da = TC__VFN(tc__vratio_)(au, a, &na);
-    if (bu < 0) return na / da * b;
-    {
-        TC__VF db = TC__VFN(tc__vratio_)(bu, b, &nb);
-        return na / (da * db) * nb;
-    }
-}
-
-/* tanh: odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above (Cephes). */
-TC__INL TC__VF TC__VFN(tc__vtanh_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, b;
-    s = TC__SPL(-5.70498872745E-3f);
-    s = TC__FMA(s, z, 2.06390887954E-2f);
-    s = TC__FMA(s, z, -5.37397155531E-2f);
-    s = TC__FMA(s, z, 1.33314422036E-1f);
-    s = TC__FMA(s, z, -3.33332819422E-1f);
-    s = s * z * x + x;
-    b = 1.0f - 2.0f / (TC__VFN(tc__vexp_core_)(ax + ax, TC__EXP_NORMAL_MIN) + 1.0f);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.625f, s, b);
-}
-
-/* erf: Taylor series below 0.5; above, 1 - erfc with erfc from a
- * Chebyshev fit of t exp(-x^2 + P(t)), t = 1 / (1 + x/2), relative error
- * under 1.2e-7 (Numerical Recipes' erfcc). */
-TC__INL TC__VF TC__VFN(tc__verf_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), z = x * x, s, t, p, b;
-    s = TC__SPL(-1.0f / 1320.0f);
-    s = s * z + 1.0f / 216.0f;
-    s = s * z - 1.0f / 42.0f;
-    s = s * z + 1.0f / 10.0f;
-    s = s * z - 1.0f / 3.0f;
-    s = (s * z + 1.0f) * x * 1.12837916709551257f;
-    t = 1.0f / (1.0f + 0.5f * ax);
-    p = TC__SPL(0.17087277f);
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    b = 1.0f - t * TC__VFN(tc__vexp_core_)(p - z, TC__EXP_NORMAL_MIN); /* 1 - t * tiny: 1 */
-    b = TC__SEL(ax > 10.0f, TC__SPL(1.0f), b);
-    b = TC__VFN(tc__vcopysign_)(b, x);
-    return TC__SEL(ax < 0.5f, s, b);
-}
-
-/* sin (cos_shift 0) and cos (1): octant reduction with a three-part pi/4
- * (Cephes), exact below 8192; lanes beyond (and inf, NaN) go to libm. */
-TC__INL TC__VF TC__VFN(tc__vsincos_)(TC__VF x, int cos_shift) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), t, y, r, z, ps, pc, res;
-    TC__VI j, sign, usec;
-    TC__VI huge = ~(ax <= 8192.0f);
-    int i, any = 0;
-    ax = TC__SEL(huge, TC__SPL(0.0f), ax);
-    t = ax * 1.27323954473516f;
-    y = (t + 12582912.0f) - 12582912.0f;
-    y = TC__SEL(y > t, y - 1.0f, y);                  /* floor(|x| 4/pi) */
-    j = (TC__VI)(y + 12582912.0f) - 0x4B400000;
-    j = (j + 1) & ~1;                                 /* odd octants move up */
-    y = (TC__VF)(j + 0x4B400000) - 12582912.0f;
-    r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
-    j = j + cos_shift * 2;
-    sign = (j & 4) != 0;
-    if (!cos_shift) sign = sign ^ ((TC__VI)x < 0);
-    usec = (j & 2) != 0;
-    z = r * r;
-    ps = TC__SPL(-1.9515295891E-4f);
-    ps = ps * z + 8.3321608736E-3f;
-    ps = ps * z - 1.6666654611E-1f;
-    ps = ps * z * r + r;
-    pc = TC__SPL(2.443315711809948E-5f);
-    pc = pc * z - 1.388731625493765E-3f;
-    pc = pc * z + 4.166664568298827E-2f;
-    pc = pc * z * z - 0.5f * z + 1.0f;
-    res = TC__SEL(usec, pc, ps);
-    res = TC__SEL(sign, -res, res);
-    for (i = 0; i < TC__W; i++) any |= huge[i];
-    if (any)
-        for (i = 0; i < TC__W; i++)
-            if (huge[i]) res[i] = cos_shift ? cosf(x[i]) : sinf(x[i]);
-    return res;
-}
-
-/* floor for |x| < 2^23 by rounding through 2^23; larger, inf and NaN are
- * already integers (or NaN) and pass through. */
-TC__INL TC__VF TC__VFN(tc__vfloor_)(TC__VF x) {
-    TC__VF ax = TC__VFN(tc__vabs_)(x), r;
-    r = (ax + 8388608.0f) - 8388608.0f;
-    r = TC__VFN(tc__vcopysign_)(r, x);
-    r = TC__SEL(r > x, r - 1.0f, r);
-    return TC__SEL(ax < 8388608.0f, r, x);
-}
-
-/* log1p(u) as log(1 + u) corrected by u / ((1 + u) - 1) (Goldberg). */
-TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
-    TC__VF w = 1.0f + u, d = w - 1.0f, lw = TC__VFN(tc__vlog_)(w);
-    TC__VF l = lw * (u / TC__SEL(d == 0.0f, TC__SPL(1.0f), d));
-    l = TC__SEL(w == INFINITY, lw, l);
-    return TC__SEL(d == 0.0f, u, l);
-}
-
-/* One elementwise op, with the same formula as the eager kernel. */
-TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    switch (op) {
-    case TC__OP_NEG: return -x;
-    case TC__OP_ABS: return TC__VFN(tc__vabs_)(x);
-    case TC__OP_EXP: return TC__VFN(tc__vexp_)(x);
-    case TC__OP_LOG: return TC__VFN(tc__vlog_)(x);
-    case TC__OP_SQRT: return TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RSQRT: return 1.0f / TC__VFN(tc__vsqrt_)(x);
-    case TC__OP_RECIPROCAL: return 1.0f / x;
-    case TC__OP_SQUARE: return x * x;
-    case TC__OP_SIN: return TC__VFN(tc__vsincos_)(x, 0);
-    case TC__OP_COS: return TC__VFN(tc__vsincos_)(x, 1);
-    case TC__OP_TANH: return TC__VFN(tc__vtanh_)(x);
-    case TC__OP_SIGMOID: return TC__VFN(tc__vsigmoid_)(x);
-    case TC__OP_RELU: return TC__SEL(x < 0.0f, TC__SPL(0.0f), x);
-    case TC__OP_GELU: return 0.5f * x * (1.0f + TC__VFN(tc__verf_)(x * 0.70710678118654752f));
-    case TC__OP_GELU_TANH: return TC__VFN(tc__vratio_value_)(TC__OP_GELU_TANH, x);
-    case TC__OP_SILU: return TC__VFN(tc__vratio_value_)(TC__OP_SILU, x);
-    case TC__OP_FLOOR: return TC__VFN(tc__vfloor_)(x);
-    case TC__OP_CEIL: return -TC__VFN(tc__vfloor_)(-x);
-    case TC__OP_ERF: return TC__VFN(tc__verf_)(x);
-    case TC__OP_SOFTPLUS: {
-        TC__VF xb = x * p0;
-        return TC__SEL(xb > p1, x, TC__VFN(tc__vlog1p_)(TC__VFN(tc__vexp_)(xb)) / p0);
-    }
-    case TC__OP_CLAMP: {
-        TC__VF lo = TC__SEL(x < p0, TC__SPL(p0), x);
-        return TC__SEL(lo > p1, TC__SPL(p1), lo);
-    }
-    case TC__OP_CLONE:
-    case TC__OP_CAST:
-    default: return x;
-    }
-}
-
-TC__INL TC__VF TC__VFN(tc__vbinary_)(int op, TC__VF a, TC__VF b) {
-    int i;
-    switch (op) {
-    case TC__OP_ADD: return a + b;
-    case TC__OP_SUB: return a - b;
-    case TC__OP_MUL: return a * b;
-    case TC__OP_DIV: return a / b;
-    case TC__OP_POW:
-        for (i = 0; i < TC__W; i++) a[i] = powf(a[i], b[i]);
-        return a;
-    case TC__OP_MAXIMUM: return TC__SEL((a > b) | (a != a), a, b);
-    case TC__OP_MINIMUM: return TC__SEL((a < b) | (a != a), a, b);
-    case TC__OP_EQ: return TC__SEL(a == b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_NE: return TC__SEL(a != b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LT: return TC__SEL(a < b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_LE: return TC__SEL(a <= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GT: return TC__SEL(a > b, TC__SPL(1.0f), TC__SPL(0.0f));
-    case TC__OP_GE: return TC__SEL(a >= b, TC__SPL(1.0f), TC__SPL(0.0f));
-    default: return a;
-    }
-}
 
 /* A computed vector to its destination: streamed past the caches when the
  * destination is a large result written straight from the op. */
@@ -17360,6 +17554,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
+    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -17398,8 +17593,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     case TC__OP_##ID:                 \
         TC__VB_FORMS_(ID, TC__RUN)    \
         break;
-                TC__ACC_FUSED_BINARY(TC__VB_) TC__VB_(POW) TC__VB_(MAXIMUM)
-                TC__VB_(MINIMUM) TC__VB_(EQ) TC__VB_(NE) TC__VB_(LT) TC__VB_(LE) TC__VB_(GT) TC__VB_(GE)
+#define TC__VB_ROW_(ID, name, cost, i, f, v) TC__VB_(ID)
+                TC__BINARY_OPS(TC__VB_ROW_) TC__COMPARE_OPS(TC__VB_ROW_)
+#undef TC__VB_ROW_
 #undef TC__VB_
             default: break;
             }
@@ -17407,9 +17603,9 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
             /* a uniform operand makes a uniform result: m is 1 then */
             float p0 = in->f0, p1 = in->f1;
             switch (in->op) {
-#define TC__VU_(X, ID, name)                                                                          \
+#define TC__VU_(ID, name, cost, i_, f, v)                                                              \
     case TC__OP_##ID: TC__RUN(TC__VFN(tc__vunary_)(TC__OP_##ID, TC__A(i), p0, p1)); break;
-                TC__UNARY_OPS(TC__VU_, _)
+                TC__UNARY_OPS(TC__VU_) TC__UNARY_ATTR_OPS(TC__VU_)
 #undef TC__VU_
             case TC__OP_CLONE:
             case TC__OP_CAST: TC__RUN(TC__A(i)); break;
@@ -17656,19 +17852,6 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 #undef TC__RUNA
 #undef TC__VB_FORMS_
 
-/* Elementwise math over an array (tests measure accuracy through it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, float *y, int64_t n, float p0, float p1) {
-    int64_t i;
-    float tmp[TC__W];
-    for (i = 0; i + TC__W <= n; i += TC__W) TC__ST(y + i, TC__VFN(tc__vunary_)(op, TC__LD(x + i), p0, p1));
-    if (i < n) {
-        int64_t k;
-        for (k = 0; k < TC__W; k++) tmp[k] = i + k < n ? x[i + k] : 0.0f;
-        TC__ST(tmp, TC__VFN(tc__vunary_)(op, TC__LD(tmp), p0, p1));
-        for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
-    }
-}
-
 /* One key block of attention's online softmax, the scores transposed:
  * st[k * ld + i] for keys k < nk and queries i < ld (ld a multiple of the
  * lanes), so each vector holds one key's score for TC__W queries.  m[i],
@@ -17698,16 +17881,6 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
     }
 }
 
-#undef TC__VF
-#undef TC__VI
-#undef TC__VU
-#undef TC__VFN
-#undef TC__W
-#undef TC__INL
-#undef TC__SPL
-#undef TC__SEL
-#undef TC__LD
-#undef TC__ST
 #undef TC__RUN
 #undef TC__RUN_
 #undef TC__A
@@ -17715,14 +17888,34 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #ifdef TC__HAVE_VTR_BLOCK
 #undef TC__HAVE_VTR_BLOCK
 #endif
-#line TC__LINE_AT(17719, "tcompile.h", 17719)
+
+/* vmath_isa.c's names, after the last instance (scalar: tools/amalgamate.sh
+ * emits the levels widest first) */
+#if TC__ISA_W == 1
+#undef TC__VF
+#undef TC__VI
+#undef TC__VU
+#undef TC__VFN
+#undef TC__W
+#undef TC__INL
+#undef TC__SPL
+#undef TC__FMA
+#undef TC__SEL
+#undef TC__LD
+#undef TC__ST
+#undef TC__V
+#undef TC__VLET
+#undef TC__VLIBM2
+#undef TC__EXP_NORMAL_MIN
+#endif
+#line TC__LINE_AT(17912, "tcompile.h", 17912)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17726)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 17919)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18750,10 +18943,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18754, "tcompile.h", 18754)
+#line TC__LINE_AT(18947, "tcompile.h", 18947)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18757)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 18950)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19079,10 +19272,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19083, "tcompile.h", 19083)
+#line TC__LINE_AT(19276, "tcompile.h", 19276)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19086)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19279)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19790,10 +19983,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19794, "tcompile.h", 19794)
+#line TC__LINE_AT(19987, "tcompile.h", 19987)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 19797)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 19990)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -19854,10 +20047,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(19858, "tcompile.h", 19858)
+#line TC__LINE_AT(20051, "tcompile.h", 20051)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 19861)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20054)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -19886,7 +20079,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207a"
+#define TC__TUNE_KERNELS "k20261207b"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -20081,8 +20274,9 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         char ins[128];
         for (i = 0; i < k->ncode; i++) {
             const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
-                    v->bu, v->au, (double)v->f0, (double)v->f1);
+            /* ops by name: adding an op renumbers those after it */
+            tc__fmt(ins, sizeof ins, "%s %d %d %d %d %d %d %s %s %a %a;", tc__vop_name(v->op), v->dst, v->a, v->b, v->c,
+                    v->as, v->at, tc__vop_name(v->bu), tc__vop_name(v->au), (double)v->f0, (double)v->f1);
             h ^= tc__fnv1a(ins);
             h *= 1099511628211ull;
         }
@@ -20274,10 +20468,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20278, "tcompile.h", 20278)
+#line TC__LINE_AT(20472, "tcompile.h", 20472)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20281)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20475)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20368,10 +20562,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20372, "tcompile.h", 20372)
+#line TC__LINE_AT(20566, "tcompile.h", 20566)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20375)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20569)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20528,10 +20722,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20532, "tcompile.h", 20532)
+#line TC__LINE_AT(20726, "tcompile.h", 20726)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20535)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20729)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21100,10 +21294,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21104, "tcompile.h", 21104)
+#line TC__LINE_AT(21298, "tcompile.h", 21298)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21107)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21301)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21382,10 +21576,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21386, "tcompile.h", 21386)
+#line TC__LINE_AT(21580, "tcompile.h", 21580)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21389)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21583)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21586,10 +21780,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21590, "tcompile.h", 21590)
+#line TC__LINE_AT(21784, "tcompile.h", 21784)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21593)
+#line TC__LINE_AT(1, "src/license.h", 21787)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21631,7 +21825,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21635, "tcompile.h", 21635)
+#line TC__LINE_AT(21829, "tcompile.h", 21829)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -7,54 +7,13 @@
 #include "../tcompile.h"
 #include "tc_test.h"
 #include "ops_common.h"
+#include "ref_pointwise.h"
 
 /* ------------------------------------------------------------------------ */
 /* Pointwise unary                                                           */
 /* ------------------------------------------------------------------------ */
 
-typedef tc_tensor *(*unary_fn)(tc_ctx *, tc_tensor *, const char *, int);
-static double r_neg(double x) { return -x; }
-static double r_abs(double x) { return fabs(x); }
-static double r_rsqrt(double x) { return 1.0 / sqrt(x); }
-static double r_recip(double x) { return 1.0 / x; }
-static double r_square(double x) { return x * x; }
-static double r_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static double r_relu(double x) { return is_nan(x) ? x : x > 0 ? x : 0.0; }
-static double r_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
-static double r_gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-}
-static double r_silu(double x) { return x / (1.0 + exp(-x)); }
-
-typedef struct unop {
-    const char *name;
-    unary_fn fn;
-    double (*ref)(double);
-    double lo, hi;
-    int keeps_int;   /* i32 in -> i32 out */
-    int special_inf; /* test +-inf as inputs */
-} unop;
-static const unop unops[] = {
-    {"neg", tc_neg_at, r_neg, -5, 5, 1, 1},
-    {"abs", tc_abs_at, r_abs, -5, 5, 1, 1},
-    {"exp", tc_exp_at, exp, -20, 20, 0, 1},
-    {"log", tc_log_at, log, 0.01, 50, 0, 1},
-    {"sqrt", tc_sqrt_at, sqrt, 0, 50, 0, 1},
-    {"rsqrt", tc_rsqrt_at, r_rsqrt, 0.01, 50, 0, 1},
-    {"reciprocal", tc_reciprocal_at, r_recip, 0.1, 10, 0, 1},
-    {"square", tc_square_at, r_square, -30, 30, 1, 1},
-    {"sin", tc_sin_at, sin, -10, 10, 0, 1},
-    {"cos", tc_cos_at, cos, -10, 10, 0, 1},
-    {"tanh", tc_tanh_at, tanh, -8, 8, 0, 1},
-    {"sigmoid", tc_sigmoid_at, r_sigmoid, -20, 20, 0, 1},
-    {"relu", tc_relu_at, r_relu, -5, 5, 1, 1},
-    {"gelu", tc_gelu_at, r_gelu, -8, 8, 0, 0},
-    {"gelu_tanh", tc_gelu_tanh_at, r_gelu_tanh, -8, 8, 0, 0},
-    {"silu", tc_silu_at, r_silu, -20, 20, 0, 0},
-    {"floor", tc_floor_at, floor, -5, 5, 1, 1},
-    {"ceil", tc_ceil_at, ceil, -5, 5, 1, 1},
-};
-#define N_UNOPS ((int)(sizeof unops / sizeof unops[0]))
+/* unops[]: every op of TC__UNARY_API, with its reference (ref_pointwise.h) */
 
 TC_TEST(test_unary_f32) {
     tc_ctx *ctx = mkctx(1);
@@ -69,7 +28,7 @@ TC_TEST(test_unary_f32) {
             rnd_shape(&nd, sh, 4);
             n = numel_of(nd, sh);
             v = rnd_vals(TC_F32, n, unops[o].lo, unops[o].hi);
-            if (unops[o].ref == r_recip)
+            if (unops[o].ref == r_reciprocal)
                 for (i = 0; i < n; i++) v[i] = (i % 2) ? -v[i] : v[i];
             tc_scope_begin(ctx);
             x = mk_any(ctx, TC_F32, nd, sh, v, layout);
@@ -228,46 +187,7 @@ TC_TEST(test_cast) {
 /* Pointwise binary                                                          */
 /* ------------------------------------------------------------------------ */
 
-typedef tc_tensor *(*binary_fn)(tc_ctx *, tc_tensor *, tc_tensor *, const char *, int);
-typedef tc_tensor *(*bscalar_fn)(tc_ctx *, tc_tensor *, double, const char *, int);
-static double r_add(double a, double b) { return a + b; }
-static double r_sub(double a, double b) { return a - b; }
-static double r_mul(double a, double b) { return a * b; }
-static double r_div(double a, double b) { return a / b; }
-static double r_pow(double a, double b) { return pow(a, b); }
-static double r_max(double a, double b) { return is_nan(a) || is_nan(b) ? NAN : a > b ? a : b; }
-static double r_min(double a, double b) { return is_nan(a) || is_nan(b) ? NAN : a < b ? a : b; }
-static double r_eq(double a, double b) { return a == b; }
-static double r_ne(double a, double b) { return a != b; }
-static double r_lt(double a, double b) { return a < b; }
-static double r_le(double a, double b) { return a <= b; }
-static double r_gt(double a, double b) { return a > b; }
-static double r_ge(double a, double b) { return a >= b; }
-
-enum { K_ARITH, K_DIV, K_POW, K_CMP };
-typedef struct binop {
-    const char *name;
-    binary_fn fn;
-    bscalar_fn sfn;
-    double (*ref)(double, double);
-    int kind;
-} binop;
-static const binop binops[] = {
-    {"add", tc_add_at, tc_add_scalar_at, r_add, K_ARITH},
-    {"sub", tc_sub_at, tc_sub_scalar_at, r_sub, K_ARITH},
-    {"mul", tc_mul_at, tc_mul_scalar_at, r_mul, K_ARITH},
-    {"div", tc_div_at, tc_div_scalar_at, r_div, K_DIV},
-    {"pow", tc_pow_at, tc_pow_scalar_at, r_pow, K_POW},
-    {"maximum", tc_maximum_at, tc_maximum_scalar_at, r_max, K_ARITH},
-    {"minimum", tc_minimum_at, tc_minimum_scalar_at, r_min, K_ARITH},
-    {"eq", tc_eq_at, tc_eq_scalar_at, r_eq, K_CMP},
-    {"ne", tc_ne_at, tc_ne_scalar_at, r_ne, K_CMP},
-    {"lt", tc_lt_at, tc_lt_scalar_at, r_lt, K_CMP},
-    {"le", tc_le_at, tc_le_scalar_at, r_le, K_CMP},
-    {"gt", tc_gt_at, tc_gt_scalar_at, r_gt, K_CMP},
-    {"ge", tc_ge_at, tc_ge_scalar_at, r_ge, K_CMP},
-};
-#define N_BINOPS ((int)(sizeof binops / sizeof binops[0]))
+/* binops[]: every op of TC__BINARY_API, with its reference (ref_pointwise.h) */
 static int binop_index(const char *name) {
     int i;
     for (i = 0; i < N_BINOPS; i++)

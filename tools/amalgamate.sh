@@ -21,14 +21,14 @@ src/ops/optable.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
 @cpu/gemm_isa src/cpu/gemm.c src/ops/linalg.c src/cpu/conv.c src/ops/shape.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
-@cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
+@cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
 src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c
 src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
 src/license.h"
 
-# src/cpu/vexec_isa.c and src/cpu/gemm_isa.c (@name in the manifest) are
-# written once over GNU C vector types and emitted once per ISA level
-# (suffix, lanes, target attribute, the guard it needs).
+# src/cpu/vmath_isa.c, src/cpu/vexec_isa.c and src/cpu/gemm_isa.c (@name in
+# the manifest) are written once over GNU C vector types and emitted once per
+# ISA level (suffix, lanes, target attribute, the guard it needs).
 ISAS="avx512|16|__attribute__((target(\"avx512f,avx2,fma\")))|defined(TC__HAVE_VEXEC_X86)
 avx2|8|__attribute__((target(\"avx2,fma\")))|defined(TC__HAVE_VEXEC_X86)
 v128|4||defined(TC__HAVE_VEXEC)

@@ -38,10 +38,12 @@ unlisted = [f for f in unlisted if f not in pos and f not in public_header]
 
 
 def strip(text):
-    """Comments and string literals blanked (line numbers kept)."""
+    """Comments, string literals and macro definitions blanked (line numbers
+    kept): a macro's body is checked where it is expanded."""
     def blank(m):
         return re.sub(r"[^\n]", " ", m.group(0))
-    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', blank, text, flags=re.S)
+    text = re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', blank, text, flags=re.S)
+    return re.sub(r"^[ \t]*#[ \t]*define\b(?:[^\n]*\\\n)*[^\n]*", blank, text, flags=re.M)
 
 
 src = {f: strip(open(f).read()) for f in order if os.path.exists(f)}

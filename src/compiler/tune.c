@@ -26,7 +26,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207a"
+#define TC__TUNE_KERNELS "k20261207b"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -221,8 +221,9 @@ TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__laun
         char ins[128];
         for (i = 0; i < k->ncode; i++) {
             const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
-                    v->bu, v->au, (double)v->f0, (double)v->f1);
+            /* ops by name: adding an op renumbers those after it */
+            tc__fmt(ins, sizeof ins, "%s %d %d %d %d %d %d %s %s %a %a;", tc__vop_name(v->op), v->dst, v->a, v->b, v->c,
+                    v->as, v->at, tc__vop_name(v->bu), tc__vop_name(v->au), (double)v->f0, (double)v->f1);
             h ^= tc__fnv1a(ins);
             h *= 1099511628211ull;
         }
