@@ -2883,8 +2883,205 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 };
 #line TC__LINE_AT(2885, "tcompile.h", 2885)
 
+/* ===== src/internal.h ===== */
+#line TC__LINE_AT(1, "src/internal.h", 2888)
+/* The stages' interfaces: every tc__ function one stage calls in another,
+ * declared here, grouped by the file that defines it, in the amalgamation's
+ * order (tools/amalgamate.sh).  Each file calls only what an earlier file
+ * defines (tools/layers.py checks it, and that no other file declares
+ * another's functions), so this list is also the map of who offers what:
+ * the compiler is reached from the earlier stages only through the
+ * context's tracing hooks (tc__trace_hooks), a device from the plan only
+ * through its backend table (tc__backend).  Types a later stage defines
+ * appear as `struct tc__x`, the tag of its typedef.
+ *
+ * runtime/platform.c, the OS layer, precedes this header and defines each
+ * of its functions per platform under its own #if (some only where threads
+ * or atomics exist), so its definitions are its declarations:
+ * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
+ * tc__cpu_count, tc__cpu_features, tc__map_file, tc__unmap_file,
+ * tc__atomic_load_u64, tc__atomic_store_u64, tc__atomic_load_int,
+ * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
+ * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
+ * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
+ * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
+ * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.
+ */
+
+/* The later stages' types, by tag. */
+struct tc__backend;
+struct tc__entry;
+struct tc__fusion;
+struct tc__gemm;
+struct tc__gemm_impl;
+struct tc__gemm_prepack;
+struct tc__graph;
+struct tc__isa_impl;
+struct tc__kernel;
+struct tc__krun;
+struct tc__launch;
+struct tc__node;
+struct tc__program;
+struct tc__sbuf;
+struct tc__segcache;
+struct tc__sym;
+struct tc__tune_mem;
+struct tc__vins;
+struct tc__vst;
+
+/* ---- runtime/util.c */
+TC__FN int tc__dtype_valid(tc_dtype dt);
+TC__FN int tc__is_float(tc_dtype dt);
+TC__FN void *tc__alloc_aligned(size_t bytes, void **raw);
+TC__FN void tc__scratch_put(void *p);
+TC__FN void *tc__malloc(size_t bytes);
+TC__FN void *tc__scratch_get(tc_ctx *ctx, size_t bytes);
+TC__FN tc__scratch_cache *tc__cache_new(void);
+TC__FN void tc__cache_free(tc__scratch_cache *c);
+TC__FN char *tc__strdup(const char *s);
+TC__FN int tc__mul_ov(int64_t a, int64_t b, int64_t *out);
+TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape);
+TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) TC__PRINTF(2, 3);
+TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN float tc__f16_to_f32(uint16_t h);
+TC__FN uint16_t tc__f32_to_f16(float f);
+TC__FN float tc__bf16_to_f32(uint16_t h);
+TC__FN uint16_t tc__f32_to_bf16(float f);
+TC__FN int32_t tc__f32_to_i32(float v);
+TC__FN double tc__load(const void *base, tc_dtype dt, int64_t i);
+TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v);
+
+/* ---- runtime/threads.c */
+TC__FN void tc__pool_destroy(tc__pool *p);
+TC__FN tc__pool *tc__pool_create(int nthreads);
+TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn fn, void *arg);
+TC__FN int tc__parallel_parts(const tc_ctx *ctx, int64_t n, int64_t work);
+
+/* ---- runtime/tensor.c */
+TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap);
+TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
+TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
+TC__FN tc__storage *tc__storage_wrap(void *data);
+TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
+TC__FN void tc__contig_strides(int ndim, const int64_t *shape, int64_t *strides);
+TC__FN int tc__contig(const tc_tensor *t);
+TC__FN int64_t tc__numel(const tc_tensor *t);
+TC__FN char *tc__base(const tc_tensor *t);
+
+/* ---- ops/dispatch.c */
+TC__FN tc_tensor *tc__run(tc__call *c);
+TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line);
+TC__FN tc_result tc__msg(tc__call *c, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN const char *tc__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
+TC__FN struct tc__sbuf tc__shp(const tc_tensor *t);
+TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text);
+TC__FN tc_tensor *tc__fail(tc__call *c, tc_result r);
+TC__FN int tc__axis(int axis, int ndim);
+TC__FN tc_result tc__bad_axis(tc__call *c, int axis, int ndim);
+TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r);
+TC__FN tc_tensor *tc__check_inputs(tc__call *c);
+TC__FN tc_tensor *tc__full(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *shape, double value, const char *name, const char *file, int line);
+TC__FN tc_result tc__run_full(tc__call *c, tc_tensor *out);
+TC__FN void tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *file, int line, tc__call *c);
+TC__FN tc_tensor *tc__clone(tc_ctx *ctx, tc_tensor *x, const char *name, const char *file, int line);
+TC__FN tc_tensor *tc__slice(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step, const char *file, int line);
+
+/* ---- ops/pointwise.c */
+TC__FN tc_dtype tc__promote(tc_tensor *const *ts, int n);
+TC__FN void tc__copy_into(tc_ctx *ctx, char *dbase, tc_dtype dd, int ndim, const int64_t *shape, const int64_t *dstrides, const char *sbase, tc_dtype sd, int sndim, const int64_t *sshape, const int64_t *sstrides);
+TC__FN char *tc__as_dtype(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, int64_t *st, void **owned);
+TC__FN char *tc__contig_as(tc_ctx *ctx, const tc_tensor *t, tc_dtype dt, void **owned);
+TC__FN tc_result tc__shape_same(tc__call *c);
+
+/* ---- cpu/gemm.c */
+TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0, int64_t js1, float *bp);
+TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
+TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
+TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
+TC__FN void tc__pack_a(const struct tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap);
+TC__FN int tc__gemm_batched(tc_ctx *ctx, const struct tc__gemm *g, int64_t nbatch, const int64_t *aoff, const int64_t *boff, const int64_t *coff);
+
+/* ---- ops/linalg.c */
+TC__FN void tc__batch_offsets(const int64_t *shape, const int64_t *st, int tnb, int nb, const int64_t *bshape, int64_t nbatch, int64_t *off);
+TC__FN int tc__batch_shape(tc__call *c, tc_tensor *const *ts, const int *core, int n);
+TC__FN tc_result tc__float_inputs(tc__call *c, int n);
+TC__FN float *tc__out_f32(tc_tensor *out, void **owned);
+TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
+
+/* ---- compiler/graph.c */
+TC__FN void tc__graph_free(struct tc__graph *g);
+TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
+TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
+TC__FN int tc__pass_dce(struct tc__graph *g);
+TC__FN size_t tc__graph_dot(const struct tc__graph *g, const int *group, char *buf, size_t cap);
+TC__FN size_t tc__graph_print(const struct tc__graph *g, char *buf, size_t cap);
+TC__FN int tc__graph_equal(const struct tc__graph *x, const struct tc__graph *y);
+TC__FN int tc__graph_fit(const struct tc__graph *g1, const struct tc__graph *g2, int64_t s1, int64_t s2, struct tc__sym **out);
+TC__FN struct tc__graph *tc__graph_copy(const struct tc__graph *g);
+TC__FN struct tc__graph *tc__graph_instantiate(const struct tc__graph *tmpl, const struct tc__sym *sym, int nsym, int64_t s);
+
+/* ---- compiler/passes.c */
+TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, struct tc__graph **g);
+
+/* ---- compiler/kernel.c */
+TC__FN int tc__kernel_tile(const struct tc__kernel *k);
+TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
+TC__FN double tc__comb_identity(int comb);
+TC__FN double tc__comb_apply(double a, double v, int comb);
+TC__FN void tc__kernel_mark_fusions(struct tc__vins *code, int begin, int end);
+TC__FN void tc__vst_pf_upto(struct tc__vst *s, int end);
+TC__FN const char *tc__vop_name(int op);
+TC__FN int tc__kernel_emit(struct tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1);
+TC__FN int tc__vins_srcs(struct tc__vins *v, int16_t **src);
+TC__FN void tc__kernel_free(struct tc__kernel *k);
+TC__FN void tc__kernel_share_locals(struct tc__kernel *k);
+TC__FN void tc__kernel_print(const struct tc__kernel *k, int index, tc__text *sb);
+
+/* ---- compiler/fuse.c */
+TC__FN void tc__fusion_free(struct tc__fusion *fu);
+TC__FN int tc__fuse_graph(tc_ctx *ctx, const struct tc__graph *g, const tc_tensor *hdr, int logs, struct tc__fusion *out);
+
+/* ---- cpu/vexec.c */
+TC__FN const struct tc__isa_impl *tc__isa_impl_of(tc_isa isa);
+TC__FN tc_isa tc__isa_best(int cpu_features);
+TC__FN size_t tc__kernel_ws_bytes(const struct tc__kernel *k);
+TC__FN void tc__kernel_run(tc_ctx *ctx, const struct tc__kernel *k, tc_tensor *const *ref, char *ws, size_t ws_bytes, int ws_slots, int tile);
+TC__FN void tc__krun_prepare(struct tc__krun *kr_, tc_ctx *ctx, const struct tc__kernel *k, tc_tensor *const *ref);
+TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, int64_t n, int64_t ldc);
+
+/* ---- compiler/plan.c */
+TC__FN void tc__program_free(struct tc__program *p);
+TC__FN struct tc__program *tc__program_build(tc_ctx *ctx, const struct tc__backend *be, const struct tc__graph *g, tc_tensor *const *inputs, int persistent, int fuse, int logs, char *err, size_t errcap);
+TC__FN tc_result tc__launch_exec(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
+TC__FN int tc__program_frozen(const struct tc__program *p);
+TC__FN int tc__program_freeze(struct tc__program *p);
+TC__FN tc_result tc__program_run(struct tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs, char *err, size_t errcap);
+
+/* ---- compiler/tune.c */
+TC__FN tc_result tc__tune_launch(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
+TC__FN void tc__tune_mem_free(struct tc__tune_mem *m);
+TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap);
+
+/* ---- compiler/explain.c */
+TC__FN unsigned tc__logs_from_env(void);
+TC__FN int tc__fuse_logs(const tc_fn *f);
+
+/* ---- compiler/trace.c */
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__segcache **segs);
+TC__FN void tc__segcache_free(struct tc__segcache *c);
+TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n);
+TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent);
+
+/* ---- compiler/dynamic.c */
+TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
+TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
+TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
+#line TC__LINE_AT(3082, "tcompile.h", 3082)
+
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 2888)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3085)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3699,10 +3896,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3703, "tcompile.h", 3703)
+#line TC__LINE_AT(3900, "tcompile.h", 3900)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3706)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3903)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4423,10 +4620,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4427, "tcompile.h", 4427)
+#line TC__LINE_AT(4624, "tcompile.h", 4624)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4430)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4627)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -4994,14 +5191,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4998, "tcompile.h", 4998)
+#line TC__LINE_AT(5195, "tcompile.h", 5195)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5005)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5202)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5342,7 +5539,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5346, "tcompile.h", 5346)
+#line TC__LINE_AT(5543, "tcompile.h", 5543)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5353,7 +5550,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5357)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5554)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5694,7 +5891,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5698, "tcompile.h", 5698)
+#line TC__LINE_AT(5895, "tcompile.h", 5895)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5705,7 +5902,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5709)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5906)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6046,7 +6243,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6050, "tcompile.h", 6050)
+#line TC__LINE_AT(6247, "tcompile.h", 6247)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6057,7 +6254,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6061)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6258)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6398,14 +6595,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6402, "tcompile.h", 6402)
+#line TC__LINE_AT(6599, "tcompile.h", 6599)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6409)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6606)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7021,10 +7218,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7025, "tcompile.h", 7025)
+#line TC__LINE_AT(7222, "tcompile.h", 7222)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7028)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7225)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7295,10 +7492,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7299, "tcompile.h", 7299)
+#line TC__LINE_AT(7496, "tcompile.h", 7496)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7302)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7499)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -7943,10 +8140,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7947, "tcompile.h", 7947)
+#line TC__LINE_AT(8144, "tcompile.h", 8144)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 7950)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8147)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8351,10 +8548,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8355, "tcompile.h", 8355)
+#line TC__LINE_AT(8552, "tcompile.h", 8552)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8358)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8555)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9085,10 +9282,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9089, "tcompile.h", 9089)
+#line TC__LINE_AT(9286, "tcompile.h", 9286)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9092)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9289)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9526,10 +9723,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9530, "tcompile.h", 9530)
+#line TC__LINE_AT(9727, "tcompile.h", 9727)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9533)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9730)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10437,10 +10634,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10441, "tcompile.h", 10441)
+#line TC__LINE_AT(10638, "tcompile.h", 10638)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10444)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10641)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11092,10 +11289,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11096, "tcompile.h", 11096)
+#line TC__LINE_AT(11293, "tcompile.h", 11293)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11099)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11296)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12044,14 +12241,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12048, "tcompile.h", 12048)
+#line TC__LINE_AT(12245, "tcompile.h", 12245)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12055)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12252)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12494,7 +12691,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12498, "tcompile.h", 12498)
+#line TC__LINE_AT(12695, "tcompile.h", 12695)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12505,7 +12702,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12509)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12706)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12948,7 +13145,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12952, "tcompile.h", 12952)
+#line TC__LINE_AT(13149, "tcompile.h", 13149)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12959,7 +13156,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12963)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13160)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13402,7 +13599,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13406, "tcompile.h", 13406)
+#line TC__LINE_AT(13603, "tcompile.h", 13603)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13413,7 +13610,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13417)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13614)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13856,7 +14053,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13860, "tcompile.h", 13860)
+#line TC__LINE_AT(14057, "tcompile.h", 14057)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13867,7 +14064,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 13871)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14068)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -14869,7 +15066,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(14873, "tcompile.h", 14873)
+#line TC__LINE_AT(15070, "tcompile.h", 15070)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14880,7 +15077,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14884)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15081)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15882,7 +16079,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15886, "tcompile.h", 15886)
+#line TC__LINE_AT(16083, "tcompile.h", 16083)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15893,7 +16090,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15897)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16094)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16895,7 +17092,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16899, "tcompile.h", 16899)
+#line TC__LINE_AT(17096, "tcompile.h", 17096)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16906,7 +17103,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16910)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17107)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17908,14 +18105,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17912, "tcompile.h", 17912)
+#line TC__LINE_AT(18109, "tcompile.h", 18109)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 17919)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18116)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18943,10 +19140,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(18947, "tcompile.h", 18947)
+#line TC__LINE_AT(19144, "tcompile.h", 19144)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 18950)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19147)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19272,10 +19469,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19276, "tcompile.h", 19276)
+#line TC__LINE_AT(19473, "tcompile.h", 19473)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19279)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19476)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19983,10 +20180,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(19987, "tcompile.h", 19987)
+#line TC__LINE_AT(20184, "tcompile.h", 20184)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 19990)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20187)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20047,10 +20244,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20051, "tcompile.h", 20051)
+#line TC__LINE_AT(20248, "tcompile.h", 20248)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20054)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20251)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20468,10 +20665,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20472, "tcompile.h", 20472)
+#line TC__LINE_AT(20669, "tcompile.h", 20669)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20475)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20672)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20562,10 +20759,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20566, "tcompile.h", 20566)
+#line TC__LINE_AT(20763, "tcompile.h", 20763)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20569)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20766)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20722,10 +20919,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20726, "tcompile.h", 20726)
+#line TC__LINE_AT(20923, "tcompile.h", 20923)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20729)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20926)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21294,10 +21491,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21298, "tcompile.h", 21298)
+#line TC__LINE_AT(21495, "tcompile.h", 21495)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21301)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21498)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21576,10 +21773,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21580, "tcompile.h", 21580)
+#line TC__LINE_AT(21777, "tcompile.h", 21777)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21583)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21780)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21780,10 +21977,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21784, "tcompile.h", 21784)
+#line TC__LINE_AT(21981, "tcompile.h", 21981)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21787)
+#line TC__LINE_AT(1, "src/license.h", 21984)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -21825,7 +22022,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(21829, "tcompile.h", 21829)
+#line TC__LINE_AT(22026, "tcompile.h", 22026)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

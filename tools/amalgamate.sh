@@ -17,7 +17,7 @@ cd "$root"
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h
 src/runtime/platform.c src/runtime/util.c src/runtime/threads.c src/runtime/tensor.c
-src/ops/optable.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
+src/ops/optable.h src/internal.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
 @cpu/gemm_isa src/cpu/gemm.c src/ops/linalg.c src/cpu/conv.c src/ops/shape.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c

@@ -10,7 +10,10 @@ file defines, unless something declares it ahead.  This check keeps it so:
   2. no file but src/internal.h declares a function another file defines;
   3. no stage calls a public op entry point (tc_*_at) of another file: the
      library's own calls go through the dispatcher (io/ is a client of the
-     public API, like a user's code, and may).
+     public API, like a user's code, and may);
+  4. src/internal.h declares every tc__ function a file uses from another
+     (those of runtime/platform.c, which precedes it, are named in its
+     comment), and nothing else.
 
 Prints each violation as file: what; exits 1 if there is any.
 """
@@ -71,6 +74,8 @@ for f in missing:
 for f in unlisted:
     problems.append("%s: not in the manifest (tools/amalgamate.sh)" % f)
 for f, text in src.items():
+    if f == "src/internal.h":
+        continue
     for m in re.finditer(r"\b(tc_[A-Za-z0-9_]+)\b", text):
         name, d = m.group(1), defs.get(m.group(1))
         if not d or d == f:
@@ -81,13 +86,26 @@ for f, text in src.items():
               and re.match(r"\s*\(", text[m.end():])):
             problems.append("%s:%d: calls the public entry point %s (%s): use the dispatcher's internals"
                             % (f, line_of(text, m.start()), name, d))
-    if f == "src/internal.h":
-        continue
     for m in PROTO.finditer(text):
         d = defs.get(m.group(1))
         if d and d != f:
             problems.append("%s:%d: declares %s of %s (cross-stage declarations belong in src/internal.h)"
                             % (f, line_of(text, m.start()), m.group(1), d))
+
+internal = open("src/internal.h").read() if os.path.exists("src/internal.h") else ""
+declared = set(m.group(1) for m in PROTO.finditer(strip(internal)))
+named = set(re.findall(r"\b(tc__[A-Za-z0-9_]+)\b", internal)) - declared
+crossed = set()
+for f, text in src.items():
+    for m in re.finditer(r"\b(tc__[A-Za-z0-9_]+)\b", text):
+        d = defs.get(m.group(1))
+        if d and d != f and f != "src/internal.h":
+            crossed.add(m.group(1))
+for n in sorted(crossed - declared):
+    if not (defs[n] == "src/runtime/platform.c" and n in named):
+        problems.append("src/internal.h: %s (%s) is used by another file but not declared" % (n, defs[n]))
+for n in sorted(declared - crossed):
+    problems.append("src/internal.h: declares %s, which no other file uses" % n)
 
 for p in problems:
     print(p)
