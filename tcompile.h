@@ -10899,9 +10899,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
  * power of two that holds it), so the executor runs it as a row held in
  * one tile (pre-decoded steps, sums folded in registers) where the fold
  * span allows: the register buffers such a row's code writes are few
- * (its values go to row buffers, the result or the row scalars).
- * softmax_ln from a cold cache, 2 threads, Zen 5: [2048, 2048] 1.43-1.56
- * -> 1.09-1.10 ms, [1024, 4096] 1.22 -> 0.97-1.00. */
+ * (its values go to row buffers, the result or the row scalars). */
 TC__FN int tc__kernel_tile(const tc__kernel *k) {
     int t = 4 * TC__VM_TILE, d;
     int64_t row = 1;
@@ -11289,10 +11287,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11293, "tcompile.h", 11293)
+#line TC__LINE_AT(11291, "tcompile.h", 11291)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11296)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11294)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12241,14 +12239,14 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12245, "tcompile.h", 12245)
+#line TC__LINE_AT(12243, "tcompile.h", 12243)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12252)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12250)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12691,7 +12689,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12695, "tcompile.h", 12695)
+#line TC__LINE_AT(12693, "tcompile.h", 12693)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12702,7 +12700,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12706)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12704)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13145,7 +13143,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13149, "tcompile.h", 13149)
+#line TC__LINE_AT(13147, "tcompile.h", 13147)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13156,7 +13154,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13160)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13158)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13599,7 +13597,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13603, "tcompile.h", 13603)
+#line TC__LINE_AT(13601, "tcompile.h", 13601)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13610,7 +13608,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13614)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13612)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14053,7 +14051,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14057, "tcompile.h", 14057)
+#line TC__LINE_AT(14055, "tcompile.h", 14055)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14064,7 +14062,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14068)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14066)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15066,7 +15064,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15070, "tcompile.h", 15070)
+#line TC__LINE_AT(15068, "tcompile.h", 15068)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15077,7 +15075,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15081)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15079)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16079,7 +16077,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16083, "tcompile.h", 16083)
+#line TC__LINE_AT(16081, "tcompile.h", 16081)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16090,7 +16088,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16094)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16092)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17092,7 +17090,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17096, "tcompile.h", 17096)
+#line TC__LINE_AT(17094, "tcompile.h", 17094)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17103,7 +17101,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17107)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17105)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18105,14 +18103,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18109, "tcompile.h", 18109)
+#line TC__LINE_AT(18107, "tcompile.h", 18107)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18116)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18114)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19140,10 +19138,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19144, "tcompile.h", 19144)
+#line TC__LINE_AT(19142, "tcompile.h", 19142)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19147)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19145)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19469,10 +19467,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19473, "tcompile.h", 19473)
+#line TC__LINE_AT(19471, "tcompile.h", 19471)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19476)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19474)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20180,10 +20178,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20184, "tcompile.h", 20184)
+#line TC__LINE_AT(20182, "tcompile.h", 20182)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20187)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20185)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20244,10 +20242,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20248, "tcompile.h", 20248)
+#line TC__LINE_AT(20246, "tcompile.h", 20246)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20251)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20249)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20536,10 +20534,9 @@ TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
  * each, the best of each kept): the variants were measured one after
  * another, and where the host's speed drifted between them (another
  * process taking a core for a while) a choice won that the same calls in
- * turn do not bear out, and its cache entry kept it wrong for good (on a
- * 2-core VM, ew's and softmax_ln's kernels kept one thread, 1.6-1.8x
- * slower than default).  The choice stays only where it wins by
- * TC__TUNE_MARGIN. */
+ * turn do not bear out, and its cache entry kept it wrong for good (a
+ * kernel kept on one thread where two are much faster).  The choice stays
+ * only where it wins by TC__TUNE_MARGIN. */
 #define TC__TUNE_MARGIN 0.97
 TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__tune_choice *ch,
                                   double *best) {
@@ -20665,10 +20662,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20669, "tcompile.h", 20669)
+#line TC__LINE_AT(20666, "tcompile.h", 20666)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20672)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20669)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20759,10 +20756,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20763, "tcompile.h", 20763)
+#line TC__LINE_AT(20760, "tcompile.h", 20760)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20766)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20763)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20919,10 +20916,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20923, "tcompile.h", 20923)
+#line TC__LINE_AT(20920, "tcompile.h", 20920)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20926)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20923)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21491,10 +21488,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21495, "tcompile.h", 21495)
+#line TC__LINE_AT(21492, "tcompile.h", 21492)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21498)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21495)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21773,10 +21770,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21777, "tcompile.h", 21777)
+#line TC__LINE_AT(21774, "tcompile.h", 21774)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21780)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21777)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21977,10 +21974,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21981, "tcompile.h", 21981)
+#line TC__LINE_AT(21978, "tcompile.h", 21978)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21984)
+#line TC__LINE_AT(1, "src/license.h", 21981)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22022,7 +22019,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22026, "tcompile.h", 22026)
+#line TC__LINE_AT(22023, "tcompile.h", 22023)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

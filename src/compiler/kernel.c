@@ -259,9 +259,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
  * power of two that holds it), so the executor runs it as a row held in
  * one tile (pre-decoded steps, sums folded in registers) where the fold
  * span allows: the register buffers such a row's code writes are few
- * (its values go to row buffers, the result or the row scalars).
- * softmax_ln from a cold cache, 2 threads, Zen 5: [2048, 2048] 1.43-1.56
- * -> 1.09-1.10 ms, [1024, 4096] 1.22 -> 0.97-1.00. */
+ * (its values go to row buffers, the result or the row scalars). */
 TC__FN int tc__kernel_tile(const tc__kernel *k) {
     int t = 4 * TC__VM_TILE, d;
     int64_t row = 1;

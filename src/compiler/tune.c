@@ -286,10 +286,9 @@ TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
  * each, the best of each kept): the variants were measured one after
  * another, and where the host's speed drifted between them (another
  * process taking a core for a while) a choice won that the same calls in
- * turn do not bear out, and its cache entry kept it wrong for good (on a
- * 2-core VM, ew's and softmax_ln's kernels kept one thread, 1.6-1.8x
- * slower than default).  The choice stays only where it wins by
- * TC__TUNE_MARGIN. */
+ * turn do not bear out, and its cache entry kept it wrong for good (a
+ * kernel kept on one thread where two are much faster).  The choice stays
+ * only where it wins by TC__TUNE_MARGIN. */
 #define TC__TUNE_MARGIN 0.97
 TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__tune_choice *ch,
                                   double *best) {
