@@ -2900,12 +2900,12 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__map_file, tc__unmap_file,
- * tc__atomic_load_u64, tc__atomic_store_u64, tc__atomic_load_int,
- * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
- * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
- * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
- * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
- * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.
+ * tc__atomic_store_u64, tc__atomic_load_int, tc__atomic_store_int,
+ * tc__atomic_dec_int, tc__atomic_fetch_add_int, tc__cpu_relax,
+ * tc__try_enter, tc__flag_raise, tc__next_ticket, tc__leave,
+ * tc__thread_start, tc__thread_join, tc__mutex_init, tc__mutex_destroy,
+ * tc__mutex_lock, tc__mutex_unlock, tc__cond_init, tc__cond_destroy,
+ * tc__cond_wait, tc__cond_broadcast.
  */
 
 /* The later stages' types, by tag. */
@@ -3031,7 +3031,6 @@ TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);
 TC__FN void tc__kernel_mark_fusions(struct tc__vins *code, int begin, int end);
-TC__FN void tc__vst_pf_upto(struct tc__vst *s, int end);
 TC__FN const char *tc__vop_name(int op);
 TC__FN int tc__kernel_emit(struct tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1);
 TC__FN int tc__vins_srcs(struct tc__vins *v, int16_t **src);
@@ -3042,6 +3041,9 @@ TC__FN void tc__kernel_print(const struct tc__kernel *k, int index, tc__text *sb
 /* ---- compiler/fuse.c */
 TC__FN void tc__fusion_free(struct tc__fusion *fu);
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const struct tc__graph *g, const tc_tensor *hdr, int logs, struct tc__fusion *out);
+
+/* ---- cpu/vstate.h */
+TC__FN void tc__vst_pf_upto(struct tc__vst *s, int end);
 
 /* ---- cpu/vexec.c */
 TC__FN const struct tc__isa_impl *tc__isa_impl_of(tc_isa isa);
@@ -3078,10 +3080,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3082, "tcompile.h", 3082)
+#line TC__LINE_AT(3084, "tcompile.h", 3084)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3085)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3087)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3896,10 +3898,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(3900, "tcompile.h", 3900)
+#line TC__LINE_AT(3902, "tcompile.h", 3902)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 3903)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 3905)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4620,10 +4622,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4624, "tcompile.h", 4624)
+#line TC__LINE_AT(4626, "tcompile.h", 4626)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4627)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4629)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5191,14 +5193,14 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5195, "tcompile.h", 5195)
+#line TC__LINE_AT(5197, "tcompile.h", 5197)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5202)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5204)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5539,7 +5541,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5543, "tcompile.h", 5543)
+#line TC__LINE_AT(5545, "tcompile.h", 5545)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5550,7 +5552,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5554)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5556)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5891,7 +5893,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5895, "tcompile.h", 5895)
+#line TC__LINE_AT(5897, "tcompile.h", 5897)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5902,7 +5904,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5906)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5908)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6243,7 +6245,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6247, "tcompile.h", 6247)
+#line TC__LINE_AT(6249, "tcompile.h", 6249)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6254,7 +6256,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6258)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6260)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6595,14 +6597,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6599, "tcompile.h", 6599)
+#line TC__LINE_AT(6601, "tcompile.h", 6601)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6606)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6608)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7218,10 +7220,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7222, "tcompile.h", 7222)
+#line TC__LINE_AT(7224, "tcompile.h", 7224)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7225)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7227)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7492,10 +7494,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7496, "tcompile.h", 7496)
+#line TC__LINE_AT(7498, "tcompile.h", 7498)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7499)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7501)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8140,10 +8142,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8144, "tcompile.h", 8144)
+#line TC__LINE_AT(8146, "tcompile.h", 8146)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8147)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8149)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8548,10 +8550,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8552, "tcompile.h", 8552)
+#line TC__LINE_AT(8554, "tcompile.h", 8554)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8555)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8557)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9282,10 +9284,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9286, "tcompile.h", 9286)
+#line TC__LINE_AT(9288, "tcompile.h", 9288)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9289)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9291)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9723,10 +9725,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9727, "tcompile.h", 9727)
+#line TC__LINE_AT(9729, "tcompile.h", 9729)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9730)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9732)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10634,10 +10636,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10638, "tcompile.h", 10638)
+#line TC__LINE_AT(10640, "tcompile.h", 10640)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10641)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10643)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -10668,6 +10670,7 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
  *   local  a row-sized buffer a value several stages read is kept in
  *   krun   a kernel's launch state, shared by its threads (cpu/vexec.c)
  *   vst    one thread's state inside a kernel: tiles, pointers, slots
+ *          (cpu/vstate.h)
  *   vplan  a thread part's pre-decoded rows: the steps (vstep) of each stage
  *   fin    the tile is a whole row: its sums end as slots in registers */
 
@@ -10683,18 +10686,12 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
 #define TC__VM_MAXLOCAL 8
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
-#define TC__VPLAN_PF_STEP 4     /* lines per stream before each step (tc__vplan) */
 /* Rows of at most this many elements may run a vector's lanes' worth of
  * rows at once, one row per lane (tc__vst.tr): a row that short is mostly
  * the fixed cost of its stages (dispatch, folds, the chain of row
  * scalars).  The buffers are sized for it; which rows do is
  * tc__krun_lanes's rule (fewer than TC__LANE_VECTORS vectors). */
 #define TC__VM_LANE_ROW 128
-/* tc__vst.dt flag of every access while rows run across lanes: the
- * executor's contiguous fast paths (dt == F32) miss it, and its slow paths
- * hand the access to the lane gather / scatter, so the common case tests
- * nothing more */
-#define TC__VST_LANES 0x100
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -10801,96 +10798,6 @@ typedef struct tc__kernel {
     int root;                  /* the node it is named after                 */
     double cost;               /* vector instructions per domain element     */
 } tc__kernel;
-
-/* Run-time state of one thread inside a kernel: register tiles, the current
- * tile's pointers and strides per access, row scalars, accumulators. */
-typedef struct tc__vst {
-    float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
-    const float *r[TC__VM_MAXREG];   /* what each register reads             */
-    int u[TC__VM_MAXREG];            /* uniform: one vector stands for all   */
-    float uv[TC__VM_MAXREG][16];     /* that vector (up to 16 lanes)         */
-    char *ptr[TC__VM_MAXACC];        /* tile start per access                */
-    int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
-    int dt[TC__VM_MAXACC];
-    int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
-    float slot[TC__VM_MAXSLOT];
-    float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
-    float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
-    /* software prefetch of a later tile, spread over the tile's compute
-     * instructions (a burst of a whole tile's lines overruns the miss
-     * buffers and most of it is dropped) */
-    const char *pf[TC__VM_MAXPF];
-    int npf, pf_lines, pf_next;
-    /* the tile is a whole row of a row stage: its accumulations start at
-     * the identity and end as row scalars (slot = fold * scale) in
-     * registers, with no accumulator in memory to set up and read back */
-    int fin;
-    const int *slot_comb;
-    const float *slot_scale;
-    /* rows across lanes (TC__VM_LANE_ROW): lane r of every vector is row r
-     * of a group of trn rows (lanes past trn repeat row 0 and are never
-     * stored), a tile is trl columns of such vectors, and the row scalars
-     * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
-     * start of lane r's row */
-    int tr, trn, trl;
-    char *w;                         /* the workspace it lies over           */
-    float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
-    char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
-} tc__vst;
-
-/* One step of a pre-decoded stage (tc__vplan, vexec.c): an instruction,
- * or a compute instruction with the row buffer / result store and the sum
- * it fuses with, with everything the tile interpreter finds out about it
- * at every tile of every row decided once per part of a launch: which
- * registers are uniform (each uniform value gets a vector of its own, and
- * constants are filled in once), where each operand is read (a fixed
- * buffer, or NULL: access pa[] at the row's pointer), where the result
- * goes, and what it fuses with.  Rows held in one tile repeat the same
- * decisions at every row; a row kernel's own work is a few passes over a
- * row, so those decisions were about a quarter of a 1024-float
- * softmax_ln's instructions at AVX2 (callgrind). */
-enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
-    TC__VS_BCAST,    /* d <- access k's element, broadcast               */
-    TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
-    TC__VS_TRLOAD,   /* d <- access k, rows across lanes                 */
-    TC__VS_SLOT,     /* d <- slot k, broadcast                           */
-    TC__VS_STOREL,   /* row buffer d <- operand a                        */
-    TC__VS_STORE,    /* access k <- operand a                            */
-    TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
-    TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
-    TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
-    TC__VS_UBLOCK,   /* the n steps from here (SLOT, BCAST, UNIFORM) in one */
-    TC__VS_COUNT
-};
-struct tc__vstep;
-typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
-typedef struct tc__vstep {
-    tc__vstep_fn fn;
-    const tc__vins *in, *ac;         /* the instruction; its fused sum       */
-    const float *p[3];               /* operands a, b, c (NULL: access pa)   */
-    const float *sp, *tp;            /* operand a's prologue (NULL: none)    */
-    float *d;                        /* result (NULL: access od's pointer)   */
-    float *e;                        /* a uniform operand expanded here first */
-    int pa[3], od;
-    int sa, sb, sc;                  /* operand strides (0: uniform)         */
-    int m, len;                      /* vectors and elements of the tile     */
-    int k;                           /* the access, slot or row buffer       */
-    int fin;                         /* as tc__vst.fin                       */
-    int kind;                        /* TC__VS_*: what fn does               */
-    int n;                           /* steps this one runs (a UBLOCK's run) */
-} tc__vstep;
-
-#ifdef TC__HAVE_VEXEC
-/* Issues the armed prefetch's lines up to `end` (at most all of them) for
- * every armed stream. */
-TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
-    int q, l;
-    if (end > s->pf_lines) end = s->pf_lines;
-    for (q = 0; q < s->npf; q++)
-        for (l = s->pf_next; l < end; l++) tc__prefetch(s->pf[q] + (size_t)l * 64);
-    if (end > s->pf_next) s->pf_next = end;
-}
-#endif
 
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles
  * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
@@ -11287,10 +11194,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11291, "tcompile.h", 11291)
+#line TC__LINE_AT(11198, "tcompile.h", 11198)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11294)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11201)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12239,14 +12146,119 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12243, "tcompile.h", 12243)
+#line TC__LINE_AT(12150, "tcompile.h", 12150)
+
+/* ===== src/cpu/vstate.h ===== */
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12153)
+/* The CPU executor's run-time state, shared by the per-ISA files
+ * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
+ * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
+ * The kernel IR they run is compiler/kernel.c's. */
+
+#define TC__VPLAN_PF_STEP 4     /* lines per stream before each step (tc__vplan) */
+
+/* tc__vst.dt flag of every access while rows run across lanes: the
+ * executor's contiguous fast paths (dt == F32) miss it, and its slow paths
+ * hand the access to the lane gather / scatter, so the common case tests
+ * nothing more */
+#define TC__VST_LANES 0x100
+
+/* Run-time state of one thread inside a kernel: register tiles, the current
+ * tile's pointers and strides per access, row scalars, accumulators. */
+typedef struct tc__vst {
+    float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
+    const float *r[TC__VM_MAXREG];   /* what each register reads             */
+    int u[TC__VM_MAXREG];            /* uniform: one vector stands for all   */
+    float uv[TC__VM_MAXREG][16];     /* that vector (up to 16 lanes)         */
+    char *ptr[TC__VM_MAXACC];        /* tile start per access                */
+    int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
+    int dt[TC__VM_MAXACC];
+    int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
+    float slot[TC__VM_MAXSLOT];
+    float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
+    float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
+    /* software prefetch of a later tile, spread over the tile's compute
+     * instructions (a burst of a whole tile's lines overruns the miss
+     * buffers and most of it is dropped) */
+    const char *pf[TC__VM_MAXPF];
+    int npf, pf_lines, pf_next;
+    /* the tile is a whole row of a row stage: its accumulations start at
+     * the identity and end as row scalars (slot = fold * scale) in
+     * registers, with no accumulator in memory to set up and read back */
+    int fin;
+    const int *slot_comb;
+    const float *slot_scale;
+    /* rows across lanes (TC__VM_LANE_ROW): lane r of every vector is row r
+     * of a group of trn rows (lanes past trn repeat row 0 and are never
+     * stored), a tile is trl columns of such vectors, and the row scalars
+     * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
+     * start of lane r's row */
+    int tr, trn, trl;
+    char *w;                         /* the workspace it lies over           */
+    float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
+    char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
+} tc__vst;
+
+/* One step of a pre-decoded stage (tc__vplan, vexec.c): an instruction,
+ * or a compute instruction with the row buffer / result store and the sum
+ * it fuses with, with everything the tile interpreter finds out about it
+ * at every tile of every row decided once per part of a launch: which
+ * registers are uniform (each uniform value gets a vector of its own, and
+ * constants are filled in once), where each operand is read (a fixed
+ * buffer, or NULL: access pa[] at the row's pointer), where the result
+ * goes, and what it fuses with.  Rows held in one tile repeat the same
+ * decisions at every row; a row kernel's own work is a few passes over a
+ * row, so deciding them at every tile is a large share of its work. */
+enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
+    TC__VS_BCAST,    /* d <- access k's element, broadcast               */
+    TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
+    TC__VS_TRLOAD,   /* d <- access k, rows across lanes                 */
+    TC__VS_SLOT,     /* d <- slot k, broadcast                           */
+    TC__VS_STOREL,   /* row buffer d <- operand a                        */
+    TC__VS_STORE,    /* access k <- operand a                            */
+    TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
+    TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
+    TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
+    TC__VS_UBLOCK,   /* the n steps from here (SLOT, BCAST, UNIFORM) in one */
+    TC__VS_COUNT
+};
+struct tc__vstep;
+typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
+typedef struct tc__vstep {
+    tc__vstep_fn fn;
+    const tc__vins *in, *ac;         /* the instruction; its fused sum       */
+    const float *p[3];               /* operands a, b, c (NULL: access pa)   */
+    const float *sp, *tp;            /* operand a's prologue (NULL: none)    */
+    float *d;                        /* result (NULL: access od's pointer)   */
+    float *e;                        /* a uniform operand expanded here first */
+    int pa[3], od;
+    int sa, sb, sc;                  /* operand strides (0: uniform)         */
+    int m, len;                      /* vectors and elements of the tile     */
+    int k;                           /* the access, slot or row buffer       */
+    int fin;                         /* as tc__vst.fin                       */
+    int kind;                        /* TC__VS_*: what fn does               */
+    int n;                           /* steps this one runs (a UBLOCK's run) */
+} tc__vstep;
+
+#ifdef TC__HAVE_VEXEC
+/* Issues the armed prefetch's lines up to `end` (at most all of them) for
+ * every armed stream. */
+TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
+    int q, l;
+    if (end > s->pf_lines) end = s->pf_lines;
+    for (q = 0; q < s->npf; q++)
+        for (l = s->pf_next; l < end; l++) tc__prefetch(s->pf[q] + (size_t)l * 64);
+    if (end > s->pf_next) s->pf_next = end;
+}
+#endif
+#line TC__LINE_AT(12255, "tcompile.h", 12255)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if defined(TC__HAVE_VEXEC_X86)
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12250)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12262)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12689,7 +12701,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12693, "tcompile.h", 12693)
+#line TC__LINE_AT(12705, "tcompile.h", 12705)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12700,7 +12712,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12704)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12716)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13143,7 +13155,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13147, "tcompile.h", 13147)
+#line TC__LINE_AT(13159, "tcompile.h", 13159)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13154,7 +13166,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13158)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13170)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13597,7 +13609,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13601, "tcompile.h", 13601)
+#line TC__LINE_AT(13613, "tcompile.h", 13613)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13608,7 +13620,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13612)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13624)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14051,7 +14063,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14055, "tcompile.h", 14055)
+#line TC__LINE_AT(14067, "tcompile.h", 14067)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14062,7 +14074,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX avx512
 #define TC__ISA_W 16
 #define TC__ISA_ATTR __attribute__((target("avx512f,avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14066)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14078)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15064,7 +15076,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15068, "tcompile.h", 15068)
+#line TC__LINE_AT(15080, "tcompile.h", 15080)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15075,7 +15087,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX avx2
 #define TC__ISA_W 8
 #define TC__ISA_ATTR __attribute__((target("avx2,fma")))
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15079)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15091)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16077,7 +16089,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16081, "tcompile.h", 16081)
+#line TC__LINE_AT(16093, "tcompile.h", 16093)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16088,7 +16100,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX v128
 #define TC__ISA_W 4
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16092)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16104)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17090,7 +17102,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17094, "tcompile.h", 17094)
+#line TC__LINE_AT(17106, "tcompile.h", 17106)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17101,7 +17113,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17105)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17117)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18103,14 +18115,14 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18107, "tcompile.h", 18107)
+#line TC__LINE_AT(18119, "tcompile.h", 18119)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18114)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18126)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19138,10 +19150,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19142, "tcompile.h", 19142)
+#line TC__LINE_AT(19154, "tcompile.h", 19154)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19145)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19157)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19467,10 +19479,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19471, "tcompile.h", 19471)
+#line TC__LINE_AT(19483, "tcompile.h", 19483)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19474)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19486)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20178,10 +20190,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20182, "tcompile.h", 20182)
+#line TC__LINE_AT(20194, "tcompile.h", 20194)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20185)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20197)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20242,10 +20254,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20246, "tcompile.h", 20246)
+#line TC__LINE_AT(20258, "tcompile.h", 20258)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20249)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20261)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20662,10 +20674,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20666, "tcompile.h", 20666)
+#line TC__LINE_AT(20678, "tcompile.h", 20678)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20669)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20681)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20756,10 +20768,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(20760, "tcompile.h", 20760)
+#line TC__LINE_AT(20772, "tcompile.h", 20772)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 20763)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 20775)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -20916,10 +20928,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(20920, "tcompile.h", 20920)
+#line TC__LINE_AT(20932, "tcompile.h", 20932)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 20923)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 20935)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21488,10 +21500,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21492, "tcompile.h", 21492)
+#line TC__LINE_AT(21504, "tcompile.h", 21504)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21495)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21507)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -21770,10 +21782,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(21774, "tcompile.h", 21774)
+#line TC__LINE_AT(21786, "tcompile.h", 21786)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 21777)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 21789)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -21974,10 +21986,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(21978, "tcompile.h", 21978)
+#line TC__LINE_AT(21990, "tcompile.h", 21990)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 21981)
+#line TC__LINE_AT(1, "src/license.h", 21993)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22019,7 +22031,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22023, "tcompile.h", 22023)
+#line TC__LINE_AT(22035, "tcompile.h", 22035)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -13,12 +13,12 @@
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__map_file, tc__unmap_file,
- * tc__atomic_load_u64, tc__atomic_store_u64, tc__atomic_load_int,
- * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
- * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
- * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
- * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
- * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.
+ * tc__atomic_store_u64, tc__atomic_load_int, tc__atomic_store_int,
+ * tc__atomic_dec_int, tc__atomic_fetch_add_int, tc__cpu_relax,
+ * tc__try_enter, tc__flag_raise, tc__next_ticket, tc__leave,
+ * tc__thread_start, tc__thread_join, tc__mutex_init, tc__mutex_destroy,
+ * tc__mutex_lock, tc__mutex_unlock, tc__cond_init, tc__cond_destroy,
+ * tc__cond_wait, tc__cond_broadcast.
  */
 
 /* The later stages' types, by tag. */
@@ -144,7 +144,6 @@ TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);
 TC__FN void tc__kernel_mark_fusions(struct tc__vins *code, int begin, int end);
-TC__FN void tc__vst_pf_upto(struct tc__vst *s, int end);
 TC__FN const char *tc__vop_name(int op);
 TC__FN int tc__kernel_emit(struct tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1);
 TC__FN int tc__vins_srcs(struct tc__vins *v, int16_t **src);
@@ -155,6 +154,9 @@ TC__FN void tc__kernel_print(const struct tc__kernel *k, int index, tc__text *sb
 /* ---- compiler/fuse.c */
 TC__FN void tc__fusion_free(struct tc__fusion *fu);
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const struct tc__graph *g, const tc_tensor *hdr, int logs, struct tc__fusion *out);
+
+/* ---- cpu/vstate.h */
+TC__FN void tc__vst_pf_upto(struct tc__vst *s, int end);
 
 /* ---- cpu/vexec.c */
 TC__FN const struct tc__isa_impl *tc__isa_impl_of(tc_isa isa);

@@ -21,7 +21,7 @@ src/ops/optable.h src/internal.h src/ops/dispatch.c src/ops/pointwise.c src/ops/
 @cpu/gemm_isa src/cpu/gemm.c src/ops/linalg.c src/cpu/conv.c src/ops/shape.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
-@cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
+src/cpu/vstate.h @cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
 src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c
 src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
 src/license.h"
