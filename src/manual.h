@@ -331,6 +331,8 @@
  *   TC_NO_THREADS            no thread pool: every kernel runs on the caller
  *   TC_PARALLEL_MIN_WORK     elements below which a kernel stays on one thread
  *                            (default 32768)
+ *   TCOMPILE_TESTING         tcompile's own tests only: compiles in their
+ *                            switches and hooks (never in a product)
  *
  * ===========================================================================
  *  14. ENVIRONMENT VARIABLES (debugging only; configure with the options)
