@@ -218,7 +218,7 @@ static void model_pool_dw(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tens
     out[0] = tc_conv2d(ctx, h, p->wp, NULL, NULL);
 }
 
-/* ---- the model workloads (the table and chart of README) ----------------------- */
+/* ---- the model workloads (the table and chart of docs/PERF.md) ----------------- */
 
 /* mlp_small: 64 -> 256 -> 256 -> 16, ReLU, weights [out, in] */
 static void *setup_mlp_small(tc_ctx *ctx) {

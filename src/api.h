@@ -296,15 +296,9 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, TC_AT_)
 
 /* Pointwise unary.  Float results for float ops (i32/bool inputs give f32);
  * neg/abs/square/relu/floor/ceil keep i32.  gelu is the erf form,
- * gelu_tanh PyTorch's approximate='tanh'. */
-#define TC_UNARY_API_(X) \
-    X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
-    X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
-    X(floor) X(ceil) X(erf)
-#define TC_DECL_UNARY_(name) \
-    TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
-TC_UNARY_API_(TC_DECL_UNARY_)
-#undef TC_DECL_UNARY_
+ * gelu_tanh PyTorch's approximate='tanh'.  Each is declared from the list
+ * below; the implementation's rows are in src/ops/optable.h.  (A new op:
+ * its macro here, its name at the end of the list, its row there.) */
 #define tc_neg(ctx, x) tc_neg_at(ctx, x, TC_HERE_)
 #define tc_abs(ctx, x) tc_abs_at(ctx, x, TC_HERE_)
 #define tc_exp(ctx, x) tc_exp_at(ctx, x, TC_HERE_)
@@ -324,6 +318,14 @@ TC_UNARY_API_(TC_DECL_UNARY_)
 #define tc_floor(ctx, x) tc_floor_at(ctx, x, TC_HERE_)
 #define tc_ceil(ctx, x) tc_ceil_at(ctx, x, TC_HERE_)
 #define tc_erf(ctx, x) tc_erf_at(ctx, x, TC_HERE_)
+#define tc_hardswish(ctx, x) tc_hardswish_at(ctx, x, TC_HERE_) /* x * relu6(x + 3) / 6 */
+#define TC__UNARY_API(X)                                                  \
+    X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(reciprocal) X(square) \
+    X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu) X(gelu_tanh) X(silu) \
+    X(floor) X(ceil) X(erf) X(hardswish)
+#define TC__DECL_UNARY_(name) TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, TC_AT_);
+TC__UNARY_API(TC__DECL_UNARY_)
+#undef TC__DECL_UNARY_
 
 /* softplus(x) = log1p(exp(beta*x))/beta, linear where beta*x > threshold
  * (PyTorch defaults: beta 1, threshold 20). */
@@ -338,15 +340,16 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, TC_AT_);
 #define tc_cast(ctx, x, dt) tc_cast_at(ctx, x, dt, TC_HERE_)
 
 /* Binary, broadcasting like PyTorch.  div is true division (float result).
- * Comparisons give bool.  The _scalar forms take b as a double. */
-#define TC_BINARY_API_(X) \
+ * Comparisons give bool.  The _scalar forms take b as a double.  Declared
+ * from the list; the rows are in src/ops/optable.h. */
+#define TC__BINARY_API(X) \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) \
     X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
-#define TC_DECL_BINARY_(name) \
+#define TC__DECL_BINARY_(name) \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, TC_AT_); \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, TC_AT_);
-TC_BINARY_API_(TC_DECL_BINARY_)
-#undef TC_DECL_BINARY_
+TC__BINARY_API(TC__DECL_BINARY_)
+#undef TC__DECL_BINARY_
 #define tc_add(ctx, a, b) tc_add_at(ctx, a, b, TC_HERE_)
 #define tc_sub(ctx, a, b) tc_sub_at(ctx, a, b, TC_HERE_)
 #define tc_mul(ctx, a, b) tc_mul_at(ctx, a, b, TC_HERE_)

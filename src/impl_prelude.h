@@ -132,6 +132,16 @@ struct tc_tensor {
 
 typedef struct tc__pool tc__pool;
 typedef struct tc__trace tc__trace;
+typedef struct tc__call tc__call; /* one op's call: ops/optable.h */
+
+/* The compiler's hooks while a context traces (trace.c sets them with
+ * ctx->trace): an op is recorded instead of run, and a host read of traced
+ * data is a graph break (nonzero: refuse the access).  The earlier stages
+ * (dispatch.c, tensor.c) reach the compiler only through them. */
+typedef struct tc__trace_hooks {
+    tc_tensor *(*op)(tc__call *c);
+    int (*host_access)(const tc_tensor *t, const char *what, const char *file, int line);
+} tc__trace_hooks;
 typedef struct tc__scratch_cache tc__scratch_cache;
 
 /* A freed tensor block kept for reuse (tensor.c, the storage cache). */
@@ -155,6 +165,7 @@ struct tc_ctx {
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;
     tc__trace *trace;               /* non-NULL while tracing a tc_fn call  */
+    const tc__trace_hooks *trace_hooks; /* how, while trace is set          */
     unsigned trace_gen;             /* counts traces (segment value stamps) */
     int cpu_features;               /* TC__CPU_* bits, read once: cpuid can
                                        trap to the hypervisor in a VM      */

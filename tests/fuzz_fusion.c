@@ -17,6 +17,7 @@
  * off (the tile interpreter alone): the two must give the same bits.
  * Discontinuous ops (floor, ceil, comparisons) only read inputs, so a
  * last-ulp difference upstream cannot flip them. */
+#define TCOMPILE_TESTING /* the test switches (tc__vplan_off) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 
@@ -81,6 +82,16 @@ static int64_t numel_of(const vinfo *v) {
     return n;
 }
 
+/* Every op of TC__UNARY_API (api.h), the list the library declares them
+ * from: unary subs from 17 on, each on (0.25, 0.75), inside every op's
+ * domain and clear of floor's and ceil's steps (where a last-ulp move of
+ * the argument is a visible jump). */
+typedef tc_tensor *(*unary_fn)(tc_ctx *, tc_tensor *, const char *, int);
+#define LISTED_(name) tc_##name##_at,
+static const unary_fn listed_unary[] = {TC__UNARY_API(LISTED_)};
+#undef LISTED_
+#define N_LISTED ((int)(sizeof listed_unary / sizeof listed_unary[0]))
+
 /* Runs op o on values v[] (eager or traced: the same code). */
 static tc_tensor *apply(tc_ctx *c, const op *o, tc_tensor **v) {
     tc_tensor *a = v[o->a], *b = o->b >= 0 ? v[o->b] : NULL;
@@ -106,7 +117,8 @@ static tc_tensor *apply(tc_ctx *c, const op *o, tc_tensor **v) {
         case 13: return tc_softplus(c, a, 1.0, 20.0);
         case 14: return tc_clamp(c, a, -0.5, 0.75);
         case 15: return tc_neg(c, a);
-        default: return tc_reciprocal(c, tc_add_scalar(c, tc_abs(c, a), 1.0));
+        case 16: return tc_reciprocal(c, tc_add_scalar(c, tc_abs(c, a), 1.0));
+        default: return listed_unary[o->sub - 17](c, tc_add_scalar(c, tc_mul_scalar(c, tc_tanh(c, a), 0.25), 0.5), TC_HERE_);
         }
     case K_BINARY:
         switch (o->sub) {
@@ -258,7 +270,7 @@ static void generate(rng *r, prog *p, vinfo *vi) {
         nv.leaf = 0;
         nv.depth = va->depth + 1;
         switch (o.kind) {
-        case K_UNARY: o.sub = pick(r, 17); break;
+        case K_UNARY: o.sub = pick(r, 17 + N_LISTED); break;
         case K_SCALAR:
             o.sub = pick(r, 2);
             o.s = (pick(r, 200) - 100) / 37.0;

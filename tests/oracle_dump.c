@@ -188,8 +188,8 @@ static tc_tensor *op_matmul(oracle_case *c) { return tc_matmul(c->ctx, c->in[0],
     static tc_tensor *op_u_##name(oracle_case *c) { return tc_##name(c->ctx, c->in[0]); }
 #define ORACLE_BINARY_(name) \
     static tc_tensor *op_b_##name(oracle_case *c) { return tc_##name(c->ctx, c->in[0], c->in[1]); }
-TC_UNARY_API_(ORACLE_UNARY_)
-TC_BINARY_API_(ORACLE_BINARY_)
+TC__UNARY_API(ORACLE_UNARY_)
+TC__BINARY_API(ORACLE_BINARY_)
 #undef ORACLE_UNARY_
 #undef ORACLE_BINARY_
 
@@ -375,10 +375,10 @@ static const op_entry OPS[] = {
     {"matmul_ta", op_matmul_ta},
     {"matmul_ea", op_matmul_ea},
 #define ORACLE_ROW_(name) {#name, op_u_##name},
-    TC_UNARY_API_(ORACLE_ROW_)
+    TC__UNARY_API(ORACLE_ROW_)
 #undef ORACLE_ROW_
 #define ORACLE_ROW_(name) {#name, op_b_##name},
-    TC_BINARY_API_(ORACLE_ROW_)
+    TC__BINARY_API(ORACLE_ROW_)
 #undef ORACLE_ROW_
     {"where", op_where},
     {"clamp", op_clamp},

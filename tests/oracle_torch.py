@@ -514,7 +514,7 @@ def build_cases():
              ("reciprocal", torch.reciprocal, xs), ("square", torch.square, xs),
              ("sin", torch.sin, xs), ("cos", torch.cos, xs), ("tanh", torch.tanh, xs),
              ("sigmoid", torch.sigmoid, xs), ("relu", torch.relu, xs), ("silu", F.silu, xs),
-             ("floor", torch.floor, xs), ("ceil", torch.ceil, xs)]
+             ("floor", torch.floor, xs), ("ceil", torch.ceil, xs), ("hardswish", F.hardswish, xs)]
     for name, fn, x in unary:
         add("unary_" + name, name, [x], [], fn, (1e-6, 4e-6))
     ints = torch.tensor([0, 1, -1, 7, -7, 46340, 46341, 2147483647, -2147483647, -2147483648],

@@ -97,6 +97,13 @@ line_directives() {
     esac
 }
 
+# 1c. the stages depend one way, in the manifest's order (tools/layers.py)
+layers() {
+    if ! have python3; then skip "layers: python3 not installed"; return; fi
+    if python3 tools/layers.py > "$W/layers.log" 2>&1; then pass "$(tail -n 1 "$W/layers.log")"
+    else fail "layers: a stage depends on a later one or declares another's internals"; head -n 20 "$W/layers.log"; fi
+}
+
 # 2. the header as C99 and C++ with both compilers, -Werror, in every variant
 compile_variant() { # variant, compiler command
     variant=$1; cc=$2
@@ -152,6 +159,20 @@ partial_hooks() {
     else fail "partial allocation hooks failed for another reason"; head -n 5 "$W/partial.log"; fi
 }
 
+# 2d. a user build carries no test switch: tcompile.h without
+#     TCOMPILE_TESTING (as tests/header_impl.c includes it) must define none
+#     of them.  Built at -O0 -g so that static variables stay in nm's list.
+TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook"
+no_test_switches() {
+    if ! have nm; then skip "no test switch in a user build: nm not installed"; return; fi
+    if ! $CC -std=c99 -O0 -g $WARN -c tests/header_impl.c -o "$W/user.o" 2> "$W/user.log"; then
+        fail "no test switch in a user build: compile tests/header_impl.c"; head -n 20 "$W/user.log"; return
+    fi
+    found=$(nm "$W/user.o" | grep -oE "[A-Za-z0-9_.]*($TEST_SWITCHES)[A-Za-z0-9_.]*" | sort -u | tr '\n' ' ')
+    if [ -z "$found" ]; then pass "no test switch in a user build (nm: none of $TEST_SWITCHES)"
+    else fail "test switches in a user build (guard them with #ifdef TCOMPILE_TESTING): $found"; fi
+}
+
 # 3. unit tests: optimised (as users build), as C++, without threads, and
 # 4. under ASan + UBSan, at -O0: the implementation is one 20,000-line unit
 # per test, which gcc took 60 s to build with -O1 and the sanitisers (10 s
@@ -184,7 +205,7 @@ oracles() { # "" or "asan"
     fi
 }
 
-TESTS="test_ops test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
+TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
 
 # The longest jobs first, so the pool does not end on one of them.
 job oracles asan
@@ -200,6 +221,7 @@ for flavour in opt cxx nothreads; do
 done
 job amalgamation
 job line_directives
+job layers
 for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
     for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
         job compile_variant "$variant" "$cc"
@@ -211,6 +233,7 @@ else
     job skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
 fi
 job partial_hooks
+job no_test_switches
 job isa_max
 wait
 exec 3>&-

@@ -92,12 +92,12 @@ typedef tc_tensor *(*binary_fn)(tc_ctx *, tc_tensor *, tc_tensor *, const char *
 typedef tc_tensor *(*bscalar_fn)(tc_ctx *, tc_tensor *, double, const char *, int);
 static const struct { const char *name; unary_fn fn; } unops[] = {
 #define TCT_U_(name) {"tc_" #name, tc_##name##_at},
-    TC_UNARY_API_(TCT_U_)
+    TC__UNARY_API(TCT_U_)
 #undef TCT_U_
 };
 static const struct { const char *name; binary_fn fn; bscalar_fn sfn; } binops[] = {
 #define TCT_B_(name) {"tc_" #name, tc_##name##_at, tc_##name##_scalar_at},
-    TC_BINARY_API_(TCT_B_)
+    TC__BINARY_API(TCT_B_)
 #undef TCT_B_
 };
 

@@ -4,6 +4,7 @@
  * alpha and bias, C rows with padding that must stay untouched, the GEMV
  * paths (M <= 4, both B layouts), batched and broadcast-batch matmul and
  * linear through the public API, and contraction epilogues per level. */
+#define TCOMPILE_TESTING /* the test switches (tc__tune_measure_hook) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 #include "tc_test.h"

@@ -1,10 +1,12 @@
 /* The fused-kernel executor: vector math against libm, every ISA level this
  * machine runs, tails and strided/broadcast inputs, and the fuser's
  * decisions (kernel counts, row kernels, materialization, in-place reuse). */
+#define TCOMPILE_TESTING /* the test switches (tc__vpair_off, tc__vpair_parts) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 #include <fenv.h>
 #include "tc_test.h"
+#include "ref_pointwise.h"
 
 static tc_ctx *ctx;
 
@@ -50,7 +52,7 @@ typedef struct math_case {
     double abs_tol; /* or this absolute error, whichever is larger     */
 } math_case;
 
-/* The bounds the header documents (vexec_isa.c). */
+/* The bounds the header documents (vmath_isa.c). */
 static const math_case math_cases[] = {
     {TC__OP_EXP, -104.0f, 89.0f, 2, 0},        {TC__OP_LOG, 1e-38f, 3e38f, 2, 0},
     {TC__OP_TANH, -12.0f, 12.0f, 2, 0},        {TC__OP_SIGMOID, -100.0f, 100.0f, 3, 1.2e-38},
@@ -191,6 +193,116 @@ TC_TEST(test_every_isa_and_tail_matches_eager) {
             tc_fn_free(f1);
             tc_fn_free(f2);
             tc_fn_free(f3);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* ---- every pointwise op of the lists, compiled, on every ISA level ----------------- */
+
+static void unop_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    out[0] = ((const unop *)u)->fn(c, in[0], TC_HERE_);
+}
+static void binop_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    out[0] = ((const binop *)u)->fn(c, in[0], in[1], TC_HERE_);
+}
+
+/* got against the double reference: within 1e-5 absolute or 1e-4
+ * relative (test_ops_pointwise.c's f32 bounds), NaN for NaN, infinities exact */
+static int pw_close(double got, double ref) {
+    if (ref != ref) return got != got;
+    if (isinf(ref) || isinf(got)) return got == ref;
+    return fabs(got - ref) <= 1e-5 || fabs(got - ref) <= 1e-4 * fabs(ref);
+}
+
+/* Each op of TC__UNARY_API and TC__BINARY_API (ref_pointwise.h) compiled
+ * alone, one fused kernel, against its reference on its test range with a
+ * vector tail (and +-inf, NaN, zeros where the op takes them): the rows'
+ * vector bodies, where test_ops_pointwise.c checks the eager kernels. */
+TC_TEST(test_every_pointwise_op_compiled) {
+    enum { N = 1003 };
+    static float xv[N], yv[N];
+    int64_t n = N, i;
+    int o, isa;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (o = 0; o < N_UNOPS; o++) {
+            const unop *u = &unops[o];
+            tc_fn *f = tc_compile(ctx, unop_fn, (void *)u, NULL);
+            tc_explain_info info;
+            tc_tensor *x, *y;
+            int bad = 0;
+            for (i = 0; i < n; i++) xv[i] = (float)(u->lo + (u->hi - u->lo) * (double)i / (double)(n - 8));
+            xv[n - 5] = 0.0f;
+            xv[n - 4] = -0.0f;
+            xv[n - 3] = NAN;
+            xv[n - 2] = u->special_inf ? INFINITY : (float)u->hi;
+            xv[n - 1] = u->special_inf ? -INFINITY : (float)u->lo;
+            tc_scope_begin(ctx);
+            x = tc_from_data(ctx, TC_F32, 1, &n, xv);
+            /* the first call traces (and runs eagerly), the second runs the program */
+            TC_CHECKF(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK, "%s on %s: %s", u->name,
+                      tc_isa_name((tc_isa)isa), tc_fn_error(f));
+            tc_explain(f, &info, NULL, 0);
+            TC_CHECKF(info.fused_kernels == 1, "%s on %s: %d fused kernels", u->name, tc_isa_name((tc_isa)isa),
+                      info.fused_kernels);
+            if (y && tc_status(y) == TC_OK) {
+                tc_read(y, TC_F32, yv, sizeof yv);
+                for (i = 0; i < n && bad < 3; i++) {
+                    double ref = (double)(float)u->ref((double)xv[i]);
+                    if (!pw_close((double)yv[i], ref)) {
+                        bad++;
+                        TC_CHECKF(0, "%s on %s at x = %.9g: %.9g, reference %.9g", u->name, tc_isa_name((tc_isa)isa),
+                                  (double)xv[i], (double)yv[i], ref);
+                    }
+                }
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
+        }
+        for (o = 0; o < N_BINOPS; o++) {
+            const binop *b = &binops[o];
+            tc_compile_options opt;
+            tc_explain_info info;
+            tc_fn *f;
+            tc_tensor *in[2], *y;
+            static float av[N], bv[N];
+            int bad = 0;
+            memset(&opt, 0, sizeof opt);
+            opt.num_inputs = 2;
+            f = tc_compile(ctx, binop_fn, (void *)b, &opt);
+            for (i = 0; i < n; i++) {
+                double t = (double)i / (double)(n - 1), s = (double)((i * 7919) % n) / (double)(n - 1);
+                av[i] = (float)(b->kind == K_POW ? 0.1 + 2.9 * t : b->kind == K_CMP ? (double)(i % 5 - 2) : -5 + 10 * t);
+                bv[i] = (float)(b->kind == K_POW   ? -3 + 6 * s
+                                : b->kind == K_DIV ? (i % 2 ? -1 : 1) * (0.25 + 4.75 * s)
+                                : b->kind == K_CMP ? (double)(i % 3 - 1)
+                                                   : -5 + 10 * s);
+            }
+            av[0] = NAN;
+            bv[1] = NAN;
+            tc_scope_begin(ctx);
+            in[0] = tc_from_data(ctx, TC_F32, 1, &n, av);
+            in[1] = tc_from_data(ctx, TC_F32, 1, &n, bv);
+            TC_CHECKF(tc_call(f, in, &y) == TC_OK && tc_call(f, in, &y) == TC_OK, "%s on %s: %s", b->name,
+                      tc_isa_name((tc_isa)isa), tc_fn_error(f));
+            tc_explain(f, &info, NULL, 0);
+            TC_CHECKF(info.fused_kernels == 1, "%s on %s: %d fused kernels", b->name, tc_isa_name((tc_isa)isa),
+                      info.fused_kernels);
+            if (y && tc_status(y) == TC_OK) {
+                tc_read(y, TC_F32, yv, sizeof yv);
+                for (i = 0; i < n && bad < 3; i++) {
+                    double ref = (double)(float)b->ref((double)av[i], (double)bv[i]);
+                    if (!pw_close((double)yv[i], ref)) {
+                        bad++;
+                        TC_CHECKF(0, "%s on %s at (%.9g, %.9g): %.9g, reference %.9g", b->name,
+                                  tc_isa_name((tc_isa)isa), (double)av[i], (double)bv[i], (double)yv[i], ref);
+                    }
+                }
+            }
+            tc_scope_end(ctx);
+            tc_fn_free(f);
         }
     }
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
@@ -1647,6 +1759,7 @@ int main(void) {
 #endif
     TC_RUN(test_every_isa_and_tail_matches_eager);
     TC_RUN(test_isa_max_clamps);
+    TC_RUN(test_every_pointwise_op_compiled);
     TC_RUN(test_large_outputs_stream);
     TC_RUN(test_fusion_decisions);
     TC_RUN(test_epilogues_and_regressions);

@@ -18,17 +18,18 @@ cd "$root"
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h isa-levels
 src/runtime/platform.c src/runtime/util.c src/runtime/threads.c src/runtime/tensor.c
-src/ops/optable.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
+src/ops/optable.h src/internal.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
 @cpu/gemm_isa src/cpu/gemm.c src/ops/linalg.c src/cpu/conv.c src/ops/shape.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
-@cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
-src/compiler/tune.c src/compiler/plan.c src/compiler/compile.c
+src/cpu/vstate.h @cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
+src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c
+src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
 src/license.h"
 
 # The ISA levels, widest first: the single list of them.  Each @name in the
-# manifest (src/cpu/gemm_isa.c, src/cpu/vexec_isa.c: written once over GNU C
-# vector types) is emitted once per row, and `isa-levels` emits
+# manifest (src/cpu/gemm_isa.c, src/cpu/vmath_isa.c, src/cpu/vexec_isa.c:
+# written once over GNU C vector types) is emitted once per row, and `isa-levels` emits
 # TC__ISA_LEVELS(X), X(level, suffix, lanes, CPU features needed) for each
 # level this build instantiates, from which platform.c selects a level and
 # the executor and the GEMM build their tables of instances (a new per-ISA

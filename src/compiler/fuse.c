@@ -83,12 +83,12 @@ typedef struct tc__fuse {
     char why[160];
 } tc__fuse;
 
+/* A pointwise op's cost is its row's (optable.h); every other op costs 1. */
 TC__FN double tc__op_cost(tc__op op) {
     switch (op) {
-    case TC__OP_EXP: case TC__OP_LOG: case TC__OP_TANH: case TC__OP_SIGMOID: case TC__OP_GELU:
-    case TC__OP_GELU_TANH: case TC__OP_SILU: case TC__OP_ERF: case TC__OP_SIN: case TC__OP_COS:
-    case TC__OP_SOFTPLUS: case TC__OP_POW: return 8;
-    case TC__OP_DIV: case TC__OP_SQRT: case TC__OP_RSQRT: case TC__OP_RECIPROCAL: return 2;
+#define TC__COST_(ID, name, cost, i, f, v) case TC__OP_##ID: return cost;
+        TC__POINTWISE_OPS(TC__COST_)
+#undef TC__COST_
     default: return 1;
     }
 }
@@ -96,22 +96,24 @@ TC__FN double tc__op_cost(tc__op op) {
 TC__FN int tc__vload_dtype_ok(tc_dtype dt) { return dt == TC_F32 || dt == TC_BOOL || dt == TC_I32 || dt == TC_F16 || dt == TC_BF16; }
 
 /* Ops the executor computes: f32 results (bool for comparisons) of inputs
- * it can load; reductions sum/mean/max/min. */
+ * it can load; reductions sum/mean/max/min.  The pointwise rows' cases are
+ * generated; the others are written here (where, clone, cast, reductions). */
 TC__FN int tc__node_fusible(const tc__fuse *f, int i) {
     const tc__node *nd = &f->g->nodes[i];
     const tc_tensor *h = &f->hdr[i];
     int k;
+    TC__OTHER_OPS_CHECK();
     if (nd->kind != TC__NODE_OP || nd->nin < 1 || nd->nin > 3) return 0;
     for (k = 0; k < nd->nin; k++)
         if (nd->in[k] < 0 || !tc__vload_dtype_ok(f->hdr[nd->in[k]].dtype)) return 0;
     switch (nd->op) {
-#define TC__FU_(X, ID, name) case TC__OP_##ID:
-        TC__UNARY_OPS(TC__FU_, _)
+#define TC__FU_(ID, name, cost, i, f, v) case TC__OP_##ID:
+        TC__UNARY_OPS(TC__FU_)
+        TC__UNARY_ATTR_OPS(TC__FU_)
         return h->dtype == TC_F32 && nd->nin == 1;
-    case TC__OP_ADD: case TC__OP_SUB: case TC__OP_MUL: case TC__OP_DIV: case TC__OP_POW:
-    case TC__OP_MAXIMUM: case TC__OP_MINIMUM:
+        TC__BINARY_OPS(TC__FU_)
         return h->dtype == TC_F32 && nd->nin == 2;
-    case TC__OP_EQ: case TC__OP_NE: case TC__OP_LT: case TC__OP_LE: case TC__OP_GT: case TC__OP_GE:
+        TC__COMPARE_OPS(TC__FU_)
         return h->dtype == TC_BOOL && nd->nin == 2 && f->hdr[nd->in[0]].dtype == TC_F32 &&
                f->hdr[nd->in[1]].dtype == TC_F32;
 #undef TC__FU_

@@ -20,7 +20,17 @@
  * tile and one pass through L1 per instruction.  Compute instructions use
  * the op table's ids.  Before register allocation each stage's code is
  * simplified (tc__kernel_simplify, at the end of this file) to cut those
- * passes: affine steps become their readers' multiply-add prologue. */
+ * passes: affine steps become their readers' multiply-add prologue.
+ *
+ * Glossary (docs/INTERNALS.md has the long one):
+ *   vins   one instruction of the register program (tc__vins)
+ *   slot   a row scalar: a reduction's result, read broadcast by later stages
+ *   local  a row-sized buffer a value several stages read is kept in
+ *   krun   a kernel's launch state, shared by its threads (cpu/vexec.c)
+ *   vst    one thread's state inside a kernel: tiles, pointers, slots
+ *          (cpu/vstate.h)
+ *   vplan  a thread part's pre-decoded rows: the steps (vstep) of each stage
+ *   fin    the tile is a whole row: its sums end as slots in registers */
 
 #define TC__VM_TILE 256        /* the heuristic's smallest tile; largest 4x */
 #define TC__VM_TILE_MIN 64     /* the smallest max-autotune tries            */
@@ -34,18 +44,12 @@
 #define TC__VM_MAXLOCAL 8
 #define TC__VM_MAXPF 4          /* input streams prefetched per tile         */
 #define TC__VM_PF_STEP 8        /* lines per stream before each instruction  */
-#define TC__VPLAN_PF_STEP 4     /* lines per stream before each step (tc__vplan) */
 /* Rows of at most this many elements may run a vector's lanes' worth of
  * rows at once, one row per lane (tc__vst.tr): a row that short is mostly
  * the fixed cost of its stages (dispatch, folds, the chain of row
  * scalars).  The buffers are sized for it; which rows do is
  * tc__krun_lanes's rule (fewer than TC__LANE_VECTORS vectors). */
 #define TC__VM_LANE_ROW 128
-/* tc__vst.dt flag of every access while rows run across lanes: the
- * executor's contiguous fast paths (dt == F32) miss it, and its slow paths
- * hand the access to the lane gather / scatter, so the common case tests
- * nothing more */
-#define TC__VST_LANES 0x100
 
 /* Pseudo ops, numbered after the op table so one 16-bit field holds both. */
 enum {
@@ -153,96 +157,6 @@ typedef struct tc__kernel {
     double cost;               /* vector instructions per domain element     */
 } tc__kernel;
 
-/* Run-time state of one thread inside a kernel: register tiles, the current
- * tile's pointers and strides per access, row scalars, accumulators. */
-typedef struct tc__vst {
-    float *buf[TC__VM_MAXREG];       /* tile buffers (aligned)               */
-    const float *r[TC__VM_MAXREG];   /* what each register reads             */
-    int u[TC__VM_MAXREG];            /* uniform: one vector stands for all   */
-    float uv[TC__VM_MAXREG][16];     /* that vector (up to 16 lanes)         */
-    char *ptr[TC__VM_MAXACC];        /* tile start per access                */
-    int64_t stride[TC__VM_MAXACC];   /* elements, along the tiled dim        */
-    int dt[TC__VM_MAXACC];
-    int nt[TC__VM_MAXACC];           /* store with non-temporal writes       */
-    float slot[TC__VM_MAXSLOT];
-    float *acc[TC__VM_MAXSLOT];      /* accumulators, TC__VM_ACCW floats each */
-    float *local[TC__VM_MAXLOCAL];   /* at the tile's position in the row    */
-    /* software prefetch of a later tile, spread over the tile's compute
-     * instructions (a burst of a whole tile's lines overruns the miss
-     * buffers and most of it is dropped) */
-    const char *pf[TC__VM_MAXPF];
-    int npf, pf_lines, pf_next;
-    /* the tile is a whole row of a row stage: its accumulations start at
-     * the identity and end as row scalars (slot = fold * scale) in
-     * registers, with no accumulator in memory to set up and read back */
-    int fin;
-    const int *slot_comb;
-    const float *slot_scale;
-    /* rows across lanes (TC__VM_LANE_ROW): lane r of every vector is row r
-     * of a group of trn rows (lanes past trn repeat row 0 and are never
-     * stored), a tile is trl columns of such vectors, and the row scalars
-     * are vectors too (slotv, a lane per row); lp[a][r] is access a at the
-     * start of lane r's row */
-    int tr, trn, trl;
-    char *w;                         /* the workspace it lies over           */
-    float (*slotv)[16];              /* [TC__VM_MAXSLOT], the driver's       */
-    char *(*lp)[16];                 /* [TC__VM_MAXACC]                      */
-} tc__vst;
-
-/* One step of a pre-decoded stage (tc__vplan, vexec.c): an instruction,
- * or a compute instruction with the row buffer / result store and the sum
- * it fuses with, with everything the tile interpreter finds out about it
- * at every tile of every row decided once per part of a launch: which
- * registers are uniform (each uniform value gets a vector of its own, and
- * constants are filled in once), where each operand is read (a fixed
- * buffer, or NULL: access pa[] at the row's pointer), where the result
- * goes, and what it fuses with.  Rows held in one tile repeat the same
- * decisions at every row; a row kernel's own work is a few passes over a
- * row, so those decisions were about a quarter of a 1024-float
- * softmax_ln's instructions at AVX2 (callgrind). */
-enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
-    TC__VS_BCAST,    /* d <- access k's element, broadcast               */
-    TC__VS_LOAD,     /* d <- access k's tile, gathered or converted      */
-    TC__VS_TRLOAD,   /* d <- access k, rows across lanes                 */
-    TC__VS_SLOT,     /* d <- slot k, broadcast                           */
-    TC__VS_STOREL,   /* row buffer d <- operand a                        */
-    TC__VS_STORE,    /* access k <- operand a                            */
-    TC__VS_ACC,      /* accumulator k <- combine(operand a)              */
-    TC__VS_COMPUTE,  /* d <- in(a, b, c), with its fused sum ac          */
-    TC__VS_UNIFORM,  /* the same on uniform operands: one vector         */
-    TC__VS_UBLOCK,   /* the n steps from here (SLOT, BCAST, UNIFORM) in one */
-    TC__VS_COUNT
-};
-struct tc__vstep;
-typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
-typedef struct tc__vstep {
-    tc__vstep_fn fn;
-    const tc__vins *in, *ac;         /* the instruction; its fused sum       */
-    const float *p[3];               /* operands a, b, c (NULL: access pa)   */
-    const float *sp, *tp;            /* operand a's prologue (NULL: none)    */
-    float *d;                        /* result (NULL: access od's pointer)   */
-    float *e;                        /* a uniform operand expanded here first */
-    int pa[3], od;
-    int sa, sb, sc;                  /* operand strides (0: uniform)         */
-    int m, len;                      /* vectors and elements of the tile     */
-    int k;                           /* the access, slot or row buffer       */
-    int fin;                         /* as tc__vst.fin                       */
-    int kind;                        /* TC__VS_*: what fn does               */
-    int n;                           /* steps this one runs (a UBLOCK's run) */
-} tc__vstep;
-
-#ifdef TC__HAVE_VEXEC
-/* Issues the armed prefetch's lines up to `end` (at most all of them) for
- * every armed stream. */
-TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
-    int q, l;
-    if (end > s->pf_lines) end = s->pf_lines;
-    for (q = 0; q < s->npf; q++)
-        for (l = s->pf_next; l < end; l++) tc__prefetch(s->pf[q] + (size_t)l * 64);
-    if (end > s->pf_next) s->pf_next = end;
-}
-#endif
-
 /* Floats per register tile: the largest of 1024, 512, 256 whose tiles
  * all fit TC__VM_TILE_BUDGET (16 KiB, a third of a small L1 beside the
  * streams), since each instruction's dispatch is paid once per tile.  A
@@ -250,9 +164,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
  * power of two that holds it), so the executor runs it as a row held in
  * one tile (pre-decoded steps, sums folded in registers) where the fold
  * span allows: the register buffers such a row's code writes are few
- * (its values go to row buffers, the result or the row scalars).
- * softmax_ln from a cold cache, 2 threads, Zen 5: [2048, 2048] 1.43-1.56
- * -> 1.09-1.10 ms, [1024, 4096] 1.22 -> 0.97-1.00. */
+ * (its values go to row buffers, the result or the row scalars). */
 TC__FN int tc__kernel_tile(const tc__kernel *k) {
     int t = 4 * TC__VM_TILE, d;
     int64_t row = 1;

@@ -875,3 +875,33 @@ TC__FN tc__graph *tc__pass_fold_bn(tc_ctx *ctx, tc__graph *g, int *changed) {
 TC__FN tc__graph *tc__pass_decompose(tc__graph *g, int level, int *changed) {
     return tc__graph_rebuild(g, tc__decompose_node, &level, changed);
 }
+
+/* The pipeline a compiled function runs on each trace (decompose: 0 none,
+ * 1 the fuser's primitives where the executor runs, 2 everything):
+ * attention -> [fold bn ->] [decompose ->] simplify -> fold -> legalize ->
+ * hoist -> DCE (CSE happened while recording). */
+TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__graph **g) {
+    int changed = 0;
+    /* hand-written attention into the fused kernel, before decomposition
+     * takes its softmax apart */
+    *g = tc__pass_attention(*g, &changed);
+    if (!*g) return TC_ERR_OOM;
+    /* frozen parameters: batch norm into its conv, before decomposition
+     * takes the norm apart */
+    if (freeze && !(*g = tc__pass_fold_bn(ctx, *g, &changed))) return TC_ERR_OOM;
+    /* rounds: a decomposition may emit composites (sdpa emits softmax) */
+    if (decompose && (decompose > 1 || ctx->isa != TC_ISA_NONE)) {
+        int round;
+        for (round = 0, changed = 1; *g && changed && round < 4; round++)
+            *g = tc__pass_decompose(*g, decompose, &changed);
+    }
+    if (*g) *g = tc__pass_simplify(*g, &changed);
+    if (*g) *g = tc__pass_fold(ctx, *g, 4096, &changed);
+    if (*g) *g = tc__pass_legalize(*g, &changed);
+    if (*g) *g = tc__pass_hoist(*g, &changed);
+    if (*g && tc__pass_dce(*g) < 0) {
+        tc__graph_free(*g);
+        *g = NULL;
+    }
+    return *g ? TC_OK : TC_ERR_OOM;
+}

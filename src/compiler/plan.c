@@ -4,8 +4,9 @@
  * liveness.  Running = bind the inputs, walk the list.  In reduce-overhead
  * mode the arena, the headers and the kernels' scratch persist, so a call
  * after warm-up allocates nothing; in the default mode a call allocates the
- * arena and its outputs.  The code generator plugs its kernels into the
- * same launch list. */
+ * arena and its outputs.  max-autotune (tune.c) hooks into the run. */
+
+typedef struct tc__tune_mem tc__tune_mem; /* tune.c */
 
 typedef struct tc__launch {
     int node;
@@ -22,7 +23,29 @@ typedef struct tc__launch {
     tc__call call;             /* pre-bound; ins point at headers       */
 } tc__launch;
 
-typedef struct tc__program {
+typedef struct tc__program tc__program;
+
+/* The backend seam: what the plan asks of the device a program runs on,
+ * and nothing device-specific beyond it.  One table per device: the CPU's
+ * is cpu/backend.c (the executor and the op table's kernels); the CUDA
+ * backend adds its own.  Copies between devices belong to the tensors,
+ * not to the plan. */
+typedef struct tc__backend {
+    const char *name;
+    /* per-thread workspace bytes that fused kernel k needs */
+    size_t (*kernel_ws_bytes)(const tc__kernel *k);
+    /* runs launch l's fused kernel (l->kernel >= 0) */
+    tc_result (*run_kernel)(tc__program *p, tc_ctx *ctx, tc__launch *l);
+    /* runs launch l's op into out, a contraction with its fused epilogue
+     * (l->epi >= 0) on each finished output tile */
+    tc_result (*run_op)(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out);
+    /* the arena of intermediates: a block of at least bytes (reused where
+     * one is cached), and back */
+    void *(*block_get)(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
+    void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
+} tc__backend;
+
+struct tc__program {
     const tc__graph *g;
     tc_ctx *ctx;
     tc_tensor *hdr;            /* one header per node (not in any scope) */
@@ -35,7 +58,9 @@ typedef struct tc__program {
     void *arena_raw;
     char *arena;
     int persistent;            /* reduce-overhead                         */
-    int tune;                  /* max-autotune: measure on the next run   */
+    /* max-autotune (tune.c): run on each launch in the next run, which
+     * measures its variants and sets the winner up; NULL: nothing to tune */
+    tc_result (*tune)(struct tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out);
     const char *tune_dir;      /* the on-disk cache's directory, NULL: none */
     tc__tune_mem *tune_mem;    /* the compiled function's choices          */
     tc__scratch_cache *cache;  /* reduce-overhead: kernels' scratch       */
@@ -48,7 +73,8 @@ typedef struct tc__program {
     int ws_slots;
     int64_t peak_bytes;        /* arena + outputs                          */
     int inplace;               /* results written over a dying input      */
-} tc__program;
+    const tc__backend *be;     /* the device that runs it                 */
+};
 
 TC__FN void tc__program_free(tc__program *p) {
     int i;
@@ -313,7 +339,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
         if (p->fu.inl[i]) p->root[i] = -1;
     tc__program_epilogues(p, logs);
     for (k = 0; k < p->fu.nk; k++)
-        if (tc__kernel_ws_bytes(&p->fu.k[k]) > ws) ws = tc__kernel_ws_bytes(&p->fu.k[k]);
+        if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
     p->ws_slots = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (p->fu.nk > 0) {
@@ -388,14 +414,15 @@ TC__FN int tc__is_output(const tc__graph *g, int i) {
 }
 
 /* Builds the program for g traced on `inputs`.  NULL on OOM. */
-TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor *const *inputs, int persistent,
-                                      int fuse, int logs, char *err, size_t errcap) {
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
+                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
     int *last = NULL, i, k, n = g->n;
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
     p->ctx = ctx;
+    p->be = be;
     p->persistent = persistent;
     p->hdr = (tc_tensor *)tc__malloc(sizeof(tc_tensor) * (size_t)n);
     p->ref = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)n);
@@ -541,37 +568,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__graph *g, tc_tensor
 
 /* Runs one launch: its fused kernel or its op's kernel. */
 TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-#ifdef TC__HAVE_VEXEC
-    if (l->kernel >= 0) {
-        if (ctx->num_threads > p->ws_slots) {
-            /* the context gained threads since the build: one workspace each */
-            void *raw = NULL;
-            char *ws = (char *)tc__alloc_aligned(p->ws_bytes * (size_t)ctx->num_threads, &raw);
-            if (!ws) return tc__msg(&l->call, TC_ERR_OOM, "out of memory for the kernel workspace");
-            TC_FREE(p->ws_raw);
-            p->ws_raw = raw;
-            p->ws = ws;
-            p->ws_slots = ctx->num_threads;
-        }
-        tc__kernel_run(ctx, &p->fu.k[l->kernel], p->ref, p->ws, p->ws_bytes, p->ws_slots, l->tile);
-        return TC_OK;
-    }
-    if (l->epi >= 0) {
-        tc__krun kr;
-        tc__epilogue e;
-        tc_result r;
-        tc__krun_prepare(&kr, ctx, &p->fu.k[l->epi], p->ref);
-        e.fn = tc__epilogue_tile;
-        e.arg = &kr;
-        l->call.epi = &e;
-        r = tc__optable[l->call.op].run(&l->call, out);
-        l->call.epi = NULL;
-        return r;
-    }
-#else
-    (void)p;
-#endif
-    return tc__optable[l->call.op].run(&l->call, out);
+    return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
 /* Launches whose weight really is packed once (a GEMV-shaped one streams
@@ -601,229 +598,6 @@ TC__FN int tc__program_freeze(tc__program *p) {
     return 0;
 }
 
-/* max-autotune's hook: the variants of one launch are measured on the real
- * data and the fastest kept, then stored in the on-disk cache
- * (tunecache.c) under a key naming everything the choice depends on, so a
- * later process reads it instead of measuring.  A contraction's variants
- * are GEMM blockings (KC x MC), then the microkernels of each lower ISA
- * level down to 128-bit vectors; a fused kernel's its register-tile sizes
- * (the heuristic's, then halved down to TC__VM_TILE_MIN); every launch's
- * are then its thread splits (all threads vs one: small kernels lose to
- * the synchronisation). */
-static const int tc__gemm_variants[][2] = {{0, 0}, {128, 16}, {384, 16}, {256, 8}, {256, 32}, {512, 8}};
-
-TC__FN int tc__launch_is_gemm(const tc__launch *l) {
-    return l->kernel < 0 &&
-           (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR || l->call.op == TC__OP_CONV2D);
-}
-
-/* What a launch's best variant depends on, as one line of text. */
-TC__FN void tc__tune_key(const tc__program *p, const tc_ctx *ctx, const tc__launch *l, const tc_tensor *out,
-                         char *key, size_t cap) {
-    tc__text t;
-    int i, d;
-    t.p = key;
-    t.n = 0;
-    t.cap = cap;
-    tc__text_printf(&t, "tc=%s/%s isa=%s threads=%d cpu=%d ncpu=%d ", TC_VERSION_STRING, TC__TUNE_KERNELS,
-                    tc_isa_name(ctx->isa), ctx->num_threads, ctx->cpu_features, tc__cpu_count());
-    if (l->kernel >= 0) { /* a fused program: its code, hashed */
-        const tc__kernel *k = &p->fu.k[l->kernel];
-        uint64_t h = 14695981039346656037ull;
-        char ins[128];
-        for (i = 0; i < k->ncode; i++) {
-            const tc__vins *v = &k->code[i];
-            tc__fmt(ins, sizeof ins, "%d %d %d %d %d %d %d %d %d %a %a;", v->op, v->dst, v->a, v->b, v->c, v->as, v->at,
-                    v->bu, v->au, (double)v->f0, (double)v->f1);
-            h ^= tc__fnv1a(ins);
-            h *= 1099511628211ull;
-        }
-        tc__text_printf(&t, "kernel=%016llx stages=%d", (unsigned long long)h, k->nstage);
-        for (d = 0; d < k->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : " dom=", (long long)k->shape[d]);
-    } else {
-        tc__text_printf(&t, "op=%s%s", tc__optable[l->call.op].name, l->call.prepack ? " frozen" : "");
-    }
-    for (i = 0; i < l->call.nin; i++) {
-        const tc_tensor *x = l->call.ins[i];
-        if (!x) continue;
-        tc__text_printf(&t, " in%d=%s", i, tc_dtype_name(x->dtype));
-        for (d = 0; d < x->ndim; d++) tc__text_printf(&t, "%s%lld/%lld", d ? "," : "[", (long long)x->shape[d],
-                                                     (long long)x->strides[d]);
-        tc__text_printf(&t, "]");
-    }
-    tc__text_printf(&t, " out=");
-    for (d = 0; d < out->ndim; d++) tc__text_printf(&t, "%s%lld", d ? "x" : "", (long long)out->shape[d]);
-    for (i = 0; i < TC__MAX_IATTR && i < 12; i++) tc__text_printf(&t, " %lld", (long long)l->call.a.i[i]);
-    if (t.n >= cap) key[0] = 0; /* too long to trust: no caching */
-}
-
-/* Tests script the times a variant measures (launch, thread cap); NULL
- * in use. */
-static double (*tc__tune_measure_hook)(const tc__launch *l, int cap) = NULL;
-
-/* The fastest of 3 runs of l as it is set up now (ms), or -1 on error. */
-
-TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, int cap, tc_result *r) {
-    double t_min = -1;
-    int rep;
-    if (tc__tune_measure_hook) {
-        *r = TC_OK;
-        return tc__tune_measure_hook(l, cap);
-    }
-    ctx->thread_cap = cap;
-    for (rep = 0; rep < 3; rep++) {
-        double t0 = tc__now_sec(), t;
-        *r = tc__launch_exec(p, ctx, l, out);
-        t = tc__now_sec() - t0;
-        if (*r != TC_OK) break;
-        if (t_min < 0 || t < t_min) t_min = t;
-    }
-    ctx->thread_cap = 0;
-    return *r == TC_OK ? t_min * 1e3 : -1;
-}
-
-/* Sets l up as choice c says (its thread split is the caller's). */
-TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
-    l->call.blk.kc = c->kc;
-    l->call.blk.mc_tiles = c->mc_tiles;
-    l->tile = l->kernel >= 0 ? c->tile : 0;
-    l->call.blk.isa = tc__launch_is_gemm(l) ? c->isa : 0;
-}
-
-/* A choice other than the default, measured against it in turns (3 of
- * each, the best of each kept): the variants were measured one after
- * another, and where the host's speed drifted between them (another
- * process taking a core for a while) a choice won that the same calls in
- * turn do not bear out, and its cache entry kept it wrong for good (on a
- * 2-core VM, ew's and softmax_ln's kernels kept one thread, 1.6-1.8x
- * slower than default).  The choice stays only where it wins by
- * TC__TUNE_MARGIN. */
-#define TC__TUNE_MARGIN 0.97
-TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__tune_choice *ch,
-                                  double *best) {
-    tc__tune_choice def;
-    double td = -1, tc = -1;
-    tc_result r = TC_OK;
-    int k;
-    memset(&def, 0, sizeof def);
-    if (!ch->kc && !ch->mc_tiles && !ch->tile && !ch->isa && !ch->threads) return TC_OK;
-    for (k = 0; k < 3; k++) {
-        double t;
-        tc__tune_apply(l, &def);
-        t = tc__tune_measure(p, ctx, l, out, 0, &r);
-        if (r != TC_OK) return r;
-        if (td < 0 || t < td) td = t;
-        tc__tune_apply(l, ch);
-        t = tc__tune_measure(p, ctx, l, out, ch->threads, &r);
-        if (r != TC_OK) return r;
-        if (tc < 0 || t < tc) tc = t;
-    }
-    if (tc < td * TC__TUNE_MARGIN) *best = tc;
-    else {
-        *ch = def;
-        *best = td;
-    }
-    tc__tune_apply(l, ch);
-    return TC_OK;
-}
-
-TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
-    char key[1024];
-    tc__tune_choice ch;
-    tc_result r = TC_OK;
-    double best;
-    size_t v;
-    const tc__tune_choice *known;
-    tc__tune_key(p, ctx, l, out, key, sizeof key);
-    known = key[0] ? tc__tune_mem_get(p->tune_mem, key) : NULL;
-    if (!known && key[0] && tc__tune_cache_get(p->tune_dir, key, &ch)) {
-        tc__tune_mem_put(p->tune_mem, key, &ch);
-        if (p->tune_mem) p->tune_mem->from_disk++;
-        known = &ch;
-    }
-    if (known) {
-        tc__tune_apply(l, known);
-        l->threads = known->threads;
-        if (p->tune_mem && known == &ch) {
-            p->tune_mem->tiles += l->tile != 0;
-            p->tune_mem->isas += l->call.blk.isa != 0;
-        }
-        l->tuned_ms = known->ms;
-        return TC_OK;
-    }
-    memset(&ch, 0, sizeof ch);
-    best = tc__tune_measure(p, ctx, l, out, 0, &r);
-    if (r != TC_OK) return r;
-    for (v = 1; tc__launch_is_gemm(l) && v < sizeof tc__gemm_variants / sizeof tc__gemm_variants[0]; v++) {
-        double t;
-        l->call.blk.kc = tc__gemm_variants[v][0];
-        l->call.blk.mc_tiles = tc__gemm_variants[v][1];
-        t = tc__tune_measure(p, ctx, l, out, 0, &r);
-        if (r != TC_OK) return r;
-        if (t < best) {
-            best = t;
-            ch.kc = l->call.blk.kc;
-            ch.mc_tiles = l->call.blk.mc_tiles;
-        }
-    }
-    l->call.blk.kc = ch.kc;
-    l->call.blk.mc_tiles = ch.mc_tiles;
-    /* a contraction's microkernels: a lower level's register tile can win
-     * (narrower vectors, a clock that does not drop, a shape its tile fits) */
-    if (tc__launch_is_gemm(l)) {
-        int lvl;
-        for (lvl = (int)ctx->isa - 1; lvl >= (int)TC_ISA_V128; lvl--) {
-            double t;
-            l->call.blk.isa = lvl;
-            t = tc__tune_measure(p, ctx, l, out, 0, &r);
-            if (r != TC_OK) return r;
-            if (t < best) {
-                best = t;
-                ch.isa = lvl;
-            }
-        }
-        l->call.blk.isa = ch.isa;
-    }
-    /* a fused kernel's register tiles: smaller ones trade dispatches per
-     * element for L1 room beside the streams it reads */
-    if (l->kernel >= 0) {
-        int tile;
-        for (tile = tc__kernel_tile(&p->fu.k[l->kernel]) / 2; tile >= TC__VM_TILE_MIN; tile /= 2) {
-            double t;
-            l->tile = tile;
-            t = tc__tune_measure(p, ctx, l, out, 0, &r);
-            if (r != TC_OK) return r;
-            if (t < best) {
-                best = t;
-                ch.tile = tile;
-            }
-        }
-        l->tile = ch.tile;
-    }
-    if (ctx->num_threads > 1) {
-        double t = tc__tune_measure(p, ctx, l, out, 1, &r);
-        if (r != TC_OK) return r;
-        if (t < best) {
-            best = t;
-            ch.threads = 1;
-        }
-    }
-    if ((r = tc__tune_confirm(p, ctx, l, out, &ch, &best)) != TC_OK) return r;
-    l->threads = ch.threads;
-    l->tuned_ms = ch.ms = best;
-    if (p->tune_mem) {
-        p->tune_mem->measured++;
-        p->tune_mem->single += l->threads == 1;
-        p->tune_mem->tiles += l->tile != 0;
-        p->tune_mem->isas += l->call.blk.isa != 0;
-    }
-    if (key[0]) {
-        tc__tune_mem_put(p->tune_mem, key, &ch);
-        tc__tune_cache_put(p->tune_dir, key, &ch);
-    }
-    return TC_OK;
-}
-
 /* Runs the program.  Default mode: outputs[] get fresh tensors in the
  * caller's scope.  Persistent: outputs[] are the program's headers, valid
  * until the next call.  On error *err_t holds an errored tensor. */
@@ -850,7 +624,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                     r = TC_ERR_OOM;
                     break;
                 }
-                copies[i] = tc_clone_at(ctx, (tc_tensor *)in, nd->file, nd->line);
+                copies[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
                 if (copies[i]->status != TC_OK) {
                     r = copies[i]->status;
                     break;
@@ -863,7 +637,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         }
     }
     if (!p->persistent) {
-        p->arena = (char *)tc__block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
+        p->arena = (char *)p->be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
         fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
         if (!p->arena || !fresh_t) r = TC_ERR_OOM;
@@ -889,7 +663,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             continue;
         }
         if (tc__numel(out) == 0) continue;
-        if (p->tune && !l->inplace) r = tc__tune_launch(p, ctx, l, out);
+        if (p->tune && !l->inplace) r = p->tune(p, ctx, l, out);
         if (r == TC_OK) {
             ctx->thread_cap = l->threads;
             r = tc__launch_exec(p, ctx, l, out);
@@ -911,7 +685,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             fresh_t[o] = NULL; /* handed out; the same node twice gets a clone */
         } else {
             /* a view, input or parameter: the result must own its memory */
-            outputs[i] = tc_clone_at(ctx, p->ref[o], g->nodes[o].file, g->nodes[o].line);
+            outputs[i] = tc__clone(ctx, p->ref[o], NULL, g->nodes[o].file, g->nodes[o].line);
         }
     }
     ctx->trace = saved_trace;
@@ -919,13 +693,13 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         for (i = 0; i < g->n; i++) tc_free(copies[i]);
         TC_FREE(copies);
     }
-    if (r == TC_OK) p->tune = 0;
+    if (r == TC_OK) p->tune = NULL;
     if (!p->persistent) {
         if (fresh_t)
             for (i = 0; i < g->n; i++)
                 if (fresh_t[i]) tc_free(fresh_t[i]);
         TC_FREE(fresh_t);
-        tc__block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->be->block_put(ctx, p->arena_raw, p->arena, p->arena_cap);
         p->arena_raw = NULL;
         p->arena = NULL;
     }

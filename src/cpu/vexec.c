@@ -434,8 +434,13 @@ typedef struct tc__vplan {
     float u[TC__VPLAN_MAXU][16];
 } tc__vplan;
 
-/* Tests set it to run every kernel through the interpreter. */
+/* Tests set it to run every kernel through the interpreter; a user build
+ * (no TCOMPILE_TESTING) has a constant 0 and the checks fold away. */
+#ifdef TCOMPILE_TESTING
 static int tc__vplan_off = 0;
+#else
+#define tc__vplan_off 0
+#endif
 
 /* What a register holds while a stage is pre-decoded: a fixed buffer
  * (p), or else access `pa` at the row's pointer; uniform (one vector). */
@@ -694,9 +699,16 @@ TC__FN void tc__krun_rows_lanes(const tc__krun *kr, tc__vst *s, int64_t *idx, in
 }
 
 /* Tests set it to run rows one at a time (tc__krun_rows_pair), and read
- * how many parts ran rows in pairs. */
+ * how many parts ran rows in pairs (TC__VPAIR_COUNTED); a user build has
+ * neither the switch nor the count. */
+#ifdef TCOMPILE_TESTING
 static int tc__vpair_off = 0;
 static int tc__vpair_parts = 0;
+#define TC__VPAIR_COUNTED() (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1)
+#else
+#define tc__vpair_off 0
+#define TC__VPAIR_COUNTED() ((void)0)
+#endif
 /* The most bytes of row buffers and input rows two rows in flight may
  * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
  * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
@@ -723,7 +735,7 @@ TC__FN int64_t tc__krun_rows_pair(const tc__krun *kr, tc__vst *s, const tc__vpla
     tc__krun_state((tc__krun *)kr, &s2, s->w + tc__state_bytes(k, kr->rows, kr->rowlen, kr->tile));
     if (!tc__vplan_build(kr, &s2, &pl2, len)) return o;
     for (a = 0; a < k->nacc; a++) s2.stride[a] = s->stride[a];
-    (void)tc__atomic_fetch_add_int(&tc__vpair_parts, 1);
+    TC__VPAIR_COUNTED();
     for (; o + 1 < e; o += 2) {
         for (a = 0; a < k->nacc; a++) s2.ptr[a] = s->ptr[a] + rstep[a];
         for (si = 0; si < k->nstage; si++) {

@@ -16,13 +16,13 @@
 
 #define TC__ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
 
-typedef struct tc__st_entry {
+typedef struct tc__sft_entry {
     char *name;
-    int code;                  /* index into tc__st_dtypes */
+    int code;                  /* index into tc__sft_dtypes */
     int ndim;
     int64_t shape[TC_MAX_DIMS];
     uint64_t begin, end;       /* within the data region */
-} tc__st_entry;
+} tc__sft_entry;
 
 struct tc_safetensors {
     tc_ctx *ctx;
@@ -31,7 +31,7 @@ struct tc_safetensors {
     const unsigned char *data; /* the data region */
     uint64_t data_len;
     int n, nmeta;
-    tc__st_entry *e;
+    tc__sft_entry *e;
     char **meta;               /* nmeta (key, value) pairs */
     char path[256];            /* for messages (may be cut short) */
 };
@@ -42,13 +42,13 @@ static const struct {
     tc_dtype as;
     int bytes;
     int kind;                  /* 0 same bits, 1 float, 2 signed int, 3 unsigned int, 4 bool, -1 unsupported */
-} tc__st_dtypes[] = {
+} tc__sft_dtypes[] = {
     {"F32", TC_F32, 4, 0},  {"F16", TC_F16, 2, 0},   {"BF16", TC_BF16, 2, 0}, {"I32", TC_I32, 4, 0},
     {"BOOL", TC_BOOL, 1, 4}, {"F64", TC_F32, 8, 1},  {"I64", TC_I32, 8, 2},   {"I16", TC_I32, 2, 2},
     {"I8", TC_I32, 1, 2},   {"U8", TC_I32, 1, 3},    {"U16", TC_I32, 2, 3},   {"U32", TC_I32, 4, 3},
     {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
 };
-#define TC__ST_NDTYPES ((int)(sizeof tc__st_dtypes / sizeof tc__st_dtypes[0]))
+#define TC__ST_NDTYPES ((int)(sizeof tc__sft_dtypes / sizeof tc__sft_dtypes[0]))
 
 /* ---- the header parser --------------------------------------------------------- */
 
@@ -223,7 +223,7 @@ TC__FN int tc__jp_uints(tc__jp *j, uint64_t *v, int cap, int *n) {
 }
 
 /* One tensor's {"dtype", "shape", "data_offsets"}, each exactly once. */
-TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
+TC__FN int tc__jp_entry(tc__jp *j, tc__sft_entry *e) {
     int seen = 0, k, n;
     uint64_t v[TC_MAX_DIMS + 1];
     if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "expected an object for a tensor");
@@ -240,7 +240,7 @@ TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
             if (bit == 1) {
                 char *dt = tc__jp_string(j);
                 if (!dt) return 0;
-                for (e->code = 0; e->code < TC__ST_NDTYPES && strcmp(dt, tc__st_dtypes[e->code].name) != 0; e->code++) {
+                for (e->code = 0; e->code < TC__ST_NDTYPES && strcmp(dt, tc__sft_dtypes[e->code].name) != 0; e->code++) {
                 }
                 TC_FREE(dt);
                 if (e->code == TC__ST_NDTYPES) return tc__jp_fail(j, "unknown dtype");
@@ -259,23 +259,23 @@ TC__FN int tc__jp_entry(tc__jp *j, tc__st_entry *e) {
     return seen == 7 ? 1 : tc__jp_fail(j, "a tensor entry needs dtype, shape and data_offsets");
 }
 
-TC__FN int tc__st_add_meta(tc_safetensors *st, char *k, char *v) {
-    char **m = (char **)TC_REALLOC(st->meta, sizeof(char *) * (size_t)(2 * st->nmeta + 2));
+TC__FN int tc__sft_add_meta(tc_safetensors *sf, char *k, char *v) {
+    char **m = (char **)TC_REALLOC(sf->meta, sizeof(char *) * (size_t)(2 * sf->nmeta + 2));
     if (!m) return 0;
-    st->meta = m;
-    m[2 * st->nmeta] = k;
-    m[2 * st->nmeta + 1] = v;
-    st->nmeta++;
+    sf->meta = m;
+    m[2 * sf->nmeta] = k;
+    m[2 * sf->nmeta + 1] = v;
+    sf->nmeta++;
     return 1;
 }
 
 /* "__metadata__": {"key": "value", ...} */
-TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *st) {
+TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *sf) {
     if (!tc__jp_eat(j, '{')) return tc__jp_fail(j, "__metadata__ must be an object");
     if (tc__jp_eat(j, '}')) return 1;
     do {
         char *k = tc__jp_string(j), *v = NULL;
-        if (!k || !tc__jp_eat(j, ':') || !(v = tc__jp_string(j)) || !tc__st_add_meta(st, k, v)) {
+        if (!k || !tc__jp_eat(j, ':') || !(v = tc__jp_string(j)) || !tc__sft_add_meta(sf, k, v)) {
             TC_FREE(k);
             TC_FREE(v);
             return tc__jp_fail(j, "__metadata__ values must be strings");
@@ -284,7 +284,7 @@ TC__FN int tc__jp_meta(tc__jp *j, tc_safetensors *st) {
     return tc__jp_eat(j, '}') ? 1 : tc__jp_fail(j, "expected ',' or '}'");
 }
 
-TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, size_t errcap) {
+TC__FN int tc__sft_parse(tc_safetensors *sf, const char *h, size_t n, char *err, size_t errcap) {
     tc__jp j;
     int cap = 0, have_meta = 0;
     j.start = j.p = h;
@@ -302,23 +302,23 @@ TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, 
             if (strcmp(key, "__metadata__") == 0) {
                 TC_FREE(key);
                 if (have_meta++) return tc__jp_fail(&j, "repeated __metadata__");
-                if (!tc__jp_meta(&j, st)) return 0;
+                if (!tc__jp_meta(&j, sf)) return 0;
                 continue;
             }
-            if (st->n == cap) {
-                tc__st_entry *e = (tc__st_entry *)TC_REALLOC(st->e, sizeof(tc__st_entry) * (size_t)(cap * 2 + 8));
+            if (sf->n == cap) {
+                tc__sft_entry *e = (tc__sft_entry *)TC_REALLOC(sf->e, sizeof(tc__sft_entry) * (size_t)(cap * 2 + 8));
                 if (!e) {
                     TC_FREE(key);
                     return tc__jp_fail(&j, "out of memory");
                 }
-                st->e = e;
+                sf->e = e;
                 cap = cap * 2 + 8;
             }
-            memset(&st->e[st->n], 0, sizeof st->e[0]);
-            st->e[st->n].name = key;
-            if (!tc__jp_entry(&j, &st->e[st->n++])) return 0;
+            memset(&sf->e[sf->n], 0, sizeof sf->e[0]);
+            sf->e[sf->n].name = key;
+            if (!tc__jp_entry(&j, &sf->e[sf->n++])) return 0;
         } while (tc__jp_eat(&j, ','));
-    if ((st->n || have_meta) && !tc__jp_eat(&j, '}')) return tc__jp_fail(&j, "expected ',' or '}'");
+    if ((sf->n || have_meta) && !tc__jp_eat(&j, '}')) return tc__jp_fail(&j, "expected ',' or '}'");
     tc__jp_ws(&j);
     if (j.p != j.end) return tc__jp_fail(&j, "text after the header's object");
     return 1;
@@ -326,23 +326,23 @@ TC__FN int tc__st_parse(tc_safetensors *st, const char *h, size_t n, char *err, 
 
 /* ---- validation ---------------------------------------------------------------- */
 
-TC__FN int tc__st_cmp_begin(const void *a, const void *b) {
-    const tc__st_entry *x = *(const tc__st_entry *const *)a, *y = *(const tc__st_entry *const *)b;
+TC__FN int tc__sft_cmp_begin(const void *a, const void *b) {
+    const tc__sft_entry *x = *(const tc__sft_entry *const *)a, *y = *(const tc__sft_entry *const *)b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
 }
 
-TC__FN int tc__st_cmp_name(const void *a, const void *b) {
-    return strcmp((*(const tc__st_entry *const *)a)->name, (*(const tc__st_entry *const *)b)->name);
+TC__FN int tc__sft_cmp_name(const void *a, const void *b) {
+    return strcmp((*(const tc__sft_entry *const *)a)->name, (*(const tc__sft_entry *const *)b)->name);
 }
 
 /* Sizes, then the tiling of the data region, then unique names. */
-TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
-    tc__st_entry **ord;
+TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
+    tc__sft_entry **ord;
     uint64_t at = 0;
     int i, k, ok = 1;
-    for (i = 0; i < st->n; i++) {
-        tc__st_entry *e = &st->e[i];
-        uint64_t bytes = (uint64_t)tc__st_dtypes[e->code].bytes;
+    for (i = 0; i < sf->n; i++) {
+        tc__sft_entry *e = &sf->e[i];
+        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes;
         for (k = 0; k < e->ndim; k++) {
             uint64_t d = (uint64_t)e->shape[k];
             if (d && bytes > ((uint64_t)1 << 62) / d) {
@@ -354,19 +354,19 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
         if (e->end < e->begin || e->end - e->begin != bytes) {
             tc__fmt(err, errcap, "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, its %s shape needs %llu", e->name,
                     (unsigned long long)e->begin, (unsigned long long)e->end,
-                    (unsigned long long)(e->end >= e->begin ? e->end - e->begin : 0), tc__st_dtypes[e->code].name,
+                    (unsigned long long)(e->end >= e->begin ? e->end - e->begin : 0), tc__sft_dtypes[e->code].name,
                     (unsigned long long)bytes);
             return 0;
         }
     }
-    ord = (tc__st_entry **)tc__malloc(sizeof(tc__st_entry *) * (size_t)(st->n > 0 ? st->n : 1));
+    ord = (tc__sft_entry **)tc__malloc(sizeof(tc__sft_entry *) * (size_t)(sf->n > 0 ? sf->n : 1));
     if (!ord) {
         tc__fmt(err, errcap, "out of memory");
         return 0;
     }
-    for (i = 0; i < st->n; i++) ord[i] = &st->e[i];
-    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_begin);
-    for (i = 0; i < st->n && ok; i++) {
+    for (i = 0; i < sf->n; i++) ord[i] = &sf->e[i];
+    qsort(ord, (size_t)sf->n, sizeof ord[0], tc__sft_cmp_begin);
+    for (i = 0; i < sf->n && ok; i++) {
         if (ord[i]->begin != at) {
             tc__fmt(err, errcap, "tensor '%s' starts at byte %llu of the data, expected %llu (%s)", ord[i]->name,
                     (unsigned long long)ord[i]->begin, (unsigned long long)at,
@@ -375,13 +375,13 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
         }
         at = ord[i]->end;
     }
-    if (ok && at != st->data_len) {
+    if (ok && at != sf->data_len) {
         tc__fmt(err, errcap, "the tensors cover %llu bytes of data, the file holds %llu", (unsigned long long)at,
-                (unsigned long long)st->data_len);
+                (unsigned long long)sf->data_len);
         ok = 0;
     }
-    qsort(ord, (size_t)st->n, sizeof ord[0], tc__st_cmp_name);
-    for (i = 1; i < st->n && ok; i++)
+    qsort(ord, (size_t)sf->n, sizeof ord[0], tc__sft_cmp_name);
+    for (i = 1; i < sf->n && ok; i++)
         if (strcmp(ord[i - 1]->name, ord[i]->name) == 0) {
             tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
             ok = 0;
@@ -392,20 +392,20 @@ TC__FN int tc__st_validate(tc_safetensors *st, char *err, size_t errcap) {
 
 /* ---- the public API ------------------------------------------------------------- */
 
-TCDEF void tc_safetensors_close(tc_safetensors *st) {
+TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     int i;
-    if (!st) return;
-    for (i = 0; i < st->n; i++) TC_FREE(st->e[i].name);
-    for (i = 0; i < 2 * st->nmeta; i++) TC_FREE(st->meta[i]);
-    TC_FREE(st->e);
-    TC_FREE(st->meta);
-    tc__unmap_file(&st->map);
-    TC_FREE(st->heap);
-    TC_FREE(st);
+    if (!sf) return;
+    for (i = 0; i < sf->n; i++) TC_FREE(sf->e[i].name);
+    for (i = 0; i < 2 * sf->nmeta; i++) TC_FREE(sf->meta[i]);
+    TC_FREE(sf->e);
+    TC_FREE(sf->meta);
+    tc__unmap_file(&sf->map);
+    TC_FREE(sf->heap);
+    TC_FREE(sf);
 }
 
 /* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__st_read_whole(const char *path, unsigned char **out, size_t *size) {
+TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
     size_t cap = 1 << 16, n = 0, got;
     unsigned char *buf = NULL, *nb;
@@ -431,7 +431,7 @@ TC__FN int tc__st_read_whole(const char *path, unsigned char **out, size_t *size
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
-    tc_safetensors *st;
+    tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
     uint64_t hlen = 0;
@@ -443,60 +443,60 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
         tc__fmt(err, errcap, "tc_safetensors_open: %s is NULL", ctx ? "path" : "ctx");
         return NULL;
     }
-    st = (tc_safetensors *)TC_MALLOC(sizeof *st);
-    if (!st) {
+    sf = (tc_safetensors *)TC_MALLOC(sizeof *sf);
+    if (!sf) {
         tc__fmt(err, errcap, "tc_safetensors_open: out of memory");
         return NULL;
     }
-    memset(st, 0, sizeof *st);
-    st->ctx = ctx;
-    tc__fmt(st->path, sizeof st->path, "%s", path);
-    i = tc__map_file(path, &st->map, 1);
+    memset(sf, 0, sizeof *sf);
+    sf->ctx = ctx;
+    tc__fmt(sf->path, sizeof sf->path, "%s", path);
+    i = tc__map_file(path, &sf->map, 1);
     if (i == 0) {
-        base = (const unsigned char *)st->map.data;
-        size = st->map.size;
-    } else if (i == -1 && tc__st_read_whole(path, &st->heap, &size) == 0) {
-        base = st->heap;
+        base = (const unsigned char *)sf->map.data;
+        size = sf->map.size;
+    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+        base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
-        tc_safetensors_close(st);
+        tc_safetensors_close(sf);
         return NULL;
     }
     for (i = 7; i >= 0 && size >= 8; i--) hlen = hlen << 8 | base[i];
     if (size < 8 || hlen > size - 8 || hlen > TC__ST_MAX_HEADER) {
         tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path,
                 size < 8 ? "shorter than the 8-byte header length" : "the header length runs past the file (or over 100 MB)");
-        tc_safetensors_close(st);
+        tc_safetensors_close(sf);
         return NULL;
     }
-    st->data = base + 8 + hlen;
-    st->data_len = (uint64_t)(size - 8 - (size_t)hlen);
+    sf->data = base + 8 + hlen;
+    sf->data_len = (uint64_t)(size - 8 - (size_t)hlen);
     {
         char msg[200];
         msg[0] = 0;
-        if (!tc__st_parse(st, (const char *)base + 8, (size_t)hlen, msg, sizeof msg) ||
-            !tc__st_validate(st, msg, sizeof msg)) {
+        if (!tc__sft_parse(sf, (const char *)base + 8, (size_t)hlen, msg, sizeof msg) ||
+            !tc__sft_validate(sf, msg, sizeof msg)) {
             tc__fmt(err, errcap, "tc_safetensors_open: %s: %s", path, msg[0] ? msg : "invalid header");
-            tc_safetensors_close(st);
+            tc_safetensors_close(sf);
             return NULL;
         }
     }
-    return st;
+    return sf;
 }
 
-TCDEF int tc_safetensors_count(const tc_safetensors *st) { return st ? st->n : 0; }
+TCDEF int tc_safetensors_count(const tc_safetensors *sf) { return sf ? sf->n : 0; }
 
-TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name) {
+TCDEF int tc_safetensors_find(const tc_safetensors *sf, const char *name) {
     int i;
-    for (i = 0; st && name && i < st->n; i++)
-        if (strcmp(st->e[i].name, name) == 0) return i;
+    for (i = 0; sf && name && i < sf->n; i++)
+        if (strcmp(sf->e[i].name, name) == 0) return i;
     return -1;
 }
 
-TCDEF const char *tc_safetensors_metadata(const tc_safetensors *st, const char *key) {
+TCDEF const char *tc_safetensors_metadata(const tc_safetensors *sf, const char *key) {
     int i;
-    for (i = 0; st && key && i < st->nmeta; i++)
-        if (strcmp(st->meta[2 * i], key) == 0) return st->meta[2 * i + 1];
+    for (i = 0; sf && key && i < sf->nmeta; i++)
+        if (strcmp(sf->meta[2 * i], key) == 0) return sf->meta[2 * i + 1];
     return NULL;
 }
 
@@ -506,78 +506,78 @@ TC__FN int tc__little_endian(void) {
 }
 
 /* Can entry e be viewed in place (same bits, aligned, the host's byte order)? */
-TC__FN int tc__st_zero_copy(const tc_safetensors *st, const tc__st_entry *e) {
-    const int w = tc__st_dtypes[e->code].bytes;
-    const unsigned char *p = st->data + e->begin;
+TC__FN int tc__sft_zero_copy(const tc_safetensors *sf, const tc__sft_entry *e) {
+    const int w = tc__sft_dtypes[e->code].bytes;
+    const unsigned char *p = sf->data + e->begin;
     uint64_t i;
-    if (tc__st_dtypes[e->code].kind == 4) { /* bool: only when every byte is 0 or 1 */
+    if (tc__sft_dtypes[e->code].kind == 4) { /* bool: only when every byte is 0 or 1 */
         for (i = 0; i < e->end - e->begin; i++)
             if (p[i] > 1) return 0;
         return 1;
     }
-    return tc__st_dtypes[e->code].kind == 0 && (w == 1 || tc__little_endian()) && (uintptr_t)p % (uintptr_t)w == 0;
+    return tc__sft_dtypes[e->code].kind == 0 && (w == 1 || tc__little_endian()) && (uintptr_t)p % (uintptr_t)w == 0;
 }
 
-TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *st, int index, tc_safetensors_info *info) {
-    const tc__st_entry *e;
-    if (!st || !info) return TC_ERR_NULL;
-    if (index < 0 || index >= st->n) return TC_ERR_INDEX;
-    e = &st->e[index];
+TCDEF tc_result tc_safetensors_info_of(const tc_safetensors *sf, int index, tc_safetensors_info *info) {
+    const tc__sft_entry *e;
+    if (!sf || !info) return TC_ERR_NULL;
+    if (index < 0 || index >= sf->n) return TC_ERR_INDEX;
+    e = &sf->e[index];
     memset(info, 0, sizeof *info);
     info->name = e->name;
-    info->dtype = tc__st_dtypes[e->code].name;
+    info->dtype = tc__sft_dtypes[e->code].name;
     info->ndim = e->ndim;
     memcpy(info->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim);
     info->nbytes = e->end - e->begin;
-    info->loads_as = tc__st_dtypes[e->code].as;
-    info->zero_copy = tc__st_zero_copy(st, e);
-    info->supported = tc__st_dtypes[e->code].kind >= 0;
+    info->loads_as = tc__sft_dtypes[e->code].as;
+    info->zero_copy = tc__sft_zero_copy(sf, e);
+    info->supported = tc__sft_dtypes[e->code].kind >= 0;
     return TC_OK;
 }
 
 /* Element i of e (w bytes, little-endian) as raw bits. */
-TC__FN uint64_t tc__st_bits(const unsigned char *p, int w, uint64_t i) {
+TC__FN uint64_t tc__sft_bits(const unsigned char *p, int w, uint64_t i) {
     uint64_t v = 0;
     int b;
     for (b = w - 1; b >= 0; b--) v = v << 8 | p[i * (uint64_t)w + (uint64_t)b];
     return v;
 }
 
-TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, const char *file, int line) {
+TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *sf, const char *name, const char *file, int line) {
     char text[TC__MSG_CAP + 160], where[200];
-    const tc__st_entry *e;
-    int idx = tc_safetensors_find(st, name), kind;
+    const tc__sft_entry *e;
+    int idx = tc_safetensors_find(sf, name), kind;
     uint64_t n, i;
     void *buf;
     tc_tensor *t;
-    if (!st) return &tc__sentinel_null_ctx;
+    if (!sf) return &tc__sentinel_null_ctx;
     if (file) tc__fmt(where, sizeof where, "tc_safetensors_get (%s:%d)", file, line);
     else tc__fmt(where, sizeof where, "tc_safetensors_get");
     if (!name || idx < 0) {
         tc__fmt(text, sizeof text, "%s: %s%s%s in %s", where, name ? "no tensor named '" : "name is NULL", name ? name : "",
-                name ? "'" : "", st->path);
-        return tc__error_tensor(st->ctx, name ? TC_ERR_INDEX : TC_ERR_NULL, text);
+                name ? "'" : "", sf->path);
+        return tc__error_tensor(sf->ctx, name ? TC_ERR_INDEX : TC_ERR_NULL, text);
     }
-    e = &st->e[idx];
-    kind = tc__st_dtypes[e->code].kind;
+    e = &sf->e[idx];
+    kind = tc__sft_dtypes[e->code].kind;
     if (kind < 0) {
-        tc__fmt(text, sizeof text, "%s: '%s' is %s, which tcompile does not load", where, name, tc__st_dtypes[e->code].name);
-        return tc__error_tensor(st->ctx, TC_ERR_UNSUPPORTED, text);
+        tc__fmt(text, sizeof text, "%s: '%s' is %s, which tcompile does not load", where, name, tc__sft_dtypes[e->code].name);
+        return tc__error_tensor(sf->ctx, TC_ERR_UNSUPPORTED, text);
     }
-    if (tc__st_zero_copy(st, e))
-        return tc_wrap_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, NULL, (void *)(st->data + e->begin), file,
+    if (tc__sft_zero_copy(sf, e))
+        return tc_wrap_at(sf->ctx, tc__sft_dtypes[e->code].as, e->ndim, e->shape, NULL, (void *)(sf->data + e->begin), file,
                           line);
     /* converted (or merely realigned / byte-swapped) into a fresh tensor */
-    n = (e->end - e->begin) / (uint64_t)tc__st_dtypes[e->code].bytes;
-    buf = tc__malloc((size_t)(n ? n : 1) * tc_dtype_size(tc__st_dtypes[e->code].as));
+    n = (e->end - e->begin) / (uint64_t)tc__sft_dtypes[e->code].bytes;
+    buf = tc__malloc((size_t)(n ? n : 1) * tc_dtype_size(tc__sft_dtypes[e->code].as));
     if (!buf) {
         tc__fmt(text, sizeof text, "%s: out of memory for '%s'", where, name);
-        return tc__error_tensor(st->ctx, TC_ERR_OOM, text);
+        return tc__error_tensor(sf->ctx, TC_ERR_OOM, text);
     }
     for (i = 0; i < n; i++) {
-        const unsigned char *p = st->data + e->begin;
-        const int wb = tc__st_dtypes[e->code].bytes;
-        uint64_t bits = tc__st_bits(p, wb, i);
+        const unsigned char *p = sf->data + e->begin;
+        const int wb = tc__sft_dtypes[e->code].bytes;
+        uint64_t bits = tc__sft_bits(p, wb, i);
         if (kind == 0 && wb == 4) ((uint32_t *)buf)[i] = (uint32_t)bits;
         else if (kind == 0) ((uint16_t *)buf)[i] = (uint16_t)bits;
         else if (kind == 4) ((unsigned char *)buf)[i] = bits != 0;
@@ -591,15 +591,15 @@ TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, con
             if ((kind == 3 && bits > 0x7FFFFFFFu) || v < INT32_MIN || v > INT32_MAX) {
                 TC_FREE(buf);
                 tc__fmt(text, sizeof text, "%s: '%s' (%s) holds %s%llu at element %llu, outside i32", where, name,
-                        tc__st_dtypes[e->code].name, v < 0 && kind == 2 ? "-" : "",
+                        tc__sft_dtypes[e->code].name, v < 0 && kind == 2 ? "-" : "",
                         (unsigned long long)(v < 0 && kind == 2 ? (uint64_t)0 - (uint64_t)v : bits),
                         (unsigned long long)i);
-                return tc__error_tensor(st->ctx, TC_ERR_OVERFLOW, text);
+                return tc__error_tensor(sf->ctx, TC_ERR_OVERFLOW, text);
             }
             ((int32_t *)buf)[i] = (int32_t)v;
         }
     }
-    t = tc_from_data_at(st->ctx, tc__st_dtypes[e->code].as, e->ndim, e->shape, buf, file, line);
+    t = tc_from_data_at(sf->ctx, tc__sft_dtypes[e->code].as, e->ndim, e->shape, buf, file, line);
     TC_FREE(buf);
     return t;
 }
@@ -617,16 +617,16 @@ TC__FN void tc__json_string(tc__text *t, const char *s) {
     tc__text_printf(t, "\"");
 }
 
-TC__FN const char *tc__st_dtype_name(tc_dtype dt) {
+TC__FN const char *tc__sft_dtype_name(tc_dtype dt) {
     int i;
     for (i = 0; i < TC__ST_NDTYPES; i++)
-        if (tc__st_dtypes[i].kind == 0 || tc__st_dtypes[i].kind == 4)
-            if (tc__st_dtypes[i].as == dt) return tc__st_dtypes[i].name;
+        if (tc__sft_dtypes[i].kind == 0 || tc__sft_dtypes[i].kind == 4)
+            if (tc__sft_dtypes[i].as == dt) return tc__sft_dtypes[i].name;
     return NULL;
 }
 
 /* The header's text for the tensors (NULL metadata: none); *len its length. */
-TC__FN char *tc__st_header(int n, const char *const *names, tc_tensor *const *ts, const char *const *meta, size_t *len) {
+TC__FN char *tc__sft_header(int n, const char *const *names, tc_tensor *const *ts, const char *const *meta, size_t *len) {
     tc__text t;
     uint64_t at = 0;
     int pass, i, k;
@@ -656,7 +656,7 @@ TC__FN char *tc__st_header(int n, const char *const *names, tc_tensor *const *ts
             uint64_t bytes = (uint64_t)tc_numel(ts[i]) * tc_dtype_size(tc_type(ts[i]));
             if (i) tc__text_printf(&t, ",");
             tc__json_string(&t, names[i]);
-            tc__text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tc__st_dtype_name(tc_type(ts[i])));
+            tc__text_printf(&t, ":{\"dtype\":\"%s\",\"shape\":[", tc__sft_dtype_name(tc_type(ts[i])));
             for (k = 0; k < tc_ndim(ts[i]); k++) tc__text_printf(&t, "%s%lld", k ? "," : "", (long long)tc_shape(ts[i])[k]);
             tc__text_printf(&t, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + bytes));
             at += bytes;
@@ -687,7 +687,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
             tc__fmt(err, errcap, "tc_safetensors_save: name %d is %s", i, !names[i] ? "NULL" : !names[i][0] ? "empty" : "reserved");
             return names[i] ? TC_ERR_INVALID_ARG : TC_ERR_NULL;
         }
-        if (tc_status(tensors[i]) != TC_OK || !tc__st_dtype_name(tc_type(tensors[i]))) {
+        if (tc_status(tensors[i]) != TC_OK || !tc__sft_dtype_name(tc_type(tensors[i]))) {
             tc__fmt(err, errcap, "tc_safetensors_save: tensor '%s' %s", names[i],
                     tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
             return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
@@ -698,7 +698,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
                 return TC_ERR_INVALID_ARG;
             }
     }
-    if (!(hdr = tc__st_header(n, names, tensors, metadata, &hlen))) {
+    if (!(hdr = tc__sft_header(n, names, tensors, metadata, &hlen))) {
         tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
         return TC_ERR_OOM;
     }

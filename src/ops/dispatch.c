@@ -1,7 +1,8 @@
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
- * table and runs its kernel.  Tracing (compiled mode) will record the same
- * call here instead of running it.  Also: creation and view rules. */
+ * table and runs its kernel.  While the context traces (compiled mode), the
+ * compiler's hook records the call instead of running it (trace.c).  Also:
+ * creation and view rules. */
 
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line) {
     memset(c, 0, sizeof *c);
@@ -119,8 +120,6 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
     return t;
 }
 
-static tc_tensor *tc__trace_op(tc__call *c); /* compile.c: records instead */
-
 /* The checks every op makes before its rule: NULL inputs (unless optional),
  * errored inputs (their error propagates), inputs of another context.
  * Returns the tensor to return instead of running, or NULL to go on. */
@@ -147,7 +146,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     tc_result r;
     tc_tensor *out;
     if (!c->ctx) return &tc__sentinel_null_ctx;
-    if (c->ctx->trace) return tc__trace_op(c);
+    if (c->ctx->trace) return c->ctx->trace_hooks->op(c); /* recorded instead */
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
@@ -663,6 +662,15 @@ TC__FN void tc__unary_call(tc_ctx *ctx, tc__op op, tc_tensor *x, const char *fil
     c->in[0] = x;
 }
 
+/* A contiguous copy of x through the dispatcher, as the op `name` (NULL:
+ * clone): the library's own copies, rather than its public entry points. */
+TC__FN tc_tensor *tc__clone(tc_ctx *ctx, tc_tensor *x, const char *name, const char *file, int line) {
+    tc__call c;
+    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
+    if (name) c.name = name;
+    return tc__run(&c);
+}
+
 TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t *shape, const char *name,
                               const char *file, int line) {
     tc__call c;
@@ -678,7 +686,7 @@ TC__FN tc_tensor *tc__reshape(tc_ctx *ctx, tc_tensor *x, int ndim, const int64_t
         int nd = 0;
         if (tc__resolve_shape(&c, x, tmp, &nd) == TC_OK && tc__view_strides(x, nd, tmp, st) != 0) {
             /* torch.reshape: copy when no view exists */
-            tc_tensor *xc = tc_contiguous_at(ctx, x, file, line);
+            tc_tensor *xc = tc__clone(ctx, x, "contiguous", file, line);
             c.in[0] = xc;
             out = tc__run(&c);
             tc_free(xc);  /* the view holds the storage */
@@ -723,8 +731,8 @@ TCDEF tc_tensor *tc_transpose_at(tc_ctx *ctx, tc_tensor *x, int dim0, int dim1, 
     return tc__run(&c);
 }
 
-TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
-                             const char *file, int line) {
+TC__FN tc_tensor *tc__slice(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                            const char *file, int line) {
     tc__call c;
     tc__unary_call(ctx, TC__OP_SLICE, x, file, line, &c);
     c.a.i[0] = dim;
@@ -732,6 +740,11 @@ TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, 
     c.a.i[2] = end;
     c.a.i[3] = step;
     return tc__run(&c);
+}
+
+TCDEF tc_tensor *tc_slice_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t start, int64_t end, int64_t step,
+                             const char *file, int line) {
+    return tc__slice(ctx, x, dim, start, end, step, file, line);
 }
 
 TCDEF tc_tensor *tc_select_at(tc_ctx *ctx, tc_tensor *x, int dim, int64_t index, const char *file, int line) {

@@ -315,17 +315,12 @@ TCDEF tc_tensor *tc_copy_at(tc_ctx *ctx, tc_tensor *dst, tc_tensor *src, const c
 }
 
 TCDEF tc_tensor *tc_clone_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    return tc__run(&c);
+    return tc__clone(ctx, x, NULL, file, line);
 }
 
 TCDEF tc_tensor *tc_contiguous_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {
-    tc__call c;
     if (ctx && x && x->status == TC_OK && x->ctx == ctx && tc__contig(x)) return x;
-    tc__unary_call(ctx, TC__OP_CLONE, x, file, line, &c);
-    c.name = "contiguous";
-    return tc__run(&c);
+    return tc__clone(ctx, x, "contiguous", file, line);
 }
 
 TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *file, int line) {
@@ -336,23 +331,6 @@ TCDEF tc_tensor *tc_cast_at(tc_ctx *ctx, tc_tensor *x, tc_dtype dt, const char *
 }
 
 /* ---- unary kernels --------------------------------------------------------------- */
-
-/* Expressions in x (float), p0/p1 the op's scalar attributes. */
-#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))
-#define TC__UNARY_FLOAT(K)                                                                       \
-    K(NEG, -x) K(ABS, fabsf(x)) K(EXP, expf(x)) K(LOG, logf(x)) K(SQRT, sqrtf(x))                \
-    K(RSQRT, 1.0f / sqrtf(x)) K(RECIPROCAL, 1.0f / x) K(SQUARE, x * x) K(SIN, sinf(x))           \
-    K(COS, cosf(x)) K(TANH, tanhf(x)) K(SIGMOID, TC__SIGMOID_(x)) K(RELU, x < 0.0f ? 0.0f : x)   \
-    K(GELU, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))                                  \
-    K(GELU_TANH, 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))))  \
-    K(SILU, x * TC__SIGMOID_(x)) K(FLOOR, floorf(x)) K(CEIL, ceilf(x)) K(ERF, erff(x))           \
-    K(SOFTPLUS, x * p0 > p1 ? x : log1pf(expf(x * p0)) / p0)                                     \
-    K(CLAMP, (x < p0 ? p0 : x) > p1 ? p1 : (x < p0 ? p0 : x))
-
-/* The unary ops that keep i32 (unsigned arithmetic: wraps, never UB). */
-#define TC__UNARY_INT(K)                                                                         \
-    K(NEG, (int32_t)(0u - (uint32_t)x)) K(ABS, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)          \
-    K(SQUARE, (int32_t)((uint32_t)x * (uint32_t)x)) K(RELU, x < 0 ? 0 : x) K(FLOOR, x) K(CEIL, x)
 
 typedef void (*tc__unary_k)(void *o, const void *x, int64_t sx, int64_t n, float p0, float p1);
 
@@ -374,28 +352,42 @@ typedef void (*tc__unary_k)(void *o, const void *x, int64_t sx, int64_t n, float
         }                                                                        \
     }
 
-#define TC__DEF_UF_(ID, EXPR)                                                                         \
+/* Per row of TC__UNARY_OPS / TC__UNARY_ATTR_OPS (optable.h): tc__uf_ID,
+ * and tc__ui_ID where the op keeps i32. */
+#define TC__DEF_UF_(ID, name, cost, i, f, v)                                                      \
     static void tc__uf_##ID(void *o, const void *xv, int64_t sx, int64_t n, float p0, float p1) { \
-        TC__UNARY_LOOPS_(float, EXPR)                                                                 \
+        TC__UNARY_LOOPS_(float, f)                                                                \
     }
-#define TC__DEF_UI_(ID, EXPR)                                                                         \
+#define TC__DEF_UI_(ID, name, cost, i, f, v) TC__CAT(TC__DEF_UI_, TC__HAS_INT(i))(ID, TC__INT_EXPR(i))
+#define TC__DEF_UI_0(ID, EXPR)
+#define TC__DEF_UI_1(ID, EXPR)                                                                    \
     static void tc__ui_##ID(void *o, const void *xv, int64_t sx, int64_t n, float p0, float p1) { \
-        TC__UNARY_LOOPS_(int32_t, EXPR)                                                               \
+        TC__UNARY_LOOPS_(int32_t, EXPR)                                                           \
     }
-TC__UNARY_FLOAT(TC__DEF_UF_)
-TC__UNARY_INT(TC__DEF_UI_)
+TC__UNARY_OPS(TC__DEF_UF_)
+TC__UNARY_ATTR_OPS(TC__DEF_UF_)
+TC__UNARY_OPS(TC__DEF_UI_)
+TC__UNARY_ATTR_OPS(TC__DEF_UI_)
+#undef TC__DEF_UF_
+#undef TC__DEF_UI_
+#undef TC__DEF_UI_0
+#undef TC__DEF_UI_1
 
 typedef struct tc__unary_row {
     tc__op op;
     tc__unary_k fn;
 } tc__unary_row;
 
-#define TC__U_ROW_F_(ID, EXPR) {TC__OP_##ID, tc__uf_##ID},
-#define TC__U_ROW_I_(ID, EXPR) {TC__OP_##ID, tc__ui_##ID},
-static const tc__unary_row tc__unary_f32[] = {TC__UNARY_FLOAT(TC__U_ROW_F_)};
-static const tc__unary_row tc__unary_i32[] = {TC__UNARY_INT(TC__U_ROW_I_)};
+#define TC__U_ROW_F_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__uf_##ID},
+#define TC__U_ROW_I_(ID, name, cost, i, f, v) TC__CAT(TC__U_ROW_I_, TC__HAS_INT(i))(ID)
+#define TC__U_ROW_I_0(ID)
+#define TC__U_ROW_I_1(ID) {TC__OP_##ID, tc__ui_##ID},
+static const tc__unary_row tc__unary_f32[] = {TC__UNARY_OPS(TC__U_ROW_F_) TC__UNARY_ATTR_OPS(TC__U_ROW_F_)};
+static const tc__unary_row tc__unary_i32[] = {TC__UNARY_OPS(TC__U_ROW_I_) TC__UNARY_ATTR_OPS(TC__U_ROW_I_)};
 #undef TC__U_ROW_F_
 #undef TC__U_ROW_I_
+#undef TC__U_ROW_I_0
+#undef TC__U_ROW_I_1
 
 /* The kernel for op in dtype ct (f32 or i32); NULL when the op has no
  * integer form (integer inputs then compute in f32). */
@@ -447,31 +439,26 @@ TC__FN tc_result tc__run_unary(tc__call *c, tc_tensor *out) {
     return r;
 }
 
-#define TC__DEF_UNARY_API_(ID, name)                                                              \
+/* The entry points of TC__UNARY_OPS, declared by api.h's TC__UNARY_API. */
+#define TC__DEF_UNARY_API_(ID, name, cost, i, f, v)                                               \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *x, const char *file, int line) {      \
         tc__call c;                                                                               \
         tc__unary_call(ctx, TC__OP_##ID, x, file, line, &c);                                      \
         return tc__run(&c);                                                                       \
     }
-TC__DEF_UNARY_API_(NEG, neg)
-TC__DEF_UNARY_API_(ABS, abs)
-TC__DEF_UNARY_API_(EXP, exp)
-TC__DEF_UNARY_API_(LOG, log)
-TC__DEF_UNARY_API_(SQRT, sqrt)
-TC__DEF_UNARY_API_(RSQRT, rsqrt)
-TC__DEF_UNARY_API_(RECIPROCAL, reciprocal)
-TC__DEF_UNARY_API_(SQUARE, square)
-TC__DEF_UNARY_API_(SIN, sin)
-TC__DEF_UNARY_API_(COS, cos)
-TC__DEF_UNARY_API_(TANH, tanh)
-TC__DEF_UNARY_API_(SIGMOID, sigmoid)
-TC__DEF_UNARY_API_(RELU, relu)
-TC__DEF_UNARY_API_(GELU, gelu)
-TC__DEF_UNARY_API_(GELU_TANH, gelu_tanh)
-TC__DEF_UNARY_API_(SILU, silu)
-TC__DEF_UNARY_API_(FLOOR, floor)
-TC__DEF_UNARY_API_(CEIL, ceil)
-TC__DEF_UNARY_API_(ERF, erf)
+TC__UNARY_OPS(TC__DEF_UNARY_API_)
+#undef TC__DEF_UNARY_API_
+
+/* api.h's name lists (TC__UNARY_API, TC__BINARY_API) and the rows name the
+ * same ops: a name without a row has no definition (the tests call every
+ * listed op, so their link fails), and as many names as rows. */
+#define TC__ONE_(name) +1
+#define TC__ONE_ROW_(ID, name, cost, i, f, v) +1
+typedef char tc__unary_api_has_each_row[0 TC__UNARY_API(TC__ONE_) == 0 TC__UNARY_OPS(TC__ONE_ROW_) ? 1 : -1];
+typedef char tc__binary_api_has_each_row[0 TC__BINARY_API(TC__ONE_) ==
+                                         0 TC__BINARY_OPS(TC__ONE_ROW_) TC__COMPARE_OPS(TC__ONE_ROW_) ? 1 : -1];
+#undef TC__ONE_
+#undef TC__ONE_ROW_
 
 TCDEF tc_tensor *tc_softplus_at(tc_ctx *ctx, tc_tensor *x, double beta, double threshold, const char *file, int line) {
     tc__call c;
@@ -494,15 +481,6 @@ TCDEF tc_tensor *tc_clamp_at(tc_ctx *ctx, tc_tensor *x, double lo, double hi, co
 }
 
 /* ---- binary kernels ---------------------------------------------------------------- */
-
-#define TC__BINARY_FLOAT(K)                                                              \
-    K(ADD, a + b) K(SUB, a - b) K(MUL, a * b) K(DIV, a / b) K(POW, powf(a, b))           \
-    K(MAXIMUM, (a > b || a != a) ? a : b) K(MINIMUM, (a < b || a != a) ? a : b)
-#define TC__BINARY_INT(K)                                                                \
-    K(ADD, (int32_t)((uint32_t)a + (uint32_t)b)) K(SUB, (int32_t)((uint32_t)a - (uint32_t)b)) \
-    K(MUL, (int32_t)((uint32_t)a * (uint32_t)b)) K(POW, tc__ipow(a, b))                  \
-    K(MAXIMUM, a > b ? a : b) K(MINIMUM, a < b ? a : b)
-#define TC__COMPARE(K) K(EQ, a == b) K(NE, a != b) K(LT, a < b) K(LE, a <= b) K(GT, a > b) K(GE, a >= b)
 
 TC__FN int32_t tc__ipow(int32_t a, int32_t b) {
     uint32_t r = 1, base = (uint32_t)a;
@@ -547,18 +525,28 @@ typedef void (*tc__binary_k)(void *o, const void *a, int64_t sa, const void *b, 
         }                                                                           \
     }
 
-#define TC__DEF_BF_(ID, EXPR) \
-    static void tc__bf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(float, float, EXPR) }
-#define TC__DEF_BI_(ID, EXPR) \
+/* Per row of TC__BINARY_OPS (optable.h): tc__bf_ID, and tc__bi_ID where
+ * the op keeps i32; per row of TC__COMPARE_OPS: tc__cf_ID and tc__ci_ID. */
+#define TC__DEF_BF_(ID, name, cost, i, f, v) \
+    static void tc__bf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(float, float, f) }
+#define TC__DEF_BI_(ID, name, cost, i, f, v) TC__CAT(TC__DEF_BI_, TC__HAS_INT(i))(ID, TC__INT_EXPR(i))
+#define TC__DEF_BI_0(ID, EXPR)
+#define TC__DEF_BI_1(ID, EXPR) \
     static void tc__bi_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(int32_t, int32_t, EXPR) }
-#define TC__DEF_CF_(ID, EXPR) \
-    static void tc__cf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, float, EXPR) }
-#define TC__DEF_CI_(ID, EXPR) \
-    static void tc__ci_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, int32_t, EXPR) }
-TC__BINARY_FLOAT(TC__DEF_BF_)
-TC__BINARY_INT(TC__DEF_BI_)
-TC__COMPARE(TC__DEF_CF_)
-TC__COMPARE(TC__DEF_CI_)
+#define TC__DEF_CF_(ID, name, cost, i, f, v) \
+    static void tc__cf_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, float, f) }
+#define TC__DEF_CI_(ID, name, cost, i, f, v) \
+    static void tc__ci_##ID(void *o, const void *av, int64_t sa, const void *bv, int64_t sb, int64_t n) { TC__BINARY_LOOPS_(unsigned char, int32_t, TC__INT_EXPR(i)) }
+TC__BINARY_OPS(TC__DEF_BF_)
+TC__BINARY_OPS(TC__DEF_BI_)
+TC__COMPARE_OPS(TC__DEF_CF_)
+TC__COMPARE_OPS(TC__DEF_CI_)
+#undef TC__DEF_BF_
+#undef TC__DEF_BI_
+#undef TC__DEF_BI_0
+#undef TC__DEF_BI_1
+#undef TC__DEF_CF_
+#undef TC__DEF_CI_
 
 typedef struct tc__binary_info {
     tc__op op;
@@ -566,14 +554,15 @@ typedef struct tc__binary_info {
     int compare;
 } tc__binary_info;
 
-static const tc__binary_info tc__binary_table[] = {
-    {TC__OP_ADD, tc__bf_ADD, tc__bi_ADD, 0},         {TC__OP_SUB, tc__bf_SUB, tc__bi_SUB, 0},
-    {TC__OP_MUL, tc__bf_MUL, tc__bi_MUL, 0},         {TC__OP_DIV, tc__bf_DIV, NULL, 0},
-    {TC__OP_POW, tc__bf_POW, tc__bi_POW, 0},         {TC__OP_MAXIMUM, tc__bf_MAXIMUM, tc__bi_MAXIMUM, 0},
-    {TC__OP_MINIMUM, tc__bf_MINIMUM, tc__bi_MINIMUM, 0}, {TC__OP_EQ, tc__cf_EQ, tc__ci_EQ, 1},
-    {TC__OP_NE, tc__cf_NE, tc__ci_NE, 1},            {TC__OP_LT, tc__cf_LT, tc__ci_LT, 1},
-    {TC__OP_LE, tc__cf_LE, tc__ci_LE, 1},            {TC__OP_GT, tc__cf_GT, tc__ci_GT, 1},
-    {TC__OP_GE, tc__cf_GE, tc__ci_GE, 1}};
+#define TC__B_INFO_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__bf_##ID, TC__CAT(TC__B_INFO_I_, TC__HAS_INT(i))(ID), 0},
+#define TC__B_INFO_I_0(ID) NULL
+#define TC__B_INFO_I_1(ID) tc__bi_##ID
+#define TC__C_INFO_(ID, name, cost, i, f, v) {TC__OP_##ID, tc__cf_##ID, tc__ci_##ID, 1},
+static const tc__binary_info tc__binary_table[] = {TC__BINARY_OPS(TC__B_INFO_) TC__COMPARE_OPS(TC__C_INFO_)};
+#undef TC__B_INFO_
+#undef TC__B_INFO_I_0
+#undef TC__B_INFO_I_1
+#undef TC__C_INFO_
 
 TC__FN const tc__binary_info *tc__binary_lookup(tc__op op) {
     size_t i;
@@ -657,14 +646,16 @@ TC__FN tc_tensor *tc__binary_scalar(tc_ctx *ctx, tc__op op, tc_tensor *a, double
     return r;
 }
 
-#define TC__DEF_BINARY_API_(X, ID, name)                                                                     \
+#define TC__DEF_BINARY_API_(ID, name, cost, i, f, v)                                                                   \
     TCDEF tc_tensor *tc_##name##_at(tc_ctx *ctx, tc_tensor *a, tc_tensor *b, const char *file, int line) {   \
         return tc__binary(ctx, TC__OP_##ID, a, b, NULL, file, line);                                         \
     }                                                                                                        \
     TCDEF tc_tensor *tc_##name##_scalar_at(tc_ctx *ctx, tc_tensor *a, double b, const char *file, int line) { \
         return tc__binary_scalar(ctx, TC__OP_##ID, a, b, #name "_scalar", file, line);                      \
     }
-TC__BINARY_OPS(TC__DEF_BINARY_API_, _)
+TC__BINARY_OPS(TC__DEF_BINARY_API_)
+TC__COMPARE_OPS(TC__DEF_BINARY_API_)
+#undef TC__DEF_BINARY_API_
 
 /* ---- where ----------------------------------------------------------------------- */
 

@@ -71,7 +71,7 @@ TC__FN int tc__split_pieces(tc_ctx *ctx, tc_tensor *x, int dim, int n, const int
     int64_t at = 0;
     for (i = 0; i < n; i++) {
         if (i < max_out) {
-            out[i] = tc_slice_at(ctx, x, dim, at, at + sizes[i], 1, file, line);
+            out[i] = tc__slice(ctx, x, dim, at, at + sizes[i], 1, file, line);
             if (out[i]->status != TC_OK) return tc__split_error(out[i], out, max_out);
         }
         at += sizes[i];

@@ -1,7 +1,5 @@
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
-/* compile.c: a host read while tracing is a graph break (nonzero: refuse). */
-static int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line);
 
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
@@ -9,6 +7,13 @@ static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC
                                           "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
                                      "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0};
+
+/* A host read (or write) of t's data: while its context traces, a graph
+ * break, which the compiler's hook runs (nonzero: refuse the access). */
+TC__FN int tc__host_access(const tc_tensor *t, const char *what, const char *file, int line) {
+    const tc_ctx *ctx = t ? t->ctx : NULL;
+    return ctx && ctx->trace ? ctx->trace_hooks->host_access(t, what, file, line) : 0;
+}
 
 /* ---- context ------------------------------------------------------------- */
 
