@@ -1148,7 +1148,7 @@ struct tc_tensor {
     int64_t shape[TC_MAX_DIMS];
     int64_t strides[TC_MAX_DIMS];   /* elements */
     int64_t offset;                 /* elements */
-    tc__storage *st;
+    tc__storage *storage;
     tc_result status;
     const char *err;                /* owned message when status != OK    */
     int scope;                      /* depth of the owning scope          */
@@ -2503,7 +2503,7 @@ TCDEF void tc_free(tc_tensor *t) {
     if (!t || t->is_sentinel) return;
     ctx = t->ctx;
     tc__unlink(ctx, t);
-    tc__storage_release(ctx, t->st);
+    tc__storage_release(ctx, t->storage);
     TC_FREE((void *)t->err);
     TC_FREE(t);
     ctx->live_tensors--;
@@ -2599,7 +2599,7 @@ TC__FN int64_t tc__numel(const tc_tensor *t) {
 }
 
 TC__FN char *tc__base(const tc_tensor *t) {
-    return (char *)t->st->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
+    return (char *)t->storage->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
 }
 
 /* ---- properties ------------------------------------------------------------ */
@@ -3305,8 +3305,8 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->st = tc__storage_new(c->ctx, (size_t)bytes);
-    if (!t->st) {
+    t->storage = tc__storage_new(c->ctx, (size_t)bytes);
+    if (!t->storage) {
         tc_free(t);
         *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
         return NULL;
@@ -3324,7 +3324,7 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->st = st;
+    t->storage = st;
     st->refs++;
     t->dtype = c->odt;
     t->ndim = c->ondim;
@@ -3365,7 +3365,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {
-        tc__storage *st = c->nin > 0 ? c->ins[0]->st : tc__storage_wrap(c->a.ptr);
+        tc__storage *st = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
         if (!st) {
             tc__msg(c, TC_ERR_OOM, "out of memory");
             return tc__fail(c, TC_ERR_OOM);
@@ -4321,7 +4321,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     int64_t st[TC_MAX_DIMS];
     const char *sp = tc__base(src);
     memcpy(st, src->strides, sizeof st);
-    if (src->st == dst->st) {
+    if (src->storage == dst->storage) {
         /* src may overlap dst (a view of it): read it all before writing */
         size_t bytes = (size_t)tc__numel(src) * tc__dtype_sizes[src->dtype];
         tmp = tc__scratch_get(c->ctx, bytes);
@@ -5615,7 +5615,7 @@ TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const
 
 /* The taps may be read up to a vector past n (conv.c pads its buffer for
  * it): a short tail is computed whole and stored in part. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float *const *taps, const float *w, int ntaps,
                                                            int64_t n, float *y, float bias) {
     int64_t i = 0;
     int t;
@@ -5973,7 +5973,7 @@ TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const
 
 /* The taps may be read up to a vector past n (conv.c pads its buffer for
  * it): a short tail is computed whole and stored in part. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float *const *taps, const float *w, int ntaps,
                                                            int64_t n, float *y, float bias) {
     int64_t i = 0;
     int t;
@@ -6331,7 +6331,7 @@ TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const
 
 /* The taps may be read up to a vector past n (conv.c pads its buffer for
  * it): a short tail is computed whole and stored in part. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float *const *taps, const float *w, int ntaps,
                                                            int64_t n, float *y, float bias) {
     int64_t i = 0;
     int t;
@@ -6689,7 +6689,7 @@ TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const
 
 /* The taps may be read up to a vector past n (conv.c pads its buffer for
  * it): a short tail is computed whole and stored in part. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float *const *taps, const float *w, int ntaps,
                                                            int64_t n, float *y, float bias) {
     int64_t i = 0;
     int t;
@@ -6841,7 +6841,7 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
-typedef void (*tc__win_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
 
 /* One ISA level's kernels and register tile. */
@@ -6852,7 +6852,7 @@ typedef struct tc__gemm_impl {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
-    tc__win_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
+    tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -6911,8 +6911,8 @@ TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, fl
         for (j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] * alpha + (bias ? bias[j] : 0.0f);
 }
 
-/* gemm_isa.c's tc__win_row_ in plain C. */
-TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+/* gemm_isa.c's tc__gwin_row_ in plain C. */
+TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                              float bias) {
     int64_t i;
     int t;
@@ -6935,14 +6935,14 @@ typedef struct tc__gemm_level {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
-    tc__win_row_fn win;
+    tc__gwin_row_fn win;
 } tc__gemm_level;
 #define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
     {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__win_row_##sfx},
+     tc__gwin_row_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__win_row_base}};
+                                        tc__gtile_fin_base, tc__gwin_row_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -7827,7 +7827,7 @@ enum { TC__WIN_CONV = 0, TC__WIN_MAX = 1, TC__WIN_AVG = 2 };
  * (0, or -inf for max) and has each row split by stride phase (phase p
  * holds padded columns p, p + s, p + 2s, ...): then every tap reads a
  * contiguous run for consecutive outputs, whatever the stride, and a row of
- * outputs is one vector loop without bounds checks (tc__win_row_ in
+ * outputs is one vector loop without bounds checks (tc__gwin_row_ in
  * gemm_isa.c).  The copy costs one pass over a plane that is then in cache
  * for the kh x kw reads. */
 typedef struct tc__win_job {
@@ -7840,7 +7840,7 @@ typedef struct tc__win_job {
     int64_t Hp, Wp, Wq;        /* padded rows and columns read; per phase    */
     int64_t nph;               /* phases read: min(stride, Wp)               */
     const tc__epilogue *epi;   /* conv: run on each finished output plane    */
-    tc__win_row_fn row;
+    tc__gwin_row_fn row;
     int failed;
 } tc__win_job;
 
@@ -12374,7 +12374,7 @@ enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
     TC__VS_COUNT
 };
 struct tc__vstep;
-typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
+typedef void (*tc__vstep_fn)(const struct tc__vstep *step, tc__vst *s);
 typedef struct tc__vstep {
     tc__vstep_fn fn;
     const tc__vins *in, *ac;         /* the instruction; its fused sum       */
@@ -12555,8 +12555,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it;
+ * <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
  * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
@@ -12587,8 +12587,8 @@ TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
         TC__VF tb, q;
         /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
          * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds; <= 1 ulp, as
+         * the degree-6 one */
         t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
         n = t - 12582912.0f;
         r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
@@ -12639,9 +12639,8 @@ TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
 
 /* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
  * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
+ * cores take a microcode assist for each instruction that does, which
+ * made masked softmax rows several times slower (docs/PERF.md). */
 #define TC__EXP_NORMAL_MIN -87.33654f
 
 /* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
@@ -12857,7 +12856,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12861, "tcompile.h", 12861)
+#line TC__LINE_AT(12860, "tcompile.h", 12860)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12874,7 +12873,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12878)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12877)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13015,8 +13014,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it;
+ * <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
  * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
@@ -13047,8 +13046,8 @@ TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
         TC__VF tb, q;
         /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
          * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds; <= 1 ulp, as
+         * the degree-6 one */
         t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
         n = t - 12582912.0f;
         r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
@@ -13099,9 +13098,8 @@ TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
 
 /* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
  * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
+ * cores take a microcode assist for each instruction that does, which
+ * made masked softmax rows several times slower (docs/PERF.md). */
 #define TC__EXP_NORMAL_MIN -87.33654f
 
 /* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
@@ -13317,7 +13315,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13321, "tcompile.h", 13321)
+#line TC__LINE_AT(13319, "tcompile.h", 13319)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13334,7 +13332,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13338)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13336)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13475,8 +13473,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it;
+ * <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
  * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
@@ -13507,8 +13505,8 @@ TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
         TC__VF tb, q;
         /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
          * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds; <= 1 ulp, as
+         * the degree-6 one */
         t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
         n = t - 12582912.0f;
         r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
@@ -13559,9 +13557,8 @@ TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
 
 /* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
  * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
+ * cores take a microcode assist for each instruction that does, which
+ * made masked softmax rows several times slower (docs/PERF.md). */
 #define TC__EXP_NORMAL_MIN -87.33654f
 
 /* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
@@ -13777,7 +13774,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13781, "tcompile.h", 13781)
+#line TC__LINE_AT(13778, "tcompile.h", 13778)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13794,7 +13791,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13798)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13795)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13935,8 +13932,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it;
+ * <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
  * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
@@ -13967,8 +13964,8 @@ TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
         TC__VF tb, q;
         /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
          * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds; <= 1 ulp, as
+         * the degree-6 one */
         t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
         n = t - 12582912.0f;
         r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
@@ -14019,9 +14016,8 @@ TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
 
 /* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
  * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
+ * cores take a microcode assist for each instruction that does, which
+ * made masked softmax rows several times slower (docs/PERF.md). */
 #define TC__EXP_NORMAL_MIN -87.33654f
 
 /* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some
@@ -14237,7 +14233,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14241, "tcompile.h", 14241)
+#line TC__LINE_AT(14237, "tcompile.h", 14237)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14254,7 +14250,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14258)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14254)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -14694,8 +14690,8 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
  * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
  * (the 16 or 8 partial sums of one fold span; the spans add in double,
  * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
- * it).  In double, a sum's fold was a quarter of the latency of a row
- * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
+ * it).  In double, a sum's fold was a large part of the latency of a row
+ * kernel's stage boundary. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
@@ -14995,8 +14991,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
-         * kernel's dispatches, and the interpreter's own instructions cost
-         * time (about 200 cycles a row per 1000 of them, Zen 5) */
+         * kernel's dispatches, and the interpreter's own instructions are
+         * on every row's path */
         switch (in->op) {
         case TC__V_LOAD:
             if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
@@ -15093,68 +15089,68 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
-TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VS_P(st, s, 0);
-    if (st->e) {
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VS_P(step, s, 0);
+    if (step->e) {
         TC__VF v = TC__LD(x);
         int i;
-        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
-        x = st->e;
+        for (i = 0; i < step->m; i++) TC__ST(step->e + i * TC__W, v);
+        x = step->e;
     }
     return x;
 }
-TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
-    const char *p = s->ptr[st->k];
-    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *step, tc__vst *s) {
+    const char *p = s->ptr[step->k];
+    return TC__SPL(s->dt[step->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[step->k], 0));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_bcast1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
-    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *step, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, step->k, step->d, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *step, tc__vst *s) {
     int u;
-    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+    (void)TC__VFN(tc__vtr_load_)(s, step->k, step->d, step->d, &u);
 }
-TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *step, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[step->k]) : TC__SPL(s->slot[step->k]);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_slot1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
     int i;
-    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+    for (i = 0; i < step->m; i++) TC__ST(step->d + i * TC__W, TC__LD(x + i * TC__W));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
-    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
-    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
+    if (s->dt[step->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, step->k, x);
+    else TC__VFN(tc__vstore_)(s, step->k, x, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
-    int a = st->k;
-    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
-                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
+    int a = step->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
+                       step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
-    float *d = st->d;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *step, tc__vst *s) {
+    float *d = step->d;
     int ntd = 0;
     if (!d) { /* straight into the result */
-        d = (float *)s->ptr[st->od];
-        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+        d = (float *)s->ptr[step->od];
+        ntd = s->nt[step->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
 #if TC__VACC_FUSED
-    if (st->ac) {
-        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+    if (step->ac) {
+        TC__VFN(tc__vrun_acc_)(step->in, step->ac, s, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                               step->sp, step->tp, d, step->m, step->sa, step->sb, step->fin);
         return;
     }
 #endif
-    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
-                           st->sc, ntd);
+    TC__VFN(tc__vcompute_)(step->in, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                           step->in->c >= 0 ? TC__VS_P(step, s, 2) : NULL, step->sp, step->tp, d, step->m, step->sa, step->sb,
+                           step->sc, ntd);
 }
 /* A compute instruction on uniform operands: one vector, as
  * tc__vcompute_ computes it with m = 1 (the same functions on the same
@@ -15165,42 +15161,42 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * before computed, still in a register: a load of it would wait on the
  * store just made). */
 #define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
-TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
-    const tc__vins *in = st->in;
-    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
-    if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
-                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *step, const float *lp, TC__VF lv) {
+    const tc__vins *in = step->in;
+    TC__VF x = TC__VS_OP(step->p[0], lp, lv);
+    if (step->sp || step->tp)
+        x = TC__VFN(tc__vfma_)(x, step->sp ? TC__VS_OP(step->sp, lp, lv) : TC__SPL(1.0f),
+                               step->tp ? TC__VS_OP(step->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(step->p[1], lp, lv), TC__VS_OP(step->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(step->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(step->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(step->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *step, tc__vst *s) {
     (void)s;
-    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
+    TC__ST(step->d, TC__VFN(tc__vs_uniform1_)(step, NULL, TC__SPL(0.0f)));
 }
 /* A run of uniform steps, each one's value carried in a register to the
  * next (a row scalar's chain: its broadcast, then the ops on it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
-    const tc__vstep *end = st + st->n;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *step, tc__vst *s) {
+    const tc__vstep *end = step + step->n;
     const float *lp = NULL;
     TC__VF lv = TC__SPL(0.0f);
-    for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
-        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
-        TC__ST(st->d, lv);
-        lp = st->d;
+    for (; step < end; step++) {
+        if (step->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(step, s);
+        else if (step->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(step, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(step, lp, lv);
+        TC__ST(step->d, lv);
+        lp = step->d;
     }
 }
 #undef TC__VS_OP
@@ -15278,7 +15274,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15282, "tcompile.h", 15282)
+#line TC__LINE_AT(15278, "tcompile.h", 15278)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15295,7 +15291,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15299)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15295)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15735,8 +15731,8 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
  * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
  * (the 16 or 8 partial sums of one fold span; the spans add in double,
  * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
- * it).  In double, a sum's fold was a quarter of the latency of a row
- * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
+ * it).  In double, a sum's fold was a large part of the latency of a row
+ * kernel's stage boundary. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
@@ -16036,8 +16032,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
-         * kernel's dispatches, and the interpreter's own instructions cost
-         * time (about 200 cycles a row per 1000 of them, Zen 5) */
+         * kernel's dispatches, and the interpreter's own instructions are
+         * on every row's path */
         switch (in->op) {
         case TC__V_LOAD:
             if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
@@ -16134,68 +16130,68 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
-TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VS_P(st, s, 0);
-    if (st->e) {
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VS_P(step, s, 0);
+    if (step->e) {
         TC__VF v = TC__LD(x);
         int i;
-        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
-        x = st->e;
+        for (i = 0; i < step->m; i++) TC__ST(step->e + i * TC__W, v);
+        x = step->e;
     }
     return x;
 }
-TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
-    const char *p = s->ptr[st->k];
-    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *step, tc__vst *s) {
+    const char *p = s->ptr[step->k];
+    return TC__SPL(s->dt[step->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[step->k], 0));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_bcast1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
-    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *step, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, step->k, step->d, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *step, tc__vst *s) {
     int u;
-    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+    (void)TC__VFN(tc__vtr_load_)(s, step->k, step->d, step->d, &u);
 }
-TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *step, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[step->k]) : TC__SPL(s->slot[step->k]);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_slot1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
     int i;
-    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+    for (i = 0; i < step->m; i++) TC__ST(step->d + i * TC__W, TC__LD(x + i * TC__W));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
-    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
-    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
+    if (s->dt[step->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, step->k, x);
+    else TC__VFN(tc__vstore_)(s, step->k, x, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
-    int a = st->k;
-    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
-                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
+    int a = step->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
+                       step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
-    float *d = st->d;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *step, tc__vst *s) {
+    float *d = step->d;
     int ntd = 0;
     if (!d) { /* straight into the result */
-        d = (float *)s->ptr[st->od];
-        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+        d = (float *)s->ptr[step->od];
+        ntd = s->nt[step->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
 #if TC__VACC_FUSED
-    if (st->ac) {
-        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+    if (step->ac) {
+        TC__VFN(tc__vrun_acc_)(step->in, step->ac, s, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                               step->sp, step->tp, d, step->m, step->sa, step->sb, step->fin);
         return;
     }
 #endif
-    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
-                           st->sc, ntd);
+    TC__VFN(tc__vcompute_)(step->in, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                           step->in->c >= 0 ? TC__VS_P(step, s, 2) : NULL, step->sp, step->tp, d, step->m, step->sa, step->sb,
+                           step->sc, ntd);
 }
 /* A compute instruction on uniform operands: one vector, as
  * tc__vcompute_ computes it with m = 1 (the same functions on the same
@@ -16206,42 +16202,42 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * before computed, still in a register: a load of it would wait on the
  * store just made). */
 #define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
-TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
-    const tc__vins *in = st->in;
-    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
-    if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
-                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *step, const float *lp, TC__VF lv) {
+    const tc__vins *in = step->in;
+    TC__VF x = TC__VS_OP(step->p[0], lp, lv);
+    if (step->sp || step->tp)
+        x = TC__VFN(tc__vfma_)(x, step->sp ? TC__VS_OP(step->sp, lp, lv) : TC__SPL(1.0f),
+                               step->tp ? TC__VS_OP(step->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(step->p[1], lp, lv), TC__VS_OP(step->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(step->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(step->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(step->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *step, tc__vst *s) {
     (void)s;
-    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
+    TC__ST(step->d, TC__VFN(tc__vs_uniform1_)(step, NULL, TC__SPL(0.0f)));
 }
 /* A run of uniform steps, each one's value carried in a register to the
  * next (a row scalar's chain: its broadcast, then the ops on it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
-    const tc__vstep *end = st + st->n;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *step, tc__vst *s) {
+    const tc__vstep *end = step + step->n;
     const float *lp = NULL;
     TC__VF lv = TC__SPL(0.0f);
-    for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
-        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
-        TC__ST(st->d, lv);
-        lp = st->d;
+    for (; step < end; step++) {
+        if (step->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(step, s);
+        else if (step->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(step, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(step, lp, lv);
+        TC__ST(step->d, lv);
+        lp = step->d;
     }
 }
 #undef TC__VS_OP
@@ -16319,7 +16315,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16323, "tcompile.h", 16323)
+#line TC__LINE_AT(16319, "tcompile.h", 16319)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16336,7 +16332,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16340)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16336)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16776,8 +16772,8 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
  * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
  * (the 16 or 8 partial sums of one fold span; the spans add in double,
  * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
- * it).  In double, a sum's fold was a quarter of the latency of a row
- * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
+ * it).  In double, a sum's fold was a large part of the latency of a row
+ * kernel's stage boundary. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
@@ -17077,8 +17073,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
-         * kernel's dispatches, and the interpreter's own instructions cost
-         * time (about 200 cycles a row per 1000 of them, Zen 5) */
+         * kernel's dispatches, and the interpreter's own instructions are
+         * on every row's path */
         switch (in->op) {
         case TC__V_LOAD:
             if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
@@ -17175,68 +17171,68 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
-TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VS_P(st, s, 0);
-    if (st->e) {
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VS_P(step, s, 0);
+    if (step->e) {
         TC__VF v = TC__LD(x);
         int i;
-        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
-        x = st->e;
+        for (i = 0; i < step->m; i++) TC__ST(step->e + i * TC__W, v);
+        x = step->e;
     }
     return x;
 }
-TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
-    const char *p = s->ptr[st->k];
-    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *step, tc__vst *s) {
+    const char *p = s->ptr[step->k];
+    return TC__SPL(s->dt[step->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[step->k], 0));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_bcast1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
-    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *step, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, step->k, step->d, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *step, tc__vst *s) {
     int u;
-    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+    (void)TC__VFN(tc__vtr_load_)(s, step->k, step->d, step->d, &u);
 }
-TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *step, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[step->k]) : TC__SPL(s->slot[step->k]);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_slot1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
     int i;
-    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+    for (i = 0; i < step->m; i++) TC__ST(step->d + i * TC__W, TC__LD(x + i * TC__W));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
-    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
-    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
+    if (s->dt[step->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, step->k, x);
+    else TC__VFN(tc__vstore_)(s, step->k, x, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
-    int a = st->k;
-    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
-                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
+    int a = step->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
+                       step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
-    float *d = st->d;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *step, tc__vst *s) {
+    float *d = step->d;
     int ntd = 0;
     if (!d) { /* straight into the result */
-        d = (float *)s->ptr[st->od];
-        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+        d = (float *)s->ptr[step->od];
+        ntd = s->nt[step->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
 #if TC__VACC_FUSED
-    if (st->ac) {
-        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+    if (step->ac) {
+        TC__VFN(tc__vrun_acc_)(step->in, step->ac, s, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                               step->sp, step->tp, d, step->m, step->sa, step->sb, step->fin);
         return;
     }
 #endif
-    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
-                           st->sc, ntd);
+    TC__VFN(tc__vcompute_)(step->in, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                           step->in->c >= 0 ? TC__VS_P(step, s, 2) : NULL, step->sp, step->tp, d, step->m, step->sa, step->sb,
+                           step->sc, ntd);
 }
 /* A compute instruction on uniform operands: one vector, as
  * tc__vcompute_ computes it with m = 1 (the same functions on the same
@@ -17247,42 +17243,42 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * before computed, still in a register: a load of it would wait on the
  * store just made). */
 #define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
-TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
-    const tc__vins *in = st->in;
-    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
-    if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
-                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *step, const float *lp, TC__VF lv) {
+    const tc__vins *in = step->in;
+    TC__VF x = TC__VS_OP(step->p[0], lp, lv);
+    if (step->sp || step->tp)
+        x = TC__VFN(tc__vfma_)(x, step->sp ? TC__VS_OP(step->sp, lp, lv) : TC__SPL(1.0f),
+                               step->tp ? TC__VS_OP(step->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(step->p[1], lp, lv), TC__VS_OP(step->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(step->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(step->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(step->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *step, tc__vst *s) {
     (void)s;
-    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
+    TC__ST(step->d, TC__VFN(tc__vs_uniform1_)(step, NULL, TC__SPL(0.0f)));
 }
 /* A run of uniform steps, each one's value carried in a register to the
  * next (a row scalar's chain: its broadcast, then the ops on it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
-    const tc__vstep *end = st + st->n;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *step, tc__vst *s) {
+    const tc__vstep *end = step + step->n;
     const float *lp = NULL;
     TC__VF lv = TC__SPL(0.0f);
-    for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
-        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
-        TC__ST(st->d, lv);
-        lp = st->d;
+    for (; step < end; step++) {
+        if (step->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(step, s);
+        else if (step->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(step, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(step, lp, lv);
+        TC__ST(step->d, lv);
+        lp = step->d;
     }
 }
 #undef TC__VS_OP
@@ -17360,7 +17356,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17364, "tcompile.h", 17364)
+#line TC__LINE_AT(17360, "tcompile.h", 17360)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17377,7 +17373,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17381)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17377)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17817,8 +17813,8 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
  * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
  * (the 16 or 8 partial sums of one fold span; the spans add in double,
  * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
- * it).  In double, a sum's fold was a quarter of the latency of a row
- * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
+ * it).  In double, a sum's fold was a large part of the latency of a row
+ * kernel's stage boundary. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
@@ -18118,8 +18114,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
-         * kernel's dispatches, and the interpreter's own instructions cost
-         * time (about 200 cycles a row per 1000 of them, Zen 5) */
+         * kernel's dispatches, and the interpreter's own instructions are
+         * on every row's path */
         switch (in->op) {
         case TC__V_LOAD:
             if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
@@ -18216,68 +18212,68 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
-TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VS_P(st, s, 0);
-    if (st->e) {
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VS_P(step, s, 0);
+    if (step->e) {
         TC__VF v = TC__LD(x);
         int i;
-        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
-        x = st->e;
+        for (i = 0; i < step->m; i++) TC__ST(step->e + i * TC__W, v);
+        x = step->e;
     }
     return x;
 }
-TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
-    const char *p = s->ptr[st->k];
-    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *step, tc__vst *s) {
+    const char *p = s->ptr[step->k];
+    return TC__SPL(s->dt[step->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[step->k], 0));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_bcast1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
-    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *step, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, step->k, step->d, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *step, tc__vst *s) {
     int u;
-    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+    (void)TC__VFN(tc__vtr_load_)(s, step->k, step->d, step->d, &u);
 }
-TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *step, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[step->k]) : TC__SPL(s->slot[step->k]);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_slot1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
     int i;
-    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+    for (i = 0; i < step->m; i++) TC__ST(step->d + i * TC__W, TC__LD(x + i * TC__W));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
-    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
-    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
+    if (s->dt[step->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, step->k, x);
+    else TC__VFN(tc__vstore_)(s, step->k, x, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
-    int a = st->k;
-    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
-                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
+    int a = step->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
+                       step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
-    float *d = st->d;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *step, tc__vst *s) {
+    float *d = step->d;
     int ntd = 0;
     if (!d) { /* straight into the result */
-        d = (float *)s->ptr[st->od];
-        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+        d = (float *)s->ptr[step->od];
+        ntd = s->nt[step->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
 #if TC__VACC_FUSED
-    if (st->ac) {
-        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+    if (step->ac) {
+        TC__VFN(tc__vrun_acc_)(step->in, step->ac, s, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                               step->sp, step->tp, d, step->m, step->sa, step->sb, step->fin);
         return;
     }
 #endif
-    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
-                           st->sc, ntd);
+    TC__VFN(tc__vcompute_)(step->in, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                           step->in->c >= 0 ? TC__VS_P(step, s, 2) : NULL, step->sp, step->tp, d, step->m, step->sa, step->sb,
+                           step->sc, ntd);
 }
 /* A compute instruction on uniform operands: one vector, as
  * tc__vcompute_ computes it with m = 1 (the same functions on the same
@@ -18288,42 +18284,42 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * before computed, still in a register: a load of it would wait on the
  * store just made). */
 #define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
-TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
-    const tc__vins *in = st->in;
-    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
-    if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
-                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *step, const float *lp, TC__VF lv) {
+    const tc__vins *in = step->in;
+    TC__VF x = TC__VS_OP(step->p[0], lp, lv);
+    if (step->sp || step->tp)
+        x = TC__VFN(tc__vfma_)(x, step->sp ? TC__VS_OP(step->sp, lp, lv) : TC__SPL(1.0f),
+                               step->tp ? TC__VS_OP(step->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(step->p[1], lp, lv), TC__VS_OP(step->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(step->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(step->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(step->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *step, tc__vst *s) {
     (void)s;
-    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
+    TC__ST(step->d, TC__VFN(tc__vs_uniform1_)(step, NULL, TC__SPL(0.0f)));
 }
 /* A run of uniform steps, each one's value carried in a register to the
  * next (a row scalar's chain: its broadcast, then the ops on it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
-    const tc__vstep *end = st + st->n;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *step, tc__vst *s) {
+    const tc__vstep *end = step + step->n;
     const float *lp = NULL;
     TC__VF lv = TC__SPL(0.0f);
-    for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
-        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
-        TC__ST(st->d, lv);
-        lp = st->d;
+    for (; step < end; step++) {
+        if (step->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(step, s);
+        else if (step->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(step, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(step, lp, lv);
+        TC__ST(step->d, lv);
+        lp = step->d;
     }
 }
 #undef TC__VS_OP
@@ -18401,7 +18397,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18405, "tcompile.h", 18405)
+#line TC__LINE_AT(18401, "tcompile.h", 18401)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18409,7 +18405,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18413)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18409)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -18588,8 +18584,8 @@ TC__FN int tc__krun_prefetches(const tc__krun *kr, int a, int dim) {
  * itself); the tile's instructions issue it a few lines at a time and
  * tc__vst_pf_rest what is left.  Only a row walked by several stages
  * takes it: going back to the row's start for each stage breaks the
- * hardware's stream, and a 2048-float softmax_ln ran 1.6x slower without
- * it (Zen 5).  A stream walked once is the hardware prefetcher's best
+ * hardware's stream, and long rows then wait on every stage's first
+ * lines.  A stream walked once is the hardware prefetcher's best
  * case, and software lines on top of it only compete for the miss
  * buffers, but where non-temporal stores hold them (tc__krun_arm_stream). */
 TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
@@ -18645,11 +18641,9 @@ TC__FN void tc__krun_unravel(const tc__krun *kr, int64_t *idx, int64_t f, int lo
  *
  * Each stream is walked once, front to back, and the hardware prefetcher
  * keeps ahead of it alone, except where the result's non-temporal stores
- * hold the fill buffers the input's misses need (TC__CPU_NT_FILL).  ew
- * from a cold cache, 2 threads: Zen 5 0.91 -> 0.69 ms and a*b+c 1.58 ->
- * 1.23 without the fetch; an Intel Xeon (AVX-512, 2 cores of a VM)
- * 2.35-2.70 -> 1.51-1.60 with it (1.60-1.76 with plain stores instead of
- * either), and gelu(x*w + b), rows of 1024, 2.62-3.11 -> 2.36-2.59. */
+ * hold the fill buffers the input's misses need (TC__CPU_NT_FILL: Intel's
+ * cores, where the fetch wins; on AMD's, with separate write-combining
+ * buffers, it only costs; docs/PERF.md has the figures). */
 TC__FN int tc__krun_arm_stream(const tc__krun *kr, tc__vst *s, const int64_t *idx, int64_t b, int64_t e, int64_t t,
                                int64_t n) {
     int64_t ahead = (int64_t)kr->tile * TC__PREFETCH_TILES, inner = kr->shape[kr->ndim - 1], rows;
@@ -18758,7 +18752,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         for (t = 0; t < inner; t += tile) {
             int len = (int)(inner - t < tile ? inner - t : tile);
             /* the first of several stages fetches ahead (tc__krun_prefetch);
-             * a single one (a sum) is one stream, ran 1.3x slower with it */
+             * a single one (a sum) is one stream, the hardware's to fetch */
             int ahead = part == 0 && nparts > 1 && inner - t > (int64_t)tile * TC__PREFETCH_TILES;
             for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
             if (ahead) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
@@ -18784,11 +18778,10 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
 }
 
 /* Rows shorter than this many vectors run across lanes; longer ones, one
- * row at a time (two at once, tc__krun_rows_pair) in their vectors.
- * softmax_ln from a cold cache, 2 threads, Zen 5, across lanes against
- * pairs: AVX-512 rows of 128 floats (8 vectors) 2.69 -> 2.06 ms with
- * pairs, 96 (6) the same, 64 (4) 2.63 against 3.16; AVX2 128 (16) 3.49
- * -> 2.42, 64 (8) 3.73 -> 3.55, 32 (4) 4.63 against 5.77. */
+ * row at a time (two at once, tc__krun_rows_pair) in their vectors: from
+ * about 6 vectors on a row's own vectors are enough to hide its stages'
+ * latencies, and across lanes costs the transposes (the crossover, measured
+ * at AVX-512 and AVX2, is in docs/PERF.md). */
 #define TC__LANE_VECTORS 6
 
 /* Whether rows of n elements (the row dims merged into one) run a
@@ -18813,9 +18806,7 @@ TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
  * prefetcher, which follows the first walk only, stops ahead of it and the
  * next row's lines arrive only as its first stage asks for them; fetched
  * after a row's first stage, they come in while its other stages compute.
- * softmax_ln from a cold cache, 2 threads, in-process A/B (Zen 5):
- * [4096, 1024] 5-8% faster, [8192, 512] 0-5%, [32768, 128] (a group of
- * 16 rows a step) 7-10%; but [16384, 256] 1-2% slower, so a step fetches
+ * Short rows gained nothing from it, so a step fetches
  * TC__FETCH_MIN_BYTES or more.  For an input in the caches it is only
  * cost, so it is left to inputs of TC__NT_STORE_BYTES or more.  Every
  * input gets as many lines as the narrowest's rows have, so that none
@@ -18861,32 +18852,32 @@ typedef struct tc__vreg {
     int pa, uni, set;
 } tc__vreg;
 
-/* Operand j of step st reads register r (0: no such register in the
+/* Operand j of step reads register r (0: no such register in the
  * stage, which the interpreter alone runs). */
-TC__FN int tc__vplan_operand(tc__vstep *st, int j, const tc__vreg *reg, int r) {
+TC__FN int tc__vplan_operand(tc__vstep *step, int j, const tc__vreg *reg, int r) {
     if (!reg[r].set) return 0;
-    st->p[j] = reg[r].p;
-    st->pa[j] = reg[r].pa;
+    step->p[j] = reg[r].p;
+    step->pa[j] = reg[r].pa;
     return 1;
 }
 
 /* Steps of a store of register r (STOREL, STORE, ACC): a uniform one is
  * expanded into its tile buffer first, and reads as that from then on (as
  * tc__vexpand_ leaves it). */
-TC__FN int tc__vplan_store_src(tc__vstep *st, const tc__vst *s, tc__vreg *reg, int r) {
-    if (!tc__vplan_operand(st, 0, reg, r)) return 0;
+TC__FN int tc__vplan_store_src(tc__vstep *step, const tc__vst *s, tc__vreg *reg, int r) {
+    if (!tc__vplan_operand(step, 0, reg, r)) return 0;
     if (reg[r].uni) {
-        st->e = s->buf[r];
+        step->e = s->buf[r];
         reg[r].p = s->buf[r];
         reg[r].uni = 0;
     }
     return 1;
 }
 
-/* Step st does `kind` (TC__VS_*) with the ISA's handler of it. */
-TC__FN void tc__vplan_kind(tc__vstep *st, const tc__vstep_fn *fn, int kind) {
-    st->kind = kind;
-    st->fn = fn[kind];
+/* Step does `kind` (TC__VS_*) with the ISA's handler of it. */
+TC__FN void tc__vplan_kind(tc__vstep *step, const tc__vstep_fn *fn, int kind) {
+    step->kind = kind;
+    step->fn = fn[kind];
 }
 
 /* Each run of two or more uniform steps in a stage (a slot's or an
@@ -18908,28 +18899,28 @@ TC__FN void tc__vplan_blocks(tc__vplan *pl, int nstage, const tc__vstep_fn *fn) 
         }
 }
 
-/* Step st of instruction in, nothing decided yet: field by field, since
- * a memset of the step was a string store whose start-up cost (Zen 5)
- * made a plan's build 5% of a [64, 1024] softmax_ln's time. */
-TC__FN void tc__vstep_init(tc__vstep *st, const tc__vins *in, int m, int len, int fin) {
+/* Step of instruction in, nothing decided yet: field by field, since
+ * a memset of the step compiles to a string store whose start-up cost is
+ * a visible share of a short row kernel's plan build. */
+TC__FN void tc__vstep_init(tc__vstep *step, const tc__vins *in, int m, int len, int fin) {
     int j;
-    st->fn = NULL;
-    st->in = in;
-    st->ac = NULL;
+    step->fn = NULL;
+    step->in = in;
+    step->ac = NULL;
     for (j = 0; j < 3; j++) {
-        st->p[j] = NULL;
-        st->pa[j] = 0;
+        step->p[j] = NULL;
+        step->pa[j] = 0;
     }
-    st->sp = st->tp = NULL;
-    st->d = st->e = NULL;
-    st->od = -1;
-    st->sa = st->sb = st->sc = 0;
-    st->m = m;
-    st->len = len;
-    st->k = in->a;
-    st->fin = fin;
-    st->kind = 0;
-    st->n = 1;
+    step->sp = step->tp = NULL;
+    step->d = step->e = NULL;
+    step->od = -1;
+    step->sa = step->sb = step->sc = 0;
+    step->m = m;
+    step->len = len;
+    step->k = in->a;
+    step->fin = fin;
+    step->kind = 0;
+    step->n = 1;
 }
 
 /* Pre-decodes k's stages for thread state s, stage si over tiles of
@@ -18953,11 +18944,11 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
         pl->begin[si] = n;
         for (i = stg->begin; i < stg->end; i++) {
             const tc__vins *in = &k->code[i];
-            tc__vstep *st = &pl->step[n];
+            tc__vstep *step = &pl->step[n];
             tc__vreg *rd = in->dst >= 0 ? &reg[in->dst] : NULL;
             int a = in->a, emit = 1;
             if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
-            tc__vstep_init(st, in, m, tl, !stg->scalar);
+            tc__vstep_init(step, in, m, tl, !stg->scalar);
             switch (in->op) {
             case TC__V_LOAD: {
                 int64_t stride = kr->st[a][last];
@@ -18965,18 +18956,18 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 rd->uni = stride == 0;
                 rd->pa = a;
                 if (s->dt[a] & TC__VST_LANES) { /* a lane per row: a vector of row values when uniform */
-                    tc__vplan_kind(st, fn, TC__VS_TRLOAD);
-                    st->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
+                    tc__vplan_kind(step, fn, TC__VS_TRLOAD);
+                    step->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
                 } else if (rd->uni) {
-                    tc__vplan_kind(st, fn, TC__VS_BCAST);
-                    st->d = pl->u[nu++];
+                    tc__vplan_kind(step, fn, TC__VS_BCAST);
+                    step->d = pl->u[nu++];
                 } else if (s->dt[a] == TC_F32 && stride == 1 && whole) {
                     emit = 0; /* read in place */
                 } else {
-                    tc__vplan_kind(st, fn, TC__VS_LOAD);
-                    st->d = s->buf[in->dst];
+                    tc__vplan_kind(step, fn, TC__VS_LOAD);
+                    step->d = s->buf[in->dst];
                 }
-                rd->p = st->d;
+                rd->p = step->d;
                 break;
             }
             case TC__V_CONST:
@@ -18986,8 +18977,8 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 emit = 0;
                 break;
             case TC__V_SLOT:
-                tc__vplan_kind(st, fn, TC__VS_SLOT);
-                rd->p = st->d = pl->u[nu++];
+                tc__vplan_kind(step, fn, TC__VS_SLOT);
+                rd->p = step->d = pl->u[nu++];
                 rd->uni = rd->set = 1;
                 break;
             case TC__V_LOADL:
@@ -18999,46 +18990,46 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
             case TC__V_STOREL:
             case TC__V_STORE:
             case TC__V_ACC:
-                if (!tc__vplan_store_src(st, s, reg, in->b)) return 0;
-                tc__vplan_kind(st, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
-                if (in->op == TC__V_STOREL) st->d = s->local[a];
+                if (!tc__vplan_store_src(step, s, reg, in->b)) return 0;
+                tc__vplan_kind(step, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
+                if (in->op == TC__V_STOREL) step->d = s->local[a];
                 break;
             default: {
                 int uni;
-                if (!tc__vplan_operand(st, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(st, 1, reg, in->b)) ||
-                    (in->c >= 0 && !tc__vplan_operand(st, 2, reg, in->c)) ||
+                if (!tc__vplan_operand(step, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(step, 1, reg, in->b)) ||
+                    (in->c >= 0 && !tc__vplan_operand(step, 2, reg, in->c)) ||
                     (in->as >= 0 && (!reg[in->as].set || !reg[in->as].uni)) ||
                     (in->at >= 0 && (!reg[in->at].set || !reg[in->at].uni)))
                     return 0;
-                tc__vplan_kind(st, fn, TC__VS_COMPUTE);
-                st->sp = in->as >= 0 ? reg[in->as].p : NULL;
-                st->tp = in->at >= 0 ? reg[in->at].p : NULL;
+                tc__vplan_kind(step, fn, TC__VS_COMPUTE);
+                step->sp = in->as >= 0 ? reg[in->as].p : NULL;
+                step->tp = in->at >= 0 ? reg[in->at].p : NULL;
                 uni = reg[a].uni && (in->b < 0 || reg[in->b].uni) && (in->c < 0 || reg[in->c].uni);
-                st->sa = reg[a].uni ? 0 : w;
-                st->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
-                st->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
-                st->d = s->buf[in->dst];
+                step->sa = reg[a].uni ? 0 : w;
+                step->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
+                step->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
+                step->d = s->buf[in->dst];
                 if (uni) {
-                    tc__vplan_kind(st, fn, TC__VS_UNIFORM);
-                    st->m = 1;
-                    st->d = pl->u[nu++];
+                    tc__vplan_kind(step, fn, TC__VS_UNIFORM);
+                    step->m = 1;
+                    step->d = pl->u[nu++];
                 } else if (in->fz & TC__FZ_LOCAL) {
-                    st->d = s->local[in[1].a];
+                    step->d = s->local[in[1].a];
                     i++;
                 } else if ((in->fz & TC__FZ_OUT) && whole && s->dt[in[1].a] == TC_F32 && kr->st[in[1].a][last] == 1) {
-                    st->d = NULL;
-                    st->od = in[1].a;
+                    step->d = NULL;
+                    step->od = in[1].a;
                     i++;
                 }
                 /* a sum of the value next: taken as it is stored */
                 if (kr->isa->fuse_acc && !uni && whole && (in->fz & TC__FZ_ACC)) {
-                    st->ac = &k->code[i + 1];
+                    step->ac = &k->code[i + 1];
                     i++;
                 }
                 rd->set = 1;
                 rd->uni = uni;
-                rd->p = st->d;
-                rd->pa = st->od;
+                rd->p = step->d;
+                rd->pa = step->od;
                 break;
             }
             }
@@ -19053,10 +19044,10 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
 /* Runs steps [0, n) of a plan, issuing a few lines of the armed prefetch
  * (the next rows, tc__krun_arm_rows) after each step, as the interpreter
  * does at each instruction. */
-TC__FN void tc__vplan_run(const tc__vstep *st, int n, tc__vst *s) {
-    const tc__vstep *end = st + n;
-    for (; st < end; st += st->n) {
-        st->fn(st, s);
+TC__FN void tc__vplan_run(const tc__vstep *step, int n, tc__vst *s) {
+    const tc__vstep *end = step + n;
+    for (; step < end; step += step->n) {
+        step->fn(step, s);
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VPLAN_PF_STEP);
     }
 }
@@ -19122,12 +19113,10 @@ static int tc__vpair_parts = 0;
 #define TC__VPAIR_COUNTED() ((void)0)
 #endif
 /* The most bytes of row buffers and input rows two rows in flight may
- * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
- * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
- * 15-20% slower and 1024 20-30%; from the caches pairs were faster at
- * 1024 too (6%).  Not L1's room alone: with its row buffers shared
- * (tc__kernel_share_locals, two rather than three) 768 and 1024 were as
- * much slower, and fetching two pairs ahead changed nothing. */
+ * hold: past it (rows of 768 floats and more from a cold cache) pairs were
+ * slower than single rows.  Not L1's room alone: with the row buffers
+ * shared (tc__kernel_share_locals) they were as much slower, and fetching
+ * two pairs ahead changed nothing (docs/PERF.md). */
 #define TC__PAIR_BYTES 16384
 
 /* Rows [o, e) along the one outer dim (s pointed at row o) two at a time,
@@ -19194,11 +19183,9 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
         o = tc__krun_rows_pair(kr, s, &pl, len, b, e, ahead, rstep);
     for (; o < e; o++) {
         /* the next rows' fetch is armed after the first stage, and issued
-         * a few lines at each step or instruction of the rest: at once,
-         * in one burst, softmax_ln [4096, 1024] from a cold cache ran
-         * 8-10% slower (2 threads, Zen 5, in-process A/B; [32768, 128]
-         * 14%, [8192, 512] 5%), and spread evenly over every step 3-5%
-         * slower than a few lines a step from the start */
+         * a few lines at each step or instruction of the rest: in one burst
+         * it overruns the miss buffers, and spread evenly over every step it
+         * comes too late for the next row's first stage */
         if (planned) { /* the steps know their stage's fin */
             tc__vplan_run(pl.step, pl.begin[1], s);
             tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
@@ -19331,7 +19318,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
             if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
             off += h->strides[d] * ac->off[d];
         }
-        kr.base[a] = (char *)h->st->data + off * esz;
+        kr.base[a] = (char *)h->storage->data + off * esz;
         kr.dt[a] = (int)h->dtype;
         /* a result larger than the caches streams past them: no read for
          * ownership of lines about to be overwritten whole */
@@ -19391,10 +19378,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19395, "tcompile.h", 19395)
+#line TC__LINE_AT(19382, "tcompile.h", 19382)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19398)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19385)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19720,10 +19707,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19724, "tcompile.h", 19724)
+#line TC__LINE_AT(19711, "tcompile.h", 19711)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19727)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19714)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19831,7 +19818,7 @@ TC__FN void tc__view_header(tc__program *p, tc__launch *l) {
     memcpy(h->shape, l->call.oshape, sizeof h->shape);
     memcpy(h->strides, l->call.ostrides, sizeof h->strides);
     h->offset = l->call.ooffset;
-    if (base) h->st = base->st;
+    if (base) h->storage = base->storage;
 }
 
 TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
@@ -20192,7 +20179,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
             tc__contig_strides(h->ndim, h->shape, h->strides);
             p->slice[i].data = nd->a.ptr;
             p->slice[i].refs = 1;
-            h->st = &p->slice[i];
+            h->storage = &p->slice[i];
             p->ref[i] = h;
             continue;
         }
@@ -20247,13 +20234,13 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
                 if (nd->nin == 0) {
                     p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
                     p->slice[i].refs = 1;
-                    h->st = &p->slice[i];
+                    h->storage = &p->slice[i];
                 }
             } else {
                 p->root[i] = i;
                 tc__contig_strides(h->ndim, h->shape, h->strides);
                 p->slice[i].refs = 1;
-                h->st = &p->slice[i];
+                h->storage = &p->slice[i];
             }
         }
     }
@@ -20341,7 +20328,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         const tc__node *nd = &g->nodes[i];
         if (nd->kind == TC__NODE_INPUT) {
             const tc_tensor *in = inputs[nd->a.i[0]];
-            if (in->st >= p->slice && in->st < p->slice + g->n) {
+            if (in->storage >= p->slice && in->storage < p->slice + g->n) {
                 /* last call's output fed back in (reduce-overhead): this
                  * call overwrites that memory, so read a copy */
                 if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
@@ -20357,7 +20344,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                 }
                 in = copies[i];
             }
-            p->hdr[i].st = in->st;
+            p->hdr[i].storage = in->storage;
             p->hdr[i].offset = in->offset;
             memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
         }
@@ -20377,7 +20364,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
             fresh_t[i] = tc__alloc_out(&oc, &r);
-            if (fresh_t[i]) p->hdr[i].st = fresh_t[i]->st;
+            if (fresh_t[i]) p->hdr[i].storage = fresh_t[i]->storage;
         }
     }
     ctx->scratch = p->cache;
@@ -20431,10 +20418,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20435, "tcompile.h", 20435)
+#line TC__LINE_AT(20422, "tcompile.h", 20422)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20438)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20425)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20495,10 +20482,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20499, "tcompile.h", 20499)
+#line TC__LINE_AT(20486, "tcompile.h", 20486)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20502)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20489)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20915,10 +20902,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20919, "tcompile.h", 20919)
+#line TC__LINE_AT(20906, "tcompile.h", 20906)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20922)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20909)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21009,10 +20996,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21013, "tcompile.h", 21013)
+#line TC__LINE_AT(21000, "tcompile.h", 21000)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21016)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21003)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21169,10 +21156,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21173, "tcompile.h", 21173)
+#line TC__LINE_AT(21160, "tcompile.h", 21160)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21176)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21163)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to tc__trace_op, which records a graph node
  * instead of computing (the tensors it returns are lazy).  A host read of
@@ -21427,8 +21414,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 base = rn->kind == TC__NODE_INPUT ? tr->allin[rn->a.i[0]] : rn->kind == TC__NODE_PARAM ? rn->param : NULL;
                 if (base) {
                     t->lazy = 0;
-                    t->st = base->st;
-                    base->st->refs++;
+                    t->storage = base->storage;
+                    base->storage->refs++;
                     if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
                     continue;
                 }
@@ -21456,8 +21443,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
-                    t->st = v->st;
-                    v->st->refs++;
+                    t->storage = v->storage;
+                    v->storage->refs++;
                     if (own) {
                         memcpy(t->strides, v->strides, sizeof t->strides);
                         t->offset = v->offset;
@@ -21741,10 +21728,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21745, "tcompile.h", 21745)
+#line TC__LINE_AT(21732, "tcompile.h", 21732)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21748)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21735)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22023,10 +22010,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22027, "tcompile.h", 22027)
+#line TC__LINE_AT(22014, "tcompile.h", 22014)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22030)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22017)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22227,10 +22214,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22231, "tcompile.h", 22231)
+#line TC__LINE_AT(22218, "tcompile.h", 22218)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22234)
+#line TC__LINE_AT(1, "src/license.h", 22221)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22272,7 +22259,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22276, "tcompile.h", 22276)
+#line TC__LINE_AT(22263, "tcompile.h", 22263)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -114,7 +114,7 @@ struct tc_tensor {
     int64_t shape[TC_MAX_DIMS];
     int64_t strides[TC_MAX_DIMS];   /* elements */
     int64_t offset;                 /* elements */
-    tc__storage *st;
+    tc__storage *storage;
     tc_result status;
     const char *err;                /* owned message when status != OK    */
     int scope;                      /* depth of the owning scope          */

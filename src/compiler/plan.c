@@ -105,7 +105,7 @@ TC__FN void tc__view_header(tc__program *p, tc__launch *l) {
     memcpy(h->shape, l->call.oshape, sizeof h->shape);
     memcpy(h->strides, l->call.ostrides, sizeof h->strides);
     h->offset = l->call.ooffset;
-    if (base) h->st = base->st;
+    if (base) h->storage = base->storage;
 }
 
 TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
@@ -466,7 +466,7 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
             tc__contig_strides(h->ndim, h->shape, h->strides);
             p->slice[i].data = nd->a.ptr;
             p->slice[i].refs = 1;
-            h->st = &p->slice[i];
+            h->storage = &p->slice[i];
             p->ref[i] = h;
             continue;
         }
@@ -521,13 +521,13 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
                 if (nd->nin == 0) {
                     p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
                     p->slice[i].refs = 1;
-                    h->st = &p->slice[i];
+                    h->storage = &p->slice[i];
                 }
             } else {
                 p->root[i] = i;
                 tc__contig_strides(h->ndim, h->shape, h->strides);
                 p->slice[i].refs = 1;
-                h->st = &p->slice[i];
+                h->storage = &p->slice[i];
             }
         }
     }
@@ -615,7 +615,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
         const tc__node *nd = &g->nodes[i];
         if (nd->kind == TC__NODE_INPUT) {
             const tc_tensor *in = inputs[nd->a.i[0]];
-            if (in->st >= p->slice && in->st < p->slice + g->n) {
+            if (in->storage >= p->slice && in->storage < p->slice + g->n) {
                 /* last call's output fed back in (reduce-overhead): this
                  * call overwrites that memory, so read a copy */
                 if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
@@ -631,7 +631,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
                 }
                 in = copies[i];
             }
-            p->hdr[i].st = in->st;
+            p->hdr[i].storage = in->storage;
             p->hdr[i].offset = in->offset;
             memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
         }
@@ -651,7 +651,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
             fresh_t[i] = tc__alloc_out(&oc, &r);
-            if (fresh_t[i]) p->hdr[i].st = fresh_t[i]->st;
+            if (fresh_t[i]) p->hdr[i].storage = fresh_t[i]->storage;
         }
     }
     ctx->scratch = p->cache;

@@ -252,8 +252,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 base = rn->kind == TC__NODE_INPUT ? tr->allin[rn->a.i[0]] : rn->kind == TC__NODE_PARAM ? rn->param : NULL;
                 if (base) {
                     t->lazy = 0;
-                    t->st = base->st;
-                    base->st->refs++;
+                    t->storage = base->storage;
+                    base->storage->refs++;
                     if (tc__trace_keep_value(tr, t)) r = TC_ERR_OOM;
                     continue;
                 }
@@ -281,8 +281,8 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
-                    t->st = v->st;
-                    v->st->refs++;
+                    t->storage = v->storage;
+                    v->storage->refs++;
                     if (own) {
                         memcpy(t->strides, v->strides, sizeof t->strides);
                         t->offset = v->offset;

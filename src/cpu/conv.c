@@ -176,7 +176,7 @@ enum { TC__WIN_CONV = 0, TC__WIN_MAX = 1, TC__WIN_AVG = 2 };
  * (0, or -inf for max) and has each row split by stride phase (phase p
  * holds padded columns p, p + s, p + 2s, ...): then every tap reads a
  * contiguous run for consecutive outputs, whatever the stride, and a row of
- * outputs is one vector loop without bounds checks (tc__win_row_ in
+ * outputs is one vector loop without bounds checks (tc__gwin_row_ in
  * gemm_isa.c).  The copy costs one pass over a plane that is then in cache
  * for the kh x kw reads. */
 typedef struct tc__win_job {
@@ -189,7 +189,7 @@ typedef struct tc__win_job {
     int64_t Hp, Wp, Wq;        /* padded rows and columns read; per phase    */
     int64_t nph;               /* phases read: min(stride, Wp)               */
     const tc__epilogue *epi;   /* conv: run on each finished output plane    */
-    tc__win_row_fn row;
+    tc__gwin_row_fn row;
     int failed;
 } tc__win_job;
 

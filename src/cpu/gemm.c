@@ -82,7 +82,7 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
-typedef void (*tc__win_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
 
 /* One ISA level's kernels and register tile. */
@@ -93,7 +93,7 @@ typedef struct tc__gemm_impl {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
-    tc__win_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
+    tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -152,8 +152,8 @@ TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, fl
         for (j = 0; j < nr; j++) c[i * ldc + j] = c[i * ldc + j] * alpha + (bias ? bias[j] : 0.0f);
 }
 
-/* gemm_isa.c's tc__win_row_ in plain C. */
-TC__FN void tc__win_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
+/* gemm_isa.c's tc__gwin_row_ in plain C. */
+TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                              float bias) {
     int64_t i;
     int t;
@@ -176,14 +176,14 @@ typedef struct tc__gemm_level {
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
-    tc__win_row_fn win;
+    tc__gwin_row_fn win;
 } tc__gemm_level;
 #define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
     {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__win_row_##sfx},
+     tc__gwin_row_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__win_row_base}};
+                                        tc__gtile_fin_base, tc__gwin_row_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */

@@ -279,7 +279,7 @@ TC__GINL TC__GV TC__GFN(tc__gwin_vec_)(int kind, const float *const *taps, const
 
 /* The taps may be read up to a vector past n (conv.c pads its buffer for
  * it): a short tail is computed whole and stored in part. */
-static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__win_row_)(int kind, const float *const *taps, const float *w, int ntaps,
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float *const *taps, const float *w, int ntaps,
                                                            int64_t n, float *y, float bias) {
     int64_t i = 0;
     int t;

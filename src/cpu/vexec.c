@@ -176,8 +176,8 @@ TC__FN int tc__krun_prefetches(const tc__krun *kr, int a, int dim) {
  * itself); the tile's instructions issue it a few lines at a time and
  * tc__vst_pf_rest what is left.  Only a row walked by several stages
  * takes it: going back to the row's start for each stage breaks the
- * hardware's stream, and a 2048-float softmax_ln ran 1.6x slower without
- * it (Zen 5).  A stream walked once is the hardware prefetcher's best
+ * hardware's stream, and long rows then wait on every stage's first
+ * lines.  A stream walked once is the hardware prefetcher's best
  * case, and software lines on top of it only compete for the miss
  * buffers, but where non-temporal stores hold them (tc__krun_arm_stream). */
 TC__FN void tc__krun_prefetch(const tc__krun *kr, tc__vst *s, int dim, int64_t steps, int len) {
@@ -233,11 +233,9 @@ TC__FN void tc__krun_unravel(const tc__krun *kr, int64_t *idx, int64_t f, int lo
  *
  * Each stream is walked once, front to back, and the hardware prefetcher
  * keeps ahead of it alone, except where the result's non-temporal stores
- * hold the fill buffers the input's misses need (TC__CPU_NT_FILL).  ew
- * from a cold cache, 2 threads: Zen 5 0.91 -> 0.69 ms and a*b+c 1.58 ->
- * 1.23 without the fetch; an Intel Xeon (AVX-512, 2 cores of a VM)
- * 2.35-2.70 -> 1.51-1.60 with it (1.60-1.76 with plain stores instead of
- * either), and gelu(x*w + b), rows of 1024, 2.62-3.11 -> 2.36-2.59. */
+ * hold the fill buffers the input's misses need (TC__CPU_NT_FILL: Intel's
+ * cores, where the fetch wins; on AMD's, with separate write-combining
+ * buffers, it only costs; docs/PERF.md has the figures). */
 TC__FN int tc__krun_arm_stream(const tc__krun *kr, tc__vst *s, const int64_t *idx, int64_t b, int64_t e, int64_t t,
                                int64_t n) {
     int64_t ahead = (int64_t)kr->tile * TC__PREFETCH_TILES, inner = kr->shape[kr->ndim - 1], rows;
@@ -346,7 +344,7 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
         for (t = 0; t < inner; t += tile) {
             int len = (int)(inner - t < tile ? inner - t : tile);
             /* the first of several stages fetches ahead (tc__krun_prefetch);
-             * a single one (a sum) is one stream, ran 1.3x slower with it */
+             * a single one (a sum) is one stream, the hardware's to fetch */
             int ahead = part == 0 && nparts > 1 && inner - t > (int64_t)tile * TC__PREFETCH_TILES;
             for (i = 0; i < k->nlocal; i++) s->local[i] = lbase[i] + r * inner + t;
             if (ahead) tc__krun_prefetch(kr, s, -1, (int64_t)tile * TC__PREFETCH_TILES, tile);
@@ -372,11 +370,10 @@ TC__FN void tc__krun_row_stage(const tc__krun *kr, tc__vst *s, int64_t *idx, con
 }
 
 /* Rows shorter than this many vectors run across lanes; longer ones, one
- * row at a time (two at once, tc__krun_rows_pair) in their vectors.
- * softmax_ln from a cold cache, 2 threads, Zen 5, across lanes against
- * pairs: AVX-512 rows of 128 floats (8 vectors) 2.69 -> 2.06 ms with
- * pairs, 96 (6) the same, 64 (4) 2.63 against 3.16; AVX2 128 (16) 3.49
- * -> 2.42, 64 (8) 3.73 -> 3.55, 32 (4) 4.63 against 5.77. */
+ * row at a time (two at once, tc__krun_rows_pair) in their vectors: from
+ * about 6 vectors on a row's own vectors are enough to hide its stages'
+ * latencies, and across lanes costs the transposes (the crossover, measured
+ * at AVX-512 and AVX2, is in docs/PERF.md). */
 #define TC__LANE_VECTORS 6
 
 /* Whether rows of n elements (the row dims merged into one) run a
@@ -401,9 +398,7 @@ TC__FN int tc__krun_lanes(const tc__krun *kr, int64_t nrows, int64_t n) {
  * prefetcher, which follows the first walk only, stops ahead of it and the
  * next row's lines arrive only as its first stage asks for them; fetched
  * after a row's first stage, they come in while its other stages compute.
- * softmax_ln from a cold cache, 2 threads, in-process A/B (Zen 5):
- * [4096, 1024] 5-8% faster, [8192, 512] 0-5%, [32768, 128] (a group of
- * 16 rows a step) 7-10%; but [16384, 256] 1-2% slower, so a step fetches
+ * Short rows gained nothing from it, so a step fetches
  * TC__FETCH_MIN_BYTES or more.  For an input in the caches it is only
  * cost, so it is left to inputs of TC__NT_STORE_BYTES or more.  Every
  * input gets as many lines as the narrowest's rows have, so that none
@@ -449,32 +444,32 @@ typedef struct tc__vreg {
     int pa, uni, set;
 } tc__vreg;
 
-/* Operand j of step st reads register r (0: no such register in the
+/* Operand j of step reads register r (0: no such register in the
  * stage, which the interpreter alone runs). */
-TC__FN int tc__vplan_operand(tc__vstep *st, int j, const tc__vreg *reg, int r) {
+TC__FN int tc__vplan_operand(tc__vstep *step, int j, const tc__vreg *reg, int r) {
     if (!reg[r].set) return 0;
-    st->p[j] = reg[r].p;
-    st->pa[j] = reg[r].pa;
+    step->p[j] = reg[r].p;
+    step->pa[j] = reg[r].pa;
     return 1;
 }
 
 /* Steps of a store of register r (STOREL, STORE, ACC): a uniform one is
  * expanded into its tile buffer first, and reads as that from then on (as
  * tc__vexpand_ leaves it). */
-TC__FN int tc__vplan_store_src(tc__vstep *st, const tc__vst *s, tc__vreg *reg, int r) {
-    if (!tc__vplan_operand(st, 0, reg, r)) return 0;
+TC__FN int tc__vplan_store_src(tc__vstep *step, const tc__vst *s, tc__vreg *reg, int r) {
+    if (!tc__vplan_operand(step, 0, reg, r)) return 0;
     if (reg[r].uni) {
-        st->e = s->buf[r];
+        step->e = s->buf[r];
         reg[r].p = s->buf[r];
         reg[r].uni = 0;
     }
     return 1;
 }
 
-/* Step st does `kind` (TC__VS_*) with the ISA's handler of it. */
-TC__FN void tc__vplan_kind(tc__vstep *st, const tc__vstep_fn *fn, int kind) {
-    st->kind = kind;
-    st->fn = fn[kind];
+/* Step does `kind` (TC__VS_*) with the ISA's handler of it. */
+TC__FN void tc__vplan_kind(tc__vstep *step, const tc__vstep_fn *fn, int kind) {
+    step->kind = kind;
+    step->fn = fn[kind];
 }
 
 /* Each run of two or more uniform steps in a stage (a slot's or an
@@ -496,28 +491,28 @@ TC__FN void tc__vplan_blocks(tc__vplan *pl, int nstage, const tc__vstep_fn *fn) 
         }
 }
 
-/* Step st of instruction in, nothing decided yet: field by field, since
- * a memset of the step was a string store whose start-up cost (Zen 5)
- * made a plan's build 5% of a [64, 1024] softmax_ln's time. */
-TC__FN void tc__vstep_init(tc__vstep *st, const tc__vins *in, int m, int len, int fin) {
+/* Step of instruction in, nothing decided yet: field by field, since
+ * a memset of the step compiles to a string store whose start-up cost is
+ * a visible share of a short row kernel's plan build. */
+TC__FN void tc__vstep_init(tc__vstep *step, const tc__vins *in, int m, int len, int fin) {
     int j;
-    st->fn = NULL;
-    st->in = in;
-    st->ac = NULL;
+    step->fn = NULL;
+    step->in = in;
+    step->ac = NULL;
     for (j = 0; j < 3; j++) {
-        st->p[j] = NULL;
-        st->pa[j] = 0;
+        step->p[j] = NULL;
+        step->pa[j] = 0;
     }
-    st->sp = st->tp = NULL;
-    st->d = st->e = NULL;
-    st->od = -1;
-    st->sa = st->sb = st->sc = 0;
-    st->m = m;
-    st->len = len;
-    st->k = in->a;
-    st->fin = fin;
-    st->kind = 0;
-    st->n = 1;
+    step->sp = step->tp = NULL;
+    step->d = step->e = NULL;
+    step->od = -1;
+    step->sa = step->sb = step->sc = 0;
+    step->m = m;
+    step->len = len;
+    step->k = in->a;
+    step->fin = fin;
+    step->kind = 0;
+    step->n = 1;
 }
 
 /* Pre-decodes k's stages for thread state s, stage si over tiles of
@@ -541,11 +536,11 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
         pl->begin[si] = n;
         for (i = stg->begin; i < stg->end; i++) {
             const tc__vins *in = &k->code[i];
-            tc__vstep *st = &pl->step[n];
+            tc__vstep *step = &pl->step[n];
             tc__vreg *rd = in->dst >= 0 ? &reg[in->dst] : NULL;
             int a = in->a, emit = 1;
             if (n == TC__VPLAN_MAXSTEP || nu == TC__VPLAN_MAXU) return 0;
-            tc__vstep_init(st, in, m, tl, !stg->scalar);
+            tc__vstep_init(step, in, m, tl, !stg->scalar);
             switch (in->op) {
             case TC__V_LOAD: {
                 int64_t stride = kr->st[a][last];
@@ -553,18 +548,18 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 rd->uni = stride == 0;
                 rd->pa = a;
                 if (s->dt[a] & TC__VST_LANES) { /* a lane per row: a vector of row values when uniform */
-                    tc__vplan_kind(st, fn, TC__VS_TRLOAD);
-                    st->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
+                    tc__vplan_kind(step, fn, TC__VS_TRLOAD);
+                    step->d = rd->uni ? pl->u[nu++] : s->buf[in->dst];
                 } else if (rd->uni) {
-                    tc__vplan_kind(st, fn, TC__VS_BCAST);
-                    st->d = pl->u[nu++];
+                    tc__vplan_kind(step, fn, TC__VS_BCAST);
+                    step->d = pl->u[nu++];
                 } else if (s->dt[a] == TC_F32 && stride == 1 && whole) {
                     emit = 0; /* read in place */
                 } else {
-                    tc__vplan_kind(st, fn, TC__VS_LOAD);
-                    st->d = s->buf[in->dst];
+                    tc__vplan_kind(step, fn, TC__VS_LOAD);
+                    step->d = s->buf[in->dst];
                 }
-                rd->p = st->d;
+                rd->p = step->d;
                 break;
             }
             case TC__V_CONST:
@@ -574,8 +569,8 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 emit = 0;
                 break;
             case TC__V_SLOT:
-                tc__vplan_kind(st, fn, TC__VS_SLOT);
-                rd->p = st->d = pl->u[nu++];
+                tc__vplan_kind(step, fn, TC__VS_SLOT);
+                rd->p = step->d = pl->u[nu++];
                 rd->uni = rd->set = 1;
                 break;
             case TC__V_LOADL:
@@ -587,46 +582,46 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
             case TC__V_STOREL:
             case TC__V_STORE:
             case TC__V_ACC:
-                if (!tc__vplan_store_src(st, s, reg, in->b)) return 0;
-                tc__vplan_kind(st, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
-                if (in->op == TC__V_STOREL) st->d = s->local[a];
+                if (!tc__vplan_store_src(step, s, reg, in->b)) return 0;
+                tc__vplan_kind(step, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
+                if (in->op == TC__V_STOREL) step->d = s->local[a];
                 break;
             default: {
                 int uni;
-                if (!tc__vplan_operand(st, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(st, 1, reg, in->b)) ||
-                    (in->c >= 0 && !tc__vplan_operand(st, 2, reg, in->c)) ||
+                if (!tc__vplan_operand(step, 0, reg, a) || (in->b >= 0 && !tc__vplan_operand(step, 1, reg, in->b)) ||
+                    (in->c >= 0 && !tc__vplan_operand(step, 2, reg, in->c)) ||
                     (in->as >= 0 && (!reg[in->as].set || !reg[in->as].uni)) ||
                     (in->at >= 0 && (!reg[in->at].set || !reg[in->at].uni)))
                     return 0;
-                tc__vplan_kind(st, fn, TC__VS_COMPUTE);
-                st->sp = in->as >= 0 ? reg[in->as].p : NULL;
-                st->tp = in->at >= 0 ? reg[in->at].p : NULL;
+                tc__vplan_kind(step, fn, TC__VS_COMPUTE);
+                step->sp = in->as >= 0 ? reg[in->as].p : NULL;
+                step->tp = in->at >= 0 ? reg[in->at].p : NULL;
                 uni = reg[a].uni && (in->b < 0 || reg[in->b].uni) && (in->c < 0 || reg[in->c].uni);
-                st->sa = reg[a].uni ? 0 : w;
-                st->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
-                st->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
-                st->d = s->buf[in->dst];
+                step->sa = reg[a].uni ? 0 : w;
+                step->sb = in->b >= 0 && reg[in->b].uni ? 0 : w;
+                step->sc = in->c >= 0 && reg[in->c].uni ? 0 : w;
+                step->d = s->buf[in->dst];
                 if (uni) {
-                    tc__vplan_kind(st, fn, TC__VS_UNIFORM);
-                    st->m = 1;
-                    st->d = pl->u[nu++];
+                    tc__vplan_kind(step, fn, TC__VS_UNIFORM);
+                    step->m = 1;
+                    step->d = pl->u[nu++];
                 } else if (in->fz & TC__FZ_LOCAL) {
-                    st->d = s->local[in[1].a];
+                    step->d = s->local[in[1].a];
                     i++;
                 } else if ((in->fz & TC__FZ_OUT) && whole && s->dt[in[1].a] == TC_F32 && kr->st[in[1].a][last] == 1) {
-                    st->d = NULL;
-                    st->od = in[1].a;
+                    step->d = NULL;
+                    step->od = in[1].a;
                     i++;
                 }
                 /* a sum of the value next: taken as it is stored */
                 if (kr->isa->fuse_acc && !uni && whole && (in->fz & TC__FZ_ACC)) {
-                    st->ac = &k->code[i + 1];
+                    step->ac = &k->code[i + 1];
                     i++;
                 }
                 rd->set = 1;
                 rd->uni = uni;
-                rd->p = st->d;
-                rd->pa = st->od;
+                rd->p = step->d;
+                rd->pa = step->od;
                 break;
             }
             }
@@ -641,10 +636,10 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
 /* Runs steps [0, n) of a plan, issuing a few lines of the armed prefetch
  * (the next rows, tc__krun_arm_rows) after each step, as the interpreter
  * does at each instruction. */
-TC__FN void tc__vplan_run(const tc__vstep *st, int n, tc__vst *s) {
-    const tc__vstep *end = st + n;
-    for (; st < end; st += st->n) {
-        st->fn(st, s);
+TC__FN void tc__vplan_run(const tc__vstep *step, int n, tc__vst *s) {
+    const tc__vstep *end = step + n;
+    for (; step < end; step += step->n) {
+        step->fn(step, s);
         if (s->pf_next < s->pf_lines) tc__vst_pf_upto(s, s->pf_next + TC__VPLAN_PF_STEP);
     }
 }
@@ -710,12 +705,10 @@ static int tc__vpair_parts = 0;
 #define TC__VPAIR_COUNTED() ((void)0)
 #endif
 /* The most bytes of row buffers and input rows two rows in flight may
- * hold.  softmax_ln from a cold cache, 2 threads, Zen 5 (48 KB L1), pairs
- * against single rows: 256 floats 9% faster, 384 4-7%, 512 7-8%, but 768
- * 15-20% slower and 1024 20-30%; from the caches pairs were faster at
- * 1024 too (6%).  Not L1's room alone: with its row buffers shared
- * (tc__kernel_share_locals, two rather than three) 768 and 1024 were as
- * much slower, and fetching two pairs ahead changed nothing. */
+ * hold: past it (rows of 768 floats and more from a cold cache) pairs were
+ * slower than single rows.  Not L1's room alone: with the row buffers
+ * shared (tc__kernel_share_locals) they were as much slower, and fetching
+ * two pairs ahead changed nothing (docs/PERF.md). */
 #define TC__PAIR_BYTES 16384
 
 /* Rows [o, e) along the one outer dim (s pointed at row o) two at a time,
@@ -782,11 +775,9 @@ TC__FN void tc__krun_rows_one_tile(const tc__krun *kr, tc__vst *s, int64_t *idx,
         o = tc__krun_rows_pair(kr, s, &pl, len, b, e, ahead, rstep);
     for (; o < e; o++) {
         /* the next rows' fetch is armed after the first stage, and issued
-         * a few lines at each step or instruction of the rest: at once,
-         * in one burst, softmax_ln [4096, 1024] from a cold cache ran
-         * 8-10% slower (2 threads, Zen 5, in-process A/B; [32768, 128]
-         * 14%, [8192, 512] 5%), and spread evenly over every step 3-5%
-         * slower than a few lines a step from the start */
+         * a few lines at each step or instruction of the rest: in one burst
+         * it overruns the miss buffers, and spread evenly over every step it
+         * comes too late for the next row's first stage */
         if (planned) { /* the steps know their stage's fin */
             tc__vplan_run(pl.step, pl.begin[1], s);
             tc__krun_arm_rows(kr, s, s->ptr, o, e, ahead, 1);
@@ -919,7 +910,7 @@ TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc
             if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
             off += h->strides[d] * ac->off[d];
         }
-        kr.base[a] = (char *)h->st->data + off * esz;
+        kr.base[a] = (char *)h->storage->data + off * esz;
         kr.dt[a] = (int)h->dtype;
         /* a result larger than the caches streams past them: no read for
          * ownership of lines about to be overwritten whole */

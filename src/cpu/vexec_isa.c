@@ -437,8 +437,8 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
  * reduction, it cost a fifth of softmax_ln).  Sums as a tree in float
  * (the 16 or 8 partial sums of one fold span; the spans add in double,
  * tc__krun_row_stage), NaN wins max and min (x86's min/max would drop
- * it).  In double, a sum's fold was a quarter of the latency of a row
- * kernel's stage boundary: softmax_ln in cache 3-4% slower at 1024 floats. */
+ * it).  In double, a sum's fold was a large part of the latency of a row
+ * kernel's stage boundary. */
 TC__INL double TC__VFN(tc__vfold_x86_)(TC__VF a, int comb) {
     __m256 h = _mm256_setzero_ps(); /* eight float lanes */
     __m128 q, h4;
@@ -738,8 +738,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
         int uni = 0, m, sa, sb, sc, ntd;
         /* the moves between registers, row buffers and memory first, with
          * none of the compute instructions' set-up: they are most of a row
-         * kernel's dispatches, and the interpreter's own instructions cost
-         * time (about 200 cycles a row per 1000 of them, Zen 5) */
+         * kernel's dispatches, and the interpreter's own instructions are
+         * on every row's path */
         switch (in->op) {
         case TC__V_LOAD:
             if (s->dt[in->a] & TC__VST_LANES) { /* rows across lanes */
@@ -836,68 +836,68 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 #define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
-TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VS_P(st, s, 0);
-    if (st->e) {
+TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VS_P(step, s, 0);
+    if (step->e) {
         TC__VF v = TC__LD(x);
         int i;
-        for (i = 0; i < st->m; i++) TC__ST(st->e + i * TC__W, v);
-        x = st->e;
+        for (i = 0; i < step->m; i++) TC__ST(step->e + i * TC__W, v);
+        x = step->e;
     }
     return x;
 }
-TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *st, tc__vst *s) {
-    const char *p = s->ptr[st->k];
-    return TC__SPL(s->dt[st->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[st->k], 0));
+TC__INL TC__VF TC__VFN(tc__vs_bcast1_)(const tc__vstep *step, tc__vst *s) {
+    const char *p = s->ptr[step->k];
+    return TC__SPL(s->dt[step->k] == TC_F32 ? *(const float *)p : (float)tc__load(p, (tc_dtype)s->dt[step->k], 0));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_bcast1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_bcast_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_bcast1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *st, tc__vst *s) {
-    (void)TC__VFN(tc__vload_)(s, st->k, st->d, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_load_)(const tc__vstep *step, tc__vst *s) {
+    (void)TC__VFN(tc__vload_)(s, step->k, step->d, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_trload_)(const tc__vstep *step, tc__vst *s) {
     int u;
-    (void)TC__VFN(tc__vtr_load_)(s, st->k, st->d, st->d, &u);
+    (void)TC__VFN(tc__vtr_load_)(s, step->k, step->d, step->d, &u);
 }
-TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *st, tc__vst *s) {
-    return s->tr ? TC__LD(s->slotv[st->k]) : TC__SPL(s->slot[st->k]);
+TC__INL TC__VF TC__VFN(tc__vs_slot1_)(const tc__vstep *step, tc__vst *s) {
+    return s->tr ? TC__LD(s->slotv[step->k]) : TC__SPL(s->slot[step->k]);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *st, tc__vst *s) {
-    TC__ST(st->d, TC__VFN(tc__vs_slot1_)(st, s));
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_slot_)(const tc__vstep *step, tc__vst *s) {
+    TC__ST(step->d, TC__VFN(tc__vs_slot1_)(step, s));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_storel_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
     int i;
-    for (i = 0; i < st->m; i++) TC__ST(st->d + i * TC__W, TC__LD(x + i * TC__W));
+    for (i = 0; i < step->m; i++) TC__ST(step->d + i * TC__W, TC__LD(x + i * TC__W));
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *st, tc__vst *s) {
-    const float *x = TC__VFN(tc__vs_src_)(st, s);
-    if (s->dt[st->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, st->k, x);
-    else TC__VFN(tc__vstore_)(s, st->k, x, st->len);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step, tc__vst *s) {
+    const float *x = TC__VFN(tc__vs_src_)(step, s);
+    if (s->dt[step->k] & TC__VST_LANES) TC__VFN(tc__vtr_store_)(s, step->k, x);
+    else TC__VFN(tc__vstore_)(s, step->k, x, step->len);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *st, tc__vst *s) {
-    int a = st->k;
-    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(st, s), st->len, st->in->c, st->fin ? &s->slot[a] : NULL,
-                       st->fin ? s->slot_comb[a] : 0, st->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
+    int a = step->k;
+    TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
+                       step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st, tc__vst *s) {
-    float *d = st->d;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *step, tc__vst *s) {
+    float *d = step->d;
     int ntd = 0;
     if (!d) { /* straight into the result */
-        d = (float *)s->ptr[st->od];
-        ntd = s->nt[st->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
+        d = (float *)s->ptr[step->od];
+        ntd = s->nt[step->od] && ((uintptr_t)d % (4 * TC__W)) == 0;
     }
 #if TC__VACC_FUSED
-    if (st->ac) {
-        TC__VFN(tc__vrun_acc_)(st->in, st->ac, s, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                               st->sp, st->tp, d, st->m, st->sa, st->sb, st->fin);
+    if (step->ac) {
+        TC__VFN(tc__vrun_acc_)(step->in, step->ac, s, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                               step->sp, step->tp, d, step->m, step->sa, step->sb, step->fin);
         return;
     }
 #endif
-    TC__VFN(tc__vcompute_)(st->in, TC__VS_P(st, s, 0), st->in->b >= 0 ? TC__VS_P(st, s, 1) : NULL,
-                           st->in->c >= 0 ? TC__VS_P(st, s, 2) : NULL, st->sp, st->tp, d, st->m, st->sa, st->sb,
-                           st->sc, ntd);
+    TC__VFN(tc__vcompute_)(step->in, TC__VS_P(step, s, 0), step->in->b >= 0 ? TC__VS_P(step, s, 1) : NULL,
+                           step->in->c >= 0 ? TC__VS_P(step, s, 2) : NULL, step->sp, step->tp, d, step->m, step->sa, step->sb,
+                           step->sc, ntd);
 }
 /* A compute instruction on uniform operands: one vector, as
  * tc__vcompute_ computes it with m = 1 (the same functions on the same
@@ -908,42 +908,42 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_compute_)(const tc__vstep *st
  * before computed, still in a register: a load of it would wait on the
  * store just made). */
 #define TC__VS_OP(p, lp, lv) ((p) == (lp) ? (lv) : TC__LD(p))
-TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *st, const float *lp, TC__VF lv) {
-    const tc__vins *in = st->in;
-    TC__VF x = TC__VS_OP(st->p[0], lp, lv);
-    if (st->sp || st->tp)
-        x = TC__VFN(tc__vfma_)(x, st->sp ? TC__VS_OP(st->sp, lp, lv) : TC__SPL(1.0f),
-                               st->tp ? TC__VS_OP(st->tp, lp, lv) : TC__SPL(-0.0f));
+TC__INL TC__VF TC__VFN(tc__vs_uniform1_)(const tc__vstep *step, const float *lp, TC__VF lv) {
+    const tc__vins *in = step->in;
+    TC__VF x = TC__VS_OP(step->p[0], lp, lv);
+    if (step->sp || step->tp)
+        x = TC__VFN(tc__vfma_)(x, step->sp ? TC__VS_OP(step->sp, lp, lv) : TC__SPL(1.0f),
+                               step->tp ? TC__VS_OP(step->tp, lp, lv) : TC__SPL(-0.0f));
     if (in->op == TC__OP_WHERE) {
-        x = TC__SEL(x != 0.0f, TC__VS_OP(st->p[1], lp, lv), TC__VS_OP(st->p[2], lp, lv));
+        x = TC__SEL(x != 0.0f, TC__VS_OP(step->p[1], lp, lv), TC__VS_OP(step->p[2], lp, lv));
     } else if (in->au >= 0) {
         int bu = in->bu == TC__OP_SIGMOID || in->bu == TC__OP_SILU || in->bu == TC__OP_GELU_TANH ? in->bu : -1;
-        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vratio_prod_)(in->au, bu, x, TC__VS_OP(step->p[1], lp, lv));
     } else if (in->bu >= 0) {
-        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(st->p[1], lp, lv), 0.0f, 0.0f);
+        x = x * TC__VFN(tc__vunary_)(in->bu, TC__VS_OP(step->p[1], lp, lv), 0.0f, 0.0f);
     } else if (in->b >= 0) {
-        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(st->p[1], lp, lv));
+        x = TC__VFN(tc__vbinary_)(in->op, x, TC__VS_OP(step->p[1], lp, lv));
     } else {
         x = TC__VFN(tc__vunary_)(in->op, x, in->f0, in->f1);
     }
     return x;
 }
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *st, tc__vst *s) {
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_uniform_)(const tc__vstep *step, tc__vst *s) {
     (void)s;
-    TC__ST(st->d, TC__VFN(tc__vs_uniform1_)(st, NULL, TC__SPL(0.0f)));
+    TC__ST(step->d, TC__VFN(tc__vs_uniform1_)(step, NULL, TC__SPL(0.0f)));
 }
 /* A run of uniform steps, each one's value carried in a register to the
  * next (a row scalar's chain: its broadcast, then the ops on it). */
-static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *st, tc__vst *s) {
-    const tc__vstep *end = st + st->n;
+static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_ublock_)(const tc__vstep *step, tc__vst *s) {
+    const tc__vstep *end = step + step->n;
     const float *lp = NULL;
     TC__VF lv = TC__SPL(0.0f);
-    for (; st < end; st++) {
-        if (st->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(st, s);
-        else if (st->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(st, s);
-        else lv = TC__VFN(tc__vs_uniform1_)(st, lp, lv);
-        TC__ST(st->d, lv);
-        lp = st->d;
+    for (; step < end; step++) {
+        if (step->kind == TC__VS_SLOT) lv = TC__VFN(tc__vs_slot1_)(step, s);
+        else if (step->kind == TC__VS_BCAST) lv = TC__VFN(tc__vs_bcast1_)(step, s);
+        else lv = TC__VFN(tc__vs_uniform1_)(step, lp, lv);
+        TC__ST(step->d, lv);
+        lp = step->d;
     }
 }
 #undef TC__VS_OP

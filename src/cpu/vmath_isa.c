@@ -138,8 +138,8 @@ static const float TC__VFN(tc__vexp2_8_)[8] = {1.0f,        1.09050775f, 1.18920
 /* exp: x = n ln2 + r (two-part ln2), degree-6 polynomial (Cephes).
  * AVX-512: x = (n / 16) ln2 + r, 2^(n mod 16 / 16) from a 16-entry table
  * (one permute), exp(r) on |r| <= ln2 / 32 by a cubic: two multiply-adds
- * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it (11.1
- * -> 9.2 cycles per vector in cache); <= 1.1 ulp against libm.  AVX2: the
+ * fewer, and the exp-bound kernels (ew, softmax) are FMA-bound on it;
+ * <= 1.1 ulp against libm.  AVX2: the
  * same with an 8-entry table.  x is clamped to [lo, 89] first: lo -104
  * gives libm's denormals, TC__EXP_NORMAL_MIN none (tc__vexp_). */
 TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
@@ -170,8 +170,8 @@ TC__INL TC__VF TC__VFN(tc__vexp_core_)(TC__VF x, float lo) {
         TC__VF tb, q;
         /* as AVX-512's with n / 8 and 2^(n mod 8 / 8) from an 8-entry table
          * (one vpermps, which reads an index's low three bits), exp(r) on
-         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds, 10.1 -> 7.9
-         * cycles per vector in a loop of exps; <= 1 ulp, as the degree-6 one */
+         * |r| <= ln2 / 16 by a quartic: 8 -> 4 multiply-adds; <= 1 ulp, as
+         * the degree-6 one */
         t = TC__VFN(tc__vfma_)(x, TC__SPL(8.0f * 1.44269504088896341f), TC__SPL(12582912.0f));
         n = t - 12582912.0f;
         r = TC__VFN(tc__vfma_)(n, TC__SPL(-0.693359375f / 8.0f), x);
@@ -222,9 +222,8 @@ TC__INL int TC__VFN(tc__vany_below_)(TC__VF x, float c) {
 
 /* Below this exp is no normal float (ln FLT_MIN, rounded up): a kernel
  * whose exps all lie above it makes no denormal on the way, and Intel's
- * cores take a microcode assist for each instruction that does (a softmax
- * row, in cache, 1 thread, Xeon: 7.9x slower with a causal mask's -inf in
- * half of it, 21x with logits of standard deviation 40). */
+ * cores take a microcode assist for each instruction that does, which
+ * made masked softmax rows several times slower (docs/PERF.md). */
 #define TC__EXP_NORMAL_MIN -87.33654f
 
 /* exp, as libm's: the lanes below TC__EXP_NORMAL_MIN are 0, or, where some

@@ -71,7 +71,7 @@ enum { /* what a step does (the ISA's table of handlers, tc__vsteps_) */
     TC__VS_COUNT
 };
 struct tc__vstep;
-typedef void (*tc__vstep_fn)(const struct tc__vstep *st, tc__vst *s);
+typedef void (*tc__vstep_fn)(const struct tc__vstep *step, tc__vst *s);
 typedef struct tc__vstep {
     tc__vstep_fn fn;
     const tc__vins *in, *ac;         /* the instruction; its fused sum       */

@@ -91,8 +91,8 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->st = tc__storage_new(c->ctx, (size_t)bytes);
-    if (!t->st) {
+    t->storage = tc__storage_new(c->ctx, (size_t)bytes);
+    if (!t->storage) {
         tc_free(t);
         *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
         return NULL;
@@ -110,7 +110,7 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->st = st;
+    t->storage = st;
     st->refs++;
     t->dtype = c->odt;
     t->ndim = c->ondim;
@@ -151,7 +151,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {
-        tc__storage *st = c->nin > 0 ? c->ins[0]->st : tc__storage_wrap(c->a.ptr);
+        tc__storage *st = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
         if (!st) {
             tc__msg(c, TC_ERR_OOM, "out of memory");
             return tc__fail(c, TC_ERR_OOM);

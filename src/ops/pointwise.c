@@ -289,7 +289,7 @@ TC__FN tc_result tc__run_copy_into(tc__call *c, tc_tensor *dst) {
     int64_t st[TC_MAX_DIMS];
     const char *sp = tc__base(src);
     memcpy(st, src->strides, sizeof st);
-    if (src->st == dst->st) {
+    if (src->storage == dst->storage) {
         /* src may overlap dst (a view of it): read it all before writing */
         size_t bytes = (size_t)tc__numel(src) * tc__dtype_sizes[src->dtype];
         tmp = tc__scratch_get(c->ctx, bytes);

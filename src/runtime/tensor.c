@@ -256,7 +256,7 @@ TCDEF void tc_free(tc_tensor *t) {
     if (!t || t->is_sentinel) return;
     ctx = t->ctx;
     tc__unlink(ctx, t);
-    tc__storage_release(ctx, t->st);
+    tc__storage_release(ctx, t->storage);
     TC_FREE((void *)t->err);
     TC_FREE(t);
     ctx->live_tensors--;
@@ -352,7 +352,7 @@ TC__FN int64_t tc__numel(const tc_tensor *t) {
 }
 
 TC__FN char *tc__base(const tc_tensor *t) {
-    return (char *)t->st->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
+    return (char *)t->storage->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
 }
 
 /* ---- properties ------------------------------------------------------------ */
