@@ -331,6 +331,9 @@
  *   TC_NO_THREADS            no thread pool: every kernel runs on the caller
  *   TC_PARALLEL_MIN_WORK     elements below which a kernel stays on one thread
  *                            (default 32768)
+ *   TC_ISA_MAX               the widest SIMD level compiled (TC_ISA_SCALAR,
+ *                            _V128, _AVX2, _AVX512): wider ones are left out
+ *                            (a faster build), requests for them run at it
  *   TCOMPILE_TESTING         tcompile's own tests only: compiles in their
  *                            switches and hooks (never in a product)
  *
@@ -340,8 +343,8 @@
  *
  *   TC_LOGS       graph_breaks, recompiles, guards, fusion (or schedule),
  *                 graph, output_code: comma-separated, read by tc_compile
- *   TC_ISA        scalar, v128, avx2, avx512: caps the SIMD level at
- *                 tc_ctx_create
+ *   TC_ISA        scalar, v128 (or sse2, neon), avx2, avx512: caps the SIMD
+ *                 level at tc_ctx_create
  *   TC_CACHE_DIR  max-autotune's cache directory when options.cache_dir is
  *                 NULL ("": none)
  *
