@@ -56,7 +56,8 @@ typedef enum tc__opclass {
  * tc_foo macro and its name at the end of TC__UNARY_API in api.h (the
  * public header is emitted before this file and cannot see these rows).
  * Its test: r_foo and U_foo (the range) in tests/ref_pointwise.h, which
- * test_ops.c (eager) and test_vexec.c (compiled, every ISA level) run for
+ * test_ops_pointwise.c (eager) and test_vexec.c (compiled, every ISA
+ * level) run for
  * each op of TC__UNARY_API (test_errors.c and oracle_dump.c iterate it
  * too), and its torch function in tests/oracle_torch.py's unary list.  A
  * binary op likewise (TC__BINARY_OPS or TC__COMPARE_OPS, TC__BINARY_API,
