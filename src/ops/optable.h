@@ -57,9 +57,8 @@ typedef enum tc__opclass {
  * public header is emitted before this file and cannot see these rows).
  * Its test: r_foo and U_foo (the range) in tests/ref_pointwise.h, which
  * test_ops_pointwise.c (eager) and test_vexec.c (compiled, every ISA
- * level) run for
- * each op of TC__UNARY_API (test_errors.c and oracle_dump.c iterate it
- * too), and its torch function in tests/oracle_torch.py's unary list.  A
+ * level) run for each op of TC__UNARY_API (test_errors.c and oracle_dump.c
+ * iterate it too), and its torch function in tests/oracle_torch.py's unary list.  A
  * binary op likewise (TC__BINARY_OPS or TC__COMPARE_OPS, TC__BINARY_API,
  * r_foo and B_foo).  An op with attributes (TC__UNARY_ATTR_OPS: softplus,
  * clamp) writes its own entry point and tests. */
