@@ -2440,37 +2440,37 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
     if (raw && !tc__cache_keep(ctx, raw, data, cap)) TC_FREE(raw);
 }
 
-TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *st) {
-    if (!st || --st->refs > 0) return;
-    if (st->raw) {
-        ctx->live_bytes -= (int64_t)st->bytes;
-        tc__block_put(ctx, st->raw, st->data, st->cap);
+TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *sto) {
+    if (!sto || --sto->refs > 0) return;
+    if (sto->raw) {
+        ctx->live_bytes -= (int64_t)sto->bytes;
+        tc__block_put(ctx, sto->raw, sto->data, sto->cap);
     }
-    TC_FREE(st);
+    TC_FREE(sto);
 }
 
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
-    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    if (!st) return NULL;
-    st->data = tc__block_get(ctx, bytes, &st->raw, &st->cap);
-    if (!st->data) {
-        TC_FREE(st);
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    if (!sto) return NULL;
+    sto->data = tc__block_get(ctx, bytes, &sto->raw, &sto->cap);
+    if (!sto->data) {
+        TC_FREE(sto);
         return NULL;
     }
-    st->bytes = bytes;
-    st->refs = 1;
+    sto->bytes = bytes;
+    sto->refs = 1;
     ctx->live_bytes += (int64_t)bytes;
-    return st;
+    return sto;
 }
 
 TC__FN tc__storage *tc__storage_wrap(void *data) {
-    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    if (!st) return NULL;
-    st->data = data;
-    st->raw = NULL;
-    st->bytes = st->cap = 0;
-    st->refs = 1;
-    return st;
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    if (!sto) return NULL;
+    sto->data = data;
+    sto->raw = NULL;
+    sto->bytes = sto->cap = 0;
+    sto->refs = 1;
+    return sto;
 }
 
 /* ---- tensor objects and scopes ------------------------------------------- */
@@ -2745,8 +2745,11 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
  * the rest is generated (see the lists), and its test is a reference in
  * tests/ref_pointwise.h.  Adding any other op: its row in TC__OPS, its
  * entry point (declared in api.h, defined beside its kernel), its shape
- * rule and run function where no existing one fits, and TC__OTHER_OPS
- * raised once each switch marked TC__OTHER_OPS_CHECK() handles it.
+ * rule and run function where no existing one fits, and n raised at each
+ * switch marked TC__OTHER_OPS_CHECK(n) once it handles it.  The table is
+ * where every op's shape rule and kernel are registered: it declares them
+ * ahead (TC__DECL_ below), wherever in ops/ or cpu/ they are defined, and
+ * the dispatcher reaches them only through it.
  *
  * X(ID, name, class, shape rule, run function)
  *   shape rule: tc__shape_<rule>(tc__call *) -> tc_result; validates inputs
@@ -2922,14 +2925,14 @@ typedef enum tc__op {
 } tc__op;
 
 /* A switch over ops written by hand (not generated from the rows) starts
- * with TC__OTHER_OPS_CHECK(): a new op other than a pointwise row fails the
- * build there until the switch has been looked at and TC__OTHER_OPS
- * raised.  A new pointwise row does not. */
+ * with TC__OTHER_OPS_CHECK(n), n the count of ops other than pointwise rows
+ * it was written for: a new such op fails the build at each of them until
+ * that switch has been looked at and its n raised.  A new pointwise row
+ * fails none. */
 #define TC__COUNT_PW_(ID, name, cost, i, f, v) +1
 enum { TC__POINTWISE_COUNT = 0 TC__POINTWISE_OPS(TC__COUNT_PW_) };
 #undef TC__COUNT_PW_
-#define TC__OTHER_OPS 41
-#define TC__OTHER_OPS_CHECK() (void)sizeof(char[TC__OP_COUNT - TC__POINTWISE_COUNT == TC__OTHER_OPS ? 1 : -1])
+#define TC__OTHER_OPS_CHECK(n) (void)sizeof(char[TC__OP_COUNT - TC__POINTWISE_COUNT == (n) ? 1 : -1])
 
 /* Attributes: every op's non-tensor arguments, in one flat record so the
  * tracer can hash and compare them. */
@@ -3013,10 +3016,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3017, "tcompile.h", 3017)
+#line TC__LINE_AT(3020, "tcompile.h", 3020)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3020)
+#line TC__LINE_AT(1, "src/internal.h", 3023)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3024,7 +3027,9 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
  * another's functions), so this list is also the map of who offers what:
  * the compiler is reached from the earlier stages only through the
  * context's tracing hooks (tc__trace_hooks), a device from the plan only
- * through its backend table (tc__backend).  Types a later stage defines
+ * through its backend table (tc__backend).  The one registration point is
+ * the op table (ops/optable.h), which declares every op's shape rule and
+ * kernel ahead, wherever in ops/ or cpu/ they are defined.  Types a later stage defines
  * appear as `struct tc__x`, the tag of its typedef.
  *
  * runtime/platform.c, the OS layer, precedes this header and defines each
@@ -3211,10 +3216,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3215, "tcompile.h", 3215)
+#line TC__LINE_AT(3220, "tcompile.h", 3220)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3218)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3223)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3321,14 +3326,14 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
     return t;
 }
 
-TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
+TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     tc_tensor *t = tc__tensor_new(c->ctx);
     if (!t) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->storage = st;
-    st->refs++;
+    t->storage = sto;
+    sto->refs++;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -3368,15 +3373,15 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {
-        tc__storage *st = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
-        if (!st) {
+        tc__storage *sto = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
+        if (!sto) {
             tc__msg(c, TC_ERR_OOM, "out of memory");
             return tc__fail(c, TC_ERR_OOM);
         }
-        out = tc__make_view(c, st, &r);
-        if (c->nin == 0) st->refs--; /* the view holds the only reference */
+        out = tc__make_view(c, sto, &r);
+        if (c->nin == 0) sto->refs--; /* the view holds the only reference */
         if (!out) {
-            if (c->nin == 0) TC_FREE(st);
+            if (c->nin == 0) TC_FREE(sto);
             return tc__fail(c, r);
         }
         return out;
@@ -4029,10 +4034,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4033, "tcompile.h", 4033)
+#line TC__LINE_AT(4038, "tcompile.h", 4038)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4036)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4041)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4753,10 +4758,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4757, "tcompile.h", 4757)
+#line TC__LINE_AT(4762, "tcompile.h", 4762)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4760)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4765)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5324,7 +5329,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5328, "tcompile.h", 5328)
+#line TC__LINE_AT(5333, "tcompile.h", 5333)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5336,7 +5341,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5340)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5345)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5677,7 +5682,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5681, "tcompile.h", 5681)
+#line TC__LINE_AT(5686, "tcompile.h", 5686)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5694,7 +5699,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5698)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5703)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6035,7 +6040,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6039, "tcompile.h", 6039)
+#line TC__LINE_AT(6044, "tcompile.h", 6044)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6052,7 +6057,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6056)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6061)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6393,7 +6398,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6397, "tcompile.h", 6397)
+#line TC__LINE_AT(6402, "tcompile.h", 6402)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6405,12 +6410,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#if 1
+#if TC__ISA_MAX_LVL >= 2
 #define TC__ISA_COMPACT 1
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6414)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6419)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6751,7 +6756,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6755, "tcompile.h", 6755)
+#line TC__LINE_AT(6760, "tcompile.h", 6760)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6759,7 +6764,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6763)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6768)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7374,10 +7379,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7378, "tcompile.h", 7378)
+#line TC__LINE_AT(7383, "tcompile.h", 7383)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7381)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7386)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7648,10 +7653,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7652, "tcompile.h", 7652)
+#line TC__LINE_AT(7657, "tcompile.h", 7657)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7655)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7660)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8296,10 +8301,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8300, "tcompile.h", 8300)
+#line TC__LINE_AT(8305, "tcompile.h", 8305)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8303)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8308)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8704,10 +8709,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8708, "tcompile.h", 8708)
+#line TC__LINE_AT(8713, "tcompile.h", 8713)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8711)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8716)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9438,10 +9443,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9442, "tcompile.h", 9442)
+#line TC__LINE_AT(9447, "tcompile.h", 9447)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9445)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9450)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9879,10 +9884,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9883, "tcompile.h", 9883)
+#line TC__LINE_AT(9888, "tcompile.h", 9888)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9886)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9891)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10790,10 +10795,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10794, "tcompile.h", 10794)
+#line TC__LINE_AT(10799, "tcompile.h", 10799)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10797)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10802)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11107,9 +11112,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
         tc__text_printf(sb, "]\n");
     }
     for (s = 0; s < k->nstage; s++) {
-        const tc__kstage *st = &k->stage[s];
-        tc__text_printf(sb, "  stage %d (%s):\n", s, st->scalar ? "once per row" : "over the row");
-        for (i = st->begin; i < st->end; i++) {
+        const tc__kstage *stg = &k->stage[s];
+        tc__text_printf(sb, "  stage %d (%s):\n", s, stg->scalar ? "once per row" : "over the row");
+        for (i = stg->begin; i < stg->end; i++) {
             const tc__vins *v = &k->code[i];
             switch (v->op) {
             case TC__V_LOAD: tc__text_printf(sb, "    r%d = load in%d\n", v->dst, v->a); break;
@@ -11122,7 +11127,7 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                 tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
                                 v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "",
-                                tc__acc_as_stored(k->code, st->begin, i) ? " (as stored)" : "");
+                                tc__acc_as_stored(k->code, stg->begin, i) ? " (as stored)" : "");
                 break;
             default:
                 tc__text_printf(sb, "    r%d = %s(", v->dst, tc__vop_name(v->op));
@@ -11348,10 +11353,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11352, "tcompile.h", 11352)
+#line TC__LINE_AT(11357, "tcompile.h", 11357)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11355)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11360)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -11456,7 +11461,7 @@ TC__FN int tc__node_fusible(const tc__fuse *f, int i) {
     const tc__node *nd = &f->g->nodes[i];
     const tc_tensor *h = &f->hdr[i];
     int k;
-    TC__OTHER_OPS_CHECK();
+    TC__OTHER_OPS_CHECK(41);
     if (nd->kind != TC__NODE_OP || nd->nin < 1 || nd->nin > 3) return 0;
     for (k = 0; k < nd->nin; k++)
         if (nd->in[k] < 0 || !tc__vload_dtype_ok(f->hdr[nd->in[k]].dtype)) return 0;
@@ -12164,9 +12169,91 @@ TC__FN void tc__fuse_log(tc__fuse *f, int node, const char *what) {
             nd->file ? nd->file : "?", nd->line, what, f->why);
 }
 
+/* One round of grouping: every materialized fusible node's kernel built,
+ * then the recompute rule.  0: done; 1: a node was materialized or left
+ * unfused (decisions logged), go again; -1: out of memory. */
+TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
+    int n = f->n, i, again = 0;
+    for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
+    out->nk = 0;
+    tc__fuse_mark_hard(f);
+    for (i = 0; i < n; i++) {
+        f->kcount[i] = 0;
+        f->klast[i] = -1;
+        f->scost[i] = -1;
+        out->kernel_of[i] = -1;
+        out->group[i] = -1;
+    }
+    for (i = 0; i < n; i++) {
+        int fn;
+        if (!f->fusible[i] || f->nofuse[i] || !f->mat[i]) continue;
+        f->fail_node = -1;
+        f->why[0] = 0;
+        f->cur = out->nk;
+        if (tc__fuse_build(f, i, &out->k[out->nk]) == 0) {
+            out->kernel_of[i] = out->nk;
+            out->group[i] = out->nk++;
+            continue;
+        }
+        if (f->oom) return -1;
+        fn = f->fail_node;
+        if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
+            f->nofuse[i] = 1; /* runs as its own eager op */
+            tc__fuse_log(f, i, "left unfused");
+        } else {
+            f->mat[fn] = 1;
+            tc__fuse_log(f, fn, "materialized");
+        }
+        tc__kernel_free(&out->k[out->nk]);
+        memset(&out->k[out->nk], 0, sizeof out->k[0]);
+        return 1;
+    }
+    /* recompute rule: a node computed by several kernels */
+    for (i = 0; i < n; i++) {
+        double c;
+        if (f->kcount[i] < 2) continue;
+        f->root = -1;
+        c = tc__subtree_cost(f, i);
+        if (f->sred[i] || c > TC__RECOMPUTE_MAX) {
+            f->mat[i] = 1;
+            snprintf(f->why, sizeof f->why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f->kcount[i],
+                     c, f->sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
+            tc__fuse_log(f, i, "materialized");
+            again = 1;
+        }
+    }
+    return again;
+}
+
+/* After the last round: which nodes are inlined (computed inside the
+ * kernels that read them, no memory of their own), and the kernels logged. */
+TC__FN void tc__fuse_inlined(const tc__fuse *f, tc__fusion *out) {
+    const tc__graph *g = f->g;
+    int i;
+    for (i = 0; i < f->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        out->inl[i] = nd->kind == TC__NODE_OP && f->fusible[i] && !f->nofuse[i] && !f->mat[i];
+    }
+    /* views over inlined values have no memory of their own */
+    for (i = 0; i < f->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0 && nd->in[0] >= 0 &&
+            out->inl[nd->in[0]])
+            out->inl[i] = 1;
+    }
+    if (f->logs & 1)
+        for (i = 0; i < out->nk; i++) {
+            const tc__kernel *k = &out->k[i];
+            tc__log(f->ctx, TC_LOG_WARN, "fusion: kernel %d computes %%%d %s: %d ops, %d stages, %d reductions, %d row buffers",
+                    i, k->root, tc__optable[g->nodes[k->root].op].name, k->nodes, k->nstage, k->nslot, k->nlocal);
+        }
+}
+
 /* Groups g into kernels.  hdr: the concrete header of every node.  logs:
  * bit 0 decisions, bit 1 the kernels' code.  0 ok (out filled), 1 no fusion
- * possible (out empty), -1 OOM. */
+ * possible (out empty), -1 OOM.  Each round builds the kernels of the
+ * materialized nodes; a failure materializes a node or leaves one unfused,
+ * and the rounds go on until one builds every kernel. */
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr, int logs, tc__fusion *out) {
     tc__fuse f;
     int n = g->n, i, iter, rc = 1;
@@ -12197,94 +12284,17 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
         !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
         rc = -1;
-        goto done;
-    }
-    memset(out->k, 0, sizeof(tc__kernel) * z);
-    memset(f.nofuse, 0, z);
-    memset(f.mat, 0, z);
-    for (i = 0; i < n; i++) {
-        f.fusible[i] = (char)tc__node_fusible(&f, i);
-        f.is_view_ok[i] = (char)tc__view_probe(&f, i);
-    }
-    for (iter = 0; iter < 4 * n + 16; iter++) {
-        int failed = 0, again = 0;
-        for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
-        out->nk = 0;
-        tc__fuse_mark_hard(&f);
+    } else {
+        memset(out->k, 0, sizeof(tc__kernel) * z);
+        memset(f.nofuse, 0, z);
+        memset(f.mat, 0, z);
         for (i = 0; i < n; i++) {
-            f.kcount[i] = 0;
-            f.klast[i] = -1;
-            f.scost[i] = -1;
-            out->kernel_of[i] = -1;
-            out->group[i] = -1;
+            f.fusible[i] = (char)tc__node_fusible(&f, i);
+            f.is_view_ok[i] = (char)tc__view_probe(&f, i);
         }
-        for (i = 0; i < n && !failed; i++) {
-            if (!f.fusible[i] || f.nofuse[i] || !f.mat[i]) continue;
-            f.fail_node = -1;
-            f.why[0] = 0;
-            f.cur = out->nk;
-            if (tc__fuse_build(&f, i, &out->k[out->nk]) != 0) {
-                int fn = f.fail_node;
-                failed = 1;
-                if (f.oom) {
-                    rc = -1;
-                    goto done;
-                }
-                if (fn < 0 || fn == i || !f.fusible[fn] || f.mat[fn]) {
-                    f.nofuse[i] = 1; /* runs as its own eager op */
-                    tc__fuse_log(&f, i, "left unfused");
-                } else {
-                    f.mat[fn] = 1;
-                    tc__fuse_log(&f, fn, "materialized");
-                }
-                tc__kernel_free(&out->k[out->nk]);
-                memset(&out->k[out->nk], 0, sizeof out->k[0]);
-                break;
-            }
-            out->kernel_of[i] = out->nk;
-            out->group[i] = out->nk++;
-        }
-        if (failed) continue;
-        /* recompute rule: a node computed by several kernels */
-        for (i = 0; i < n; i++) {
-            double c;
-            if (f.kcount[i] < 2) continue;
-            f.root = -1;
-            c = tc__subtree_cost(&f, i);
-            if (f.sred[i] || c > TC__RECOMPUTE_MAX) {
-                f.mat[i] = 1;
-                snprintf(f.why, sizeof f.why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f.kcount[i],
-                         c, f.sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
-                tc__fuse_log(&f, i, "materialized");
-                again = 1;
-            }
-        }
-        if (again) continue;
-        rc = 0;
-        break;
+        for (iter = 0; iter < 4 * n + 16 && rc == 1; iter++) rc = tc__fuse_round(&f, out);
+        if (rc == 0) tc__fuse_inlined(&f, out);
     }
-    if (rc == 0) {
-        for (i = 0; i < n; i++) {
-            const tc__node *nd = &g->nodes[i];
-            out->inl[i] = 0;
-            if (nd->kind != TC__NODE_OP) continue;
-            if (f.fusible[i] && !f.nofuse[i] && !f.mat[i]) out->inl[i] = 1;
-        }
-        /* views over inlined values have no memory of their own */
-        for (i = 0; i < n; i++) {
-            const tc__node *nd = &g->nodes[i];
-            if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0 && nd->in[0] >= 0 &&
-                out->inl[nd->in[0]])
-                out->inl[i] = 1;
-        }
-        if (logs & 1)
-            for (i = 0; i < out->nk; i++) {
-                const tc__kernel *k = &out->k[i];
-                tc__log(ctx, TC_LOG_WARN, "fusion: kernel %d computes %%%d %s: %d ops, %d stages, %d reductions, %d row buffers", i,
-                        k->root, tc__optable[g->nodes[k->root].op].name, k->nodes, k->nstage, k->nslot, k->nlocal);
-            }
-    }
-done:
     if (rc != 0) tc__fusion_free(out);
     TC_FREE(f.fusible);
     TC_FREE(f.mat);
@@ -12300,10 +12310,10 @@ done:
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12304, "tcompile.h", 12304)
+#line TC__LINE_AT(12314, "tcompile.h", 12314)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12307)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12317)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12405,7 +12415,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12409, "tcompile.h", 12409)
+#line TC__LINE_AT(12419, "tcompile.h", 12419)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12417,7 +12427,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12421)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12431)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12825,7 +12835,7 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
  * vector column of the op's row (optable.h), on operand x (a and b for a
  * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    TC__OTHER_OPS_CHECK(41); /* clone and cast: x as it is */
     switch (op) {
 #define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
         TC__UNARY_OPS(TC__VUNARY_)
@@ -12859,7 +12869,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12863, "tcompile.h", 12863)
+#line TC__LINE_AT(12873, "tcompile.h", 12873)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12876,7 +12886,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12880)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12890)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13284,7 +13294,7 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
  * vector column of the op's row (optable.h), on operand x (a and b for a
  * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    TC__OTHER_OPS_CHECK(41); /* clone and cast: x as it is */
     switch (op) {
 #define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
         TC__UNARY_OPS(TC__VUNARY_)
@@ -13318,7 +13328,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13322, "tcompile.h", 13322)
+#line TC__LINE_AT(13332, "tcompile.h", 13332)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13335,7 +13345,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13339)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13349)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13743,7 +13753,7 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
  * vector column of the op's row (optable.h), on operand x (a and b for a
  * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    TC__OTHER_OPS_CHECK(41); /* clone and cast: x as it is */
     switch (op) {
 #define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
         TC__UNARY_OPS(TC__VUNARY_)
@@ -13777,7 +13787,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13781, "tcompile.h", 13781)
+#line TC__LINE_AT(13791, "tcompile.h", 13791)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13789,12 +13799,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#if 1
+#if TC__ISA_MAX_LVL >= 2
 #define TC__ISA_COMPACT 1
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13798)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13808)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14202,7 +14212,7 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
  * vector column of the op's row (optable.h), on operand x (a and b for a
  * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    TC__OTHER_OPS_CHECK(41); /* clone and cast: x as it is */
     switch (op) {
 #define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
         TC__UNARY_OPS(TC__VUNARY_)
@@ -14236,7 +14246,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14240, "tcompile.h", 14240)
+#line TC__LINE_AT(14250, "tcompile.h", 14250)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14253,7 +14263,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14257)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14267)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -14276,7 +14286,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 /* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
  * does, or when forced) has one loop for all four: the prologue always
  * applied (1 and -0 leave a value as it is) and the store kind chosen per
- * vector.  Same results, a quarter of the loops to compile. */
+ * vector.  Same results (x * 1 + -0 is x exactly; only a caller who set
+ * flush-to-zero would see a denormal flushed here and kept at a full
+ * level), a quarter of the loops to compile. */
 #define TC__RUN(VAL)                                                           \
     do {                                                                       \
         enum { tc__pro_c = 1 };                                                \
@@ -14922,7 +14934,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
-    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
+    TC__OTHER_OPS_CHECK(41); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -15089,7 +15101,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 
 /* The pre-decoded steps (tc__vstep): each does what the interpreter does
  * for its instruction, with the decisions made (tc__vplan_build). */
-#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+#define TC__VS_P(step, s, j) ((step)->p[j] ? (step)->p[j] : (const float *)(s)->ptr[(step)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
 TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
@@ -15277,7 +15289,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15281, "tcompile.h", 15281)
+#line TC__LINE_AT(15293, "tcompile.h", 15293)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15294,7 +15306,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15298)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15310)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15317,7 +15329,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 /* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
  * does, or when forced) has one loop for all four: the prologue always
  * applied (1 and -0 leave a value as it is) and the store kind chosen per
- * vector.  Same results, a quarter of the loops to compile. */
+ * vector.  Same results (x * 1 + -0 is x exactly; only a caller who set
+ * flush-to-zero would see a denormal flushed here and kept at a full
+ * level), a quarter of the loops to compile. */
 #define TC__RUN(VAL)                                                           \
     do {                                                                       \
         enum { tc__pro_c = 1 };                                                \
@@ -15963,7 +15977,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
-    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
+    TC__OTHER_OPS_CHECK(41); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -16130,7 +16144,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 
 /* The pre-decoded steps (tc__vstep): each does what the interpreter does
  * for its instruction, with the decisions made (tc__vplan_build). */
-#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+#define TC__VS_P(step, s, j) ((step)->p[j] ? (step)->p[j] : (const float *)(s)->ptr[(step)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
 TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
@@ -16318,7 +16332,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16322, "tcompile.h", 16322)
+#line TC__LINE_AT(16336, "tcompile.h", 16336)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16335,7 +16349,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16339)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16353)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16358,7 +16372,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 /* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
  * does, or when forced) has one loop for all four: the prologue always
  * applied (1 and -0 leave a value as it is) and the store kind chosen per
- * vector.  Same results, a quarter of the loops to compile. */
+ * vector.  Same results (x * 1 + -0 is x exactly; only a caller who set
+ * flush-to-zero would see a denormal flushed here and kept at a full
+ * level), a quarter of the loops to compile. */
 #define TC__RUN(VAL)                                                           \
     do {                                                                       \
         enum { tc__pro_c = 1 };                                                \
@@ -17004,7 +17020,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
-    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
+    TC__OTHER_OPS_CHECK(41); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -17171,7 +17187,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 
 /* The pre-decoded steps (tc__vstep): each does what the interpreter does
  * for its instruction, with the decisions made (tc__vplan_build). */
-#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+#define TC__VS_P(step, s, j) ((step)->p[j] ? (step)->p[j] : (const float *)(s)->ptr[(step)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
 TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
@@ -17359,7 +17375,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17363, "tcompile.h", 17363)
+#line TC__LINE_AT(17379, "tcompile.h", 17379)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17371,12 +17387,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #define TC__ISA_SFX scalar
 #define TC__ISA_W 1
 #define TC__ISA_ATTR 
-#if 1
+#if TC__ISA_MAX_LVL >= 2
 #define TC__ISA_COMPACT 1
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17380)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17396)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17399,7 +17415,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 /* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
  * does, or when forced) has one loop for all four: the prologue always
  * applied (1 and -0 leave a value as it is) and the store kind chosen per
- * vector.  Same results, a quarter of the loops to compile. */
+ * vector.  Same results (x * 1 + -0 is x exactly; only a caller who set
+ * flush-to-zero would see a denormal flushed here and kept at a full
+ * level), a quarter of the loops to compile. */
 #define TC__RUN(VAL)                                                           \
     do {                                                                       \
         enum { tc__pro_c = 1 };                                                \
@@ -18045,7 +18063,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
-    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
+    TC__OTHER_OPS_CHECK(41); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -18212,7 +18230,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 
 /* The pre-decoded steps (tc__vstep): each does what the interpreter does
  * for its instruction, with the decisions made (tc__vplan_build). */
-#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+#define TC__VS_P(step, s, j) ((step)->p[j] ? (step)->p[j] : (const float *)(s)->ptr[(step)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
 TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {
@@ -18400,7 +18418,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18404, "tcompile.h", 18404)
+#line TC__LINE_AT(18422, "tcompile.h", 18422)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18408,7 +18426,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18412)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18430)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19381,10 +19399,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19385, "tcompile.h", 19385)
+#line TC__LINE_AT(19403, "tcompile.h", 19403)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19388)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19406)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19710,10 +19728,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19714, "tcompile.h", 19714)
+#line TC__LINE_AT(19732, "tcompile.h", 19732)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19717)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19735)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19747,7 +19765,6 @@ typedef struct tc__program tc__program;
  * backend adds its own.  Copies between devices belong to the tensors,
  * not to the plan. */
 typedef struct tc__backend {
-    const char *name;
     /* per-thread workspace bytes that fused kernel k needs */
     size_t (*kernel_ws_bytes)(const tc__kernel *k);
     /* runs launch l's fused kernel (l->kernel >= 0) */
@@ -19846,14 +19863,14 @@ TC__FN int tc__epilogue_host(const tc__program *p, int i) {
  * then the one buffer it may write over.  The donor's arena root, or -1. */
 TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *last) {
     const tc__kernel *k;
-    const tc__kaccess *st = NULL;
+    const tc__kaccess *store = NULL;
     int a, d, donor = -1;
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
-        if (k->acc[a].store) st = &k->acc[a];
-    if (!st) return -1;
+        if (k->acc[a].store) store = &k->acc[a];
+    if (!store) return -1;
     for (a = 0; a < k->nacc && donor < 0; a++) {
         const tc__kaccess *ac = &k->acc[a];
         int r = p->root[ac->node], b, same = 1;
@@ -19864,9 +19881,9 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *l
         for (b = 0; b < k->nacc && same; b++) {
             const tc__kaccess *x = &k->acc[b];
             if (x->store || p->root[x->node] != r) continue;
-            same = x->node == r && x->ndim == st->ndim;
+            same = x->node == r && x->ndim == store->ndim;
             for (d = 0; same && d < x->ndim; d++)
-                same = x->kdim[d] == st->kdim[d] && x->coef[d] == st->coef[d] && x->off[d] == st->off[d] &&
+                same = x->kdim[d] == store->kdim[d] && x->coef[d] == store->coef[d] && x->off[d] == store->off[d] &&
                        p->hdr[r].shape[d] == p->hdr[i].shape[d];
         }
         if (same) donor = r;
@@ -20129,11 +20146,10 @@ TC__FN int tc__is_output(const tc__graph *g, int i) {
     return 0;
 }
 
-/* Builds the program for g traced on `inputs`.  NULL on OOM. */
-TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
-                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
+/* A program's arrays, one entry per node (NULL when out of memory). */
+TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, int persistent) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
-    int *last = NULL, i, k, n = g->n;
+    int n = g->n;
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
@@ -20147,123 +20163,120 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
     p->off = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)n);
     p->fresh = (int *)tc__malloc(sizeof(int) * (size_t)n);
     p->launch = (tc__launch *)tc__malloc(sizeof(tc__launch) * (size_t)n);
-    last = (int *)tc__malloc(sizeof(int) * (size_t)n);
     if (persistent) p->cache = tc__cache_new();
-    if (!p->hdr || !p->ref || !p->slice || !p->root || !p->off || !p->fresh || !p->launch || !last ||
-        (persistent && !p->cache)) {
-        TC_FREE(last);
+    if (!p->hdr || !p->ref || !p->slice || !p->root || !p->off || !p->fresh || !p->launch || (persistent && !p->cache)) {
         tc__program_free(p);
         return NULL;
     }
     memset(p->hdr, 0, sizeof(tc_tensor) * (size_t)n);
     memset(p->slice, 0, sizeof(tc__storage) * (size_t)n);
     memset(p->fresh, 0, sizeof(int) * (size_t)n);
-    for (i = 0; i < n; i++) {
-        const tc__node *nd = &g->nodes[i];
-        tc_tensor *h = &p->hdr[i];
-        h->ctx = ctx;
-        h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
+    return p;
+}
+
+/* Node i's header when it computes nothing: an input, data the graph owns,
+ * or a parameter.  Returns 0 for a node that needs a launch. */
+TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
+    const tc__node *nd = &p->g->nodes[i];
+    tc_tensor *h = &p->hdr[i];
+    if (nd->kind == TC__NODE_INPUT) {
+        *h = *inputs[nd->a.i[0]];
+        h->is_sentinel = 1;
+        h->prev = h->next = NULL;
+        p->ref[i] = h;
+        return 1;
+    }
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i)) {
+        /* data the graph owns (folded constants, batch norm folded into
+         * a conv's weights): read where it lies, not copied per call */
+        h->dtype = nd->dt;
+        h->ndim = nd->ndim;
+        memcpy(h->shape, nd->shape, sizeof h->shape);
+        tc__contig_strides(h->ndim, h->shape, h->strides);
+        p->slice[i].data = nd->a.ptr;
+        p->slice[i].refs = 1;
+        h->storage = &p->slice[i];
+        p->ref[i] = h;
+        return 1;
+    }
+    if (nd->kind == TC__NODE_PARAM) {
+        /* launches read the parameter itself; hdr[i] is a copy handed
+         * out when a reduce-overhead output is the parameter, so that
+         * tc_free on it cannot free the user's weight */
+        *h = *nd->param;
+        h->is_sentinel = 1;
         h->scope = -1;
-        p->root[i] = -1;
-        last[i] = i;
-        if (nd->kind == TC__NODE_INPUT) {
-            *h = *inputs[nd->a.i[0]];
-            h->is_sentinel = 1;
-            h->prev = h->next = NULL;
-            p->ref[i] = h;
-            continue;
-        }
-        if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(g, i)) {
-            /* data the graph owns (folded constants, batch norm folded into
-             * a conv's weights): read where it lies, not copied per call */
-            h->dtype = nd->dt;
-            h->ndim = nd->ndim;
-            memcpy(h->shape, nd->shape, sizeof h->shape);
-            tc__contig_strides(h->ndim, h->shape, h->strides);
-            p->slice[i].data = nd->a.ptr;
+        h->prev = h->next = NULL;
+        p->ref[i] = nd->param;
+        return 1;
+    }
+    return 0;
+}
+
+/* Node i's launch, pre-bound: its call with the inputs' headers, the shape
+ * rule applied, and its header (a view's on its base's memory).  Nonzero:
+ * the op cannot be replanned (err says why). */
+TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
+    const tc__node *nd = &p->g->nodes[i];
+    tc_tensor *h = &p->hdr[i];
+    tc__launch *l = &p->launch[p->nlaunch++];
+    tc__call *c = &l->call;
+    int k;
+    memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
+    l->node = i;
+    l->kernel = -1;
+    l->epi = -1;
+    tc__call_init(c, p->ctx, nd->op, nd->file, nd->line);
+    c->a = nd->a;
+    c->nin = nd->nin;
+    c->optional = ~0u;
+    if (nd->nin > TC__MAX_IN) {
+        tc__fmt(err, errcap, "op %s with %d inputs is not supported in a compiled graph yet", tc__optable[nd->op].name,
+                nd->nin);
+        return -1;
+    }
+    for (k = 0; k < nd->nin; k++) {
+        int j = nd->in[k];
+        c->in[k] = j >= 0 ? p->ref[j] : NULL;
+    }
+    if (tc__optable[nd->op].shape(c) != TC_OK) {
+        tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
+        return -1;
+    }
+    l->is_view = c->is_view;
+    h->dtype = c->odt;
+    h->ndim = c->ondim;
+    memcpy(h->shape, c->oshape, sizeof h->shape);
+    p->ref[i] = h;
+    if (c->is_view) {
+        /* a view lives on its base's memory (or the user's, for wrap) */
+        int b = nd->nin > 0 && nd->in[0] >= 0 ? nd->in[0] : -1;
+        p->root[i] = b >= 0 ? p->root[b] : -1;
+        if (nd->nin == 0) {
+            p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
             p->slice[i].refs = 1;
             h->storage = &p->slice[i];
-            p->ref[i] = h;
-            continue;
         }
-        if (nd->kind == TC__NODE_PARAM) {
-            /* launches read the parameter itself; hdr[i] is a copy handed
-             * out when a reduce-overhead output is the parameter, so that
-             * tc_free on it cannot free the user's weight */
-            *h = *nd->param;
-            h->is_sentinel = 1;
-            h->scope = -1;
-            h->prev = h->next = NULL;
-            p->ref[i] = nd->param;
-            continue;
-        }
-        {
-            tc__launch *l = &p->launch[p->nlaunch++];
-            tc__call *c = &l->call;
-            memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
-            l->node = i;
-            l->kernel = -1;
-            l->epi = -1;
-            tc__call_init(c, ctx, nd->op, nd->file, nd->line);
-            c->a = nd->a;
-            c->nin = nd->nin;
-            c->optional = ~0u;
-            if (nd->nin > TC__MAX_IN) {
-                tc__fmt(err, errcap, "op %s with %d inputs is not supported in a compiled graph yet",
-                         tc__optable[nd->op].name, nd->nin);
-                TC_FREE(last);
-                tc__program_free(p);
-                return NULL;
-            }
-            for (k = 0; k < nd->nin; k++) {
-                int j = nd->in[k];
-                c->in[k] = j >= 0 ? p->ref[j] : NULL;
-            }
-            if (tc__optable[nd->op].shape(c) != TC_OK) {
-                tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
-                TC_FREE(last);
-                tc__program_free(p);
-                return NULL;
-            }
-            l->is_view = c->is_view;
-            h->dtype = c->odt;
-            h->ndim = c->ondim;
-            memcpy(h->shape, c->oshape, sizeof h->shape);
-            p->ref[i] = h;
-            if (c->is_view) {
-                /* a view lives on its base's memory (or the user's, for wrap) */
-                int b = nd->nin > 0 && nd->in[0] >= 0 ? nd->in[0] : -1;
-                p->root[i] = b >= 0 ? p->root[b] : -1;
-                if (nd->nin == 0) {
-                    p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
-                    p->slice[i].refs = 1;
-                    h->storage = &p->slice[i];
-                }
-            } else {
-                p->root[i] = i;
-                tc__contig_strides(h->ndim, h->shape, h->strides);
-                p->slice[i].refs = 1;
-                h->storage = &p->slice[i];
-            }
-        }
+    } else {
+        p->root[i] = i;
+        tc__contig_strides(h->ndim, h->shape, h->strides);
+        p->slice[i].refs = 1;
+        h->storage = &p->slice[i];
     }
-#ifdef TC__HAVE_VEXEC
-    if (fuse && ctx->isa != TC_ISA_NONE && tc__program_fuse(p, ctx, logs) != 0) {
-        TC_FREE(last);
-        tc__program_free(p);
-        return NULL;
-    }
-#else
-    (void)fuse;
-    (void)logs;
-#endif
+    return 0;
+}
+
+/* The memory plan: liveness, outputs kept to the end (fresh per call in
+ * the default mode), the arena's offsets and the peak. */
+TC__FN void tc__program_memory(tc__program *p, int *last) {
+    const tc__graph *g = p->g;
+    int i;
     tc__program_liveness(p, last);
-    /* outputs live to the end; in default mode they are fresh per call */
     for (i = 0; i < g->nout; i++) {
         int r = p->root[g->outputs[i]];
         if (r < 0) continue;
-        last[r] = n;
-        if (!persistent && r == g->outputs[i]) p->fresh[r] = 1;
+        last[r] = g->n;
+        if (!p->persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
     tc__plan_arena(p, last);
     p->peak_bytes = (int64_t)p->arena_bytes;
@@ -20271,13 +20284,37 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         int o = g->outputs[i];
         if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
     }
+}
+
+/* Builds the program for g traced on `inputs`, to run on backend be.  NULL
+ * on OOM, or when an op cannot be replanned (err says why). */
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
+                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
+    tc__program *p = tc__program_alloc(ctx, be, g, persistent);
+    int *last = p ? (int *)tc__malloc(sizeof(int) * (size_t)g->n) : NULL, i, bad = !last;
+    for (i = 0; !bad && i < g->n; i++) {
+        tc_tensor *h = &p->hdr[i];
+        h->ctx = ctx;
+        h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
+        h->scope = -1;
+        p->root[i] = -1;
+        last[i] = i;
+        if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
+    }
+#ifdef TC__HAVE_VEXEC
+    if (!bad && fuse && ctx->isa != TC_ISA_NONE) bad = tc__program_fuse(p, ctx, logs) != 0;
+#else
+    (void)fuse;
+    (void)logs;
+#endif
+    if (!bad) tc__program_memory(p, last);
     TC_FREE(last);
-    if (persistent) {
-        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
-        if (!p->arena) {
-            tc__program_free(p);
-            return NULL;
-        }
+    if (!bad && persistent &&
+        !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
+        bad = 1;
+    if (bad) {
+        tc__program_free(p);
+        return NULL;
     }
     return p;
 }
@@ -20314,49 +20351,43 @@ TC__FN int tc__program_freeze(tc__program *p) {
     return 0;
 }
 
-/* Runs the program.  Default mode: outputs[] get fresh tensors in the
- * caller's scope.  Persistent: outputs[] are the program's headers, valid
- * until the next call.  On error *err_t holds an errored tensor. */
-TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
-                                 char *err, size_t errcap) {
+/* Binds the inputs (same shapes, guarded; new memory).  An input that is
+ * the last call's output (reduce-overhead) is read from a copy, in
+ * (*copies)[node], as this call overwrites that memory. */
+TC__FN tc_result tc__program_bind(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor ***copies) {
     const tc__graph *g = p->g;
-    tc__scratch_cache *saved = ctx->scratch;
-    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
-    tc_tensor **fresh_t = NULL, **copies = NULL;
-    tc_result r = TC_OK;
-    int i, k;
-    ctx->trace = NULL;
-    /* bind the inputs: same shapes (guarded), new memory */
+    int i;
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
-        if (nd->kind == TC__NODE_INPUT) {
-            const tc_tensor *in = inputs[nd->a.i[0]];
-            if (in->storage >= p->slice && in->storage < p->slice + g->n) {
-                /* last call's output fed back in (reduce-overhead): this
-                 * call overwrites that memory, so read a copy */
-                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
-                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
-                if (!copies) {
-                    r = TC_ERR_OOM;
-                    break;
-                }
-                copies[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
-                if (copies[i]->status != TC_OK) {
-                    r = copies[i]->status;
-                    break;
-                }
-                in = copies[i];
-            }
-            p->hdr[i].storage = in->storage;
-            p->hdr[i].offset = in->offset;
-            memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
+        const tc_tensor *in;
+        if (nd->kind != TC__NODE_INPUT) continue;
+        in = inputs[nd->a.i[0]];
+        if (in->storage >= p->slice && in->storage < p->slice + g->n) {
+            if (!*copies && (*copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
+                memset(*copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
+            if (!*copies) return TC_ERR_OOM;
+            (*copies)[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
+            if ((*copies)[i]->status != TC_OK) return (*copies)[i]->status;
+            in = (*copies)[i];
         }
+        p->hdr[i].storage = in->storage;
+        p->hdr[i].offset = in->offset;
+        memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
     }
+    return TC_OK;
+}
+
+/* Default mode: this call's arena, and a fresh tensor for each output that
+ * owns its memory (fresh_t[node]); the arena's slices pointed into it. */
+TC__FN tc_result tc__program_memory_of_call(tc__program *p, tc_ctx *ctx, tc_tensor ***fresh_t) {
+    const tc__graph *g = p->g;
+    tc_result r = TC_OK;
+    int i;
     if (!p->persistent) {
         p->arena = (char *)p->be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
-        fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
-        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
-        if (!p->arena || !fresh_t) r = TC_ERR_OOM;
+        *fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (*fresh_t) memset(*fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
+        if (!p->arena || !*fresh_t) return TC_ERR_OOM;
     }
     for (i = 0; r == TC_OK && i < g->n; i++) {
         if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
@@ -20366,11 +20397,17 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             oc.odt = p->hdr[i].dtype;
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
-            fresh_t[i] = tc__alloc_out(&oc, &r);
-            if (fresh_t[i]) p->hdr[i].storage = fresh_t[i]->storage;
+            (*fresh_t)[i] = tc__alloc_out(&oc, &r);
+            if ((*fresh_t)[i]) p->hdr[i].storage = (*fresh_t)[i]->storage;
         }
     }
-    ctx->scratch = p->cache;
+    return r;
+}
+
+/* Walks the launch list (max-autotune's hook first, on its first run). */
+TC__FN tc_result tc__program_launches(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc_result r = TC_OK;
+    int k;
     for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         tc_tensor *out = &p->hdr[l->node];
@@ -20391,6 +20428,25 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             else tc__fmt(err, errcap, "tc_%s: %s", name, l->call.msg);
         }
     }
+    return r;
+}
+
+/* Runs the program.  Default mode: outputs[] get fresh tensors in the
+ * caller's scope.  Persistent: outputs[] are the program's headers, valid
+ * until the next call.  On error outputs[] are NULL and err says why. */
+TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
+                                 char *err, size_t errcap) {
+    const tc__graph *g = p->g;
+    tc__scratch_cache *saved = ctx->scratch;
+    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
+    tc_tensor **fresh_t = NULL, **copies = NULL;
+    tc_result r;
+    int i;
+    ctx->trace = NULL;
+    r = tc__program_bind(p, ctx, inputs, &copies);
+    if (r == TC_OK) r = tc__program_memory_of_call(p, ctx, &fresh_t);
+    ctx->scratch = p->cache;
+    if (r == TC_OK) r = tc__program_launches(p, ctx, err, errcap);
     ctx->scratch = saved;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
@@ -20421,10 +20477,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20425, "tcompile.h", 20425)
+#line TC__LINE_AT(20481, "tcompile.h", 20481)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20428)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20484)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20457,7 +20513,8 @@ TC__FN tc_result tc__cpu_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) 
 #else
     (void)p;
     (void)ctx;
-    /* without the executor nothing is fused (the context's level is none) */
+    /* unreachable: without the executor the plan fuses nothing (the
+     * context's level is none), so no launch has a kernel */
     return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "fused kernels need the built-in executor (gcc or clang)");
 #endif
 }
@@ -20483,12 +20540,12 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
-static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
+static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20489, "tcompile.h", 20489)
+#line TC__LINE_AT(20546, "tcompile.h", 20546)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20492)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20549)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -20517,7 +20574,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207b"
+#define TC__TUNE_KERNELS "k20261207c"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -20905,10 +20962,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(20909, "tcompile.h", 20909)
+#line TC__LINE_AT(20966, "tcompile.h", 20966)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 20912)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 20969)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -20999,10 +21056,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21003, "tcompile.h", 21003)
+#line TC__LINE_AT(21060, "tcompile.h", 21060)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21006)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21063)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21159,13 +21216,14 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21163, "tcompile.h", 21163)
+#line TC__LINE_AT(21220, "tcompile.h", 21220)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21166)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21223)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
- * every op goes through tc__run to tc__trace_op, which records a graph node
- * instead of computing (the tensors it returns are lazy).  A host read of
+ * every op goes through tc__run to the context's hook, tc__trace_op
+ * (ctx->trace_hooks), which records a graph node instead of computing (the
+ * tensors it returns are lazy).  A host read of
  * traced data (tc_item, tc_read, a host callback) is a graph break: the
  * pending segment is compiled and run (through the segment cache, so later
  * calls reuse it), the live traced tensors become concrete, and tracing
@@ -21597,6 +21655,102 @@ TC__FN void tc__poison_escaped(tc_fn *f) {
     }
 }
 
+/* The function's inputs as lazy tensors, each the graph's input node. */
+TC__FN tc_result tc__trace_inputs(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **lazy_in) {
+    tc_ctx *ctx = tr->f->ctx;
+    int i, fresh;
+    for (i = 0; i < tr->f->nin; i++) {
+        tc__node nd;
+        tc_tensor *t = tc__tensor_new(ctx);
+        if (!t) return TC_ERR_OOM;
+        memset(&nd, 0, sizeof nd);
+        nd.kind = TC__NODE_INPUT;
+        nd.a.i[0] = i;
+        nd.dt = inputs[i]->dtype;
+        nd.ndim = inputs[i]->ndim;
+        memcpy(nd.shape, inputs[i]->shape, sizeof nd.shape);
+        nd.in = nd.in_small;
+        t->dtype = inputs[i]->dtype;
+        t->ndim = inputs[i]->ndim;
+        memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
+        memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
+        t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
+        t->lazy = tc__graph_add(tr->g, &nd, &fresh) + 1;
+        lazy_in[i] = t;
+        if (t->lazy == 0) return TC_ERR_OOM;
+    }
+    return TC_OK;
+}
+
+/* The function's outputs, checked (not NULL, not errored), become the final
+ * segment's outputs. */
+TC__FN tc_result tc__trace_outputs(tc__trace *tr, tc_tensor **outputs) {
+    tc_fn *f = tr->f;
+    int i;
+    for (i = 0; i < f->nout; i++) {
+        if (!outputs[i]) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
+                    f->line, i);
+            return TC_ERR_NULL;
+        }
+        if (outputs[i]->status != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            return outputs[i]->status;
+        }
+    }
+    tr->g->nout = f->nout;
+    tr->g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
+    if (!tr->g->outputs) return TC_ERR_OOM;
+    for (i = 0; i < f->nout; i++)
+        if ((tr->g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_input(tr, outputs[i])) < 0)
+            return TC_ERR_OOM;
+    return TC_OK;
+}
+
+/* TC_LOGS=graph: a cached graph, printed. */
+TC__FN void tc__trace_log_graph(const tc_fn *f, const tc__graph *g) {
+    size_t need;
+    char *txt;
+    if (!(f->logs & TC__LOG_GRAPH)) return;
+    need = tc__graph_print(g, NULL, 0) + 1;
+    if (!(txt = (char *)tc__malloc(need))) return;
+    tc__graph_print(g, txt, need);
+    tc__log(f->ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
+    TC_FREE(txt);
+}
+
+/* The final segment of a trace, run for this call's results.  With breaks
+ * it goes through the segment cache; without, the trace is kept as the
+ * template for dynamic shapes (*rawout), passed and run by a throwaway
+ * program, and becomes the entry's graph (*gout). */
+TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
+                                 tc__graph **rawout) {
+    tc_fn *f = tr->f;
+    tc__entry e;
+    tc_result r;
+    int i;
+    if (tr->breaks > 0) {
+        r = tc__segment_run(tr, &tr->g, outputs);
+        if (r != TC_OK)
+            for (i = 0; i < f->nout; i++) outputs[i] = NULL;
+        return r;
+    }
+    if (tc__pass_dce(tr->g) < 0 || !(*rawout = tc__graph_copy(tr->g))) return TC_ERR_OOM;
+    if ((r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr->g)) != TC_OK) return r;
+    tc__trace_log_graph(f, tr->g);
+    /* a non-persistent program (fresh outputs); the cached entry builds its
+     * own, persistent in reduce-overhead, on its first replay */
+    memset(&e, 0, sizeof e);
+    e.g = tr->g;
+    r = tc__replay(f, &e, inputs, outputs, 0);
+    tc__program_free(e.prog);
+    if (r == TC_OK) {
+        *gout = tr->g;
+        tr->g = NULL;
+    }
+    return r;
+}
+
 /* Traces one call: returns the new cache entry's graph in *gout and a copy of
  * it before the passes in *rawout (both NULL when the trace had breaks) and
  * fills outputs with this call's results. */
@@ -21605,8 +21759,8 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
-    int i, fresh;
-    tc_result r = TC_OK;
+    int i;
+    tc_result r;
     *gout = NULL;
     *rawout = NULL;
     memset(&tr, 0, sizeof tr);
@@ -21629,29 +21783,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     for (i = 0; i < f->nin; i++) tr.allin[i] = inputs[i];
     tr.nall = f->nin;
     tc_scope_begin(ctx); /* the trace's tensors; outputs are kept out of it */
-    for (i = 0; i < f->nin && r == TC_OK; i++) {
-        tc__node nd;
-        tc_tensor *t = tc__tensor_new(ctx);
-        if (!t) {
-            r = TC_ERR_OOM;
-            break;
-        }
-        memset(&nd, 0, sizeof nd);
-        nd.kind = TC__NODE_INPUT;
-        nd.a.i[0] = i;
-        nd.dt = inputs[i]->dtype;
-        nd.ndim = inputs[i]->ndim;
-        memcpy(nd.shape, inputs[i]->shape, sizeof nd.shape);
-        nd.in = nd.in_small;
-        t->dtype = inputs[i]->dtype;
-        t->ndim = inputs[i]->ndim;
-        memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
-        memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
-        t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
-        t->lazy = tc__graph_add(tr.g, &nd, &fresh) + 1;
-        if (t->lazy == 0) r = TC_ERR_OOM;
-        lazy_in[i] = t;
-    }
+    r = tc__trace_inputs(&tr, inputs, lazy_in);
     for (i = 0; i < f->nout; i++) outputs[i] = NULL;
     if (r == TC_OK) {
         ctx->trace_hooks = &tc__tracer;
@@ -21660,58 +21792,9 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         ctx->trace = NULL;
         if (tr.failed) r = tr.status;
     }
-    for (i = 0; r == TC_OK && i < f->nout; i++) {
-        if (!outputs[i]) {
-            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
-                     f->line, i);
-            r = TC_ERR_NULL;
-        } else if (outputs[i]->status != TC_OK) {
-            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
-            r = outputs[i]->status;
-        }
-    }
-    if (r == TC_OK) {
-        /* the final segment: its outputs are the function's outputs */
-        tr.g->nout = f->nout;
-        tr.g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
-        if (!tr.g->outputs) r = TC_ERR_OOM;
-        for (i = 0; r == TC_OK && i < f->nout; i++)
-            if ((tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_input(&tr, outputs[i])) < 0)
-                r = TC_ERR_OOM;
-    }
-    if (r == TC_OK && tr.breaks > 0) {
-        /* a trace with breaks: its last segment goes through the cache too */
-        r = tc__segment_run(&tr, &tr.g, outputs);
-        if (r != TC_OK)
-            for (i = 0; i < f->nout; i++) outputs[i] = NULL;
-    } else if (r == TC_OK) {
-        /* the template for automatic dynamic shapes: the trace as recorded */
-        if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
-        if (r == TC_OK) r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr.g);
-    }
-    if (r == TC_OK && tr.breaks == 0) {
-        tc__entry e;
-        memset(&e, 0, sizeof e);
-        e.g = tr.g;
-        if (f->logs & TC__LOG_GRAPH) {
-            size_t need = tc__graph_print(tr.g, NULL, 0) + 1;
-            char *txt = (char *)tc__malloc(need);
-            if (txt) {
-                tc__graph_print(tr.g, txt, need);
-                tc__log(ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
-                TC_FREE(txt);
-            }
-        }
-        /* run the final segment for this call's results with a throwaway
-         * non-persistent program (fresh outputs); the cached entry builds
-         * its own program, persistent in reduce-overhead, on its first replay */
-        r = tc__replay(f, &e, inputs, outputs, 0);
-        tc__program_free(e.prog);
-        if (r == TC_OK) {
-            *gout = tr.g;
-            tr.g = NULL;
-        }
-    } else if (r != TC_OK) {
+    if (r == TC_OK) r = tc__trace_outputs(&tr, outputs);
+    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout);
+    if (r != TC_OK) { /* (a failed replay has written its errored outputs already) */
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);
@@ -21731,10 +21814,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21735, "tcompile.h", 21735)
+#line TC__LINE_AT(21818, "tcompile.h", 21818)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21738)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21821)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22013,10 +22096,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22017, "tcompile.h", 22017)
+#line TC__LINE_AT(22100, "tcompile.h", 22100)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22020)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22103)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22217,10 +22300,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22221, "tcompile.h", 22221)
+#line TC__LINE_AT(22304, "tcompile.h", 22304)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22224)
+#line TC__LINE_AT(1, "src/license.h", 22307)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22262,7 +22345,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22266, "tcompile.h", 22266)
+#line TC__LINE_AT(22349, "tcompile.h", 22349)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

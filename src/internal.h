@@ -5,7 +5,9 @@
  * another's functions), so this list is also the map of who offers what:
  * the compiler is reached from the earlier stages only through the
  * context's tracing hooks (tc__trace_hooks), a device from the plan only
- * through its backend table (tc__backend).  Types a later stage defines
+ * through its backend table (tc__backend).  The one registration point is
+ * the op table (ops/optable.h), which declares every op's shape rule and
+ * kernel ahead, wherever in ops/ or cpu/ they are defined.  Types a later stage defines
  * appear as `struct tc__x`, the tag of its typedef.
  *
  * runtime/platform.c, the OS layer, precedes this header and defines each

@@ -159,7 +159,7 @@ partial_hooks() {
     else fail "partial allocation hooks failed for another reason"; head -n 5 "$W/partial.log"; fi
 }
 
-# 2d. a user build carries no test switch: tcompile.h without
+# 2e. a user build carries no test switch: tcompile.h without
 #     TCOMPILE_TESTING (as tests/header_impl.c includes it) must define none
 #     of them.  Built at -O0 -g so that static variables stay in nm's list.
 TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook"

@@ -2,7 +2,7 @@
 # Builds tcompile.h from src/ in a fixed order.  Deterministic: no dates, no
 # paths from the machine.  --check regenerates into a temp file and diffs.
 #
-# Each file's text is preceded by a #line directive naming it (src/ops/fuse.c),
+# Each file's text is preceded by a #line directive naming it (src/compiler/fuse.c),
 # so compiler errors and debuggers point at src/ rather than into the header.
 # The directive's operands are the macro TC__LINE_AT, which the header
 # defines first: a user who defines TC_HEADER_LINES gets the header's own
@@ -45,7 +45,7 @@ src/license.h"
 ISAS="TC_ISA_AVX512|avx512|16|__attribute__((target(\"avx512f,avx2,fma\")))|TC__CPU_AVX512F + TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86) && TC__ISA_MAX_LVL >= 4|0
 TC_ISA_AVX2|avx2|8|__attribute__((target(\"avx2,fma\")))|TC__CPU_AVX2 + TC__CPU_FMA|defined(TC__HAVE_VEXEC_X86) && TC__ISA_MAX_LVL >= 3|defined(__AVX512F__) && TC__ISA_MAX_LVL >= 4
 TC_ISA_V128|v128|4||0|defined(TC__HAVE_VEXEC) && TC__ISA_MAX_LVL >= 2|defined(TC__HAVE_VEXEC_X86) && TC__ISA_MAX_LVL >= 3
-TC_ISA_SCALAR|scalar|1||0|defined(TC__HAVE_VEXEC)|1"
+TC_ISA_SCALAR|scalar|1||0|defined(TC__HAVE_VEXEC)|TC__ISA_MAX_LVL >= 2"
 
 # A marker that fix_lines replaces by a #line back to the header's own
 # numbering (it needs the output's line number, known only once written).

@@ -102,7 +102,7 @@ TC__FN int tc__node_fusible(const tc__fuse *f, int i) {
     const tc__node *nd = &f->g->nodes[i];
     const tc_tensor *h = &f->hdr[i];
     int k;
-    TC__OTHER_OPS_CHECK();
+    TC__OTHER_OPS_CHECK(41);
     if (nd->kind != TC__NODE_OP || nd->nin < 1 || nd->nin > 3) return 0;
     for (k = 0; k < nd->nin; k++)
         if (nd->in[k] < 0 || !tc__vload_dtype_ok(f->hdr[nd->in[k]].dtype)) return 0;
@@ -810,9 +810,91 @@ TC__FN void tc__fuse_log(tc__fuse *f, int node, const char *what) {
             nd->file ? nd->file : "?", nd->line, what, f->why);
 }
 
+/* One round of grouping: every materialized fusible node's kernel built,
+ * then the recompute rule.  0: done; 1: a node was materialized or left
+ * unfused (decisions logged), go again; -1: out of memory. */
+TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
+    int n = f->n, i, again = 0;
+    for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
+    out->nk = 0;
+    tc__fuse_mark_hard(f);
+    for (i = 0; i < n; i++) {
+        f->kcount[i] = 0;
+        f->klast[i] = -1;
+        f->scost[i] = -1;
+        out->kernel_of[i] = -1;
+        out->group[i] = -1;
+    }
+    for (i = 0; i < n; i++) {
+        int fn;
+        if (!f->fusible[i] || f->nofuse[i] || !f->mat[i]) continue;
+        f->fail_node = -1;
+        f->why[0] = 0;
+        f->cur = out->nk;
+        if (tc__fuse_build(f, i, &out->k[out->nk]) == 0) {
+            out->kernel_of[i] = out->nk;
+            out->group[i] = out->nk++;
+            continue;
+        }
+        if (f->oom) return -1;
+        fn = f->fail_node;
+        if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
+            f->nofuse[i] = 1; /* runs as its own eager op */
+            tc__fuse_log(f, i, "left unfused");
+        } else {
+            f->mat[fn] = 1;
+            tc__fuse_log(f, fn, "materialized");
+        }
+        tc__kernel_free(&out->k[out->nk]);
+        memset(&out->k[out->nk], 0, sizeof out->k[0]);
+        return 1;
+    }
+    /* recompute rule: a node computed by several kernels */
+    for (i = 0; i < n; i++) {
+        double c;
+        if (f->kcount[i] < 2) continue;
+        f->root = -1;
+        c = tc__subtree_cost(f, i);
+        if (f->sred[i] || c > TC__RECOMPUTE_MAX) {
+            f->mat[i] = 1;
+            snprintf(f->why, sizeof f->why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f->kcount[i],
+                     c, f->sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
+            tc__fuse_log(f, i, "materialized");
+            again = 1;
+        }
+    }
+    return again;
+}
+
+/* After the last round: which nodes are inlined (computed inside the
+ * kernels that read them, no memory of their own), and the kernels logged. */
+TC__FN void tc__fuse_inlined(const tc__fuse *f, tc__fusion *out) {
+    const tc__graph *g = f->g;
+    int i;
+    for (i = 0; i < f->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        out->inl[i] = nd->kind == TC__NODE_OP && f->fusible[i] && !f->nofuse[i] && !f->mat[i];
+    }
+    /* views over inlined values have no memory of their own */
+    for (i = 0; i < f->n; i++) {
+        const tc__node *nd = &g->nodes[i];
+        if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0 && nd->in[0] >= 0 &&
+            out->inl[nd->in[0]])
+            out->inl[i] = 1;
+    }
+    if (f->logs & 1)
+        for (i = 0; i < out->nk; i++) {
+            const tc__kernel *k = &out->k[i];
+            tc__log(f->ctx, TC_LOG_WARN, "fusion: kernel %d computes %%%d %s: %d ops, %d stages, %d reductions, %d row buffers",
+                    i, k->root, tc__optable[g->nodes[k->root].op].name, k->nodes, k->nstage, k->nslot, k->nlocal);
+        }
+}
+
 /* Groups g into kernels.  hdr: the concrete header of every node.  logs:
  * bit 0 decisions, bit 1 the kernels' code.  0 ok (out filled), 1 no fusion
- * possible (out empty), -1 OOM. */
+ * possible (out empty), -1 OOM.  Each round builds the kernels of the
+ * materialized nodes; a failure materializes a node or leaves one unfused,
+ * and the rounds go on until one builds every kernel. */
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr, int logs, tc__fusion *out) {
     tc__fuse f;
     int n = g->n, i, iter, rc = 1;
@@ -843,94 +925,17 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
         !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
         rc = -1;
-        goto done;
-    }
-    memset(out->k, 0, sizeof(tc__kernel) * z);
-    memset(f.nofuse, 0, z);
-    memset(f.mat, 0, z);
-    for (i = 0; i < n; i++) {
-        f.fusible[i] = (char)tc__node_fusible(&f, i);
-        f.is_view_ok[i] = (char)tc__view_probe(&f, i);
-    }
-    for (iter = 0; iter < 4 * n + 16; iter++) {
-        int failed = 0, again = 0;
-        for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
-        out->nk = 0;
-        tc__fuse_mark_hard(&f);
+    } else {
+        memset(out->k, 0, sizeof(tc__kernel) * z);
+        memset(f.nofuse, 0, z);
+        memset(f.mat, 0, z);
         for (i = 0; i < n; i++) {
-            f.kcount[i] = 0;
-            f.klast[i] = -1;
-            f.scost[i] = -1;
-            out->kernel_of[i] = -1;
-            out->group[i] = -1;
+            f.fusible[i] = (char)tc__node_fusible(&f, i);
+            f.is_view_ok[i] = (char)tc__view_probe(&f, i);
         }
-        for (i = 0; i < n && !failed; i++) {
-            if (!f.fusible[i] || f.nofuse[i] || !f.mat[i]) continue;
-            f.fail_node = -1;
-            f.why[0] = 0;
-            f.cur = out->nk;
-            if (tc__fuse_build(&f, i, &out->k[out->nk]) != 0) {
-                int fn = f.fail_node;
-                failed = 1;
-                if (f.oom) {
-                    rc = -1;
-                    goto done;
-                }
-                if (fn < 0 || fn == i || !f.fusible[fn] || f.mat[fn]) {
-                    f.nofuse[i] = 1; /* runs as its own eager op */
-                    tc__fuse_log(&f, i, "left unfused");
-                } else {
-                    f.mat[fn] = 1;
-                    tc__fuse_log(&f, fn, "materialized");
-                }
-                tc__kernel_free(&out->k[out->nk]);
-                memset(&out->k[out->nk], 0, sizeof out->k[0]);
-                break;
-            }
-            out->kernel_of[i] = out->nk;
-            out->group[i] = out->nk++;
-        }
-        if (failed) continue;
-        /* recompute rule: a node computed by several kernels */
-        for (i = 0; i < n; i++) {
-            double c;
-            if (f.kcount[i] < 2) continue;
-            f.root = -1;
-            c = tc__subtree_cost(&f, i);
-            if (f.sred[i] || c > TC__RECOMPUTE_MAX) {
-                f.mat[i] = 1;
-                snprintf(f.why, sizeof f.why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f.kcount[i],
-                         c, f.sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
-                tc__fuse_log(&f, i, "materialized");
-                again = 1;
-            }
-        }
-        if (again) continue;
-        rc = 0;
-        break;
+        for (iter = 0; iter < 4 * n + 16 && rc == 1; iter++) rc = tc__fuse_round(&f, out);
+        if (rc == 0) tc__fuse_inlined(&f, out);
     }
-    if (rc == 0) {
-        for (i = 0; i < n; i++) {
-            const tc__node *nd = &g->nodes[i];
-            out->inl[i] = 0;
-            if (nd->kind != TC__NODE_OP) continue;
-            if (f.fusible[i] && !f.nofuse[i] && !f.mat[i]) out->inl[i] = 1;
-        }
-        /* views over inlined values have no memory of their own */
-        for (i = 0; i < n; i++) {
-            const tc__node *nd = &g->nodes[i];
-            if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0 && nd->in[0] >= 0 &&
-                out->inl[nd->in[0]])
-                out->inl[i] = 1;
-        }
-        if (logs & 1)
-            for (i = 0; i < out->nk; i++) {
-                const tc__kernel *k = &out->k[i];
-                tc__log(ctx, TC_LOG_WARN, "fusion: kernel %d computes %%%d %s: %d ops, %d stages, %d reductions, %d row buffers", i,
-                        k->root, tc__optable[g->nodes[k->root].op].name, k->nodes, k->nstage, k->nslot, k->nlocal);
-            }
-    }
-done:
     if (rc != 0) tc__fusion_free(out);
     TC_FREE(f.fusible);
     TC_FREE(f.mat);

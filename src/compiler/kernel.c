@@ -311,9 +311,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
         tc__text_printf(sb, "]\n");
     }
     for (s = 0; s < k->nstage; s++) {
-        const tc__kstage *st = &k->stage[s];
-        tc__text_printf(sb, "  stage %d (%s):\n", s, st->scalar ? "once per row" : "over the row");
-        for (i = st->begin; i < st->end; i++) {
+        const tc__kstage *stg = &k->stage[s];
+        tc__text_printf(sb, "  stage %d (%s):\n", s, stg->scalar ? "once per row" : "over the row");
+        for (i = stg->begin; i < stg->end; i++) {
             const tc__vins *v = &k->code[i];
             switch (v->op) {
             case TC__V_LOAD: tc__text_printf(sb, "    r%d = load in%d\n", v->dst, v->a); break;
@@ -326,7 +326,7 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
                 tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
                                 v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "",
-                                tc__acc_as_stored(k->code, st->begin, i) ? " (as stored)" : "");
+                                tc__acc_as_stored(k->code, stg->begin, i) ? " (as stored)" : "");
                 break;
             default:
                 tc__text_printf(sb, "    r%d = %s(", v->dst, tc__vop_name(v->op));

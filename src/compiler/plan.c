@@ -31,7 +31,6 @@ typedef struct tc__program tc__program;
  * backend adds its own.  Copies between devices belong to the tensors,
  * not to the plan. */
 typedef struct tc__backend {
-    const char *name;
     /* per-thread workspace bytes that fused kernel k needs */
     size_t (*kernel_ws_bytes)(const tc__kernel *k);
     /* runs launch l's fused kernel (l->kernel >= 0) */
@@ -130,14 +129,14 @@ TC__FN int tc__epilogue_host(const tc__program *p, int i) {
  * then the one buffer it may write over.  The donor's arena root, or -1. */
 TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *last) {
     const tc__kernel *k;
-    const tc__kaccess *st = NULL;
+    const tc__kaccess *store = NULL;
     int a, d, donor = -1;
     if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
     k = &p->fu.k[p->fu.kernel_of[i]];
     if (k->nslot || k->nstage != 1) return -1;
     for (a = 0; a < k->nacc; a++)
-        if (k->acc[a].store) st = &k->acc[a];
-    if (!st) return -1;
+        if (k->acc[a].store) store = &k->acc[a];
+    if (!store) return -1;
     for (a = 0; a < k->nacc && donor < 0; a++) {
         const tc__kaccess *ac = &k->acc[a];
         int r = p->root[ac->node], b, same = 1;
@@ -148,9 +147,9 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *l
         for (b = 0; b < k->nacc && same; b++) {
             const tc__kaccess *x = &k->acc[b];
             if (x->store || p->root[x->node] != r) continue;
-            same = x->node == r && x->ndim == st->ndim;
+            same = x->node == r && x->ndim == store->ndim;
             for (d = 0; same && d < x->ndim; d++)
-                same = x->kdim[d] == st->kdim[d] && x->coef[d] == st->coef[d] && x->off[d] == st->off[d] &&
+                same = x->kdim[d] == store->kdim[d] && x->coef[d] == store->coef[d] && x->off[d] == store->off[d] &&
                        p->hdr[r].shape[d] == p->hdr[i].shape[d];
         }
         if (same) donor = r;
@@ -413,11 +412,10 @@ TC__FN int tc__is_output(const tc__graph *g, int i) {
     return 0;
 }
 
-/* Builds the program for g traced on `inputs`.  NULL on OOM. */
-TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
-                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
+/* A program's arrays, one entry per node (NULL when out of memory). */
+TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, int persistent) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
-    int *last = NULL, i, k, n = g->n;
+    int n = g->n;
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->g = g;
@@ -431,123 +429,120 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
     p->off = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)n);
     p->fresh = (int *)tc__malloc(sizeof(int) * (size_t)n);
     p->launch = (tc__launch *)tc__malloc(sizeof(tc__launch) * (size_t)n);
-    last = (int *)tc__malloc(sizeof(int) * (size_t)n);
     if (persistent) p->cache = tc__cache_new();
-    if (!p->hdr || !p->ref || !p->slice || !p->root || !p->off || !p->fresh || !p->launch || !last ||
-        (persistent && !p->cache)) {
-        TC_FREE(last);
+    if (!p->hdr || !p->ref || !p->slice || !p->root || !p->off || !p->fresh || !p->launch || (persistent && !p->cache)) {
         tc__program_free(p);
         return NULL;
     }
     memset(p->hdr, 0, sizeof(tc_tensor) * (size_t)n);
     memset(p->slice, 0, sizeof(tc__storage) * (size_t)n);
     memset(p->fresh, 0, sizeof(int) * (size_t)n);
-    for (i = 0; i < n; i++) {
-        const tc__node *nd = &g->nodes[i];
-        tc_tensor *h = &p->hdr[i];
-        h->ctx = ctx;
-        h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
+    return p;
+}
+
+/* Node i's header when it computes nothing: an input, data the graph owns,
+ * or a parameter.  Returns 0 for a node that needs a launch. */
+TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
+    const tc__node *nd = &p->g->nodes[i];
+    tc_tensor *h = &p->hdr[i];
+    if (nd->kind == TC__NODE_INPUT) {
+        *h = *inputs[nd->a.i[0]];
+        h->is_sentinel = 1;
+        h->prev = h->next = NULL;
+        p->ref[i] = h;
+        return 1;
+    }
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i)) {
+        /* data the graph owns (folded constants, batch norm folded into
+         * a conv's weights): read where it lies, not copied per call */
+        h->dtype = nd->dt;
+        h->ndim = nd->ndim;
+        memcpy(h->shape, nd->shape, sizeof h->shape);
+        tc__contig_strides(h->ndim, h->shape, h->strides);
+        p->slice[i].data = nd->a.ptr;
+        p->slice[i].refs = 1;
+        h->storage = &p->slice[i];
+        p->ref[i] = h;
+        return 1;
+    }
+    if (nd->kind == TC__NODE_PARAM) {
+        /* launches read the parameter itself; hdr[i] is a copy handed
+         * out when a reduce-overhead output is the parameter, so that
+         * tc_free on it cannot free the user's weight */
+        *h = *nd->param;
+        h->is_sentinel = 1;
         h->scope = -1;
-        p->root[i] = -1;
-        last[i] = i;
-        if (nd->kind == TC__NODE_INPUT) {
-            *h = *inputs[nd->a.i[0]];
-            h->is_sentinel = 1;
-            h->prev = h->next = NULL;
-            p->ref[i] = h;
-            continue;
-        }
-        if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(g, i)) {
-            /* data the graph owns (folded constants, batch norm folded into
-             * a conv's weights): read where it lies, not copied per call */
-            h->dtype = nd->dt;
-            h->ndim = nd->ndim;
-            memcpy(h->shape, nd->shape, sizeof h->shape);
-            tc__contig_strides(h->ndim, h->shape, h->strides);
-            p->slice[i].data = nd->a.ptr;
+        h->prev = h->next = NULL;
+        p->ref[i] = nd->param;
+        return 1;
+    }
+    return 0;
+}
+
+/* Node i's launch, pre-bound: its call with the inputs' headers, the shape
+ * rule applied, and its header (a view's on its base's memory).  Nonzero:
+ * the op cannot be replanned (err says why). */
+TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
+    const tc__node *nd = &p->g->nodes[i];
+    tc_tensor *h = &p->hdr[i];
+    tc__launch *l = &p->launch[p->nlaunch++];
+    tc__call *c = &l->call;
+    int k;
+    memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
+    l->node = i;
+    l->kernel = -1;
+    l->epi = -1;
+    tc__call_init(c, p->ctx, nd->op, nd->file, nd->line);
+    c->a = nd->a;
+    c->nin = nd->nin;
+    c->optional = ~0u;
+    if (nd->nin > TC__MAX_IN) {
+        tc__fmt(err, errcap, "op %s with %d inputs is not supported in a compiled graph yet", tc__optable[nd->op].name,
+                nd->nin);
+        return -1;
+    }
+    for (k = 0; k < nd->nin; k++) {
+        int j = nd->in[k];
+        c->in[k] = j >= 0 ? p->ref[j] : NULL;
+    }
+    if (tc__optable[nd->op].shape(c) != TC_OK) {
+        tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
+        return -1;
+    }
+    l->is_view = c->is_view;
+    h->dtype = c->odt;
+    h->ndim = c->ondim;
+    memcpy(h->shape, c->oshape, sizeof h->shape);
+    p->ref[i] = h;
+    if (c->is_view) {
+        /* a view lives on its base's memory (or the user's, for wrap) */
+        int b = nd->nin > 0 && nd->in[0] >= 0 ? nd->in[0] : -1;
+        p->root[i] = b >= 0 ? p->root[b] : -1;
+        if (nd->nin == 0) {
+            p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
             p->slice[i].refs = 1;
             h->storage = &p->slice[i];
-            p->ref[i] = h;
-            continue;
         }
-        if (nd->kind == TC__NODE_PARAM) {
-            /* launches read the parameter itself; hdr[i] is a copy handed
-             * out when a reduce-overhead output is the parameter, so that
-             * tc_free on it cannot free the user's weight */
-            *h = *nd->param;
-            h->is_sentinel = 1;
-            h->scope = -1;
-            h->prev = h->next = NULL;
-            p->ref[i] = nd->param;
-            continue;
-        }
-        {
-            tc__launch *l = &p->launch[p->nlaunch++];
-            tc__call *c = &l->call;
-            memset(l, 0, sizeof *l); /* no tuned thread cap or tile yet */
-            l->node = i;
-            l->kernel = -1;
-            l->epi = -1;
-            tc__call_init(c, ctx, nd->op, nd->file, nd->line);
-            c->a = nd->a;
-            c->nin = nd->nin;
-            c->optional = ~0u;
-            if (nd->nin > TC__MAX_IN) {
-                tc__fmt(err, errcap, "op %s with %d inputs is not supported in a compiled graph yet",
-                         tc__optable[nd->op].name, nd->nin);
-                TC_FREE(last);
-                tc__program_free(p);
-                return NULL;
-            }
-            for (k = 0; k < nd->nin; k++) {
-                int j = nd->in[k];
-                c->in[k] = j >= 0 ? p->ref[j] : NULL;
-            }
-            if (tc__optable[nd->op].shape(c) != TC_OK) {
-                tc__fmt(err, errcap, "replanning %s failed: %s", tc__optable[nd->op].name, c->msg);
-                TC_FREE(last);
-                tc__program_free(p);
-                return NULL;
-            }
-            l->is_view = c->is_view;
-            h->dtype = c->odt;
-            h->ndim = c->ondim;
-            memcpy(h->shape, c->oshape, sizeof h->shape);
-            p->ref[i] = h;
-            if (c->is_view) {
-                /* a view lives on its base's memory (or the user's, for wrap) */
-                int b = nd->nin > 0 && nd->in[0] >= 0 ? nd->in[0] : -1;
-                p->root[i] = b >= 0 ? p->root[b] : -1;
-                if (nd->nin == 0) {
-                    p->slice[i].data = c->a.ptr; /* tc_wrap: user memory */
-                    p->slice[i].refs = 1;
-                    h->storage = &p->slice[i];
-                }
-            } else {
-                p->root[i] = i;
-                tc__contig_strides(h->ndim, h->shape, h->strides);
-                p->slice[i].refs = 1;
-                h->storage = &p->slice[i];
-            }
-        }
+    } else {
+        p->root[i] = i;
+        tc__contig_strides(h->ndim, h->shape, h->strides);
+        p->slice[i].refs = 1;
+        h->storage = &p->slice[i];
     }
-#ifdef TC__HAVE_VEXEC
-    if (fuse && ctx->isa != TC_ISA_NONE && tc__program_fuse(p, ctx, logs) != 0) {
-        TC_FREE(last);
-        tc__program_free(p);
-        return NULL;
-    }
-#else
-    (void)fuse;
-    (void)logs;
-#endif
+    return 0;
+}
+
+/* The memory plan: liveness, outputs kept to the end (fresh per call in
+ * the default mode), the arena's offsets and the peak. */
+TC__FN void tc__program_memory(tc__program *p, int *last) {
+    const tc__graph *g = p->g;
+    int i;
     tc__program_liveness(p, last);
-    /* outputs live to the end; in default mode they are fresh per call */
     for (i = 0; i < g->nout; i++) {
         int r = p->root[g->outputs[i]];
         if (r < 0) continue;
-        last[r] = n;
-        if (!persistent && r == g->outputs[i]) p->fresh[r] = 1;
+        last[r] = g->n;
+        if (!p->persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
     tc__plan_arena(p, last);
     p->peak_bytes = (int64_t)p->arena_bytes;
@@ -555,13 +550,37 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         int o = g->outputs[i];
         if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
     }
+}
+
+/* Builds the program for g traced on `inputs`, to run on backend be.  NULL
+ * on OOM, or when an op cannot be replanned (err says why). */
+TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, tc_tensor *const *inputs,
+                                      int persistent, int fuse, int logs, char *err, size_t errcap) {
+    tc__program *p = tc__program_alloc(ctx, be, g, persistent);
+    int *last = p ? (int *)tc__malloc(sizeof(int) * (size_t)g->n) : NULL, i, bad = !last;
+    for (i = 0; !bad && i < g->n; i++) {
+        tc_tensor *h = &p->hdr[i];
+        h->ctx = ctx;
+        h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
+        h->scope = -1;
+        p->root[i] = -1;
+        last[i] = i;
+        if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
+    }
+#ifdef TC__HAVE_VEXEC
+    if (!bad && fuse && ctx->isa != TC_ISA_NONE) bad = tc__program_fuse(p, ctx, logs) != 0;
+#else
+    (void)fuse;
+    (void)logs;
+#endif
+    if (!bad) tc__program_memory(p, last);
     TC_FREE(last);
-    if (persistent) {
-        p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw);
-        if (!p->arena) {
-            tc__program_free(p);
-            return NULL;
-        }
+    if (!bad && persistent &&
+        !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
+        bad = 1;
+    if (bad) {
+        tc__program_free(p);
+        return NULL;
     }
     return p;
 }
@@ -598,49 +617,43 @@ TC__FN int tc__program_freeze(tc__program *p) {
     return 0;
 }
 
-/* Runs the program.  Default mode: outputs[] get fresh tensors in the
- * caller's scope.  Persistent: outputs[] are the program's headers, valid
- * until the next call.  On error *err_t holds an errored tensor. */
-TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
-                                 char *err, size_t errcap) {
+/* Binds the inputs (same shapes, guarded; new memory).  An input that is
+ * the last call's output (reduce-overhead) is read from a copy, in
+ * (*copies)[node], as this call overwrites that memory. */
+TC__FN tc_result tc__program_bind(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor ***copies) {
     const tc__graph *g = p->g;
-    tc__scratch_cache *saved = ctx->scratch;
-    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
-    tc_tensor **fresh_t = NULL, **copies = NULL;
-    tc_result r = TC_OK;
-    int i, k;
-    ctx->trace = NULL;
-    /* bind the inputs: same shapes (guarded), new memory */
+    int i;
     for (i = 0; i < g->n; i++) {
         const tc__node *nd = &g->nodes[i];
-        if (nd->kind == TC__NODE_INPUT) {
-            const tc_tensor *in = inputs[nd->a.i[0]];
-            if (in->storage >= p->slice && in->storage < p->slice + g->n) {
-                /* last call's output fed back in (reduce-overhead): this
-                 * call overwrites that memory, so read a copy */
-                if (!copies && (copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
-                    memset(copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
-                if (!copies) {
-                    r = TC_ERR_OOM;
-                    break;
-                }
-                copies[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
-                if (copies[i]->status != TC_OK) {
-                    r = copies[i]->status;
-                    break;
-                }
-                in = copies[i];
-            }
-            p->hdr[i].storage = in->storage;
-            p->hdr[i].offset = in->offset;
-            memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
+        const tc_tensor *in;
+        if (nd->kind != TC__NODE_INPUT) continue;
+        in = inputs[nd->a.i[0]];
+        if (in->storage >= p->slice && in->storage < p->slice + g->n) {
+            if (!*copies && (*copies = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n)) != NULL)
+                memset(*copies, 0, sizeof(tc_tensor *) * (size_t)g->n);
+            if (!*copies) return TC_ERR_OOM;
+            (*copies)[i] = tc__clone(ctx, (tc_tensor *)in, NULL, nd->file, nd->line);
+            if ((*copies)[i]->status != TC_OK) return (*copies)[i]->status;
+            in = (*copies)[i];
         }
+        p->hdr[i].storage = in->storage;
+        p->hdr[i].offset = in->offset;
+        memcpy(p->hdr[i].strides, in->strides, sizeof in->strides);
     }
+    return TC_OK;
+}
+
+/* Default mode: this call's arena, and a fresh tensor for each output that
+ * owns its memory (fresh_t[node]); the arena's slices pointed into it. */
+TC__FN tc_result tc__program_memory_of_call(tc__program *p, tc_ctx *ctx, tc_tensor ***fresh_t) {
+    const tc__graph *g = p->g;
+    tc_result r = TC_OK;
+    int i;
     if (!p->persistent) {
         p->arena = (char *)p->be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap);
-        fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
-        if (fresh_t) memset(fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
-        if (!p->arena || !fresh_t) r = TC_ERR_OOM;
+        *fresh_t = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
+        if (*fresh_t) memset(*fresh_t, 0, sizeof(tc_tensor *) * (size_t)g->n);
+        if (!p->arena || !*fresh_t) return TC_ERR_OOM;
     }
     for (i = 0; r == TC_OK && i < g->n; i++) {
         if (p->off[i] >= 0) p->slice[i].data = p->arena + p->off[i];
@@ -650,11 +663,17 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             oc.odt = p->hdr[i].dtype;
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
-            fresh_t[i] = tc__alloc_out(&oc, &r);
-            if (fresh_t[i]) p->hdr[i].storage = fresh_t[i]->storage;
+            (*fresh_t)[i] = tc__alloc_out(&oc, &r);
+            if ((*fresh_t)[i]) p->hdr[i].storage = (*fresh_t)[i]->storage;
         }
     }
-    ctx->scratch = p->cache;
+    return r;
+}
+
+/* Walks the launch list (max-autotune's hook first, on its first run). */
+TC__FN tc_result tc__program_launches(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc_result r = TC_OK;
+    int k;
     for (k = 0; r == TC_OK && k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         tc_tensor *out = &p->hdr[l->node];
@@ -675,6 +694,25 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
             else tc__fmt(err, errcap, "tc_%s: %s", name, l->call.msg);
         }
     }
+    return r;
+}
+
+/* Runs the program.  Default mode: outputs[] get fresh tensors in the
+ * caller's scope.  Persistent: outputs[] are the program's headers, valid
+ * until the next call.  On error outputs[] are NULL and err says why. */
+TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs,
+                                 char *err, size_t errcap) {
+    const tc__graph *g = p->g;
+    tc__scratch_cache *saved = ctx->scratch;
+    tc__trace *saved_trace = ctx->trace; /* a segment runs mid-trace: compute, don't record */
+    tc_tensor **fresh_t = NULL, **copies = NULL;
+    tc_result r;
+    int i;
+    ctx->trace = NULL;
+    r = tc__program_bind(p, ctx, inputs, &copies);
+    if (r == TC_OK) r = tc__program_memory_of_call(p, ctx, &fresh_t);
+    ctx->scratch = p->cache;
+    if (r == TC_OK) r = tc__program_launches(p, ctx, err, errcap);
     ctx->scratch = saved;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];

@@ -1,6 +1,7 @@
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
- * every op goes through tc__run to tc__trace_op, which records a graph node
- * instead of computing (the tensors it returns are lazy).  A host read of
+ * every op goes through tc__run to the context's hook, tc__trace_op
+ * (ctx->trace_hooks), which records a graph node instead of computing (the
+ * tensors it returns are lazy).  A host read of
  * traced data (tc_item, tc_read, a host callback) is a graph break: the
  * pending segment is compiled and run (through the segment cache, so later
  * calls reuse it), the live traced tensors become concrete, and tracing
@@ -432,6 +433,102 @@ TC__FN void tc__poison_escaped(tc_fn *f) {
     }
 }
 
+/* The function's inputs as lazy tensors, each the graph's input node. */
+TC__FN tc_result tc__trace_inputs(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **lazy_in) {
+    tc_ctx *ctx = tr->f->ctx;
+    int i, fresh;
+    for (i = 0; i < tr->f->nin; i++) {
+        tc__node nd;
+        tc_tensor *t = tc__tensor_new(ctx);
+        if (!t) return TC_ERR_OOM;
+        memset(&nd, 0, sizeof nd);
+        nd.kind = TC__NODE_INPUT;
+        nd.a.i[0] = i;
+        nd.dt = inputs[i]->dtype;
+        nd.ndim = inputs[i]->ndim;
+        memcpy(nd.shape, inputs[i]->shape, sizeof nd.shape);
+        nd.in = nd.in_small;
+        t->dtype = inputs[i]->dtype;
+        t->ndim = inputs[i]->ndim;
+        memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
+        memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
+        t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
+        t->lazy = tc__graph_add(tr->g, &nd, &fresh) + 1;
+        lazy_in[i] = t;
+        if (t->lazy == 0) return TC_ERR_OOM;
+    }
+    return TC_OK;
+}
+
+/* The function's outputs, checked (not NULL, not errored), become the final
+ * segment's outputs. */
+TC__FN tc_result tc__trace_outputs(tc__trace *tr, tc_tensor **outputs) {
+    tc_fn *f = tr->f;
+    int i;
+    for (i = 0; i < f->nout; i++) {
+        if (!outputs[i]) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
+                    f->line, i);
+            return TC_ERR_NULL;
+        }
+        if (outputs[i]->status != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
+            return outputs[i]->status;
+        }
+    }
+    tr->g->nout = f->nout;
+    tr->g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
+    if (!tr->g->outputs) return TC_ERR_OOM;
+    for (i = 0; i < f->nout; i++)
+        if ((tr->g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_input(tr, outputs[i])) < 0)
+            return TC_ERR_OOM;
+    return TC_OK;
+}
+
+/* TC_LOGS=graph: a cached graph, printed. */
+TC__FN void tc__trace_log_graph(const tc_fn *f, const tc__graph *g) {
+    size_t need;
+    char *txt;
+    if (!(f->logs & TC__LOG_GRAPH)) return;
+    need = tc__graph_print(g, NULL, 0) + 1;
+    if (!(txt = (char *)tc__malloc(need))) return;
+    tc__graph_print(g, txt, need);
+    tc__log(f->ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
+    TC_FREE(txt);
+}
+
+/* The final segment of a trace, run for this call's results.  With breaks
+ * it goes through the segment cache; without, the trace is kept as the
+ * template for dynamic shapes (*rawout), passed and run by a throwaway
+ * program, and becomes the entry's graph (*gout). */
+TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
+                                 tc__graph **rawout) {
+    tc_fn *f = tr->f;
+    tc__entry e;
+    tc_result r;
+    int i;
+    if (tr->breaks > 0) {
+        r = tc__segment_run(tr, &tr->g, outputs);
+        if (r != TC_OK)
+            for (i = 0; i < f->nout; i++) outputs[i] = NULL;
+        return r;
+    }
+    if (tc__pass_dce(tr->g) < 0 || !(*rawout = tc__graph_copy(tr->g))) return TC_ERR_OOM;
+    if ((r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr->g)) != TC_OK) return r;
+    tc__trace_log_graph(f, tr->g);
+    /* a non-persistent program (fresh outputs); the cached entry builds its
+     * own, persistent in reduce-overhead, on its first replay */
+    memset(&e, 0, sizeof e);
+    e.g = tr->g;
+    r = tc__replay(f, &e, inputs, outputs, 0);
+    tc__program_free(e.prog);
+    if (r == TC_OK) {
+        *gout = tr->g;
+        tr->g = NULL;
+    }
+    return r;
+}
+
 /* Traces one call: returns the new cache entry's graph in *gout and a copy of
  * it before the passes in *rawout (both NULL when the trace had breaks) and
  * fills outputs with this call's results. */
@@ -440,8 +537,8 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
-    int i, fresh;
-    tc_result r = TC_OK;
+    int i;
+    tc_result r;
     *gout = NULL;
     *rawout = NULL;
     memset(&tr, 0, sizeof tr);
@@ -464,29 +561,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     for (i = 0; i < f->nin; i++) tr.allin[i] = inputs[i];
     tr.nall = f->nin;
     tc_scope_begin(ctx); /* the trace's tensors; outputs are kept out of it */
-    for (i = 0; i < f->nin && r == TC_OK; i++) {
-        tc__node nd;
-        tc_tensor *t = tc__tensor_new(ctx);
-        if (!t) {
-            r = TC_ERR_OOM;
-            break;
-        }
-        memset(&nd, 0, sizeof nd);
-        nd.kind = TC__NODE_INPUT;
-        nd.a.i[0] = i;
-        nd.dt = inputs[i]->dtype;
-        nd.ndim = inputs[i]->ndim;
-        memcpy(nd.shape, inputs[i]->shape, sizeof nd.shape);
-        nd.in = nd.in_small;
-        t->dtype = inputs[i]->dtype;
-        t->ndim = inputs[i]->ndim;
-        memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
-        memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
-        t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
-        t->lazy = tc__graph_add(tr.g, &nd, &fresh) + 1;
-        if (t->lazy == 0) r = TC_ERR_OOM;
-        lazy_in[i] = t;
-    }
+    r = tc__trace_inputs(&tr, inputs, lazy_in);
     for (i = 0; i < f->nout; i++) outputs[i] = NULL;
     if (r == TC_OK) {
         ctx->trace_hooks = &tc__tracer;
@@ -495,58 +570,9 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         ctx->trace = NULL;
         if (tr.failed) r = tr.status;
     }
-    for (i = 0; r == TC_OK && i < f->nout; i++) {
-        if (!outputs[i]) {
-            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d) left outputs[%d] NULL", f->file ? f->file : "?",
-                     f->line, i);
-            r = TC_ERR_NULL;
-        } else if (outputs[i]->status != TC_OK) {
-            tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
-            r = outputs[i]->status;
-        }
-    }
-    if (r == TC_OK) {
-        /* the final segment: its outputs are the function's outputs */
-        tr.g->nout = f->nout;
-        tr.g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
-        if (!tr.g->outputs) r = TC_ERR_OOM;
-        for (i = 0; r == TC_OK && i < f->nout; i++)
-            if ((tr.g->outputs[i] = outputs[i]->lazy ? outputs[i]->lazy - 1 : tc__trace_input(&tr, outputs[i])) < 0)
-                r = TC_ERR_OOM;
-    }
-    if (r == TC_OK && tr.breaks > 0) {
-        /* a trace with breaks: its last segment goes through the cache too */
-        r = tc__segment_run(&tr, &tr.g, outputs);
-        if (r != TC_OK)
-            for (i = 0; i < f->nout; i++) outputs[i] = NULL;
-    } else if (r == TC_OK) {
-        /* the template for automatic dynamic shapes: the trace as recorded */
-        if (tc__pass_dce(tr.g) < 0 || !(*rawout = tc__graph_copy(tr.g))) r = TC_ERR_OOM;
-        if (r == TC_OK) r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr.g);
-    }
-    if (r == TC_OK && tr.breaks == 0) {
-        tc__entry e;
-        memset(&e, 0, sizeof e);
-        e.g = tr.g;
-        if (f->logs & TC__LOG_GRAPH) {
-            size_t need = tc__graph_print(tr.g, NULL, 0) + 1;
-            char *txt = (char *)tc__malloc(need);
-            if (txt) {
-                tc__graph_print(tr.g, txt, need);
-                tc__log(ctx, TC_LOG_WARN, "graph of compiled function (%s:%d):\n%s", f->file ? f->file : "?", f->line, txt);
-                TC_FREE(txt);
-            }
-        }
-        /* run the final segment for this call's results with a throwaway
-         * non-persistent program (fresh outputs); the cached entry builds
-         * its own program, persistent in reduce-overhead, on its first replay */
-        r = tc__replay(f, &e, inputs, outputs, 0);
-        tc__program_free(e.prog);
-        if (r == TC_OK) {
-            *gout = tr.g;
-            tr.g = NULL;
-        }
-    } else if (r != TC_OK) {
+    if (r == TC_OK) r = tc__trace_outputs(&tr, outputs);
+    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout);
+    if (r != TC_OK) { /* (a failed replay has written its errored outputs already) */
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
             if (!outputs[i] || outputs[i]->status == TC_OK) outputs[i] = tc__error_tensor(ctx, r, f->err);

@@ -30,7 +30,8 @@ TC__FN tc_result tc__cpu_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) 
 #else
     (void)p;
     (void)ctx;
-    /* without the executor nothing is fused (the context's level is none) */
+    /* unreachable: without the executor the plan fuses nothing (the
+     * context's level is none), so no launch has a kernel */
     return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "fused kernels need the built-in executor (gcc or clang)");
 #endif
 }
@@ -56,5 +57,5 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
     return tc__optable[l->call.op].run(&l->call, out);
 }
 
-static const tc__backend tc__cpu_backend = {"cpu", tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
+static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};

@@ -20,7 +20,9 @@
 /* A compact level (TC__ISA_COMPACT: one that runs only where no wider one
  * does, or when forced) has one loop for all four: the prologue always
  * applied (1 and -0 leave a value as it is) and the store kind chosen per
- * vector.  Same results, a quarter of the loops to compile. */
+ * vector.  Same results (x * 1 + -0 is x exactly; only a caller who set
+ * flush-to-zero would see a denormal flushed here and kept at a full
+ * level), a quarter of the loops to compile. */
 #define TC__RUN(VAL)                                                           \
     do {                                                                       \
         enum { tc__pro_c = 1 };                                                \
@@ -666,7 +668,7 @@ TC__INL void TC__VFN(tc__vcompute_)(const tc__vins *in, const float *a, const fl
     int i, pro = sp || tp;
     TC__VF sv = sp ? TC__LD(sp) : TC__SPL(1.0f);
     TC__VF tv = tp ? TC__LD(tp) : TC__SPL(-0.0f);
-    TC__OTHER_OPS_CHECK(); /* where, clone and cast by hand */
+    TC__OTHER_OPS_CHECK(41); /* where, clone and cast by hand */
     switch (in->op) {
     case TC__OP_WHERE:
         TC__RUN(TC__SEL(TC__A(i) != 0.0f, TC__LD(b + i * sb), TC__LD(c + i * sc)));
@@ -833,7 +835,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vm_tile_)(const tc__vins *code, 
 
 /* The pre-decoded steps (tc__vstep): each does what the interpreter does
  * for its instruction, with the decisions made (tc__vplan_build). */
-#define TC__VS_P(st, s, j) ((st)->p[j] ? (st)->p[j] : (const float *)(s)->ptr[(st)->pa[j]])
+#define TC__VS_P(step, s, j) ((step)->p[j] ? (step)->p[j] : (const float *)(s)->ptr[(step)->pa[j]])
 
 /* operand a, a uniform one first expanded to the tile (as tc__vexpand_) */
 TC__INL const float *TC__VFN(tc__vs_src_)(const tc__vstep *step, tc__vst *s) {

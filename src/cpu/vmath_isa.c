@@ -405,7 +405,7 @@ TC__INL TC__VF TC__VFN(tc__vlog1p_)(TC__VF u) {
  * vector column of the op's row (optable.h), on operand x (a and b for a
  * binary op); p0, p1 are the op's attributes (softplus, clamp). */
 TC__INL TC__VF TC__VFN(tc__vunary_)(int op, TC__VF x, float p0, float p1) {
-    TC__OTHER_OPS_CHECK(); /* clone and cast: x as it is */
+    TC__OTHER_OPS_CHECK(41); /* clone and cast: x as it is */
     switch (op) {
 #define TC__VUNARY_(ID, name, cost, i, f, v) case TC__OP_##ID: return v;
         TC__UNARY_OPS(TC__VUNARY_)

@@ -104,14 +104,14 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
     return t;
 }
 
-TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *st, tc_result *r) {
+TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     tc_tensor *t = tc__tensor_new(c->ctx);
     if (!t) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->storage = st;
-    st->refs++;
+    t->storage = sto;
+    sto->refs++;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -151,15 +151,15 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
     if (c->is_view) {
-        tc__storage *st = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
-        if (!st) {
+        tc__storage *sto = c->nin > 0 ? c->ins[0]->storage : tc__storage_wrap(c->a.ptr);
+        if (!sto) {
             tc__msg(c, TC_ERR_OOM, "out of memory");
             return tc__fail(c, TC_ERR_OOM);
         }
-        out = tc__make_view(c, st, &r);
-        if (c->nin == 0) st->refs--; /* the view holds the only reference */
+        out = tc__make_view(c, sto, &r);
+        if (c->nin == 0) sto->refs--; /* the view holds the only reference */
         if (!out) {
-            if (c->nin == 0) TC_FREE(st);
+            if (c->nin == 0) TC_FREE(sto);
             return tc__fail(c, r);
         }
         return out;

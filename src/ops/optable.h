@@ -7,8 +7,11 @@
  * the rest is generated (see the lists), and its test is a reference in
  * tests/ref_pointwise.h.  Adding any other op: its row in TC__OPS, its
  * entry point (declared in api.h, defined beside its kernel), its shape
- * rule and run function where no existing one fits, and TC__OTHER_OPS
- * raised once each switch marked TC__OTHER_OPS_CHECK() handles it.
+ * rule and run function where no existing one fits, and n raised at each
+ * switch marked TC__OTHER_OPS_CHECK(n) once it handles it.  The table is
+ * where every op's shape rule and kernel are registered: it declares them
+ * ahead (TC__DECL_ below), wherever in ops/ or cpu/ they are defined, and
+ * the dispatcher reaches them only through it.
  *
  * X(ID, name, class, shape rule, run function)
  *   shape rule: tc__shape_<rule>(tc__call *) -> tc_result; validates inputs
@@ -184,14 +187,14 @@ typedef enum tc__op {
 } tc__op;
 
 /* A switch over ops written by hand (not generated from the rows) starts
- * with TC__OTHER_OPS_CHECK(): a new op other than a pointwise row fails the
- * build there until the switch has been looked at and TC__OTHER_OPS
- * raised.  A new pointwise row does not. */
+ * with TC__OTHER_OPS_CHECK(n), n the count of ops other than pointwise rows
+ * it was written for: a new such op fails the build at each of them until
+ * that switch has been looked at and its n raised.  A new pointwise row
+ * fails none. */
 #define TC__COUNT_PW_(ID, name, cost, i, f, v) +1
 enum { TC__POINTWISE_COUNT = 0 TC__POINTWISE_OPS(TC__COUNT_PW_) };
 #undef TC__COUNT_PW_
-#define TC__OTHER_OPS 41
-#define TC__OTHER_OPS_CHECK() (void)sizeof(char[TC__OP_COUNT - TC__POINTWISE_COUNT == TC__OTHER_OPS ? 1 : -1])
+#define TC__OTHER_OPS_CHECK(n) (void)sizeof(char[TC__OP_COUNT - TC__POINTWISE_COUNT == (n) ? 1 : -1])
 
 /* Attributes: every op's non-tensor arguments, in one flat record so the
  * tracer can hash and compare them. */

@@ -190,37 +190,37 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
     if (raw && !tc__cache_keep(ctx, raw, data, cap)) TC_FREE(raw);
 }
 
-TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *st) {
-    if (!st || --st->refs > 0) return;
-    if (st->raw) {
-        ctx->live_bytes -= (int64_t)st->bytes;
-        tc__block_put(ctx, st->raw, st->data, st->cap);
+TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *sto) {
+    if (!sto || --sto->refs > 0) return;
+    if (sto->raw) {
+        ctx->live_bytes -= (int64_t)sto->bytes;
+        tc__block_put(ctx, sto->raw, sto->data, sto->cap);
     }
-    TC_FREE(st);
+    TC_FREE(sto);
 }
 
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
-    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    if (!st) return NULL;
-    st->data = tc__block_get(ctx, bytes, &st->raw, &st->cap);
-    if (!st->data) {
-        TC_FREE(st);
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    if (!sto) return NULL;
+    sto->data = tc__block_get(ctx, bytes, &sto->raw, &sto->cap);
+    if (!sto->data) {
+        TC_FREE(sto);
         return NULL;
     }
-    st->bytes = bytes;
-    st->refs = 1;
+    sto->bytes = bytes;
+    sto->refs = 1;
     ctx->live_bytes += (int64_t)bytes;
-    return st;
+    return sto;
 }
 
 TC__FN tc__storage *tc__storage_wrap(void *data) {
-    tc__storage *st = (tc__storage *)TC_MALLOC(sizeof *st);
-    if (!st) return NULL;
-    st->data = data;
-    st->raw = NULL;
-    st->bytes = st->cap = 0;
-    st->refs = 1;
-    return st;
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    if (!sto) return NULL;
+    sto->data = data;
+    sto->raw = NULL;
+    sto->bytes = sto->cap = 0;
+    sto->refs = 1;
+    return sto;
 }
 
 /* ---- tensor objects and scopes ------------------------------------------- */
