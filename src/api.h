@@ -142,7 +142,9 @@ TCDEF void tc_ctx_empty_cache(tc_ctx *ctx);
 
 TCDEF void tc_scope_begin(tc_ctx *ctx);
 /* Frees every tensor the innermost scope owns.  TC_ERR_STATE when no scope
- * is open (nothing is freed then). */
+ * of the caller's is open (nothing is freed then): none at all, or, inside
+ * a compiled function, none the function opened itself (the scope around
+ * it is tcompile's own and ends with the call). */
 TCDEF tc_result tc_scope_end(tc_ctx *ctx);
 TCDEF int tc_scope_depth(const tc_ctx *ctx);     /* 0 = root */
 TCDEF tc_tensor *tc_keep(tc_tensor *t);          /* one scope out; returns t */
@@ -560,7 +562,7 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
  * op would give).  In TC_MODE_REDUCE_OVERHEAD a cached call allocates
  * nothing: outputs[] are then owned by f and overwritten by the next call
  * (tc_clone one to keep it; tc_free ignores them).  TC_ERR_STATE when f is
- * already running (another thread). */
+ * already running (another thread; outputs[] are not touched then). */
 TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs);
 TCDEF const char *tc_fn_error(const tc_fn *f);   /* "" when the last call was OK */
 TCDEF void tc_fn_free(tc_fn *f);

@@ -161,6 +161,9 @@ struct tc_ctx {
     tc_tensor **scope_head;         /* one list per depth, [0] = root      */
     int depth, scope_cap;
     int phantom_scopes;             /* begins that could not open (OOM)    */
+    int scope_floor;                /* depth of the innermost scope tcompile
+                                       opened around user code: the user's
+                                       tc_scope_end stops above it          */
     tc_result first_status;
     char first_err[TC__MSG_CAP];
     int64_t live_tensors, live_bytes;

@@ -7,8 +7,8 @@
  * context's tracing hooks (tc__trace_hooks), a device from the plan only
  * through its backend table (tc__backend).  The one registration point is
  * the op table (ops/optable.h), which declares every op's shape rule and
- * kernel ahead, wherever in ops/ or cpu/ they are defined.  Types a later stage defines
- * appear as `struct tc__x`, the tag of its typedef.
+ * kernel ahead, wherever in ops/ or cpu/ they are defined.  Types a later
+ * stage defines appear as `struct tc__x`, the tag of its typedef.
  *
  * runtime/platform.c, the OS layer, precedes this header and defines each
  * of its functions per platform under its own #if (some only where threads
@@ -79,6 +79,9 @@ TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
+TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
+TC__FN int tc__scope_open(tc_ctx *ctx);
+TC__FN tc_tensor *tc__move_to(tc_tensor *t, int depth);
 TC__FN void tc__contig_strides(int ndim, const int64_t *shape, int64_t *strides);
 TC__FN int tc__contig(const tc_tensor *t);
 TC__FN int64_t tc__numel(const tc_tensor *t);

@@ -241,6 +241,10 @@
  *     that was open when it was created.
  *   - tc_scope_begin/tc_scope_end nest; ending a scope frees every tensor
  *     it owns, so a model's intermediates need no free each.
+ *   - A compiled function runs inside a scope of tcompile's own: scopes it
+ *     opens nest as usual, a tc_scope_end it has no scope of its own for
+ *     returns TC_ERR_STATE and frees nothing, and one it leaves open ends
+ *     with the call (its outputs are handed out first).
  *   - tc_keep(t) moves t one scope out (to the enclosing scope), which is
  *     how a result leaves the scope that computed it; tc_persist(t) moves
  *     it to the root.

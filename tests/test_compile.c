@@ -1065,6 +1065,62 @@ static void arena_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) 
     (void)u; /* the relu's [256, 512] result lives in the arena between the matmuls */
     out[0] = tc_matmul(c, tc_relu(c, tc_matmul(c, in[0], in[1])), in[1]);
 }
+/* Scopes around a compiled function are tcompile's own (issue 35, defect
+ * 1): an unbalanced tc_scope_end inside the function gets TC_ERR_STATE and
+ * frees nothing the trace or the eager fallback still uses (it freed the
+ * traced inputs before: a use after free, caught by the ASan build); an
+ * unbalanced tc_scope_begin leaves no open scope behind the call and its
+ * result is handed out, not freed. */
+typedef struct scope_abuse {
+    int end_codes[4], nend, begin;
+} scope_abuse;
+
+static void scope_abuse_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    scope_abuse *a = (scope_abuse *)u;
+    tc_tensor *r = tc_relu(c, in[0]);
+    if (a->begin) tc_scope_begin(c);
+    else if (a->nend < 4) a->end_codes[a->nend++] = (int)tc_scope_end(c);
+    out[0] = tc_add(c, r, in[0]);
+}
+
+TC_TEST(test_scopes_around_compiled_functions) {
+    scope_abuse a;
+    tc_compile_options o;
+    tc_fn *f;
+    tc_tensor *x, *y, *ye;
+    int k, depth, t;
+    memset(&a, 0, sizeof a);
+    memset(&o, 0, sizeof o);
+    o.recompile_limit = 1; /* the second shape runs eagerly */
+    o.dynamic = -1;
+    f = tc_compile(ctx, scope_abuse_fn, &a, &o);
+    tc_scope_begin(ctx);
+    depth = tc_scope_depth(ctx);
+    for (t = 5; t <= 6; t++) {
+        x = randn(2, 3, t, 1, (uint64_t)t);
+        ye = tc_add(ctx, tc_relu(ctx, x), x);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        TC_CHECKF(maxdiff(ye, y) < 1e-6, "t=%d: %s", t, tc_fn_error(f));
+        TC_CHECKF(tc_scope_depth(ctx) == depth, "t=%d: depth %d after the call, %d before", t, tc_scope_depth(ctx), depth);
+    }
+    TC_CHECKF(a.nend == 2, "the function ran %d times (a trace, an eager call)", a.nend);
+    for (k = 0; k < a.nend; k++)
+        TC_CHECKF(a.end_codes[k] == TC_ERR_STATE, "tc_scope_end %d inside the function gave %d", k, a.end_codes[k]);
+    tc_fn_free(f);
+    a.begin = 1; /* now an unbalanced begin */
+    f = tc_compile(ctx, scope_abuse_fn, &a, &o);
+    for (t = 5; t <= 6; t++) {
+        x = randn(2, 3, t, 1, (uint64_t)t + 10);
+        ye = tc_add(ctx, tc_relu(ctx, x), x);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        TC_CHECKF(tc_scope_depth(ctx) == depth, "begin, t=%d: depth %d after the call, %d before", t,
+                  tc_scope_depth(ctx), depth);
+        TC_CHECKF(tc_status(y) == TC_OK && maxdiff(ye, y) < 1e-6, "begin, t=%d: %s", t, tc_fn_error(f));
+    }
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+}
+
 TC_TEST(test_default_arena_reused) {
     int pass;
     for (pass = 0; pass < 2; pass++) {
@@ -1115,6 +1171,7 @@ int main(void) {
     ctx = tc_ctx_create(NULL);
     TC_RUN(test_compiled_matches_eager_and_caches);
     TC_RUN(test_default_arena_reused);
+    TC_RUN(test_scopes_around_compiled_functions);
     TC_RUN(test_recompile_on_new_shape_and_limit);
     TC_RUN(test_cse_and_dce);
     TC_RUN(test_automatic_dynamic);

@@ -157,9 +157,85 @@ TC_TEST(test_reduce_overhead_allocates_nothing) {
     TC_CHECKF(hook_live == 0, "%ld blocks leaked", hook_live);
 }
 
+/* Every allocation of a compiled function's first call (trace, passes,
+ * fusion, plan, run) failed in turn: the call returns an error, writes an
+ * errored tensor to every output (nothing of the caller's is left there)
+ * and a message, leaks nothing, and the next call works (issue 35,
+ * defect 2: a failure among the trace's first allocations returned OOM
+ * with the outputs untouched and no message). */
+TC_TEST(test_first_call_oom_writes_outputs) {
+    int64_t xs[4] = {2, 3, 8, 8}, ws[4] = {4, 3, 3, 3}, ls[2] = {5, 64};
+    static tc_tensor marker;
+    long n, total = -1, start;
+    for (n = 0; n <= total || total < 0; n++) {
+        tc_ctx *ctx;
+        small_model m;
+        tc_fn *f;
+        tc_tensor *x, *y;
+        tc_result r;
+        hook_live = 0;
+        hook_calls = 0;
+        ctx = tc_ctx_create(NULL);
+        m.w = tc_rand_normal(ctx, 4, ws, 0, 1, 2);
+        m.lw = tc_rand_normal(ctx, 2, ls, 0, 1, 3);
+        x = tc_rand_normal(ctx, 4, xs, 0, 1, 1);
+        f = tc_compile(ctx, small_forward, &m, NULL);
+        y = &marker;
+        start = hook_calls;
+        if (total >= 0) hook_fail_after = start + n;
+        r = tc_call(f, &x, &y);
+        hook_fail_after = -1;
+        if (total < 0) { /* the first round counts the call's allocations */
+            TC_CHECK(r == TC_OK);
+            total = hook_calls - start;
+            n = -1;
+        } else if (r != TC_OK) {
+            TC_CHECKF(y != &marker, "allocation %ld of %ld failed: output left as the caller had it", n, total);
+            TC_CHECKF(y == NULL || tc_status(y) != TC_OK, "allocation %ld of %ld failed: output not errored", n, total);
+            TC_CHECKF(tc_fn_error(f)[0] != 0, "allocation %ld of %ld failed: no message", n, total);
+            TC_CHECKF(tc_call(f, &x, &y) == TC_OK, "allocation %ld of %ld failed: the next call fails: %s", n, total,
+                      tc_fn_error(f));
+        }
+        tc_fn_free(f);
+        tc_ctx_destroy(ctx);
+        TC_CHECKF(hook_live == 0, "allocation %ld of %ld failed: %ld blocks leaked", n, total, hook_live);
+    }
+    TC_CHECKF(total > 20, "only %ld allocations in a first call: the hooks are not in use", total);
+}
+
+/* A thread pool that cannot be made keeps the old one (issue 35, defect
+ * 11: tc_ctx_set_num_threads destroyed it first, leaving the context on
+ * one thread). */
+TC_TEST(test_failed_resize_keeps_pool) {
+    tc_ctx_options o;
+    tc_ctx *ctx;
+    int64_t n = 100000;
+    tc_tensor *x;
+    double s;
+    memset(&o, 0, sizeof o);
+    o.num_threads = 2;
+    ctx = tc_ctx_create(&o);
+    if (tc_ctx_num_threads(ctx) < 2) { /* TC_NO_THREADS */
+        printf("SKIP test_failed_resize_keeps_pool: a build without threads\n");
+        tc_ctx_destroy(ctx);
+        return;
+    }
+    x = tc_rand_uniform(ctx, 1, &n, -1, 1, 5);
+    s = tc_item(tc_sum(ctx, tc_exp(ctx, x), 0, NULL, 0));
+    hook_fail_after = hook_calls; /* the next allocation fails */
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 3) == TC_ERR_OOM);
+    hook_fail_after = -1;
+    TC_CHECKF(tc_ctx_num_threads(ctx) == 2, "after a failed resize: %d threads", tc_ctx_num_threads(ctx));
+    TC_CHECK(tc_item(tc_sum(ctx, tc_exp(ctx, x), 0, NULL, 0)) == s);
+    TC_CHECK(tc_ctx_set_num_threads(ctx, 3) == TC_OK && tc_ctx_num_threads(ctx) == 3);
+    tc_ctx_destroy(ctx);
+}
+
 int main(void) {
     TC_RUN(test_hooks_balance);
     TC_RUN(test_hooks_oom_everywhere);
     TC_RUN(test_reduce_overhead_allocates_nothing);
+    TC_RUN(test_first_call_oom_writes_outputs);
+    TC_RUN(test_failed_resize_keeps_pool);
     return TC_TEST_SUMMARY();
 }

@@ -184,6 +184,19 @@ TC_TEST(test_softmax) {
         free(v);
         free(e);
     }
+    {   /* log_softmax of rows with a large mean keeps (x - max)'s precision
+         * (issue 35, defect 9: x - (max + log(sum)) gave -3.125 for
+         * -3.113278 on 1e6 + 0.25 i, and 0 for -log(8) on a row of 1e30) */
+        int64_t sh[2] = {2, 8};
+        double v[16], e[16];
+        for (i = 0; i < 8; i++) {
+            v[i] = 1e6 + 0.25 * (double)i;
+            v[8 + i] = quant(TC_F32, 1e30);
+        }
+        ref_softmax(2, sh, 1, v, e, 1);
+        strcpy(g_case, "log_softmax of large rows");
+        check_t(tc_log_softmax(ctx, mk(ctx, TC_F32, 2, sh, v), -1), TC_F32, 2, sh, e, 1e-5, 1e-5);
+    }
     {   /* f16 in -> f16 out */
         int64_t sh[2] = {3, 5};
         double *v = rnd_vals(TC_F16, 15, -3, 3), e[15];

@@ -99,13 +99,14 @@ TC__FN tc__call_state tc__call_state_of(const tc_fn *f, const tc__entry *e, tc_t
 TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs) {
     tc_ctx *ctx = f->ctx;
     int i;
-    if (ctx->trace) {
-        tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
-        return TC_ERR_STATE;
-    }
     if (!inputs || !outputs) {
         tc__fmt(f->err, sizeof f->err, "tc_call: inputs or outputs is NULL");
         return TC_ERR_NULL;
+    }
+    if (ctx->trace) {
+        tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
+        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_STATE, f->err);
+        return TC_ERR_STATE;
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
@@ -122,11 +123,10 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
 
 /* Replays entry e's graph in a scope of its own (no call of the function). */
 TC__FN tc_result tc__call_replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
-    tc_result r;
-    tc_scope_begin(f->ctx);
-    r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
+    int floor = tc__scope_open(f->ctx);
+    tc_result r = tc__replay(f, e, inputs, outputs, f->mode == TC_MODE_REDUCE_OVERHEAD);
     tc__hand_out(f->ctx, outputs, f->nout);
-    tc_scope_end(f->ctx);
+    tc__scope_close(f->ctx, floor);
     f->cached_calls++;
     return r;
 }
@@ -148,11 +148,11 @@ TC__FN tc_result tc__call_eager(tc_fn *f, const tc__entry *e, tc_tensor *const *
                                 const char *why) {
     tc_ctx *ctx = f->ctx;
     tc_result r = TC_OK;
-    int i;
+    int i, floor;
     if (!e)
         tc__log(ctx, TC_LOG_WARN, "compiled function (%s:%d) hit the recompile limit (%d); running eagerly (%s)",
                 f->file ? f->file : "?", f->line, f->limit, why);
-    tc_scope_begin(ctx);
+    floor = tc__scope_open(ctx);
     f->fn(ctx, f->user, inputs, outputs);
     for (i = 0; i < f->nout; i++) {
         if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
@@ -162,7 +162,7 @@ TC__FN tc_result tc__call_eager(tc_fn *f, const tc__entry *e, tc_tensor *const *
         }
     }
     tc__hand_out(ctx, outputs, f->nout);
-    tc_scope_end(ctx);
+    tc__scope_close(ctx, floor);
     f->eager_calls++;
     return r;
 }

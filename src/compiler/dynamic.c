@@ -125,7 +125,7 @@ TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *con
 TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *raw, int *di, int *dd, tc__sym **sym,
                           int *nsym) {
     tc_ctx *ctx = f->ctx;
-    int i, d, k, ok = 0;
+    int i, d, k, ok = 0, floor;
     for (i = 0; i < f->nin && i < 8; i++)
         for (d = 0; d < inputs[i]->ndim; d++) {
             tc_tensor **alt, **outs, *padded;
@@ -136,7 +136,7 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
             alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
             if (!alt) return 0;
             outs = alt + f->nin;
-            tc_scope_begin(ctx);
+            floor = tc__scope_open(ctx);
             tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
             pc.a.i[2 * d + 1] = 1; /* one zero after the end of dim d */
             padded = tc__run(&pc);
@@ -149,7 +149,7 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
             tc__graph_free(g2);
             tc__graph_free(raw2);
             tc__segcache_free(segs);
-            tc_scope_end(ctx);
+            tc__scope_close(ctx, floor);
             TC_FREE(alt);
             if (ok) {
                 *di = i;

@@ -836,6 +836,8 @@ TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
             out->group[i] = out->nk++;
             continue;
         }
+        tc__kernel_free(&out->k[out->nk]); /* the failed kernel's code so far */
+        memset(&out->k[out->nk], 0, sizeof out->k[0]);
         if (f->oom) return -1;
         fn = f->fail_node;
         if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
@@ -845,8 +847,6 @@ TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
             f->mat[fn] = 1;
             tc__fuse_log(f, fn, "materialized");
         }
-        tc__kernel_free(&out->k[out->nk]);
-        memset(&out->k[out->nk], 0, sizeof out->k[0]);
         return 1;
     }
     /* recompute rule: a node computed by several kernels */

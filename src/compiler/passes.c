@@ -459,15 +459,15 @@ TC__FN tc__graph *tc__pass_fold(tc_ctx *ctx, tc__graph *g, int64_t max_numel, in
     tc__fold_ctx fc;
     tc__trace *saved = ctx->trace;
     tc__graph *ng;
-    int i;
+    int i, floor;
     memset(&fc, 0, sizeof fc);
     fc.ctx = ctx;
     fc.max_numel = max_numel;
     ctx->trace = NULL; /* folding computes eagerly */
-    tc_scope_begin(ctx);
+    floor = tc__scope_open(ctx);
     ng = tc__graph_rebuild(g, tc__fold_node, &fc, changed);
     for (i = 0; i < fc.cap; i++) tc_free(fc.vals[i]);
-    tc_scope_end(ctx);
+    tc__scope_close(ctx, floor);
     ctx->trace = saved;
     TC_FREE(fc.vals);
     return ng;

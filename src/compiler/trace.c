@@ -381,12 +381,17 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, const char *file, int line) {
 
 /* ---- running one call ------------------------------------------------------- */
 
-/* Moves outputs made in the call's own scope out to the caller's (an output
- * that is an input or parameter stays where it is). */
+/* Moves outputs made in the call's own scope (or in a scope the user's
+ * function left open inside it) out to the caller's; an output that is an
+ * input or parameter stays where it is. */
 TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n) {
-    int i;
-    for (i = 0; i < n; i++)
-        if (outputs[i] && !outputs[i]->is_sentinel && outputs[i]->scope == ctx->depth) tc_keep(outputs[i]);
+    int i, floor = ctx->scope_floor; /* the call's scope (tc__scope_open) */
+    for (i = 0; i < n; i++) {
+        tc_tensor *t = outputs[i];
+        if (!t || t->is_sentinel || t->scope < floor) continue;
+        /* in the call's scope, or in one the function left open inside it */
+        tc__move_to(t, floor > 0 ? floor - 1 : 0);
+    }
 }
 
 /* Runs a cached graph through its program (built on first use): no call to
@@ -537,7 +542,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
-    int i;
+    int i, floor;
     tc_result r;
     *gout = NULL;
     *rawout = NULL;
@@ -556,11 +561,14 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         TC_FREE(tr.allin);
         tc__graph_free(tr.g);
         if (tr.cache != *segs) tc__segcache_free(tr.cache);
+        tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): out of memory while tracing", f->file ? f->file : "?",
+                f->line);
+        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_OOM, f->err);
         return TC_ERR_OOM;
     }
     for (i = 0; i < f->nin; i++) tr.allin[i] = inputs[i];
     tr.nall = f->nin;
-    tc_scope_begin(ctx); /* the trace's tensors; outputs are kept out of it */
+    floor = tc__scope_open(ctx); /* the trace's tensors; outputs are kept out of it */
     r = tc__trace_inputs(&tr, inputs, lazy_in);
     for (i = 0; i < f->nout; i++) outputs[i] = NULL;
     if (r == TC_OK) {
@@ -585,7 +593,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     if (r == TC_OK && tr.breaks > 0) *segs = tr.cache;
     else if (tr.cache != *segs) tc__segcache_free(tr.cache);
     tc__hand_out(ctx, outputs, f->nout); /* results and errors alike, as an op's */
-    tc_scope_end(ctx);
+    tc__scope_close(ctx, floor);
     tc__poison_escaped(f);
     tc__graph_free(tr.g);
     TC_FREE(lazy_in);

@@ -376,10 +376,12 @@ TC__FN void tc__softmax_row(float *x, int64_t n, int logsm) {
     int64_t i;
     double s;
     if (logsm) {
-        float lse;
+        float ls;
         for (i = 0, s = 0; i < n; i++) s += expf(x[i] - m);
-        lse = m + (float)log(s);
-        for (i = 0; i < n; i++) x[i] -= lse;
+        /* (x - max) - log(sum), as PyTorch: x - (max + log(sum)) rounds the
+         * log into max first, all of it lost where max is large */
+        ls = (float)log(s);
+        for (i = 0; i < n; i++) x[i] = (x[i] - m) - ls;
         return;
     }
     for (i = 0; i < n; i++) x[i] = expf(x[i] - m);

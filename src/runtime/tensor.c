@@ -65,8 +65,13 @@ TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads) {
     num_threads = 1;
 #endif
     if (num_threads == ctx->num_threads && (num_threads == 1 || ctx->pool)) return TC_OK;
-    tc__pool_destroy(ctx->pool);
-    ctx->pool = tc__pool_create(num_threads);
+    {
+        /* the new pool first: where it cannot be made the old one stays */
+        tc__pool *p = tc__pool_create(num_threads);
+        if (!p && num_threads > 1 && ctx->pool) return TC_ERR_OOM;
+        tc__pool_destroy(ctx->pool);
+        ctx->pool = p;
+    }
     ctx->num_threads = ctx->pool || num_threads <= 1 ? num_threads : 1;
     return ctx->num_threads == num_threads ? TC_OK : TC_ERR_OOM;
 }
@@ -282,19 +287,46 @@ TCDEF void tc_scope_begin(tc_ctx *ctx) {
     ctx->scope_head[ctx->depth] = NULL;
 }
 
-TCDEF tc_result tc_scope_end(tc_ctx *ctx) {
-    if (!ctx) return TC_ERR_NULL;
+TC__FN void tc__scope_pop(tc_ctx *ctx) {
     if (ctx->phantom_scopes > 0) {
         ctx->phantom_scopes--;
-        return TC_OK;
-    }
-    if (ctx->depth == 0) {
-        tc__log(ctx, TC_LOG_WARN, "tc_scope_end: no open scope");
-        return TC_ERR_STATE;
+        return;
     }
     while (ctx->scope_head[ctx->depth]) tc_free(ctx->scope_head[ctx->depth]);
     ctx->depth--;
+}
+
+TCDEF tc_result tc_scope_end(tc_ctx *ctx) {
+    if (!ctx) return TC_ERR_NULL;
+    if (ctx->phantom_scopes == 0 && ctx->depth <= ctx->scope_floor) {
+        tc__log(ctx, TC_LOG_WARN, "tc_scope_end: %s", ctx->depth == 0 ? "no open scope"
+                                  : "no scope of the caller's open (the innermost is tcompile's own, around a "
+                                    "compiled function)");
+        return TC_ERR_STATE;
+    }
+    tc__scope_pop(ctx);
     return TC_OK;
+}
+
+/* A scope tcompile opens around code of its own or the user's (a traced
+ * or eager call of a compiled function): only tc__scope_close ends it, so
+ * an unbalanced tc_scope_end in the user's function cannot free what the
+ * library still uses.  Returns the floor to restore. */
+TC__FN int tc__scope_open(tc_ctx *ctx) {
+    int floor = ctx->scope_floor;
+    tc_scope_begin(ctx);
+    ctx->scope_floor = ctx->depth;
+    return floor;
+}
+
+/* Ends the scope tc__scope_open opened (with the user's scopes it still
+ * holds, left open by an unbalanced tc_scope_begin) and restores the
+ * floor. */
+TC__FN void tc__scope_close(tc_ctx *ctx, int floor) {
+    int depth = ctx->scope_floor;
+    while (ctx->depth > depth && ctx->phantom_scopes == 0) tc__scope_pop(ctx);
+    tc__scope_pop(ctx);
+    ctx->scope_floor = floor;
 }
 
 TCDEF int tc_scope_depth(const tc_ctx *ctx) { return ctx ? ctx->depth : 0; }
