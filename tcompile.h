@@ -21748,6 +21748,11 @@ TC__FN tc_result tc__trace_outputs(tc__trace *tr, tc_tensor **outputs) {
             tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             return outputs[i]->status;
         }
+        if (outputs[i]->ctx != f->ctx) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): outputs[%d] belongs to another context",
+                    f->file ? f->file : "?", f->line, i);
+            return TC_ERR_INVALID_ARG;
+        }
     }
     tr->g->nout = f->nout;
     tr->g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
@@ -21868,10 +21873,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21872, "tcompile.h", 21872)
+#line TC__LINE_AT(21877, "tcompile.h", 21877)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21875)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21880)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22150,10 +22155,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22154, "tcompile.h", 22154)
+#line TC__LINE_AT(22159, "tcompile.h", 22159)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22157)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22162)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22312,7 +22317,11 @@ TC__FN tc_result tc__call_eager(tc_fn *f, const tc__entry *e, tc_tensor *const *
     f->fn(ctx, f->user, inputs, outputs);
     for (i = 0; i < f->nout; i++) {
         if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
-        else if (outputs[i]->status != TC_OK && r == TC_OK) {
+        else if (outputs[i]->ctx != ctx) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): outputs[%d] belongs to another context",
+                    f->file ? f->file : "?", f->line, i);
+            outputs[i] = tc__error_tensor(ctx, r = TC_ERR_INVALID_ARG, f->err);
+        } else if (outputs[i]->status != TC_OK && r == TC_OK) {
             r = outputs[i]->status;
             tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
         }
@@ -22354,10 +22363,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22358, "tcompile.h", 22358)
+#line TC__LINE_AT(22367, "tcompile.h", 22367)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22361)
+#line TC__LINE_AT(1, "src/license.h", 22370)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22399,7 +22408,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22403, "tcompile.h", 22403)
+#line TC__LINE_AT(22412, "tcompile.h", 22412)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -1121,6 +1121,51 @@ TC_TEST(test_scopes_around_compiled_functions) {
     tc_fn_free(f);
 }
 
+/* An output of another context is refused, traced or eager (issue 35,
+ * defect 8: tc_call returned TC_OK with it; in reduce-overhead later calls
+ * made tensors in the other context). */
+static tc_tensor *g_foreign;
+static void foreign_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    out[0] = tc_relu(c, in[0]);
+    out[1] = *(int *)u ? g_foreign : tc_neg(c, in[0]);
+}
+
+TC_TEST(test_output_of_another_context) {
+    tc_ctx *other = tc_ctx_create(NULL);
+    int64_t s[1] = {4};
+    int mode;
+    g_foreign = tc_zeros(other, TC_F32, 1, s);
+    for (mode = 0; mode < 3; mode++) {
+        tc_compile_options o;
+        tc_fn *f;
+        tc_tensor *x, *y[2];
+        int k, give = 1;
+        memset(&o, 0, sizeof o);
+        o.num_outputs = 2;
+        o.mode = mode == 1 ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_DEFAULT;
+        o.recompile_limit = mode == 2 ? 1 : 0;
+        o.dynamic = -1;
+        f = tc_compile(ctx, foreign_fn, &give, &o);
+        tc_scope_begin(ctx);
+        if (mode == 2) { /* one signature cached, then the others past the limit run eagerly */
+            give = 0;
+            x = randn(1, 3, 1, 1, 9);
+            TC_CHECK(tc_call(f, &x, y) == TC_OK);
+            give = 1;
+        }
+        for (k = 0; k < 3; k++) {
+            x = randn(1, 4 + (mode == 2 ? k : 0), 1, 1, (uint64_t)k);
+            TC_CHECKF(tc_call(f, &x, y) == TC_ERR_INVALID_ARG, "mode %d call %d", mode, k);
+            TC_CHECKF(strstr(tc_fn_error(f), "outputs[1] belongs to another context") != NULL, "mode %d call %d: %s",
+                      mode, k, tc_fn_error(f));
+            TC_CHECK(tc_status(y[1]) != TC_OK && tc_context(y[1]) != other);
+        }
+        tc_scope_end(ctx);
+        tc_fn_free(f);
+    }
+    tc_ctx_destroy(other);
+}
+
 TC_TEST(test_default_arena_reused) {
     int pass;
     for (pass = 0; pass < 2; pass++) {
@@ -1172,6 +1217,7 @@ int main(void) {
     TC_RUN(test_compiled_matches_eager_and_caches);
     TC_RUN(test_default_arena_reused);
     TC_RUN(test_scopes_around_compiled_functions);
+    TC_RUN(test_output_of_another_context);
     TC_RUN(test_recompile_on_new_shape_and_limit);
     TC_RUN(test_cse_and_dce);
     TC_RUN(test_automatic_dynamic);

@@ -156,7 +156,11 @@ TC__FN tc_result tc__call_eager(tc_fn *f, const tc__entry *e, tc_tensor *const *
     f->fn(ctx, f->user, inputs, outputs);
     for (i = 0; i < f->nout; i++) {
         if (!outputs[i]) outputs[i] = tc__error_tensor(ctx, r = TC_ERR_NULL, "compiled function left an output NULL");
-        else if (outputs[i]->status != TC_OK && r == TC_OK) {
+        else if (outputs[i]->ctx != ctx) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): outputs[%d] belongs to another context",
+                    f->file ? f->file : "?", f->line, i);
+            outputs[i] = tc__error_tensor(ctx, r = TC_ERR_INVALID_ARG, f->err);
+        } else if (outputs[i]->status != TC_OK && r == TC_OK) {
             r = outputs[i]->status;
             tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
         }

@@ -480,6 +480,11 @@ TC__FN tc_result tc__trace_outputs(tc__trace *tr, tc_tensor **outputs) {
             tc__fmt(f->err, sizeof f->err, "%s", tc_error(outputs[i]));
             return outputs[i]->status;
         }
+        if (outputs[i]->ctx != f->ctx) {
+            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): outputs[%d] belongs to another context",
+                    f->file ? f->file : "?", f->line, i);
+            return TC_ERR_INVALID_ARG;
+        }
     }
     tr->g->nout = f->nout;
     tr->g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)f->nout);
