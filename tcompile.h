@@ -1887,12 +1887,18 @@ TC__FN int tc__mul_ov(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* numel of a shape, or -1 on overflow/negative size. */
+/* The element count, or -1 when a size is negative or the shape's extent,
+ * the product with sizes 0 counted as 1, overflows: the contiguous strides
+ * are that product's partial products, and a shape with a 0 among huge
+ * sizes has none that fit. */
 TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    int i;
-    for (i = 0; i < ndim; i++)
-        if (shape[i] < 0 || tc__mul_ov(n, shape[i], &n)) return -1;
-    return n;
+    int64_t ext = 1;
+    int i, empty = 0;
+    for (i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || tc__mul_ov(ext, shape[i] > 0 ? shape[i] : 1, &ext)) return -1;
+        empty |= shape[i] == 0;
+    }
+    return empty ? 0 : ext;
 }
 
 /* snprintf that may truncate by design (messages into fixed buffers). */
@@ -2025,10 +2031,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2029, "tcompile.h", 2029)
+#line TC__LINE_AT(2035, "tcompile.h", 2035)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2032)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2038)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2253,10 +2259,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2257, "tcompile.h", 2257)
+#line TC__LINE_AT(2263, "tcompile.h", 2263)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2260)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2266)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -2773,10 +2779,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2777, "tcompile.h", 2777)
+#line TC__LINE_AT(2783, "tcompile.h", 2783)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2780)
+#line TC__LINE_AT(1, "src/ops/optable.h", 2786)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3057,10 +3063,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3061, "tcompile.h", 3061)
+#line TC__LINE_AT(3067, "tcompile.h", 3067)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3064)
+#line TC__LINE_AT(1, "src/internal.h", 3070)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3260,10 +3266,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3264, "tcompile.h", 3264)
+#line TC__LINE_AT(3270, "tcompile.h", 3270)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3267)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3273)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3690,11 +3696,20 @@ TC__FN tc_result tc__shape_wrap(tc__call *c) {
     if (r != TC_OK) return r;
     if (!c->a.ptr) return tc__msg(c, TC_ERR_NULL, "data is NULL");
     if (c->a.i[TC__A_NDIM + 1]) {
+        /* the last element's byte offset must fit: the kernels compute it */
+        int64_t last = 0, step;
         for (i = 0; i < c->ondim; i++) {
             if (c->a.i[TC_MAX_DIMS + i] < 0)
                 return tc__msg(c, TC_ERR_INVALID_ARG, "negative stride %lld in dim %d", (long long)c->a.i[TC_MAX_DIMS + i], i);
             c->ostrides[i] = c->a.i[TC_MAX_DIMS + i];
+            if (c->oshape[i] == 0) last = -1; /* empty: nothing is read */
+            if (last < 0) continue;
+            if (tc__mul_ov(c->oshape[i] - 1, c->ostrides[i], &step) || step > INT64_MAX - 1 - last)
+                return tc__msg(c, TC_ERR_OVERFLOW, "strides reach past the addressable range (dim %d)", i);
+            last += step;
         }
+        if (last >= 0 && tc__mul_ov(last + 1, (int64_t)tc__dtype_sizes[c->odt], &step))
+            return tc__msg(c, TC_ERR_OVERFLOW, "strides reach past the addressable range");
     } else tc__contig_strides(c->ondim, c->oshape, c->ostrides);
     c->is_view = 1;
     return TC_OK;
@@ -4078,10 +4093,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4082, "tcompile.h", 4082)
+#line TC__LINE_AT(4097, "tcompile.h", 4097)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4085)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4100)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4802,10 +4817,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4806, "tcompile.h", 4806)
+#line TC__LINE_AT(4821, "tcompile.h", 4821)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4809)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4824)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5375,7 +5390,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5379, "tcompile.h", 5379)
+#line TC__LINE_AT(5394, "tcompile.h", 5394)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5387,7 +5402,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5391)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5406)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5728,7 +5743,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5732, "tcompile.h", 5732)
+#line TC__LINE_AT(5747, "tcompile.h", 5747)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5745,7 +5760,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5749)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5764)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6086,7 +6101,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6090, "tcompile.h", 6090)
+#line TC__LINE_AT(6105, "tcompile.h", 6105)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6103,7 +6118,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6107)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6122)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6444,7 +6459,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6448, "tcompile.h", 6448)
+#line TC__LINE_AT(6463, "tcompile.h", 6463)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6461,7 +6476,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6465)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6480)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6802,7 +6817,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6806, "tcompile.h", 6806)
+#line TC__LINE_AT(6821, "tcompile.h", 6821)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6810,7 +6825,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6814)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6829)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7425,10 +7440,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7429, "tcompile.h", 7429)
+#line TC__LINE_AT(7444, "tcompile.h", 7444)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7432)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7447)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7699,10 +7714,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7703, "tcompile.h", 7703)
+#line TC__LINE_AT(7718, "tcompile.h", 7718)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7706)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7721)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8347,10 +8362,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8351, "tcompile.h", 8351)
+#line TC__LINE_AT(8366, "tcompile.h", 8366)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8354)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8369)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8755,10 +8770,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8759, "tcompile.h", 8759)
+#line TC__LINE_AT(8774, "tcompile.h", 8774)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8762)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8777)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9103,13 +9118,15 @@ TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
     int i, k, ok = 1;
     for (i = 0; i < sf->n; i++) {
         tc__sft_entry *e = &sf->e[i];
-        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes;
+        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes, ext = bytes;
         for (k = 0; k < e->ndim; k++) {
-            uint64_t d = (uint64_t)e->shape[k];
-            if (d && bytes > ((uint64_t)1 << 62) / d) {
+            /* ext: with sizes 0 counted as 1, as the strides need it */
+            uint64_t d = (uint64_t)e->shape[k], d1 = d ? d : 1;
+            if (ext > ((uint64_t)1 << 62) / d1) {
                 tc__fmt(err, errcap, "tensor '%s': its size overflows", e->name);
                 return 0;
             }
+            ext *= d1;
             bytes *= d;
         }
         if (e->end < e->begin || e->end - e->begin != bytes) {
@@ -9489,10 +9506,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9493, "tcompile.h", 9493)
+#line TC__LINE_AT(9510, "tcompile.h", 9510)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9496)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9513)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9930,10 +9947,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9934, "tcompile.h", 9934)
+#line TC__LINE_AT(9951, "tcompile.h", 9951)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9937)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9954)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10841,10 +10858,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10845, "tcompile.h", 10845)
+#line TC__LINE_AT(10862, "tcompile.h", 10862)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10848)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10865)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11399,10 +11416,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11403, "tcompile.h", 11403)
+#line TC__LINE_AT(11420, "tcompile.h", 11420)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11406)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11423)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12356,10 +12373,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12360, "tcompile.h", 12360)
+#line TC__LINE_AT(12377, "tcompile.h", 12377)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12363)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12380)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12461,7 +12478,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12465, "tcompile.h", 12465)
+#line TC__LINE_AT(12482, "tcompile.h", 12482)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12473,7 +12490,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12477)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12494)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12915,7 +12932,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12919, "tcompile.h", 12919)
+#line TC__LINE_AT(12936, "tcompile.h", 12936)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12932,7 +12949,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12936)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12953)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13374,7 +13391,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13378, "tcompile.h", 13378)
+#line TC__LINE_AT(13395, "tcompile.h", 13395)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13391,7 +13408,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13395)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13412)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13833,7 +13850,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13837, "tcompile.h", 13837)
+#line TC__LINE_AT(13854, "tcompile.h", 13854)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13850,7 +13867,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13854)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13871)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14292,7 +14309,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14296, "tcompile.h", 14296)
+#line TC__LINE_AT(14313, "tcompile.h", 14313)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14309,7 +14326,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14313)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14330)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15335,7 +15352,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15339, "tcompile.h", 15339)
+#line TC__LINE_AT(15356, "tcompile.h", 15356)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15352,7 +15369,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15356)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15373)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16378,7 +16395,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16382, "tcompile.h", 16382)
+#line TC__LINE_AT(16399, "tcompile.h", 16399)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16395,7 +16412,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16399)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16416)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17421,7 +17438,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17425, "tcompile.h", 17425)
+#line TC__LINE_AT(17442, "tcompile.h", 17442)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17438,7 +17455,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17442)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17459)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18464,7 +18481,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18468, "tcompile.h", 18468)
+#line TC__LINE_AT(18485, "tcompile.h", 18485)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18472,7 +18489,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18476)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18493)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19445,10 +19462,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19449, "tcompile.h", 19449)
+#line TC__LINE_AT(19466, "tcompile.h", 19466)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19452)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19469)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19774,10 +19791,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19778, "tcompile.h", 19778)
+#line TC__LINE_AT(19795, "tcompile.h", 19795)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19781)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19798)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20523,10 +20540,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20527, "tcompile.h", 20527)
+#line TC__LINE_AT(20544, "tcompile.h", 20544)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20530)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20547)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20588,10 +20605,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20592, "tcompile.h", 20592)
+#line TC__LINE_AT(20609, "tcompile.h", 20609)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20595)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20612)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21008,10 +21025,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21012, "tcompile.h", 21012)
+#line TC__LINE_AT(21029, "tcompile.h", 21029)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21015)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21032)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21102,10 +21119,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21106, "tcompile.h", 21106)
+#line TC__LINE_AT(21123, "tcompile.h", 21123)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21109)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21126)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21262,10 +21279,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21266, "tcompile.h", 21266)
+#line TC__LINE_AT(21283, "tcompile.h", 21283)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21269)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21286)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21873,10 +21890,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21877, "tcompile.h", 21877)
+#line TC__LINE_AT(21894, "tcompile.h", 21894)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21880)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21897)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22155,10 +22172,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22159, "tcompile.h", 22159)
+#line TC__LINE_AT(22176, "tcompile.h", 22176)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22162)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22179)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22363,10 +22380,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22367, "tcompile.h", 22367)
+#line TC__LINE_AT(22384, "tcompile.h", 22384)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22370)
+#line TC__LINE_AT(1, "src/license.h", 22387)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22408,7 +22425,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22412, "tcompile.h", 22412)
+#line TC__LINE_AT(22429, "tcompile.h", 22429)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -430,6 +430,21 @@ TC_TEST(test_size_errors) {
     EXPECT(E(TC_ERR_OVERFLOW), "tc_rand_uniform", tc_rand_uniform(g_ctx, 2, big, 0, 1, 1));
     EXPECT(E(TC_ERR_OVERFLOW), "tc_expand", tc_expand(g_ctx, tc_ones(g_ctx, TC_F32, 1, &s1), 2, huge_e));
     EXPECT(E(TC_ERR_OVERFLOW) | E(TC_ERR_INVALID_ARG), "tc_arange", tc_arange(g_ctx, TC_F32, 0, 1e30, 1));
+    {   /* empty, but the strides of the other sizes overflow; strides that
+         * reach past the address range (issue 35, defect 5) */
+        int64_t z[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40}, ws[2] = {2, 3}, wst[2] = {INT64_MAX / 2, 1};
+        float d[6] = {0, 0, 0, 0, 0, 0};
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_empty", tc_empty(g_ctx, TC_F32, 3, z));
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_zeros", tc_zeros(g_ctx, TC_F32, 3, z));
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_from_data", tc_from_data(g_ctx, TC_F32, 3, z, d));
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_wrap", tc_wrap(g_ctx, TC_F32, 3, z, NULL, d));
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_wrap", tc_wrap(g_ctx, TC_F32, 2, ws, wst, d));
+        wst[0] = 3;
+        TC_CHECK(tc_status(tc_wrap(g_ctx, TC_F32, 2, ws, wst, d)) == TC_OK);
+        wst[0] = INT64_MAX / 2;
+        ws[0] = 0; /* empty: nothing is read */
+        TC_CHECK(tc_status(tc_wrap(g_ctx, TC_F32, 2, ws, wst, d)) == TC_OK);
+    }
     {
         int64_t p[2] = {INT64_MAX - 1, 5};
         EXPECT(E(TC_ERR_OVERFLOW) | E(TC_ERR_INVALID_ARG), "tc_pad", tc_pad(g_ctx, x, 2, p, 0.0));

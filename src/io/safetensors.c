@@ -342,13 +342,15 @@ TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
     int i, k, ok = 1;
     for (i = 0; i < sf->n; i++) {
         tc__sft_entry *e = &sf->e[i];
-        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes;
+        uint64_t bytes = (uint64_t)tc__sft_dtypes[e->code].bytes, ext = bytes;
         for (k = 0; k < e->ndim; k++) {
-            uint64_t d = (uint64_t)e->shape[k];
-            if (d && bytes > ((uint64_t)1 << 62) / d) {
+            /* ext: with sizes 0 counted as 1, as the strides need it */
+            uint64_t d = (uint64_t)e->shape[k], d1 = d ? d : 1;
+            if (ext > ((uint64_t)1 << 62) / d1) {
                 tc__fmt(err, errcap, "tensor '%s': its size overflows", e->name);
                 return 0;
             }
+            ext *= d1;
             bytes *= d;
         }
         if (e->end < e->begin || e->end - e->begin != bytes) {

@@ -424,11 +424,20 @@ TC__FN tc_result tc__shape_wrap(tc__call *c) {
     if (r != TC_OK) return r;
     if (!c->a.ptr) return tc__msg(c, TC_ERR_NULL, "data is NULL");
     if (c->a.i[TC__A_NDIM + 1]) {
+        /* the last element's byte offset must fit: the kernels compute it */
+        int64_t last = 0, step;
         for (i = 0; i < c->ondim; i++) {
             if (c->a.i[TC_MAX_DIMS + i] < 0)
                 return tc__msg(c, TC_ERR_INVALID_ARG, "negative stride %lld in dim %d", (long long)c->a.i[TC_MAX_DIMS + i], i);
             c->ostrides[i] = c->a.i[TC_MAX_DIMS + i];
+            if (c->oshape[i] == 0) last = -1; /* empty: nothing is read */
+            if (last < 0) continue;
+            if (tc__mul_ov(c->oshape[i] - 1, c->ostrides[i], &step) || step > INT64_MAX - 1 - last)
+                return tc__msg(c, TC_ERR_OVERFLOW, "strides reach past the addressable range (dim %d)", i);
+            last += step;
         }
+        if (last >= 0 && tc__mul_ov(last + 1, (int64_t)tc__dtype_sizes[c->odt], &step))
+            return tc__msg(c, TC_ERR_OVERFLOW, "strides reach past the addressable range");
     } else tc__contig_strides(c->ondim, c->oshape, c->ostrides);
     c->is_view = 1;
     return TC_OK;

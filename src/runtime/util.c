@@ -170,12 +170,18 @@ TC__FN int tc__mul_ov(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* numel of a shape, or -1 on overflow/negative size. */
+/* The element count, or -1 when a size is negative or the shape's extent,
+ * the product with sizes 0 counted as 1, overflows: the contiguous strides
+ * are that product's partial products, and a shape with a 0 among huge
+ * sizes has none that fit. */
 TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    int i;
-    for (i = 0; i < ndim; i++)
-        if (shape[i] < 0 || tc__mul_ov(n, shape[i], &n)) return -1;
-    return n;
+    int64_t ext = 1;
+    int i, empty = 0;
+    for (i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || tc__mul_ov(ext, shape[i] > 0 ? shape[i] : 1, &ext)) return -1;
+        empty |= shape[i] == 0;
+    }
+    return empty ? 0 : ext;
 }
 
 /* snprintf that may truncate by design (messages into fixed buffers). */
