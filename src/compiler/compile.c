@@ -105,8 +105,7 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     }
     if (ctx->trace) {
         tc__fmt(f->err, sizeof f->err, "tc_call: calling a compiled function inside a traced one is not supported");
-        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_STATE, f->err);
-        return TC_ERR_STATE;
+        return tc__fn_fail(f, outputs, TC_ERR_STATE);
     }
     for (i = 0; i < f->nin; i++) {
         if (!inputs[i] || inputs[i]->status != TC_OK || inputs[i]->ctx != ctx || inputs[i]->lazy) {
@@ -114,8 +113,7 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
                      !inputs[i] ? "NULL" : inputs[i]->status != TC_OK ? tc_error(inputs[i])
                                          : inputs[i]->ctx != ctx      ? "from another context"
                                                                       : "a traced value");
-            for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_INVALID_ARG, f->err);
-            return TC_ERR_INVALID_ARG;
+            return tc__fn_fail(f, outputs, TC_ERR_INVALID_ARG);
         }
     }
     return TC_OK;

@@ -181,17 +181,11 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
     tc__graph *g = NULL, *raw = NULL;
     tc__segcache *segs = NULL;
     tc_result r;
-    int i;
     *resized = 0;
     if (e->verified) {
         r = tc__dynamic_instantiate(f, e, s);
-        if (r != TC_OK) {
-            tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
-                    tc_result_string(r));
-            for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
-        }
         *resized = r == TC_OK;
-        return r;
+        return r == TC_OK ? r : tc__fn_fail(f, outputs, r);
     }
     r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
     tc__segcache_free(segs); /* a break now: this size just isn't cached */

@@ -394,11 +394,21 @@ TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n) {
     }
 }
 
+/* A failed call: f->err (when empty, a default naming the function and r)
+ * in an errored tensor at every output, as a failed op gives.  Returns r. */
+TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r) {
+    int i;
+    if (!f->err[0])
+        tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
+                tc_result_string(r));
+    for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
+    return r;
+}
+
 /* Runs a cached graph through its program (built on first use): no call to
  * the user's function.  Errors become errored outputs, as an op's would. */
 TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
     tc_result r = TC_OK;
-    int i;
     if (!e->prog) {
         e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
@@ -410,12 +420,7 @@ TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc
         }
     }
     if (r == TC_OK) r = tc__program_run(e->prog, f->ctx, inputs, outputs, f->err, sizeof f->err);
-    if (r != TC_OK) {
-        if (!f->err[0]) tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): %s", f->file ? f->file : "?", f->line,
-                                 tc_result_string(r));
-        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(f->ctx, r, f->err);
-    }
-    return r;
+    return r == TC_OK ? r : tc__fn_fail(f, outputs, r);
 }
 
 /* A traced tensor kept past the function (tc_keep/tc_persist on a traced
@@ -568,8 +573,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (tr.cache != *segs) tc__segcache_free(tr.cache);
         tc__fmt(f->err, sizeof f->err, "compiled function (%s:%d): out of memory while tracing", f->file ? f->file : "?",
                 f->line);
-        for (i = 0; i < f->nout; i++) outputs[i] = tc__error_tensor(ctx, TC_ERR_OOM, f->err);
-        return TC_ERR_OOM;
+        return tc__fn_fail(f, outputs, TC_ERR_OOM);
     }
     for (i = 0; i < f->nin; i++) tr.allin[i] = inputs[i];
     tr.nall = f->nin;
