@@ -439,6 +439,7 @@ typedef enum tc_result {
     TC_ERR_UNSUPPORTED,   /* valid but not implemented                       */
     TC_ERR_STATE,         /* API misuse: unbalanced scopes, ...              */
     TC_ERR_IO,            /* file or system error                            */
+    TC_ERR_DEVICE,        /* the GPU, its driver or NVRTC failed or is absent */
     TC_RESULT_COUNT_
 } tc_result;
 
@@ -586,6 +587,42 @@ TCDEF double tc_get(const tc_tensor *t, const int64_t *index);
 TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value);
 /* Shape as text, e.g. "f32[2,3]"; writes at most cap bytes, returns buf. */
 TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Devices.  A tensor lives on the host (TC_CPU) or on the GPU (TC_CUDA).    */
+/* The CUDA driver and NVRTC are loaded at run time (no CUDA SDK is needed   */
+/* to build): libcuda.so.1 / nvcuda.dll and libnvrtc.so.13/.12/.11.2 /       */
+/* nvrtc64_*.dll, or the paths in the environment variables TC_CUDA_LIB and  */
+/* TC_NVRTC_LIB.  TC_NO_CUDA (implementation unit) compiles the backend out.  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tc_device { TC_CPU = 0, TC_CUDA = 1 } tc_device;
+
+TCDEF tc_device tc_device_of(const tc_tensor *t);   /* TC_CPU for NULL */
+/* A copy of x on `device` in the current scope (x itself when it is there
+ * already).  tc_read, tc_write, tc_get and tc_item work on device tensors
+ * (they copy); tc_data of one is NULL.  An op's inputs must all be on one
+ * device (else TC_ERR_INVALID_ARG naming the op and the devices). */
+TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line);
+#define tc_to(ctx, x, device) tc_to_at(ctx, x, device, __FILE__, __LINE__)
+/* 1 when a GPU, its driver and NVRTC were found and work; else 0 and, when
+ * why is not NULL, *why the reason (a static string).  Loading happens
+ * once per process, on the first use of the device. */
+TCDEF int tc_cuda_available(const char **why);
+typedef struct tc_cuda_info {
+    char name[96];
+    int sm;                  /* compute capability, e.g. 90              */
+    int multiprocessors;
+    int driver_version;      /* e.g. 12080                               */
+    int nvrtc_version;       /* e.g. 12080                               */
+    int nvrtc_max_sm;        /* newest architecture NVRTC emits code for */
+    char driver_path[128], nvrtc_path[160];
+} tc_cuda_info;
+TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info); /* TC_ERR_DEVICE when unavailable */
+/* Device bytes the context keeps cached for reuse, and the cuMemAlloc
+ * calls it has made (after warm-up, calls make none). */
+TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx);
+TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Ops.  Every op is a macro over a function with an `_at` suffix that takes  */
@@ -1014,6 +1051,11 @@ TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
  * returns the length it needs (like snprintf), 0 when there is no such
  * graph.  `dot -Tsvg` renders it. */
 TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
+/* The CUDA C the CUDA backend prints for cache entry `entry`'s fused
+ * kernels (whichever device the function runs on: reading the GPU code
+ * needs no GPU), once the entry has run; like tc_fn_dot, the length it
+ * needs, 0 without such an entry (or built with TC_NO_CUDA). */
+TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap);
 
 /* Host code inside a model: fn gets the concrete tensor x and returns a new
  * tensor (made with tc_ ops, which run eagerly there, or filled by hand
@@ -1033,14 +1075,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1037, "tcompile.h", 1037)
+#line TC__LINE_AT(1079, "tcompile.h", 1079)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1044)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1086)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1148,6 +1190,7 @@ typedef struct tc__storage {
     size_t bytes;
     size_t cap;          /* bytes the block holds (>= bytes: reused ones) */
     int64_t refs;        /* tensors viewing it                            */
+    int device;          /* TC_CPU, or TC_CUDA: data is a device address  */
 } tc__storage;
 
 struct tc_tensor {
@@ -1171,6 +1214,7 @@ struct tc_tensor {
                                        number ... of trace seg_gen: the
                                        next segment's input k-1            */
     unsigned seg_gen;
+    tc_device device;               /* where its data lives (also while lazy) */
 };
 
 typedef struct tc__pool tc__pool;
@@ -1186,6 +1230,7 @@ typedef struct tc__trace_hooks {
     int (*host_access)(const tc_tensor *t, const char *what, const char *file, int line);
 } tc__trace_hooks;
 typedef struct tc__scratch_cache tc__scratch_cache;
+typedef struct tc__cuda_ctx tc__cuda_ctx; /* cuda/memory.c */
 
 /* A freed tensor block kept for reuse (tensor.c, the storage cache). */
 #define TC__STORE_CACHE_SLOTS 16
@@ -1220,6 +1265,9 @@ struct tc_ctx {
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
     tc_isa isa;                     /* the fused-kernel executor's level    */
+    tc__cuda_ctx *cuda;             /* made on the first device use         */
+    tc_tensor *(*device_run)(tc__call *c); /* an eager op on CUDA inputs
+                                       (set with the device's first tensor) */
     tc__cached_block cache[TC__STORE_CACHE_SLOTS];
     int ncache;
     size_t cached_bytes, cache_limit;
@@ -1229,7 +1277,7 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1233, "tcompile.h", 1233)
+#line TC__LINE_AT(1281, "tcompile.h", 1281)
 
 /* ===== ISA levels (generated by tools/amalgamate.sh from its ISAS list) =====
  * TC__ISA_LEVELS(X): X(level, suffix, lanes, CPU features needed) for each
@@ -1263,10 +1311,10 @@ struct tc_ctx {
 #define TC__ISA_ROW_scalar_(X)
 #endif
 #define TC__ISA_LEVELS(X) TC__ISA_ROW_avx512_(X) TC__ISA_ROW_avx2_(X) TC__ISA_ROW_v128_(X) TC__ISA_ROW_scalar_(X)
-#line TC__LINE_AT(1267, "tcompile.h", 1267)
+#line TC__LINE_AT(1315, "tcompile.h", 1315)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1270)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1318)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1711,17 +1759,17 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1715, "tcompile.h", 1715)
+#line TC__LINE_AT(1763, "tcompile.h", 1763)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1718)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1766)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
 static const char *const tc__result_names[TC_RESULT_COUNT_] = {
     "ok", "invalid argument", "NULL argument", "shape mismatch", "unsupported dtype",
     "axis out of range", "index out of range", "size overflow", "out of memory",
-    "unsupported", "invalid state", "I/O error"};
+    "unsupported", "invalid state", "I/O error", "device error"};
 
 TCDEF const char *tc_result_string(tc_result r) {
     if ((int)r < 0 || (int)r >= (int)TC_RESULT_COUNT_) return "unknown result";
@@ -1736,6 +1784,8 @@ TC__FN int tc__dtype_valid(tc_dtype dt) { return (int)dt >= 0 && (int)dt < (int)
 TCDEF const char *tc_dtype_name(tc_dtype dt) {
     return tc__dtype_valid(dt) ? tc__dtype_names[dt] : "invalid";
 }
+
+TC__FN const char *tc__device_name(tc_device d) { return d == TC_CUDA ? "cuda" : "cpu"; }
 
 TCDEF size_t tc_dtype_size(tc_dtype dt) { return tc__dtype_valid(dt) ? tc__dtype_sizes[dt] : 0; }
 
@@ -1945,6 +1995,31 @@ TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...)
 
 /* ---- half precision -------------------------------------------------------- */
 
+/* The context keeps its first error (tc_ctx_error). */
+TC__FN void tc__ctx_note(tc_ctx *ctx, tc_result r, const char *text) {
+    if (ctx->first_status == TC_OK) {
+        size_t n = strlen(text);
+        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
+        ctx->first_status = r;
+        memcpy(ctx->first_err, text, n);
+        ctx->first_err[n] = 0;
+    }
+}
+
+/* A failure outside an op (the device layer): noted on the context, logged
+ * at debug level, and returned. */
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) {
+    char text[TC__MSG_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    tc__ctx_note(ctx, r, text);
+    tc__log(ctx, TC_LOG_DEBUG, "%s", text);
+    return r;
+}
+
 TC__FN float tc__bits_to_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
@@ -2031,10 +2106,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2035, "tcompile.h", 2035)
+#line TC__LINE_AT(2110, "tcompile.h", 2110)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2038)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2113)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2259,19 +2334,582 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2263, "tcompile.h", 2263)
+#line TC__LINE_AT(2338, "tcompile.h", 2338)
+
+/* ===== src/cuda/driver.c ===== */
+#line TC__LINE_AT(1, "src/cuda/driver.c", 2341)
+/* The CUDA driver and NVRTC, found at run time.
+ *
+ * Nothing here needs the CUDA SDK to build: the driver's and NVRTC's ABI is
+ * mirrored below under tcompile's own names (a user who includes <cuda.h>
+ * gets no clash), and tests/test_cuda_abi.cpp checks every mirrored
+ * signature, constant and struct against the real headers.  Functions are
+ * looked up by their exported, versioned names (cuMemAlloc_v2, ...): the
+ * unversioned ones are the old ABIs the driver keeps for old binaries.
+ *
+ * The libraries, the device and its primary context are process-wide and
+ * loaded once (tc__cuda_load); a context's own CUDA state (its stream, its
+ * cache of device blocks and of loaded modules) is tc__cuda_ctx, made when
+ * the context first touches the device.  TC_NO_CUDA compiles all of it out. */
+
+#ifndef TC_NO_CUDA
+
+#if defined(_WIN32)
+#define TC__CUAPI __stdcall
+#else
+#define TC__CUAPI
+#endif
+
+/* ---- the mirrored ABI ------------------------------------------------------ */
+
+/* X(name, value): each becomes TC__<name>; the ABI test compares each with
+ * the real header's <name>. */
+#define TC__CU_RESULTS(X)                                                                                      \
+    X(CUDA_SUCCESS, 0) X(CUDA_ERROR_INVALID_VALUE, 1) X(CUDA_ERROR_OUT_OF_MEMORY, 2)                           \
+    X(CUDA_ERROR_NOT_INITIALIZED, 3) X(CUDA_ERROR_DEINITIALIZED, 4) X(CUDA_ERROR_NO_DEVICE, 100)               \
+    X(CUDA_ERROR_INVALID_IMAGE, 200) X(CUDA_ERROR_INVALID_CONTEXT, 201) X(CUDA_ERROR_NO_BINARY_FOR_GPU, 209)   \
+    X(CUDA_ERROR_INVALID_PTX, 218) X(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222) X(CUDA_ERROR_NOT_FOUND, 500)     \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, 700) X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 701)                              \
+    X(CUDA_ERROR_LAUNCH_FAILED, 719) X(CUDA_ERROR_NOT_SUPPORTED, 801)                                          \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900) X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)                \
+    X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, 910) X(CUDA_ERROR_UNKNOWN, 999)
+#define TC__CU_DEVICE_ATTRS(X)                                                                                 \
+    X(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1) X(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 8)      \
+    X(CU_DEVICE_ATTRIBUTE_WARP_SIZE, 10) X(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 16)                       \
+    X(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 38) X(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 75)               \
+    X(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 76) X(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 97)
+#define TC__CU_FUNC_ATTRS(X)                                                                                   \
+    X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0) X(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 1)                    \
+    X(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, 3) X(CU_FUNC_ATTRIBUTE_NUM_REGS, 4)                                  \
+    X(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8)
+#define TC__CU_CAPTURE_MODES(X) X(CU_STREAM_CAPTURE_MODE_GLOBAL, 0) X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 1)
+#define TC__CU_CAPTURE_STATUS(X)                                                                               \
+    X(CU_STREAM_CAPTURE_STATUS_NONE, 0) X(CU_STREAM_CAPTURE_STATUS_ACTIVE, 1)                                  \
+    X(CU_STREAM_CAPTURE_STATUS_INVALIDATED, 2)
+#define TC__CU_UPDATE_RESULTS(X) X(CU_GRAPH_EXEC_UPDATE_SUCCESS, 0) X(CU_GRAPH_EXEC_UPDATE_ERROR, 1)
+#define TC__CU_FLAGS(X) X(CU_STREAM_NON_BLOCKING, 1) X(CU_EVENT_DEFAULT, 0)
+#define TC__NVRTC_RESULTS(X)                                                                                   \
+    X(NVRTC_SUCCESS, 0) X(NVRTC_ERROR_OUT_OF_MEMORY, 1) X(NVRTC_ERROR_INVALID_INPUT, 3)                        \
+    X(NVRTC_ERROR_INVALID_OPTION, 5) X(NVRTC_ERROR_COMPILATION, 6)
+
+#define TC__CU_ENUM_(name, v) TC__##name = v,
+typedef enum tc__cudaError_enum { TC__CU_RESULTS(TC__CU_ENUM_) TC__CU_RESULT_END_ } tc__CUresult;
+typedef enum tc__CUdevice_attribute_enum { TC__CU_DEVICE_ATTRS(TC__CU_ENUM_) TC__CU_DATTR_END_ } tc__CUdevice_attribute;
+typedef enum tc__CUfunction_attribute_enum { TC__CU_FUNC_ATTRS(TC__CU_ENUM_) TC__CU_FATTR_END_ } tc__CUfunction_attribute;
+typedef enum tc__CUstreamCaptureMode_enum { TC__CU_CAPTURE_MODES(TC__CU_ENUM_) TC__CU_CMODE_END_ } tc__CUstreamCaptureMode;
+typedef enum tc__CUstreamCaptureStatus_enum { TC__CU_CAPTURE_STATUS(TC__CU_ENUM_) TC__CU_CSTAT_END_ } tc__CUstreamCaptureStatus;
+typedef enum tc__CUgraphExecUpdateResult_enum { TC__CU_UPDATE_RESULTS(TC__CU_ENUM_) TC__CU_UPD_END_ } tc__CUgraphExecUpdateResult;
+enum { TC__CU_FLAGS(TC__CU_ENUM_) TC__CU_FLAGS_END_ };
+typedef enum tc__nvrtcResult_enum { TC__NVRTC_RESULTS(TC__CU_ENUM_) TC__NVRTC_END_ } tc__nvrtcResult;
+#undef TC__CU_ENUM_
+
+typedef int tc__CUdevice;
+#if defined(_WIN64) || defined(__LP64__)
+typedef unsigned long long tc__CUdeviceptr;
+#else
+typedef unsigned int tc__CUdeviceptr;
+#endif
+typedef struct tc__CUctx_st *tc__CUcontext;
+typedef struct tc__CUmod_st *tc__CUmodule;
+typedef struct tc__CUfunc_st *tc__CUfunction;
+typedef struct tc__CUstream_st *tc__CUstream;
+typedef struct tc__CUevent_st *tc__CUevent;
+typedef struct tc__CUgraph_st *tc__CUgraph;
+typedef struct tc__CUgraphExec_st *tc__CUgraphExec;
+typedef struct tc__CUgraphNode_st *tc__CUgraphNode;
+typedef struct tc__CUgraphExecUpdateResultInfo_st {
+    tc__CUgraphExecUpdateResult result;
+    tc__CUgraphNode errorNode, errorFromNode;
+} tc__CUgraphExecUpdateResultInfo;
+typedef struct tc__nvrtcProgram_st *tc__nvrtcProgram;
+
+/* X(field, exported symbol, return type, parameters): the driver's entry
+ * points tcompile uses.  Every one must resolve, or the driver is reported
+ * too old (cuGraphExecUpdate_v2 is the newest: CUDA 12.0). */
+#define TC__CU_FUNCS(X)                                                                                        \
+    X(Init, cuInit, tc__CUresult, (unsigned int flags))                                                        \
+    X(DriverGetVersion, cuDriverGetVersion, tc__CUresult, (int *version))                                      \
+    X(DeviceGetCount, cuDeviceGetCount, tc__CUresult, (int *count))                                            \
+    X(DeviceGet, cuDeviceGet, tc__CUresult, (tc__CUdevice * dev, int ordinal))                                 \
+    X(DeviceGetName, cuDeviceGetName, tc__CUresult, (char *name, int len, tc__CUdevice dev))                   \
+    X(DeviceGetAttribute, cuDeviceGetAttribute, tc__CUresult, (int *pi, tc__CUdevice_attribute a, tc__CUdevice dev)) \
+    X(DeviceTotalMem, cuDeviceTotalMem_v2, tc__CUresult, (size_t * bytes, tc__CUdevice dev))                   \
+    X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, tc__CUresult, (tc__CUcontext * pctx, tc__CUdevice dev)) \
+    X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, tc__CUresult, (tc__CUdevice dev))                 \
+    X(CtxSetCurrent, cuCtxSetCurrent, tc__CUresult, (tc__CUcontext ctx))                                       \
+    X(CtxGetCurrent, cuCtxGetCurrent, tc__CUresult, (tc__CUcontext * pctx))                                    \
+    X(MemAlloc, cuMemAlloc_v2, tc__CUresult, (tc__CUdeviceptr * dptr, size_t bytes))                           \
+    X(MemFree, cuMemFree_v2, tc__CUresult, (tc__CUdeviceptr dptr))                                             \
+    X(MemGetInfo, cuMemGetInfo_v2, tc__CUresult, (size_t * free_bytes, size_t * total))                       \
+    X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, tc__CUresult,                                                     \
+      (tc__CUdeviceptr dst, const void *src, size_t bytes, tc__CUstream s))                                   \
+    X(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, tc__CUresult,                                                     \
+      (void *dst, tc__CUdeviceptr src, size_t bytes, tc__CUstream s))                                         \
+    X(MemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, tc__CUresult,                                                     \
+      (tc__CUdeviceptr dst, tc__CUdeviceptr src, size_t bytes, tc__CUstream s))                               \
+    X(MemsetD8Async, cuMemsetD8Async, tc__CUresult,                                                            \
+      (tc__CUdeviceptr dst, unsigned char v, size_t n, tc__CUstream s))                                       \
+    X(StreamCreate, cuStreamCreate, tc__CUresult, (tc__CUstream * s, unsigned int flags))                      \
+    X(StreamDestroy, cuStreamDestroy_v2, tc__CUresult, (tc__CUstream s))                                       \
+    X(StreamSynchronize, cuStreamSynchronize, tc__CUresult, (tc__CUstream s))                                  \
+    X(StreamBeginCapture, cuStreamBeginCapture_v2, tc__CUresult, (tc__CUstream s, tc__CUstreamCaptureMode mode)) \
+    X(StreamEndCapture, cuStreamEndCapture, tc__CUresult, (tc__CUstream s, tc__CUgraph * g))                   \
+    X(StreamIsCapturing, cuStreamIsCapturing, tc__CUresult, (tc__CUstream s, tc__CUstreamCaptureStatus * st))  \
+    X(GraphInstantiate, cuGraphInstantiateWithFlags, tc__CUresult,                                             \
+      (tc__CUgraphExec * e, tc__CUgraph g, unsigned long long flags))                                         \
+    X(GraphLaunch, cuGraphLaunch, tc__CUresult, (tc__CUgraphExec e, tc__CUstream s))                           \
+    X(GraphExecUpdate, cuGraphExecUpdate_v2, tc__CUresult,                                                     \
+      (tc__CUgraphExec e, tc__CUgraph g, tc__CUgraphExecUpdateResultInfo * info))                             \
+    X(GraphExecDestroy, cuGraphExecDestroy, tc__CUresult, (tc__CUgraphExec e))                                 \
+    X(GraphDestroy, cuGraphDestroy, tc__CUresult, (tc__CUgraph g))                                             \
+    X(ModuleLoadData, cuModuleLoadData, tc__CUresult, (tc__CUmodule * m, const void *image))                   \
+    X(ModuleGetFunction, cuModuleGetFunction, tc__CUresult, (tc__CUfunction * f, tc__CUmodule m, const char *name)) \
+    X(ModuleUnload, cuModuleUnload, tc__CUresult, (tc__CUmodule m))                                            \
+    X(LaunchKernel, cuLaunchKernel, tc__CUresult,                                                              \
+      (tc__CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, \
+       unsigned int bz, unsigned int shared_bytes, tc__CUstream s, void **params, void **extra))              \
+    X(FuncGetAttribute, cuFuncGetAttribute, tc__CUresult, (int *pi, tc__CUfunction_attribute a, tc__CUfunction f)) \
+    X(FuncSetAttribute, cuFuncSetAttribute, tc__CUresult, (tc__CUfunction f, tc__CUfunction_attribute a, int v)) \
+    X(EventCreate, cuEventCreate, tc__CUresult, (tc__CUevent * e, unsigned int flags))                         \
+    X(EventRecord, cuEventRecord, tc__CUresult, (tc__CUevent e, tc__CUstream s))                               \
+    X(EventSynchronize, cuEventSynchronize, tc__CUresult, (tc__CUevent e))                                     \
+    X(EventElapsedTime, cuEventElapsedTime, tc__CUresult, (float *ms, tc__CUevent a, tc__CUevent b))           \
+    X(EventDestroy, cuEventDestroy_v2, tc__CUresult, (tc__CUevent e))                                          \
+    X(GetErrorName, cuGetErrorName, tc__CUresult, (tc__CUresult r, const char **s))
+
+#define TC__NVRTC_FUNCS(X)                                                                                     \
+    X(Version, nvrtcVersion, tc__nvrtcResult, (int *major, int *minor))                                        \
+    X(GetNumSupportedArchs, nvrtcGetNumSupportedArchs, tc__nvrtcResult, (int *n))                              \
+    X(GetSupportedArchs, nvrtcGetSupportedArchs, tc__nvrtcResult, (int *archs))                                \
+    X(CreateProgram, nvrtcCreateProgram, tc__nvrtcResult,                                                      \
+      (tc__nvrtcProgram * p, const char *src, const char *name, int nheaders, const char *const *headers,     \
+       const char *const *include_names))                                                                     \
+    X(DestroyProgram, nvrtcDestroyProgram, tc__nvrtcResult, (tc__nvrtcProgram * p))                            \
+    X(CompileProgram, nvrtcCompileProgram, tc__nvrtcResult, (tc__nvrtcProgram p, int n, const char *const *opts)) \
+    X(GetProgramLogSize, nvrtcGetProgramLogSize, tc__nvrtcResult, (tc__nvrtcProgram p, size_t * n))           \
+    X(GetProgramLog, nvrtcGetProgramLog, tc__nvrtcResult, (tc__nvrtcProgram p, char *log))                    \
+    X(GetCUBINSize, nvrtcGetCUBINSize, tc__nvrtcResult, (tc__nvrtcProgram p, size_t * n))                     \
+    X(GetCUBIN, nvrtcGetCUBIN, tc__nvrtcResult, (tc__nvrtcProgram p, char *cubin))                            \
+    X(GetPTXSize, nvrtcGetPTXSize, tc__nvrtcResult, (tc__nvrtcProgram p, size_t * n))                         \
+    X(GetPTX, nvrtcGetPTX, tc__nvrtcResult, (tc__nvrtcProgram p, char *ptx))                                  \
+    X(GetErrorString, nvrtcGetErrorString, const char *, (tc__nvrtcResult r))
+
+/* One pointer type per entry point (tc__pfn_cuInit, ...): the ABI test
+ * checks each against the real declaration. */
+#define TC__CU_PFN_(f, sym, ret, params) typedef ret(TC__CUAPI *tc__pfn_##sym) params;
+#define TC__NV_PFN_(f, sym, ret, params) typedef ret (*tc__pfn_##sym) params;
+TC__CU_FUNCS(TC__CU_PFN_)
+TC__NVRTC_FUNCS(TC__NV_PFN_)
+#undef TC__CU_PFN_
+#undef TC__NV_PFN_
+
+/* ---- the process-wide state ------------------------------------------------ */
+
+typedef struct tc__cuda_api {
+    int state;                      /* 0 not tried, 1 ready, -1 unavailable */
+    char why[256];                  /* the reason when unavailable          */
+    void *lib_cuda, *lib_nvrtc;
+    char cuda_path[128], nvrtc_path[160];
+#define TC__CU_FIELD_(f, sym, ret, params) tc__pfn_##sym f;
+    struct { TC__CU_FUNCS(TC__CU_FIELD_) } cu;
+    struct { TC__NVRTC_FUNCS(TC__CU_FIELD_) } nv;
+#undef TC__CU_FIELD_
+    tc__CUdevice dev;
+    tc__CUcontext pctx;             /* the device's primary context          */
+    int cc_major, cc_minor, sm_count, max_threads, smem_block, smem_optin, l2_bytes;
+    int driver_version, nvrtc_major, nvrtc_minor;
+    int arch_max;                   /* the newest sm NVRTC targets (CUBIN)   */
+    char name[96];
+    int lock;
+} tc__cuda_api;
+
+static tc__cuda_api tc__cu;
+
+/* The driver's name for a result, for messages. */
+TC__FN const char *tc__cu_errname(tc__CUresult r) {
+    const char *s = NULL;
+    if (tc__cu.cu.GetErrorName && tc__cu.cu.GetErrorName(r, &s) == TC__CUDA_SUCCESS && s) return s;
+    return "CUDA_ERROR_?";
+}
+
+TC__FN TC__UNUSED tc_result tc__cu_result(tc__CUresult r) {
+    return r == TC__CUDA_SUCCESS ? TC_OK : r == TC__CUDA_ERROR_OUT_OF_MEMORY ? TC_ERR_OOM : TC_ERR_DEVICE;
+}
+
+/* dlopen's first success among a list of names (the override alone when
+ * given). */
+TC__FN void *tc__cu_open_first(const char *override, const char *const *names, char *path, size_t cap) {
+    void *h;
+    if (override && *override) {
+        snprintf(path, cap, "%s", override);
+        return tc__dl_open(override);
+    }
+    for (; *names; names++) {
+        h = tc__dl_open(*names);
+        if (h) {
+            snprintf(path, cap, "%s", *names);
+            return h;
+        }
+    }
+    return NULL;
+}
+
+TC__FN int tc__cu_fail(const char *fmt, const char *a, const char *b) {
+    snprintf(tc__cu.why, sizeof tc__cu.why, fmt, a, b);
+    tc__cu.state = -1;
+    return -1;
+}
+
+#if defined(_WIN32)
+static const char *const tc__cu_names[] = {"nvcuda.dll", NULL};
+static const char *const tc__nv_names[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll", NULL};
+#else
+static const char *const tc__cu_names[] = {"libcuda.so.1", "libcuda.so", NULL};
+/* NVRTC is often only in the toolkit's directory, not on the loader's
+ * path: its usual places are tried after the path. */
+static const char *const tc__nv_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so",
+                                           "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12",
+                                           "/usr/local/cuda/lib64/libnvrtc.so", NULL};
+#endif
+
+/* NVRTC alone (the driver is not needed to compile: tests compile every
+ * generated kernel on machines without a GPU). */
+TC__FN int tc__cu_open_nvrtc(const char *nvrtc_lib) {
+    if (tc__cu.lib_nvrtc) return 0;
+    if (!nvrtc_lib) nvrtc_lib = getenv("TC_NVRTC_LIB");
+    tc__cu.lib_nvrtc = tc__cu_open_first(nvrtc_lib, tc__nv_names, tc__cu.nvrtc_path, sizeof tc__cu.nvrtc_path);
+    if (!tc__cu.lib_nvrtc)
+        return tc__cu_fail("no NVRTC: %s could not be loaded%s", nvrtc_lib && *nvrtc_lib ? nvrtc_lib : "libnvrtc.so.13/.12/.11.2",
+                           " (set TC_NVRTC_LIB to its path)");
+#define TC__NV_SYM_(f, sym, ret, params)                                                                       \
+    *(void **)&tc__cu.nv.f = tc__dl_sym(tc__cu.lib_nvrtc, #sym);                                               \
+    if (!tc__cu.nv.f) {                                                                                        \
+        tc__dl_close(tc__cu.lib_nvrtc);                                                                        \
+        tc__cu.lib_nvrtc = NULL;                                                                               \
+        return tc__cu_fail("NVRTC %s has no %s", tc__cu.nvrtc_path, #sym);                                     \
+    }
+    TC__NVRTC_FUNCS(TC__NV_SYM_)
+#undef TC__NV_SYM_
+    return 0;
+}
+
+TC__FN int tc__cu_open_libs(const char *cuda_lib, const char *nvrtc_lib) {
+    if (!cuda_lib) cuda_lib = getenv("TC_CUDA_LIB");
+    tc__cu.lib_cuda = tc__cu_open_first(cuda_lib, tc__cu_names, tc__cu.cuda_path, sizeof tc__cu.cuda_path);
+    if (!tc__cu.lib_cuda)
+        return tc__cu_fail("no CUDA driver: %s could not be loaded%s", cuda_lib && *cuda_lib ? cuda_lib : "libcuda.so.1",
+                           " (no NVIDIA driver installed?)");
+#define TC__CU_SYM_(f, sym, ret, params)                                                                       \
+    *(void **)&tc__cu.cu.f = tc__dl_sym(tc__cu.lib_cuda, #sym);                                                \
+    if (!tc__cu.cu.f) return tc__cu_fail("the CUDA driver %s has no %s (a driver for CUDA 12 or newer is needed)", \
+                                         tc__cu.cuda_path, #sym);
+    TC__CU_FUNCS(TC__CU_SYM_)
+#undef TC__CU_SYM_
+    return tc__cu_open_nvrtc(nvrtc_lib);
+}
+
+/* The device's properties and the newest architecture NVRTC can emit CUBIN
+ * for (older NVRTC than device: PTX for that architecture, which the
+ * driver compiles). */
+TC__FN int tc__cu_query_device(void) {
+    tc__CUresult r;
+    int n = 0, i, na = 0, archs[64];
+#define TC__CU_TRY_(call, what)                                                                                 \
+    if ((r = (call)) != TC__CUDA_SUCCESS) return tc__cu_fail("CUDA: %s failed: %s", what, tc__cu_errname(r));
+    TC__CU_TRY_(tc__cu.cu.Init(0), "cuInit");
+    TC__CU_TRY_(tc__cu.cu.DeviceGetCount(&n), "cuDeviceGetCount");
+    if (n < 1) return tc__cu_fail("CUDA: %s%s", "the driver sees no device", "");
+    TC__CU_TRY_(tc__cu.cu.DeviceGet(&tc__cu.dev, 0), "cuDeviceGet");
+    TC__CU_TRY_(tc__cu.cu.DriverGetVersion(&tc__cu.driver_version), "cuDriverGetVersion");
+    TC__CU_TRY_(tc__cu.cu.DeviceGetName(tc__cu.name, (int)sizeof tc__cu.name - 1, tc__cu.dev), "cuDeviceGetName");
+#define TC__CU_ATTR_(field, a) TC__CU_TRY_(tc__cu.cu.DeviceGetAttribute(&tc__cu.field, TC__CU_DEVICE_ATTRIBUTE_##a, tc__cu.dev), "cuDeviceGetAttribute(" #a ")")
+    TC__CU_ATTR_(cc_major, COMPUTE_CAPABILITY_MAJOR);
+    TC__CU_ATTR_(cc_minor, COMPUTE_CAPABILITY_MINOR);
+    TC__CU_ATTR_(sm_count, MULTIPROCESSOR_COUNT);
+    TC__CU_ATTR_(max_threads, MAX_THREADS_PER_BLOCK);
+    TC__CU_ATTR_(smem_block, MAX_SHARED_MEMORY_PER_BLOCK);
+    TC__CU_ATTR_(smem_optin, MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    TC__CU_ATTR_(l2_bytes, L2_CACHE_SIZE);
+#undef TC__CU_ATTR_
+    TC__CU_TRY_(tc__cu.cu.DevicePrimaryCtxRetain(&tc__cu.pctx, tc__cu.dev), "cuDevicePrimaryCtxRetain");
+#undef TC__CU_TRY_
+    if (tc__cu.nv.Version(&tc__cu.nvrtc_major, &tc__cu.nvrtc_minor) != TC__NVRTC_SUCCESS)
+        return tc__cu_fail("NVRTC: %s%s", "nvrtcVersion failed", "");
+    if (tc__cu.nv.GetNumSupportedArchs(&na) != TC__NVRTC_SUCCESS || na < 1 || na > 64 ||
+        tc__cu.nv.GetSupportedArchs(archs) != TC__NVRTC_SUCCESS)
+        return tc__cu_fail("NVRTC: %s%s", "nvrtcGetSupportedArchs failed", "");
+    for (i = 0; i < na; i++)
+        if (archs[i] > tc__cu.arch_max) tc__cu.arch_max = archs[i];
+    return 0;
+}
+
+/* Loads the driver and NVRTC once per process: the first caller's library
+ * names win (later ones get what was loaded).  0 when ready. */
+TC__FN int tc__cuda_load(const char *cuda_lib, const char *nvrtc_lib) {
+    int st;
+    while (!tc__try_enter(&tc__cu.lock)) { /* spins only while another thread loads */
+    }
+    if (tc__cu.state == 0 && tc__cu_open_libs(cuda_lib, nvrtc_lib) == 0 && tc__cu_query_device() == 0)
+        tc__cu.state = 1;
+    st = tc__cu.state;
+    tc__leave(&tc__cu.lock);
+    return st == 1 ? 0 : -1;
+}
+
+TCDEF int tc_cuda_available(const char **why) {
+    int ok = tc__cuda_load(NULL, NULL) == 0;
+    if (why) *why = ok ? "" : tc__cu.why;
+    return ok;
+}
+
+TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
+    if (!info) return TC_ERR_NULL;
+    memset(info, 0, sizeof *info);
+    if (tc__cuda_load(NULL, NULL) != 0) return TC_ERR_DEVICE;
+    snprintf(info->name, sizeof info->name, "%s", tc__cu.name);
+    info->sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
+    info->multiprocessors = tc__cu.sm_count;
+    info->driver_version = tc__cu.driver_version;
+    info->nvrtc_version = tc__cu.nvrtc_major * 1000 + tc__cu.nvrtc_minor * 10;
+    info->nvrtc_max_sm = tc__cu.arch_max;
+    snprintf(info->driver_path, sizeof info->driver_path, "%s", tc__cu.cuda_path);
+    snprintf(info->nvrtc_path, sizeof info->nvrtc_path, "%s", tc__cu.nvrtc_path);
+    return TC_OK;
+}
+
+#endif /* TC_NO_CUDA */
+#line TC__LINE_AT(2682, "tcompile.h", 2682)
+
+/* ===== src/cuda/memory.c ===== */
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2685)
+/* A context's CUDA state: its stream, its cache of device blocks, copies.
+ *
+ * Made when the context first touches the device (tc__cuda_ctx_get) and
+ * destroyed with the context.  Work goes to the context's own non-blocking
+ * stream, so tcompile never synchronises with other users of the primary
+ * context; a host read synchronises the stream.
+ *
+ * The block cache is the caching allocator: freed device blocks are kept
+ * by size and handed to the next request they fit (at most twice its size,
+ * so a small tensor does not pin a large block), so a call after warm-up
+ * makes no cuMemAlloc.  An allocation that fails returns the cached blocks
+ * to the driver and tries again. */
+
+#ifndef TC_NO_CUDA
+
+typedef struct tc__dblock {
+    tc__CUdeviceptr ptr;
+    size_t cap;
+} tc__dblock;
+
+struct tc__cuda_ctx {
+    tc__CUstream stream;
+    tc__dblock *free_blocks;        /* the cache, unordered                */
+    int nfree, free_cap;
+    size_t cached_bytes;
+    int64_t allocs, reuses;         /* cuMemAlloc calls; cache hits        */
+};
+
+/* Makes the device's primary context current on the calling thread (a
+ * context's calls may come from any thread, one at a time). */
+TC__FN tc_result tc__cuda_enter(tc_ctx *ctx, const char *what) {
+    tc__CUresult r;
+    if (tc__cuda_load(NULL, NULL) != 0) return tc__ctx_fail(ctx, TC_ERR_DEVICE, "%s: CUDA unavailable: %s", what, tc__cu.why);
+    r = tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+    if (r != TC__CUDA_SUCCESS) return tc__ctx_fail(ctx, TC_ERR_DEVICE, "%s: cuCtxSetCurrent: %s", what, tc__cu_errname(r));
+    return TC_OK;
+}
+
+/* The context's CUDA state, made on first use; NULL with the context's
+ * error set when the device cannot be used. */
+TC__FN tc__cuda_ctx *tc__cuda_ctx_get(tc_ctx *ctx, const char *what) {
+    tc__cuda_ctx *c;
+    tc__CUresult r;
+    if (tc__cuda_enter(ctx, what) != TC_OK) return NULL;
+    if (ctx->cuda) return ctx->cuda;
+    c = (tc__cuda_ctx *)TC_MALLOC(sizeof *c);
+    if (!c) {
+        tc__ctx_fail(ctx, TC_ERR_OOM, "%s: out of memory", what);
+        return NULL;
+    }
+    memset(c, 0, sizeof *c);
+    r = tc__cu.cu.StreamCreate(&c->stream, TC__CU_STREAM_NON_BLOCKING);
+    if (r != TC__CUDA_SUCCESS) {
+        TC_FREE(c);
+        tc__ctx_fail(ctx, TC_ERR_DEVICE, "%s: cuStreamCreate: %s", what, tc__cu_errname(r));
+        return NULL;
+    }
+    ctx->cuda = c;
+    return c;
+}
+
+/* Returns every cached block to the driver. */
+TC__FN void tc__cuda_trim(tc_ctx *ctx) {
+    tc__cuda_ctx *c = ctx->cuda;
+    int i;
+    if (!c) return;
+    tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+    for (i = 0; i < c->nfree; i++) tc__cu.cu.MemFree(c->free_blocks[i].ptr);
+    c->nfree = 0;
+    c->cached_bytes = 0;
+}
+
+TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx) {
+    tc__cuda_ctx *c = ctx->cuda;
+    if (!c) return;
+    tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+    tc__cu.cu.StreamSynchronize(c->stream);
+    tc__cuda_trim(ctx);
+    tc__cu.cu.StreamDestroy(c->stream);
+    TC_FREE(c->free_blocks);
+    TC_FREE(c);
+    ctx->cuda = NULL;
+}
+
+/* The size a request is rounded to: 512 bytes (the driver's own alignment
+ * is 256) below 1 MiB, 2 MiB above, so blocks are reusable across the
+ * slightly different sizes of dynamic shapes. */
+TC__FN size_t tc__cuda_round(size_t bytes) {
+    size_t q = bytes < ((size_t)1 << 20) ? 512 : ((size_t)2 << 20);
+    if (bytes == 0) bytes = 1;
+    return bytes > (size_t)-1 - q ? 0 : (bytes + q - 1) / q * q;
+}
+
+/* A device block of at least `bytes`: a cached one that fits (the smallest
+ * at most twice the size), else a new one.  0 with the context's error set
+ * on failure. */
+TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, const char *what) {
+    tc__cuda_ctx *c = tc__cuda_ctx_get(ctx, what);
+    tc__CUdeviceptr p = 0;
+    tc__CUresult r;
+    size_t want = tc__cuda_round(bytes);
+    int i, best = -1;
+    if (!c) return 0;
+    if (!want) {
+        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %zu bytes", what, bytes);
+        return 0;
+    }
+    for (i = 0; i < c->nfree; i++) {
+        size_t k = c->free_blocks[i].cap;
+        if (k >= want && k / 2 <= want && (best < 0 || k < c->free_blocks[best].cap)) best = i;
+    }
+    if (best >= 0) {
+        p = c->free_blocks[best].ptr;
+        *cap = c->free_blocks[best].cap;
+        c->cached_bytes -= *cap;
+        c->free_blocks[best] = c->free_blocks[--c->nfree];
+        c->reuses++;
+        return p;
+    }
+    r = tc__cu.cu.MemAlloc(&p, want);
+    if (r == TC__CUDA_ERROR_OUT_OF_MEMORY && c->nfree > 0) {
+        tc__cuda_trim(ctx);
+        r = tc__cu.cu.MemAlloc(&p, want);
+    }
+    if (r != TC__CUDA_SUCCESS) {
+        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %zu bytes: %s", what, want, tc__cu_errname(r));
+        return 0;
+    }
+    c->allocs++;
+    *cap = want;
+    return p;
+}
+
+/* Gives a block back to the cache (to the driver when the cache cannot
+ * grow).  Work queued on the stream that still reads it runs before any
+ * later use: the stream orders them. */
+TC__FN void tc__cuda_free(tc_ctx *ctx, tc__CUdeviceptr p, size_t cap) {
+    tc__cuda_ctx *c = ctx->cuda;
+    if (!p || !c) return;
+    if (c->nfree == c->free_cap) {
+        int n = c->free_cap ? c->free_cap * 2 : 16;
+        tc__dblock *nb = (tc__dblock *)TC_REALLOC(c->free_blocks, sizeof *nb * (size_t)n);
+        if (!nb) {
+            tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+            tc__cu.cu.MemFree(p);
+            return;
+        }
+        c->free_blocks = nb;
+        c->free_cap = n;
+    }
+    c->free_blocks[c->nfree].ptr = p;
+    c->free_blocks[c->nfree++].cap = cap;
+    c->cached_bytes += cap;
+}
+
+/* Host <-> device copies on the context's stream; a copy to the host
+ * waits for it (the host reads the data next). */
+TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, size_t bytes, int to_host, const char *what) {
+    tc__cuda_ctx *c = tc__cuda_ctx_get(ctx, what);
+    tc__CUresult r;
+    if (!c) return ctx->first_status ? ctx->first_status : TC_ERR_DEVICE;
+    if (bytes == 0) return TC_OK;
+    r = to_host ? tc__cu.cu.MemcpyDtoHAsync(host, dev, bytes, c->stream)
+                : tc__cu.cu.MemcpyHtoDAsync(dev, host, bytes, c->stream);
+    if (r == TC__CUDA_SUCCESS) r = tc__cu.cu.StreamSynchronize(c->stream);
+    if (r != TC__CUDA_SUCCESS)
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %zu bytes %s the device: %s", what, bytes,
+                            to_host ? "from" : "to", tc__cu_errname(r));
+    return TC_OK;
+}
+
+TC__FN TC__UNUSED tc_result tc__cuda_copy_d2d(tc_ctx *ctx, tc__CUdeviceptr dst, tc__CUdeviceptr src, size_t bytes, const char *what) {
+    tc__cuda_ctx *c = tc__cuda_ctx_get(ctx, what);
+    tc__CUresult r;
+    if (!c) return TC_ERR_DEVICE;
+    if (bytes == 0) return TC_OK;
+    r = tc__cu.cu.MemcpyDtoDAsync(dst, src, bytes, c->stream);
+    if (r != TC__CUDA_SUCCESS)
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %zu bytes: %s", what, bytes, tc__cu_errname(r));
+    return TC_OK;
+}
+
+TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) {
+    return ctx && ctx->cuda ? (int64_t)ctx->cuda->cached_bytes : 0;
+}
+TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return ctx && ctx->cuda ? ctx->cuda->allocs : 0; }
+
+#else /* TC_NO_CUDA: what the earlier stages call, for a build without it */
+
+typedef unsigned long long tc__CUdeviceptr;
+TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, const char *what) {
+    (void)bytes;
+    *cap = 0;
+    tc__ctx_fail(ctx, TC_ERR_DEVICE, "%s: CUDA was compiled out (TC_NO_CUDA)", what);
+    return 0;
+}
+TC__FN void tc__cuda_free(tc_ctx *ctx, tc__CUdeviceptr p, size_t cap) { (void)ctx, (void)p, (void)cap; }
+TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, size_t bytes, int to_host, const char *what) {
+    (void)ctx, (void)host, (void)dev, (void)bytes, (void)to_host, (void)what;
+    return TC_ERR_DEVICE;
+}
+TC__FN void tc__cuda_trim(tc_ctx *ctx) { (void)ctx; }
+TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx) { (void)ctx; }
+TCDEF int tc_cuda_available(const char **why) {
+    if (why) *why = "CUDA was compiled out (TC_NO_CUDA)";
+    return 0;
+}
+TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
+    if (info) memset(info, 0, sizeof *info);
+    return info ? TC_ERR_DEVICE : TC_ERR_NULL;
+}
+TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) { return (void)ctx, 0; }
+TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
+
+#endif /* TC_NO_CUDA */
+#line TC__LINE_AT(2901, "tcompile.h", 2901)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2266)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2904)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0, TC_CPU};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0, TC_CPU};
 
 /* A host read (or write) of t's data: while its context traces, a graph
  * break, which the compiler's hook runs (nonzero: refuse the access). */
@@ -2422,6 +3060,7 @@ TC__FN int tc__cache_find(const tc_ctx *ctx, size_t bytes) {
 TCDEF void tc_ctx_empty_cache(tc_ctx *ctx) {
     if (!ctx) return;
     while (ctx->ncache > 0) tc__cache_drop(ctx, ctx->ncache - 1);
+    tc__cuda_trim(ctx);
 }
 TCDEF int64_t tc_ctx_cached_bytes(const tc_ctx *ctx) { return ctx ? (int64_t)ctx->cached_bytes : 0; }
 
@@ -2462,7 +3101,10 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
 
 TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *sto) {
     if (!sto || --sto->refs > 0) return;
-    if (sto->raw) {
+    if (sto->device == TC_CUDA) {
+        ctx->live_bytes -= (int64_t)sto->bytes;
+        tc__cuda_free(ctx, (tc__CUdeviceptr)(uintptr_t)sto->data, sto->cap);
+    } else if (sto->raw) {
         ctx->live_bytes -= (int64_t)sto->bytes;
         tc__block_put(ctx, sto->raw, sto->data, sto->cap);
     }
@@ -2479,6 +3121,7 @@ TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
     }
     sto->bytes = bytes;
     sto->refs = 1;
+    sto->device = TC_CPU;
     ctx->live_bytes += (int64_t)bytes;
     return sto;
 }
@@ -2490,6 +3133,26 @@ TC__FN tc__storage *tc__storage_wrap(void *data) {
     sto->raw = NULL;
     sto->bytes = sto->cap = 0;
     sto->refs = 1;
+    sto->device = TC_CPU;
+    return sto;
+}
+
+/* Device storage of `bytes` (the context's error set when it fails). */
+TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what) {
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    tc__CUdeviceptr p;
+    if (!sto) return NULL;
+    p = tc__cuda_alloc(ctx, bytes, &sto->cap, what);
+    if (!p) {
+        TC_FREE(sto);
+        return NULL;
+    }
+    sto->data = (void *)(uintptr_t)p;
+    sto->raw = NULL;
+    sto->bytes = bytes;
+    sto->refs = 1;
+    sto->device = TC_CUDA;
+    ctx->live_bytes += (int64_t)bytes;
     return sto;
 }
 
@@ -2614,6 +3277,7 @@ TCDEF void tc_ctx_destroy(tc_ctx *ctx) {
     for (d = ctx->depth; d >= 0; d--)
         while (ctx->scope_head[d]) tc_free(ctx->scope_head[d]);
     tc_ctx_empty_cache(ctx);
+    tc__cuda_ctx_destroy(ctx);
     tc__pool_destroy(ctx->pool);
     TC_FREE(ctx->scope_head);
     TC_FREE(ctx);
@@ -2648,6 +3312,8 @@ TC__FN int64_t tc__numel(const tc_tensor *t) {
     return n;
 }
 
+TC__FN int tc__on_device(const tc_tensor *t) { return t->storage && t->storage->device == TC_CUDA; }
+
 TC__FN char *tc__base(const tc_tensor *t) {
     return (char *)t->storage->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
 }
@@ -2674,6 +3340,11 @@ TCDEF int64_t tc_numel(const tc_tensor *t) { return t && t->status == TC_OK ? tc
 TCDEF int tc_is_contiguous(const tc_tensor *t) { return t && t->status == TC_OK && tc__contig(t); }
 TCDEF void *tc_data_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__host_access(t, "tc_data", file, line)) return NULL;
+    if (tc__on_device(t)) { /* device memory is not the host's to address */
+        tc__ctx_fail(t->ctx, TC_ERR_DEVICE, "tc_data (%s:%d): the tensor is on the GPU (tc_read or tc_to copies it)",
+                     file ? file : "?", line);
+        return NULL;
+    }
     return (void *)tc__base(t);
 }
 
@@ -2694,6 +3365,59 @@ TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
 
 /* ---- host access ------------------------------------------------------------ */
 
+
+/* A device tensor's elements staged on the host: *h is t over a host copy
+ * of the span of storage its elements reach (*buf, to TC_FREE; written back
+ * by tc__unstage).  Host-side code then runs unchanged on *h. */
+typedef struct tc__staged {
+    tc_tensor h;
+    tc__storage hs;
+    int64_t lo;                     /* first element of the span            */
+    size_t bytes;
+} tc__staged;
+
+TC__FN tc_result tc__stage(const tc_tensor *t, tc__staged *st, const char *what) {
+    int64_t lo = t->offset, hi = t->offset;
+    size_t es = tc__dtype_sizes[t->dtype];
+    void *buf;
+    int i;
+    for (i = 0; i < t->ndim; i++) {
+        int64_t reach = (t->shape[i] - 1) * t->strides[i];
+        if (reach < 0) lo += reach;
+        else hi += reach;
+    }
+    if (tc__numel(t) == 0) hi = lo - 1; /* nothing to stage */
+    st->h = *t;
+    st->lo = lo;
+    st->bytes = hi >= lo ? (size_t)(hi - lo + 1) * es : 0;
+    buf = TC_MALLOC(st->bytes ? st->bytes : 1);
+    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %zu bytes", what, st->bytes);
+    memset(&st->hs, 0, sizeof st->hs);
+    st->hs.data = buf;
+    st->hs.refs = 1;
+    st->h.storage = &st->hs;
+    st->h.offset = t->offset - lo;
+    st->h.device = TC_CPU;
+    if (st->bytes &&
+        tc__cuda_copy(t->ctx, buf, (tc__CUdeviceptr)(uintptr_t)t->storage->data + (size_t)lo * es, st->bytes, 1, what)) {
+        TC_FREE(buf);
+        return TC_ERR_DEVICE;
+    }
+    return TC_OK;
+}
+
+/* Frees the staging copy, writing it back first when `write`. */
+TC__FN tc_result tc__unstage(const tc_tensor *t, tc__staged *st, int write, const char *what) {
+    tc_result r = TC_OK;
+    size_t es = tc__dtype_sizes[t->dtype];
+    if (write && st->bytes)
+        r = tc__cuda_copy(t->ctx, st->hs.data, (tc__CUdeviceptr)(uintptr_t)t->storage->data + (size_t)st->lo * es,
+                          st->bytes, 0, what);
+    TC_FREE(st->hs.data);
+    return r;
+}
+
+TCDEF tc_device tc_device_of(const tc_tensor *t) { return t ? t->device : TC_CPU; }
 
 /* Walks every element of t in row-major order, calling visit with the
  * element's storage index relative to tc__base(t) and its linear index. */
@@ -2719,6 +3443,17 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
     if (tc__host_access(t, "tc_read", file, line)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(dst_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (tc__on_device(t)) {
+        tc__staged st;
+        tc_result r;
+        if (dtype == t->dtype && tc__contig(t)) /* straight into dst */
+            return tc__cuda_copy(t->ctx, dst, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
+                                 (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 1, "tc_read");
+        if ((r = tc__stage(t, &st, "tc_read")) != TC_OK) return r;
+        r = tc_read_at(&st.h, dtype, dst, dst_bytes, file, line);
+        tc__unstage(t, &st, 0, "tc_read");
+        return r;
+    }
     if (dtype == t->dtype && tc__contig(t)) {
         memcpy(dst, tc__base(t), (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
         return TC_OK;
@@ -2736,6 +3471,16 @@ TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t s
     if (tc__host_access(t, "tc_write", NULL, 0)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(src_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (tc__on_device(t)) {
+        tc__staged st;
+        tc_result r;
+        if (dtype == t->dtype && tc__contig(t))
+            return tc__cuda_copy(t->ctx, (void *)src, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
+                                 (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 0, "tc_write");
+        if ((r = tc__stage(t, &st, "tc_write")) != TC_OK) return r;
+        r = tc_write(&st.h, dtype, src, src_bytes);
+        return tc__unstage(t, &st, r == TC_OK, "tc_write") != TC_OK ? TC_ERR_DEVICE : r;
+    }
     if (dtype == t->dtype && tc__contig(t)) {
         memmove(tc__base(t), src, (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
         return TC_OK;
@@ -2758,9 +3503,19 @@ TC__FN int tc__elem_index(const tc_tensor *t, const int64_t *index, int64_t *si)
     return 0;
 }
 
+/* One element of a device tensor, read over (NaN when the copy fails). */
+TC__FN double tc__device_elem(const tc_tensor *t, int64_t si, const char *what) {
+    unsigned char v[8];
+    if (tc__cuda_copy(t->ctx, v, (tc__CUdeviceptr)(uintptr_t)tc__base(t) + (size_t)si * tc__dtype_sizes[t->dtype],
+                      tc__dtype_sizes[t->dtype], 1, what) != TC_OK)
+        return NAN;
+    return tc__load(v, t->dtype, 0);
+}
+
 TCDEF double tc_get(const tc_tensor *t, const int64_t *index) {
     int64_t si;
     if (!t || t->status != TC_OK || tc__elem_index(t, index, &si) || tc__host_access(t, "tc_get", NULL, 0)) return NAN;
+    if (tc__on_device(t)) return tc__device_elem(t, si, "tc_get");
     return tc__load(tc__base(t), t->dtype, si);
 }
 
@@ -2771,18 +3526,80 @@ TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
     if (t->ndim > 0 && !index) return TC_ERR_NULL;
     if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
     if (tc__host_access(t, "tc_set", NULL, 0)) return TC_ERR_STATE;
+    if (tc__on_device(t)) {
+        unsigned char v[8];
+        tc__store(v, t->dtype, 0, value);
+        return tc__cuda_copy(t->ctx, v, (tc__CUdeviceptr)(uintptr_t)tc__base(t) + (size_t)si * tc__dtype_sizes[t->dtype],
+                             tc__dtype_sizes[t->dtype], 0, "tc_set");
+    }
     tc__store(tc__base(t), t->dtype, si, value);
     return TC_OK;
 }
 
 TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
+    if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2783, "tcompile.h", 2783)
+
+/* ---- moving between devices ------------------------------------------------ */
+
+TC__FN tc_tensor *tc__to_fail(tc_ctx *ctx, tc_result r, const char *file, int line, const char *why) {
+    char text[TC__MSG_CAP];
+    tc_tensor *t;
+    snprintf(text, sizeof text, "tc_to (%s:%d): %s", file ? file : "?", line, why);
+    tc__ctx_note(ctx, r, text);
+    t = tc__tensor_new(ctx);
+    if (!t) return NULL;
+    t->status = r;
+    t->err = tc__strdup(text);
+    return t;
+}
+
+TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line) {
+    tc_tensor *t;
+    size_t bytes;
+    tc_result r;
+    if (!ctx) return NULL;
+    if (!x) return tc__to_fail(ctx, TC_ERR_NULL, file, line, "input is NULL");
+    if (x->status != TC_OK) return tc__to_fail(ctx, x->status, file, line, tc_error(x));
+    if (x->ctx != ctx) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "input belongs to another context");
+    if (device != TC_CPU && device != TC_CUDA) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "unknown device");
+    if (x->device == device) return x;
+    if (ctx->trace)
+        return tc__to_fail(ctx, TC_ERR_UNSUPPORTED, file, line,
+                           "moving a tensor between devices inside a compiled function (move the inputs before the call)");
+    if (!(t = tc__tensor_new(ctx))) return NULL;
+    t->dtype = x->dtype;
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->device = device;
+    bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
+    t->storage = device == TC_CUDA ? tc__storage_new_device(ctx, bytes, "tc_to") : tc__storage_new(ctx, bytes);
+    if (!t->storage) {
+        tc_free(t);
+        return tc__to_fail(ctx, ctx->first_status ? ctx->first_status : TC_ERR_OOM, file, line,
+                           ctx->first_err[0] ? ctx->first_err : "out of memory");
+    }
+    if (device == TC_CPU) r = tc_read_at(x, x->dtype, t->storage->data, bytes, file, line);
+    else if (tc__contig(x)) r = tc_write(t, x->dtype, tc__base(x), bytes);
+    else { /* gathered on the host first: tc_write takes a contiguous source */
+        void *tmp = TC_MALLOC(bytes ? bytes : 1);
+        r = tmp ? tc_read_at(x, x->dtype, tmp, bytes, file, line) : TC_ERR_OOM;
+        if (r == TC_OK) r = tc_write(t, x->dtype, tmp, bytes);
+        TC_FREE(tmp);
+    }
+    if (r != TC_OK) {
+        tc_free(t);
+        return tc__to_fail(ctx, r, file, line, ctx->first_err[0] ? ctx->first_err : "copy failed");
+    }
+    return t;
+}
+#line TC__LINE_AT(3600, "tcompile.h", 3600)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2786)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3603)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3012,6 +3829,7 @@ struct tc__call {
     int64_t ostrides[TC_MAX_DIMS];
     int64_t ooffset;
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
+    tc_device device;          /* where tc__alloc_out puts the output        */
     const struct tc__epilogue *epi; /* contractions: run on each finished
                                   output tile (a fused pointwise kernel)    */
     struct {
@@ -3063,10 +3881,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3067, "tcompile.h", 3067)
+#line TC__LINE_AT(3885, "tcompile.h", 3885)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3070)
+#line TC__LINE_AT(1, "src/internal.h", 3888)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3084,7 +3902,7 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__isa_resolve, tc__isa_env_cap,
- * tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
+ * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
  * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
  * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
  * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
@@ -3127,6 +3945,10 @@ TC__FN int tc__mul_ov(int64_t a, int64_t b, int64_t *out);
 TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape);
 TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) TC__PRINTF(2, 3);
+TC__FN const char *tc__device_name(tc_device d);
+TC__FN uint32_t tc__f32_to_bits(float f);
+TC__FN void tc__ctx_note(tc_ctx *ctx, tc_result r, const char *text);
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN float tc__f16_to_f32(uint16_t h);
 TC__FN uint16_t tc__f32_to_f16(float f);
@@ -3142,10 +3964,29 @@ TC__FN tc__pool *tc__pool_create(int nthreads);
 TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn fn, void *arg);
 TC__FN int tc__parallel_parts(const tc_ctx *ctx, int64_t n, int64_t work);
 
+/* ---- cuda/driver.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN const char *tc__cu_errname(tc__CUresult r);
+TC__FN tc_result tc__cu_result(tc__CUresult r);
+TC__FN int tc__cuda_load(const char *cuda_lib, const char *nvrtc_lib);
+TC__FN int tc__cu_open_nvrtc(const char *nvrtc_lib);
+#endif
+
+/* ---- cuda/memory.c (stubs under TC_NO_CUDA) */
+TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, const char *what);
+TC__FN void tc__cuda_free(tc_ctx *ctx, tc__CUdeviceptr p, size_t cap);
+TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, size_t bytes, int to_host, const char *what);
+TC__FN void tc__cuda_trim(tc_ctx *ctx);
+#ifndef TC_NO_CUDA
+TC__FN tc__cuda_ctx *tc__cuda_ctx_get(tc_ctx *ctx, const char *what);
+#endif
+TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx);
+
 /* ---- runtime/tensor.c */
 TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap);
 TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
+TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
 TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
@@ -3158,6 +3999,7 @@ TC__FN char *tc__base(const tc_tensor *t);
 
 /* ---- ops/dispatch.c */
 TC__FN tc_tensor *tc__run(tc__call *c);
+TC__FN tc_device tc__call_device(const tc__call *c);
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line);
 TC__FN tc_result tc__msg(tc__call *c, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN const char *tc__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
@@ -3251,6 +4093,19 @@ TC__FN tc_result tc__program_run(struct tc__program *p, tc_ctx *ctx, tc_tensor *
 TC__FN tc_result tc__tune_launch(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
 TC__FN void tc__tune_mem_free(struct tc__tune_mem *m);
 TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap);
+TC__FN uint64_t tc__fnv1a(const char *s);
+
+/* ---- cuda/codegen.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN void tc__cuda_emit_prelude(tc__text *o);
+TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const tc_dtype *dt, const char *name);
+TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
+#endif
+
+/* ---- cuda/backend.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN char *tc__cuda_program_source(const struct tc__fusion *fu, tc_tensor *const *ref);
+#endif
 
 /* ---- compiler/explain.c */
 TC__FN unsigned tc__logs_from_env(void);
@@ -3267,10 +4122,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3271, "tcompile.h", 3271)
+#line TC__LINE_AT(4126, "tcompile.h", 4126)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3274)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4129)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -3317,13 +4172,7 @@ TC__FN tc__sbuf tc__shp(const tc_tensor *t) {
 /* An errored tensor in the current scope; the context keeps the first. */
 TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
     tc_tensor *t = tc__tensor_new(ctx);
-    if (ctx->first_status == TC_OK) {
-        size_t n = strlen(text);
-        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
-        ctx->first_status = r;
-        memcpy(ctx->first_err, text, n);
-        ctx->first_err[n] = 0;
-    }
+    tc__ctx_note(ctx, r, text);
     if (!t) return &tc__sentinel_oom;
     t->status = r;
     t->err = tc__strdup(text);
@@ -3364,12 +4213,15 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->storage = tc__storage_new(c->ctx, (size_t)bytes);
+    t->storage = c->device == TC_CUDA ? tc__storage_new_device(c->ctx, (size_t)bytes, "the output")
+                                      : tc__storage_new(c->ctx, (size_t)bytes);
     if (!t->storage) {
         tc_free(t);
-        *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
+        if (c->device == TC_CUDA) *r = tc__msg(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_DEVICE, "%s", c->ctx->first_err);
+        else *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
         return NULL;
     }
+    t->device = c->device;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -3385,6 +4237,7 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     }
     t->storage = sto;
     sto->refs++;
+    t->device = (tc_device)sto->device;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -3393,11 +4246,19 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
+/* Where a checked call's inputs are (all on one device). */
+TC__FN tc_device tc__call_device(const tc__call *c) {
+    int i;
+    for (i = 0; i < c->nin; i++)
+        if (c->ins[i]) return c->ins[i]->device;
+    return TC_CPU;
+}
+
 /* The checks every op makes before its rule: NULL inputs (unless optional),
  * errored inputs (their error propagates), inputs of another context.
  * Returns the tensor to return instead of running, or NULL to go on. */
 TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
-    int i;
+    int i, first = -1;
     for (i = 0; i < c->nin; i++) {
         tc_tensor *t = c->ins[i];
         if (!t) {
@@ -3408,6 +4269,14 @@ TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
         if (t->status != TC_OK) return tc__error_tensor(c->ctx, t->status, tc_error(t));
         if (t->ctx != c->ctx) {
             tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
+            return tc__fail(c, TC_ERR_INVALID_ARG);
+        }
+        if (first < 0) first = i;
+        if (t->device != c->ins[first]->device || (c->out_into && c->out_into->device != t->device)) {
+            int out = c->out_into && c->out_into->device != t->device;
+            tc__msg(c, TC_ERR_INVALID_ARG, "inputs on different devices (input %d on %s, %s %d on %s): tc_to moves one",
+                    first, tc__device_name(c->ins[first]->device), out ? "output" : "input", out ? 0 : i,
+                    tc__device_name(out ? c->out_into->device : t->device));
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
     }
@@ -3436,6 +4305,13 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
             return tc__fail(c, r);
         }
         return out;
+    }
+    if (tc__call_device(c) == TC_CUDA) { /* every input is there (checked) */
+        if (!c->ctx->device_run) {
+            tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for this op yet");
+            return tc__fail(c, TC_ERR_UNSUPPORTED);
+        }
+        return c->ctx->device_run(c);
     }
     if (c->out_into) out = c->out_into;
     else if (!(out = tc__alloc_out(c, &r))) return tc__fail(c, r);
@@ -4094,10 +4970,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4098, "tcompile.h", 4098)
+#line TC__LINE_AT(4974, "tcompile.h", 4974)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4101)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4977)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4818,10 +5694,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4822, "tcompile.h", 4822)
+#line TC__LINE_AT(5698, "tcompile.h", 5698)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4825)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5701)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5391,7 +6267,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5395, "tcompile.h", 5395)
+#line TC__LINE_AT(6271, "tcompile.h", 6271)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5403,7 +6279,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5407)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6283)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5744,7 +6620,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5748, "tcompile.h", 5748)
+#line TC__LINE_AT(6624, "tcompile.h", 6624)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5761,7 +6637,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5765)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6641)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6102,7 +6978,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6106, "tcompile.h", 6106)
+#line TC__LINE_AT(6982, "tcompile.h", 6982)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6119,7 +6995,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6123)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6999)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6460,7 +7336,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6464, "tcompile.h", 6464)
+#line TC__LINE_AT(7340, "tcompile.h", 7340)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6477,7 +7353,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6481)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7357)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6818,7 +7694,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6822, "tcompile.h", 6822)
+#line TC__LINE_AT(7698, "tcompile.h", 7698)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6826,7 +7702,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6830)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7706)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7441,10 +8317,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7445, "tcompile.h", 7445)
+#line TC__LINE_AT(8321, "tcompile.h", 8321)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7448)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8324)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7715,10 +8591,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7719, "tcompile.h", 7719)
+#line TC__LINE_AT(8595, "tcompile.h", 8595)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7722)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8598)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8363,10 +9239,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8367, "tcompile.h", 8367)
+#line TC__LINE_AT(9243, "tcompile.h", 9243)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8370)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9246)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8771,10 +9647,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8775, "tcompile.h", 8775)
+#line TC__LINE_AT(9651, "tcompile.h", 9651)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8778)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9654)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9507,10 +10383,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9511, "tcompile.h", 9511)
+#line TC__LINE_AT(10387, "tcompile.h", 10387)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9514)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10390)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9948,10 +10824,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9952, "tcompile.h", 9952)
+#line TC__LINE_AT(10828, "tcompile.h", 10828)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9955)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10831)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10749,7 +11625,7 @@ TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int6
     if (id < 0) return NULL;
     nd = &g->nodes[id];
     if (nd->dt != TC_F32 || tc__numel_of(nd->ndim, nd->shape) != n) return NULL;
-    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK)
+    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK && nd->param->device == TC_CPU)
         return (const float *)tc__contig_as(ctx, nd->param, TC_F32, own);
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA) return (const float *)nd->a.ptr;
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL) {
@@ -10859,10 +11735,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10863, "tcompile.h", 10863)
+#line TC__LINE_AT(11739, "tcompile.h", 11739)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10866)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11742)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11417,10 +12293,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11421, "tcompile.h", 11421)
+#line TC__LINE_AT(12297, "tcompile.h", 12297)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11424)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12300)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12374,10 +13250,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12378, "tcompile.h", 12378)
+#line TC__LINE_AT(13254, "tcompile.h", 13254)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12381)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13257)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12479,7 +13355,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12483, "tcompile.h", 12483)
+#line TC__LINE_AT(13359, "tcompile.h", 13359)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12491,7 +13367,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12495)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13371)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12933,7 +13809,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12937, "tcompile.h", 12937)
+#line TC__LINE_AT(13813, "tcompile.h", 13813)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12950,7 +13826,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12954)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13830)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13392,7 +14268,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13396, "tcompile.h", 13396)
+#line TC__LINE_AT(14272, "tcompile.h", 14272)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13409,7 +14285,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13413)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14289)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13851,7 +14727,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13855, "tcompile.h", 13855)
+#line TC__LINE_AT(14731, "tcompile.h", 14731)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13868,7 +14744,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13872)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14748)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14310,7 +15186,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14314, "tcompile.h", 14314)
+#line TC__LINE_AT(15190, "tcompile.h", 15190)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14327,7 +15203,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14331)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15207)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15353,7 +16229,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15357, "tcompile.h", 15357)
+#line TC__LINE_AT(16233, "tcompile.h", 16233)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15370,7 +16246,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15374)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16250)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16396,7 +17272,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16400, "tcompile.h", 16400)
+#line TC__LINE_AT(17276, "tcompile.h", 17276)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16413,7 +17289,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16417)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17293)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17439,7 +18315,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17443, "tcompile.h", 17443)
+#line TC__LINE_AT(18319, "tcompile.h", 18319)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17456,7 +18332,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17460)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18336)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18482,7 +19358,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18486, "tcompile.h", 18486)
+#line TC__LINE_AT(19362, "tcompile.h", 19362)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18490,7 +19366,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18494)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19370)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19463,10 +20339,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19467, "tcompile.h", 19467)
+#line TC__LINE_AT(20343, "tcompile.h", 20343)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19470)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20346)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19792,10 +20668,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19796, "tcompile.h", 19796)
+#line TC__LINE_AT(20672, "tcompile.h", 20672)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19799)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20675)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -19840,6 +20716,8 @@ typedef struct tc__backend {
      * one is cached), and back */
     void *(*block_get)(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
     void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
+    tc_device device;          /* where its programs' memory is            */
+    void (*program_free)(tc__program *p); /* its state in p->dev; NULL: none */
 } tc__backend;
 
 struct tc__program {
@@ -19871,11 +20749,17 @@ struct tc__program {
     int64_t peak_bytes;        /* arena + outputs                          */
     int inplace;               /* results written over a dying input      */
     const tc__backend *be;     /* the device that runs it                 */
+    void *dev;                 /* the backend's own state (CUDA: modules) */
 };
 
 TC__FN void tc__program_free(tc__program *p) {
     int i;
     if (!p) return;
+    if (p->be && p->be->program_free) p->be->program_free(p);
+    if (p->be && p->be->device != TC_CPU) {
+        if (p->arena_raw) p->be->block_put(p->ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->arena_raw = NULL;
+    }
     TC_FREE(p->hdr);
     TC_FREE(p->ref);
     TC_FREE(p->slice);
@@ -20250,7 +21134,7 @@ TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
         p->ref[i] = h;
         return 1;
     }
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i)) {
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i) && p->be->device == TC_CPU) {
         /* data the graph owns (folded constants, batch norm folded into
          * a conv's weights): read where it lies, not copied per call */
         h->dtype = nd->dt;
@@ -20325,6 +21209,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
         p->root[i] = i;
         tc__contig_strides(h->ndim, h->shape, h->strides);
         p->slice[i].refs = 1;
+        p->slice[i].device = p->be->device;
         h->storage = &p->slice[i];
     }
     return 0;
@@ -20361,20 +21246,23 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         h->ctx = ctx;
         h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
         h->scope = -1;
+        h->device = be->device;
         p->root[i] = -1;
         last[i] = i;
         if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
     }
 #ifdef TC__HAVE_VEXEC
-    if (!bad && fuse && ctx->isa != TC_ISA_NONE) bad = tc__program_fuse(p, ctx, logs) != 0;
+    if (!bad && fuse && (ctx->isa != TC_ISA_NONE || be->device != TC_CPU)) bad = tc__program_fuse(p, ctx, logs) != 0;
 #else
     (void)fuse;
     (void)logs;
 #endif
     if (!bad) tc__program_memory(p, last);
     TC_FREE(last);
-    if (!bad && persistent &&
-        !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
+    if (!bad && persistent && be->device != TC_CPU) /* the device's memory, given back by tc__program_free */
+        bad = !(p->arena = (char *)be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap));
+    else if (!bad && persistent &&
+             !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
         bad = 1;
     if (bad) {
         tc__program_free(p);
@@ -20459,6 +21347,7 @@ TC__FN tc_result tc__program_memory_of_call(tc__program *p, tc_ctx *ctx, tc_tens
             tc__call oc;
             tc__call_init(&oc, ctx, g->nodes[i].op, g->nodes[i].file, g->nodes[i].line);
             oc.odt = p->hdr[i].dtype;
+            oc.device = p->be->device;
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
             (*fresh_t)[i] = tc__alloc_out(&oc, &r);
@@ -20541,10 +21430,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20545, "tcompile.h", 20545)
+#line TC__LINE_AT(21434, "tcompile.h", 21434)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20548)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21437)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20605,11 +21494,11 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 }
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
-                                            tc__block_get, tc__block_put};
-#line TC__LINE_AT(20610, "tcompile.h", 20610)
+                                            tc__block_get, tc__block_put, TC_CPU, NULL};
+#line TC__LINE_AT(21499, "tcompile.h", 21499)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20613)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21502)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21026,10 +21915,630 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21030, "tcompile.h", 21030)
+#line TC__LINE_AT(21919, "tcompile.h", 21919)
+
+/* ===== src/cuda/codegen.c ===== */
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21922)
+/* CUDA C from the kernel IR: the fused kernels the CPU executor runs
+ * (compiler/kernel.c), printed as CUDA C for NVRTC.
+ *
+ * One program per compiled graph: a prelude (half-float conversions done
+ * with bit operations, so no toolkit header is needed at run time, and one
+ * device function per pointwise op, its body the op table's f32
+ * expression, stringified: the same row that generates the eager kernels
+ * and the executor's vector body), then one __global__ function per kernel.
+ *
+ * A kernel's parameters are one struct passed by value (tc__cuda_params
+ * packs it): the accesses' base addresses and per-domain-dim strides in
+ * elements, the domain's shape and a workspace address.  Shapes and
+ * strides are parameters, not constants, so one binary serves every size a
+ * dynamic dim takes; the dtypes, the code and the dims' count are baked in.
+ *
+ * - pointwise kernels: a grid-stride loop, one element per thread-step;
+ * - row kernels (reductions, softmax and norms): a block per row (a
+ *   grid-stride loop over rows); each stage is a block-stride loop over the
+ *   row, its accumulations reduced across the block with warp shuffles and
+ *   shared memory in a fixed order (deterministic), so every thread holds
+ *   the row scalars (slots) for the next stages; values several stages
+ *   read (locals) live in the block's slice of the workspace, each thread
+ *   reading back only what it wrote; the scalar stage runs on thread 0. */
+
+#ifndef TC_NO_CUDA
+
+#define TC__CU_BLOCK 256 /* threads per block (a multiple of the warp)     */
+
+/* The prelude: conversions, combiners, the ops as device functions. */
+#define TC__CU_UN_(ID, name, cost, i, f, v)                                                                    \
+    "__device__ __forceinline__ float tc_" #name "(float x, float p0, float p1) { (void)p0; (void)p1; return (float)(" #f "); }\n",
+#define TC__CU_BIN_(ID, name, cost, i, f, v)                                                                   \
+    "__device__ __forceinline__ float tc_" #name "(float a, float b) { return (float)(" #f "); }\n",
+/* pieces (C99 compilers need not take a literal over 4095 bytes) */
+static const char *const tc__cu_prelude[] = {
+    "typedef long long i64;\n"
+    "typedef unsigned long long u64;\n"
+    "#define TC_INF __int_as_float(0x7f800000)\n"
+    "__device__ __forceinline__ float tc_h2f(unsigned short h) {\n"
+    "  unsigned s = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+    "  if (e == 0x1fu) return __uint_as_float(s | 0x7f800000u | (m << 13));\n"
+    "  if (e == 0u) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }\n"
+    "  return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned short tc_f2h(float f) {\n"
+    "  unsigned u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "  if (a >= 0x7f800000u) return (unsigned short)(s | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));\n"
+    "  if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);\n"
+    "  if (a < 0x38800000u) {\n"
+    "    float x = __uint_as_float(a) * 16777216.0f; unsigned m = (unsigned)x; float r = x - (float)m;\n"
+    "    if (r > 0.5f || (r == 0.5f && (m & 1u))) m++;\n"
+    "    return (unsigned short)(s | m);\n"
+    "  }\n"
+    "  a -= 0x38000000u; a += 0xfffu + ((a >> 13) & 1u);\n"
+    "  return (unsigned short)(s | (a >> 13));\n"
+    "}\n"
+    "__device__ __forceinline__ float tc_b2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }\n"
+    "__device__ __forceinline__ unsigned short tc_f2b(float f) {\n"
+    "  unsigned u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+    "  u += 0x7fffu + ((u >> 16) & 1u);\n"
+    "  return (unsigned short)(u >> 16);\n"
+    "}\n"
+    "__device__ __forceinline__ int tc_f2i(float v) {\n"
+    "  if (v != v) return 0;\n"
+    "  if (v >= 2147483647.0f) return 2147483647;\n"
+    "  if (v <= -2147483648.0f) return -2147483647 - 1;\n"
+    "  return (int)v;\n"
+    "}\n",
+    "__device__ __forceinline__ float tc_comb(float a, float v, int c) {\n"
+    "  return c == 0 ? a + v : c == 1 ? ((v > a || v != v) ? v : a) : ((v < a || v != v) ? v : a);\n"
+    "}\n"
+    "/* the block's reduction in a fixed order; every thread gets the result */\n"
+    "__device__ float tc_block_reduce(float v, int c, float idn, float *red) {\n"
+    "  int o, w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;\n"
+    "  for (o = 16; o > 0; o >>= 1) v = tc_comb(v, __shfl_xor_sync(0xffffffffu, v, o), c);\n"
+    "  __syncthreads();\n"
+    "  if (l == 0) red[w] = v;\n"
+    "  __syncthreads();\n"
+    "  v = l < nw ? red[l] : idn;\n"
+    "  for (o = 16; o > 0; o >>= 1) v = tc_comb(v, __shfl_xor_sync(0xffffffffu, v, o), c);\n"
+    "  return v;\n"
+    "}\n"
+    "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
+#undef TC__CU_UN_
+#undef TC__CU_BIN_
+
+/* Whether k runs as a row kernel (the executor's rule, tc__krun_prepare). */
+TC__FN int tc__cuda_is_rows(const tc__kernel *k) { return k->nslot > 0 || k->nstage > 1; }
+
+TC__FN const char *tc__cu_ctype(tc_dtype dt) {
+    return dt == TC_F32 ? "float" : dt == TC_I32 ? "int" : dt == TC_BOOL ? "unsigned char" : "unsigned short";
+}
+
+/* The element offset of access a at the domain index i0.. (the row dims
+ * at 0 when `row0_only`: the scalar stage). */
+TC__FN void tc__cu_offset(tc__text *o, const tc__kernel *k, int a, int row0_only) {
+    int d, any = 0;
+    tc__text_printf(o, "(");
+    for (d = 0; d < k->ndim; d++) {
+        if (row0_only && d >= k->row0) break;
+        tc__text_printf(o, "%sp.st[%d][%d] * i%d", any ? " + " : "", a, d, d);
+        any = 1;
+    }
+    tc__text_printf(o, "%s)", any ? "" : "0");
+}
+
+/* Unravels `flat` over dims [lo, hi) into i<lo>..i<hi-1>. */
+TC__FN void tc__cu_unravel(tc__text *o, const char *ind, const char *flat, int lo, int hi) {
+    int d;
+    if (lo >= hi) return;
+    tc__text_printf(o, "%si64 t_ = %s;\n", ind, flat);
+    for (d = hi - 1; d > lo; d--) tc__text_printf(o, "%si64 i%d = t_ %% p.sh[%d]; t_ /= p.sh[%d];\n", ind, d, d, d);
+    tc__text_printf(o, "%si64 i%d = t_;\n", ind, lo);
+}
+
+/* Operand a as the instruction reads it: a * as + at, through the gate au. */
+TC__FN void tc__cu_operand_a(tc__text *o, const tc__vins *in) {
+    if (in->au >= 0) tc__text_printf(o, "tc_%s(", tc__optable[in->au].name);
+    if (in->as >= 0 && in->at >= 0) tc__text_printf(o, "(r%d * r%d + r%d)", in->a, in->as, in->at);
+    else if (in->as >= 0) tc__text_printf(o, "(r%d * r%d)", in->a, in->as);
+    else if (in->at >= 0) tc__text_printf(o, "(r%d + r%d)", in->a, in->at);
+    else tc__text_printf(o, "r%d", in->a);
+    if (in->au >= 0) tc__text_printf(o, ", 0.f, 0.f)");
+}
+
+/* One instruction of a stage (row_only: the scalar stage's accesses). */
+TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const tc__vins *in, int scalar) {
+    const char *ind = "      ";
+    tc_dtype d;
+    switch (in->op) {
+    case TC__V_LOAD:
+        d = dt[in->a];
+        tc__text_printf(o, "%sr%d = ", ind, in->dst);
+        tc__text_printf(o, d == TC_F32 ? "" : d == TC_F16 ? "tc_h2f(" : d == TC_BF16 ? "tc_b2f(" : d == TC_BOOL ? "(float)(0 != " : "(float)(");
+        tc__text_printf(o, "((const %s *)p.b[%d])[", tc__cu_ctype(d), in->a);
+        tc__cu_offset(o, k, in->a, scalar);
+        tc__text_printf(o, "]%s;\n", d == TC_F32 ? "" : ")");
+        return;
+    case TC__V_CONST: tc__text_printf(o, "%sr%d = __uint_as_float(0x%08xu);\n", ind, in->dst, (unsigned)tc__f32_to_bits(in->f0)); return;
+    case TC__V_SLOT: tc__text_printf(o, "%sr%d = s%d;\n", ind, in->dst, in->a); return;
+    case TC__V_LOADL: tc__text_printf(o, "%sr%d = L[%d * rowlen + j];\n", ind, in->dst, in->a); return;
+    case TC__V_STOREL: tc__text_printf(o, "%sL[%d * rowlen + j] = r%d;\n", ind, in->a, in->b); return;
+    case TC__V_STORE:
+        d = dt[in->a];
+        tc__text_printf(o, "%s((%s *)p.b[%d])[", ind, tc__cu_ctype(d), in->a);
+        tc__cu_offset(o, k, in->a, scalar);
+        tc__text_printf(o, "] = %s(r%d)%s;\n",
+                        d == TC_F32 ? "" : d == TC_F16 ? "tc_f2h" : d == TC_BF16 ? "tc_f2b" : d == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                        in->b, d == TC_BOOL ? ")" : "");
+        return;
+    case TC__V_ACC:
+        if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
+        else tc__text_printf(o, "%sa%d = tc_comb(a%d, r%d, %d);\n", ind, in->a, in->a, in->b, in->c);
+        return;
+    default: break;
+    }
+    tc__text_printf(o, "%sr%d = ", ind, in->dst);
+    if (in->op == TC__OP_WHERE) {
+        tc__text_printf(o, "0.f != ");
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, " ? r%d : r%d;\n", in->b, in->c);
+    } else if (in->op == TC__OP_CLONE || in->op == TC__OP_CAST) {
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ";\n");
+    } else if (in->bu >= 0 || in->au >= 0) { /* a product with gates */
+        tc__cu_operand_a(o, in);
+        if (in->bu >= 0) tc__text_printf(o, " * tc_%s(r%d, 0.f, 0.f);\n", tc__optable[in->bu].name, in->b);
+        else tc__text_printf(o, " * r%d;\n", in->b);
+    } else if (in->b >= 0) {
+        tc__text_printf(o, "tc_%s(", tc__optable[in->op].name);
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ", r%d);\n", in->b);
+    } else {
+        tc__text_printf(o, "tc_%s(", tc__optable[in->op].name);
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ", __uint_as_float(0x%08xu), __uint_as_float(0x%08xu));\n", (unsigned)tc__f32_to_bits(in->f0),
+                        (unsigned)tc__f32_to_bits(in->f1));
+    }
+}
+
+TC__FN void tc__cu_stage_code(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const tc__kstage *stg) {
+    int i;
+    for (i = stg->begin; i < stg->end; i++) tc__cu_ins(o, k, dt, &k->code[i], stg->scalar);
+}
+
+TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d;
+    tc__text_printf(o, "  i64 n = 1");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
+    tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
+    tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+    tc__cu_stage_code(o, k, dt, &k->stage[0]);
+    tc__text_printf(o, "  }\n");
+}
+
+TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d, si, i;
+    tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
+    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
+    tc__cu_unravel(o, "    ", "row", 0, k->row0);
+    for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
+    for (si = 0; si < k->nstage; si++) {
+        const tc__kstage *stg = &k->stage[si];
+        int acc[TC__VM_MAXSLOT], nacc = 0;
+        for (i = stg->begin; i < stg->end; i++)
+            if (k->code[i].op == TC__V_ACC) {
+                int q, seen = 0;
+                for (q = 0; q < nacc; q++) seen |= acc[q] == k->code[i].a;
+                if (!seen) acc[nacc++] = k->code[i].a;
+            }
+        tc__text_printf(o, "    { /* stage %d */\n", si);
+        for (i = 0; i < nacc; i++) {
+            double idn = tc__comb_identity(k->slot_comb[acc[i]]);
+            tc__text_printf(o, "    float a%d = %s;\n", acc[i], idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF");
+        }
+        if (stg->scalar) {
+            tc__text_printf(o, "    if (threadIdx.x == 0) {\n");
+            for (d = k->row0; d < k->ndim; d++) tc__text_printf(o, "      const i64 i%d = 0; (void)i%d;\n", d, d);
+        } else {
+            tc__text_printf(o, "    for (i64 j = threadIdx.x; j < rowlen; j += blockDim.x) {\n");
+            tc__cu_unravel(o, "      ", "j", k->row0, k->ndim);
+        }
+        tc__cu_stage_code(o, k, dt, stg);
+        tc__text_printf(o, "    }\n");
+        for (i = 0; i < nacc; i++) {
+            int sl = acc[i], comb = k->slot_comb[sl];
+            double idn = tc__comb_identity(comb);
+            tc__text_printf(o, "    s%d = tc_block_reduce(a%d, %d, %s, red) * __uint_as_float(0x%08xu);\n", sl, sl,
+                            comb == TC__COMB_SUMSQ ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
+                            (unsigned)tc__f32_to_bits(k->slot_scale[sl]));
+        }
+        tc__text_printf(o, "    }\n");
+    }
+    /* the next row reuses the reduction's shared buffer */
+    tc__text_printf(o, "    __syncthreads();\n  }\n");
+}
+
+/* Appends kernel k as `extern "C" __global__ void <name>(P_<name> p)`;
+ * dt[a] is access a's dtype. */
+TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const char *name) {
+    int r;
+    tc__text_printf(o, "\nstruct P_%s { u64 b[%d]; i64 st[%d][%d]; i64 sh[%d]; u64 ws; };\n", name, k->nacc, k->nacc,
+                    k->ndim > 0 ? k->ndim : 1, k->ndim > 0 ? k->ndim : 1);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const P_%s p) {\n", TC__CU_BLOCK, name, name);
+    if (k->nreg > 0) {
+        tc__text_printf(o, "  float r0");
+        for (r = 1; r < k->nreg; r++) tc__text_printf(o, ", r%d", r);
+        tc__text_printf(o, ";\n");
+    }
+    if (tc__cuda_is_rows(k)) tc__cu_rows(o, k, dt);
+    else tc__cu_pointwise(o, k, dt);
+    tc__text_printf(o, "}\n");
+}
+
+/* Appends the prelude. */
+TC__FN void tc__cuda_emit_prelude(tc__text *o) {
+    int i;
+    for (i = 0; tc__cu_prelude[i]; i++) tc__text_printf(o, "%s", tc__cu_prelude[i]);
+}
+
+#endif /* TC_NO_CUDA */
+#line TC__LINE_AT(22188, "tcompile.h", 22188)
+
+/* ===== src/cuda/backend.c ===== */
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22191)
+/* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
+ * for the GPU.  A program's fused kernels are printed as one CUDA C
+ * program (cuda/codegen.c), compiled by NVRTC for the device's exact
+ * architecture (CUBIN; PTX for the newest NVRTC knows when the device is
+ * newer, which the driver compiles), cached on disk under a hash of the
+ * source, the options, NVRTC's version and the device, and loaded once per
+ * program on its first run.  A launch packs its kernel's parameter block
+ * (the accesses' addresses and strides, read from the program's headers
+ * at the launch, so views of moving inputs work) and launches on the
+ * context's stream.  The arena and outputs are device memory from the
+ * context's block cache (cuda/memory.c). */
+
+#ifndef TC_NO_CUDA
+
+typedef struct tc__cuda_prog {
+    tc__CUmodule mod;
+    tc__CUfunction *fn;        /* one per fused kernel                      */
+    int nk;
+    int from_disk;             /* the binary came from the on-disk cache    */
+} tc__cuda_prog;
+
+/* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
+ * TC_FREE; NULL out of memory. */
+TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref) {
+    tc__text sb;
+    int pass, k, a;
+    memset(&sb, 0, sizeof sb);
+    for (pass = 0; pass < 2; pass++) { /* measure, then print */
+        tc__cuda_emit_prelude(&sb);
+        for (k = 0; k < fu->nk; k++) {
+            tc_dtype dt[TC__VM_MAXACC];
+            char name[32];
+            for (a = 0; a < fu->k[k].nacc; a++) dt[a] = ref[fu->k[k].acc[a].node]->dtype;
+            tc__fmt(name, sizeof name, "tck%d", k);
+            tc__cuda_emit_kernel(&sb, &fu->k[k], dt, name);
+        }
+        if (pass == 0) {
+            sb.cap = sb.n + 1;
+            sb.n = 0;
+            if (!(sb.p = (char *)TC_MALLOC(sb.cap))) return NULL;
+        }
+    }
+    return sb.p;
+}
+
+/* NVRTC's options for the device: CUBIN for its architecture when NVRTC
+ * knows it, else PTX for the newest it knows. */
+TC__FN int tc__cuda_arch(int *cubin) {
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
+    *cubin = sm <= tc__cu.arch_max;
+    return *cubin ? sm : tc__cu.arch_max;
+}
+
+/* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
+ * compute_<arch>): the binary in *bin (to TC_FREE), or the log in err;
+ * with one more option (NULL: none), after which, on success, err holds
+ * NVRTC's log (ptxas's report with --ptxas-options=-v). */
+TC__FN tc_result tc__nvrtc_compile_opt(const char *src, int arch, int cubin, const char *extra, char **bin, size_t *nbin,
+                                       char *err, size_t errcap) {
+    tc__nvrtcProgram prog = NULL;
+    char opt_arch[48];
+    const char *opts[4];
+    int nopt = 0;
+    size_t n = 0, logn = 0;
+    tc__nvrtcResult r;
+    *bin = NULL;
+    if (errcap) err[0] = 0;
+    tc__fmt(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", cubin ? "sm" : "compute", arch);
+    opts[nopt++] = opt_arch;
+    opts[nopt++] = "--std=c++17";
+    if (extra) opts[nopt++] = extra;
+    if ((r = tc__cu.nv.CreateProgram(&prog, src, "tcompile.cu", 0, NULL, NULL)) != TC__NVRTC_SUCCESS) {
+        tc__fmt(err, errcap, "nvrtcCreateProgram: %s", tc__cu.nv.GetErrorString(r));
+        return r == TC__NVRTC_ERROR_OUT_OF_MEMORY ? TC_ERR_OOM : TC_ERR_DEVICE;
+    }
+    r = tc__cu.nv.CompileProgram(prog, nopt, opts);
+    if (r != TC__NVRTC_SUCCESS) {
+        char *log = NULL;
+        if (tc__cu.nv.GetProgramLogSize(prog, &logn) == TC__NVRTC_SUCCESS && logn > 0 && (log = (char *)TC_MALLOC(logn)))
+            tc__cu.nv.GetProgramLog(prog, log);
+        tc__fmt(err, errcap, "NVRTC (%s) failed: %s", opt_arch, log ? log : tc__cu.nv.GetErrorString(r));
+        TC_FREE(log);
+        tc__cu.nv.DestroyProgram(&prog);
+        return TC_ERR_DEVICE;
+    }
+    if (extra && tc__cu.nv.GetProgramLogSize(prog, &logn) == TC__NVRTC_SUCCESS && logn > 0 && logn <= errcap)
+        tc__cu.nv.GetProgramLog(prog, err);
+    r = cubin ? tc__cu.nv.GetCUBINSize(prog, &n) : tc__cu.nv.GetPTXSize(prog, &n);
+    if (r == TC__NVRTC_SUCCESS && !(*bin = (char *)TC_MALLOC(n ? n : 1))) r = TC__NVRTC_ERROR_OUT_OF_MEMORY;
+    if (r == TC__NVRTC_SUCCESS) r = cubin ? tc__cu.nv.GetCUBIN(prog, *bin) : tc__cu.nv.GetPTX(prog, *bin);
+    tc__cu.nv.DestroyProgram(&prog);
+    if (r != TC__NVRTC_SUCCESS) {
+        TC_FREE(*bin);
+        *bin = NULL;
+        tc__fmt(err, errcap, "NVRTC: reading the binary: %s", tc__cu.nv.GetErrorString(r));
+        return r == TC__NVRTC_ERROR_OUT_OF_MEMORY ? TC_ERR_OOM : TC_ERR_DEVICE;
+    }
+    *nbin = n;
+    return TC_OK;
+}
+
+TC__FN tc_result tc__nvrtc_compile(const char *src, int arch, int cubin, char **bin, size_t *nbin, char *err,
+                                   size_t errcap) {
+    return tc__nvrtc_compile_opt(src, arch, cubin, NULL, bin, nbin, err, errcap);
+}
+
+/* The on-disk cache's file for a source: its hash with everything else
+ * the binary depends on.  0 when there is no cache directory. */
+TC__FN int tc__cuda_cache_path(const char *src, int arch, int cubin, char *path, size_t cap) {
+    char buf[512], key[160];
+    const char *dir = tc__tune_dir(NULL, buf, sizeof buf);
+    uint64_t h;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
+    tc__fmt(key, sizeof key, "|%s_%d|nvrtc %d.%d|driver %d|%s|v1", cubin ? "sm" : "compute", arch, tc__cu.nvrtc_major,
+            tc__cu.nvrtc_minor, tc__cu.driver_version, tc__cu.name);
+    h = tc__fnv1a(src) ^ (tc__fnv1a(key) * 1099511628211ull);
+    tc__fmt(path, cap, "%s/cuda-%016llx.%s", dir, (unsigned long long)h, cubin ? "cubin" : "ptx");
+    return 1;
+}
+
+/* The binary at path (to TC_FREE), or NULL. */
+TC__FN char *tc__cuda_cache_read(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    char *b = NULL;
+    long len;
+    if (!fp) return NULL;
+    if (fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) > 0 && len < (1L << 30) && fseek(fp, 0, SEEK_SET) == 0 &&
+        (b = (char *)TC_MALLOC((size_t)len + 1)) != NULL) {
+        if (fread(b, 1, (size_t)len, fp) != (size_t)len) {
+            TC_FREE(b);
+            b = NULL;
+        } else {
+            b[len] = 0; /* PTX is loaded as a string */
+            *n = (size_t)len;
+        }
+    }
+    fclose(fp);
+    return b;
+}
+
+/* Stores a binary for the next process (a failure only costs it a compile). */
+TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
+    static int counter;
+    char tmp[1200], dir[1100];
+    char *slash;
+    FILE *fp;
+    int ok;
+    tc__fmt(dir, sizeof dir, "%s", path);
+    if ((slash = strrchr(dir, '/')) != NULL) *slash = 0;
+    if (tc__mkdirs(dir) != 0) return;
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%u.tmp", path, tc__pid(), tc__next_ticket(&counter));
+    if (!(fp = fopen(tmp, "wb"))) return;
+    ok = fwrite(bin, 1, n, fp) == n;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
+}
+
+TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
+    if (!cp) return;
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    TC_FREE(cp->fn);
+    TC_FREE(cp);
+}
+
+TC__FN void tc__cuda_program_free(tc__program *p) {
+    tc__cuda_prog_free((tc__cuda_prog *)p->dev);
+    p->dev = NULL;
+}
+
+/* Builds and loads p's kernels (the first run): from the disk cache when
+ * the same source was compiled before for this device. */
+TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
+    tc__cuda_prog *cp;
+    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    size_t nbin = 0;
+    int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
+    tc__CUresult cr;
+    tc_result r;
+    if (!tc__cuda_ctx_get(ctx, "a compiled kernel")) return tc__msg(&l->call, TC_ERR_DEVICE, "%s", ctx->first_err);
+    cp = (tc__cuda_prog *)TC_MALLOC(sizeof *cp);
+    if (cp) memset(cp, 0, sizeof *cp);
+    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)p->fu.nk)) ||
+        !(src = tc__cuda_program_source(&p->fu, p->ref))) {
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
+    }
+    cp->nk = p->fu.nk;
+    if (tc__cuda_cache_path(src, arch, cubin, path, sizeof path) && (bin = tc__cuda_cache_read(path, &nbin)) != NULL)
+        cached = 1;
+    r = TC_OK;
+    if (!bin && (r = tc__nvrtc_compile(src, arch, cubin, &bin, &nbin, err, sizeof err)) != TC_OK) {
+        tc__log(ctx, TC_LOG_DEBUG, "the CUDA program that failed:\n%s", src);
+        TC_FREE(src);
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, r, "%s", err);
+    }
+    cr = tc__cu.cu.ModuleLoadData(&cp->mod, bin);
+    if (cr != TC__CUDA_SUCCESS && cached) { /* a stale or damaged cache file: compile afresh */
+        TC_FREE(bin);
+        bin = NULL;
+        cached = 0;
+        if ((r = tc__nvrtc_compile(src, arch, cubin, &bin, &nbin, err, sizeof err)) == TC_OK)
+            cr = tc__cu.cu.ModuleLoadData(&cp->mod, bin);
+    }
+    if (r == TC_OK && cr == TC__CUDA_SUCCESS && !cached && path[0]) tc__cuda_cache_write(path, bin, nbin);
+    TC_FREE(bin);
+    TC_FREE(src);
+    if (r != TC_OK || cr != TC__CUDA_SUCCESS) {
+        tc__cuda_prog_free(cp);
+        if (r != TC_OK) return tc__msg(&l->call, r, "%s", err);
+        return tc__msg(&l->call, tc__cu_result(cr), "cuModuleLoadData: %s", tc__cu_errname(cr));
+    }
+    for (k = 0; k < cp->nk; k++) {
+        char name[32];
+        tc__fmt(name, sizeof name, "tck%d", k);
+        if ((cr = tc__cu.cu.ModuleGetFunction(&cp->fn[k], cp->mod, name)) != TC__CUDA_SUCCESS) {
+            tc__cuda_prog_free(cp);
+            return tc__msg(&l->call, TC_ERR_DEVICE, "cuModuleGetFunction(%s): %s", name, tc__cu_errname(cr));
+        }
+    }
+    cp->from_disk = cached;
+    p->dev = cp;
+    return TC_OK;
+}
+
+/* Kernel k's parameter block at its launch (the struct tc__cuda_emit_kernel
+ * prints): addresses and strides from the headers, as tc__krun_prepare
+ * reads them, the domain's shape, the locals' workspace. */
+TC__FN void tc__cuda_params(const tc__kernel *k, tc_tensor *const *ref, tc__CUdeviceptr ws, int64_t *pb) {
+    int nd = k->ndim > 0 ? k->ndim : 1, a, d;
+    int64_t *st = pb + k->nacc, *sh = st + k->nacc * nd;
+    for (a = 0; a < k->nacc; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        const tc_tensor *h = ref[ac->node];
+        int64_t off = h->offset;
+        for (d = 0; d < nd; d++) st[a * nd + d] = 0;
+        for (d = 0; d < ac->ndim; d++) {
+            if (ac->kdim[d] >= 0) st[a * nd + ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            off += h->strides[d] * ac->off[d];
+        }
+        pb[a] = (int64_t)((uintptr_t)h->storage->data + (uintptr_t)(off * (int64_t)tc__dtype_sizes[h->dtype]));
+    }
+    for (d = 0; d < nd; d++) sh[d] = d < k->ndim ? k->shape[d] : 1;
+    sh[nd] = (int64_t)ws;
+}
+
+TC__FN size_t tc__cuda_kernel_ws_bytes(const tc__kernel *k) {
+    (void)k;
+    return 0; /* the locals' workspace is device memory, per launch */
+}
+
+TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) {
+    const tc__kernel *k = &p->fu.k[l->kernel];
+    tc__cuda_prog *cp;
+    int64_t pb[TC__VM_MAXACC * (TC_MAX_DIMS + 1) + TC_MAX_DIMS + 1], rows = 1, rowlen = 1, n = 1;
+    void *args[1];
+    unsigned grid, block = TC__CU_BLOCK;
+    tc__CUdeviceptr ws = 0;
+    size_t ws_cap = 0, ws_bytes = 0;
+    tc__CUresult cr;
+    int d, is_rows = tc__cuda_is_rows(k);
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    cp = (tc__cuda_prog *)p->dev;
+    for (d = 0; d < k->ndim; d++) {
+        n *= k->shape[d];
+        if (d < k->row0) rows *= k->shape[d];
+        else rowlen *= k->shape[d];
+    }
+    if (n == 0) return TC_OK;
+    if (is_rows) {
+        int64_t g = rows < (int64_t)tc__cu.sm_count * 16 ? rows : (int64_t)tc__cu.sm_count * 16;
+        grid = (unsigned)(g > 0 ? g : 1);
+        /* a short row needs fewer threads: whole warps, at least one */
+        if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
+        ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+    } else {
+        int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
+        grid = (unsigned)(g < cap ? g : cap);
+    }
+    if (ws_bytes && !(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
+        return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+    tc__cuda_params(k, p->ref, ws, pb);
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(cp->fn[l->kernel], grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (kernel %d, grid %u, block %u): %s", l->kernel, grid,
+                       block, tc__cu_errname(cr));
+    return TC_OK;
+}
+
+/* An op with no fused kernel.  Part 1 runs those that move data (a
+ * constant the graph owns, a filled tensor); contractions and the other
+ * ops need their CUDA kernels (the tensor-core GEMM, conv and attention
+ * come with part 2). */
+TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    tc__call *c = &l->call;
+    size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
+    (void)p;
+    if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
+        tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
+        return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);
+    }
+    return tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for %s outside a fused kernel yet", tc__optable[c->op].name);
+}
+
+TC__FN void *tc__cuda_block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
+    tc__CUdeviceptr d = tc__cuda_alloc(ctx, bytes, cap, "a compiled function's arena");
+    *raw = (void *)(uintptr_t)d;
+    return *raw;
+}
+
+TC__FN void tc__cuda_block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
+    (void)data;
+    tc__cuda_free(ctx, (tc__CUdeviceptr)(uintptr_t)raw, cap);
+}
+
+static const tc__backend tc__cuda_backend = {tc__cuda_kernel_ws_bytes, tc__cuda_run_kernel, tc__cuda_run_op,
+                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free};
+
+#ifdef TCOMPILE_TESTING
+/* Tests: compiles src with NVRTC alone (no driver is needed) to CUBIN for
+ * sm_<arch>, ptxas reporting; *spill gets the bytes of spill stores and
+ * loads it reports.  TC_OK, or the reason in err. */
+TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err, size_t cap) {
+    char *bin = NULL, *p;
+    size_t n;
+    tc_result r;
+    if (tc__cu_open_nvrtc(NULL) != 0) {
+        tc__fmt(err, cap, "%s", tc__cu.why);
+        return TC_ERR_DEVICE;
+    }
+    r = tc__nvrtc_compile_opt(src, arch, 1, "--ptxas-options=-v", &bin, &n, err, cap);
+    TC_FREE(bin);
+    *spill = 0;
+    for (p = err; r == TC_OK && (p = strstr(p, " bytes ")) != NULL; p++) {
+        const char *q = p;
+        if (strncmp(p, " bytes spill", 12) != 0) continue; /* a stack frame is libdevice's (sinf's slow path) */
+        while (q > err && q[-1] >= '0' && q[-1] <= '9') q--;
+        *spill += strtol(q, NULL, 10);
+    }
+    return r;
+}
+#endif
+
+#endif /* TC_NO_CUDA */
+#line TC__LINE_AT(22539, "tcompile.h", 22539)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21033)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 22542)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21120,10 +22629,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21124, "tcompile.h", 21124)
+#line TC__LINE_AT(22633, "tcompile.h", 22633)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21127)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 22636)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21159,6 +22668,25 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
         const tc__program *p = f->entries[entry].prog;
         return tc__graph_dot(f->entries[entry].g, p && p->fu.group ? p->fu.group : NULL, buf, cap);
     }
+}
+
+TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap) {
+#ifndef TC_NO_CUDA
+    const tc__program *p = f && entry >= 0 && entry < f->nentries ? f->entries[entry].prog : NULL;
+    char *src = p ? tc__cuda_program_source(&p->fu, p->ref) : NULL;
+    size_t n = src ? strlen(src) : 0;
+    if (buf && cap) {
+        size_t m = n < cap - 1 ? n : cap - 1;
+        if (src) memcpy(buf, src, m);
+        buf[m] = 0;
+    }
+    TC_FREE(src);
+    return n;
+#else
+    (void)f, (void)entry;
+    if (buf && cap) buf[0] = 0;
+    return 0;
+#endif
 }
 
 /* One graph's share of tc_explain's counts (views launch no kernel); with
@@ -21280,10 +22808,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21284, "tcompile.h", 21284)
+#line TC__LINE_AT(22812, "tcompile.h", 22812)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21287)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 22815)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21368,6 +22896,13 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
+    if (tc__call_device(c) != tr->f->be->device) {
+        /* a parameter on the other device: the program would read memory
+         * its device cannot address */
+        tc__msg(c, TC_ERR_INVALID_ARG, "reads a tensor on %s in a function compiled for %s (its inputs' device): tc_to it there",
+                tc__device_name(tc__call_device(c)), tc__device_name(tr->f->be->device));
+        return tc__fail(c, TC_ERR_INVALID_ARG);
+    }
     if (c->out_into) {
         tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a tensor (tc_copy) inside a compiled function is not supported");
         return tc__fail(c, TC_ERR_UNSUPPORTED);
@@ -21420,6 +22955,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
         tc__contig_strides(out->ndim, out->shape, out->strides);
     }
     out->lazy = id + 1;
+    out->device = tr->f->be->device;
     return out;
 }
 
@@ -21749,6 +23285,7 @@ TC__FN tc_result tc__trace_inputs(tc__trace *tr, tc_tensor *const *inputs, tc_te
         memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
         memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
         t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
+        t->device = inputs[i]->device;
         t->lazy = tc__graph_add(tr->g, &nd, &fresh) + 1;
         lazy_in[i] = t;
         if (t->lazy == 0) return TC_ERR_OOM;
@@ -21895,10 +23432,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21899, "tcompile.h", 21899)
+#line TC__LINE_AT(23436, "tcompile.h", 23436)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21902)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23439)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22171,10 +23708,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22175, "tcompile.h", 22175)
+#line TC__LINE_AT(23712, "tcompile.h", 23712)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22178)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 23715)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22292,6 +23829,16 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
                                                                       : "a traced value");
             return tc__fn_fail(f, outputs, TC_ERR_INVALID_ARG);
         }
+#ifndef TC_NO_CUDA
+        /* the first call's inputs choose the device its programs run on */
+        if (i == 0 && f->nentries == 0 && f->calls == 0) f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+#endif
+        if (inputs[i]->device != f->be->device) {
+            tc__fmt(f->err, sizeof f->err, "tc_call: input %d is on %s but the function runs on %s (its first call's inputs' "
+                                           "device): tc_to moves it", i, tc__device_name(inputs[i]->device),
+                    tc__device_name(f->be->device));
+            return tc__fn_fail(f, outputs, TC_ERR_INVALID_ARG);
+        }
     }
     return TC_OK;
 }
@@ -22377,10 +23924,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22381, "tcompile.h", 22381)
+#line TC__LINE_AT(23928, "tcompile.h", 23928)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22384)
+#line TC__LINE_AT(1, "src/license.h", 23931)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22422,7 +23969,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22426, "tcompile.h", 22426)
+#line TC__LINE_AT(23973, "tcompile.h", 23973)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -40,6 +40,7 @@ typedef enum tc_result {
     TC_ERR_UNSUPPORTED,   /* valid but not implemented                       */
     TC_ERR_STATE,         /* API misuse: unbalanced scopes, ...              */
     TC_ERR_IO,            /* file or system error                            */
+    TC_ERR_DEVICE,        /* the GPU, its driver or NVRTC failed or is absent */
     TC_RESULT_COUNT_
 } tc_result;
 
@@ -187,6 +188,42 @@ TCDEF double tc_get(const tc_tensor *t, const int64_t *index);
 TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value);
 /* Shape as text, e.g. "f32[2,3]"; writes at most cap bytes, returns buf. */
 TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Devices.  A tensor lives on the host (TC_CPU) or on the GPU (TC_CUDA).    */
+/* The CUDA driver and NVRTC are loaded at run time (no CUDA SDK is needed   */
+/* to build): libcuda.so.1 / nvcuda.dll and libnvrtc.so.13/.12/.11.2 /       */
+/* nvrtc64_*.dll, or the paths in the environment variables TC_CUDA_LIB and  */
+/* TC_NVRTC_LIB.  TC_NO_CUDA (implementation unit) compiles the backend out.  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tc_device { TC_CPU = 0, TC_CUDA = 1 } tc_device;
+
+TCDEF tc_device tc_device_of(const tc_tensor *t);   /* TC_CPU for NULL */
+/* A copy of x on `device` in the current scope (x itself when it is there
+ * already).  tc_read, tc_write, tc_get and tc_item work on device tensors
+ * (they copy); tc_data of one is NULL.  An op's inputs must all be on one
+ * device (else TC_ERR_INVALID_ARG naming the op and the devices). */
+TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line);
+#define tc_to(ctx, x, device) tc_to_at(ctx, x, device, __FILE__, __LINE__)
+/* 1 when a GPU, its driver and NVRTC were found and work; else 0 and, when
+ * why is not NULL, *why the reason (a static string).  Loading happens
+ * once per process, on the first use of the device. */
+TCDEF int tc_cuda_available(const char **why);
+typedef struct tc_cuda_info {
+    char name[96];
+    int sm;                  /* compute capability, e.g. 90              */
+    int multiprocessors;
+    int driver_version;      /* e.g. 12080                               */
+    int nvrtc_version;       /* e.g. 12080                               */
+    int nvrtc_max_sm;        /* newest architecture NVRTC emits code for */
+    char driver_path[128], nvrtc_path[160];
+} tc_cuda_info;
+TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info); /* TC_ERR_DEVICE when unavailable */
+/* Device bytes the context keeps cached for reuse, and the cuMemAlloc
+ * calls it has made (after warm-up, calls make none). */
+TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx);
+TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Ops.  Every op is a macro over a function with an `_at` suffix that takes  */
@@ -615,6 +652,11 @@ TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
  * returns the length it needs (like snprintf), 0 when there is no such
  * graph.  `dot -Tsvg` renders it. */
 TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap);
+/* The CUDA C the CUDA backend prints for cache entry `entry`'s fused
+ * kernels (whichever device the function runs on: reading the GPU code
+ * needs no GPU), once the entry has run; like tc_fn_dot, the length it
+ * needs, 0 without such an entry (or built with TC_NO_CUDA). */
+TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap);
 
 /* Host code inside a model: fn gets the concrete tensor x and returns a new
  * tensor (made with tc_ ops, which run eagerly there, or filled by hand

@@ -105,6 +105,7 @@ typedef struct tc__storage {
     size_t bytes;
     size_t cap;          /* bytes the block holds (>= bytes: reused ones) */
     int64_t refs;        /* tensors viewing it                            */
+    int device;          /* TC_CPU, or TC_CUDA: data is a device address  */
 } tc__storage;
 
 struct tc_tensor {
@@ -128,6 +129,7 @@ struct tc_tensor {
                                        number ... of trace seg_gen: the
                                        next segment's input k-1            */
     unsigned seg_gen;
+    tc_device device;               /* where its data lives (also while lazy) */
 };
 
 typedef struct tc__pool tc__pool;
@@ -143,6 +145,7 @@ typedef struct tc__trace_hooks {
     int (*host_access)(const tc_tensor *t, const char *what, const char *file, int line);
 } tc__trace_hooks;
 typedef struct tc__scratch_cache tc__scratch_cache;
+typedef struct tc__cuda_ctx tc__cuda_ctx; /* cuda/memory.c */
 
 /* A freed tensor block kept for reuse (tensor.c, the storage cache). */
 #define TC__STORE_CACHE_SLOTS 16
@@ -177,6 +180,9 @@ struct tc_ctx {
     tc__scratch_cache *scratch;     /* kernels' scratch reuse, while a
                                        reduce-overhead program runs        */
     tc_isa isa;                     /* the fused-kernel executor's level    */
+    tc__cuda_ctx *cuda;             /* made on the first device use         */
+    tc_tensor *(*device_run)(tc__call *c); /* an eager op on CUDA inputs
+                                       (set with the device's first tensor) */
     tc__cached_block cache[TC__STORE_CACHE_SLOTS];
     int ncache;
     size_t cached_bytes, cache_limit;

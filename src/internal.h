@@ -15,7 +15,7 @@
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__isa_resolve, tc__isa_env_cap,
- * tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
+ * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
  * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
  * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
  * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
@@ -58,6 +58,10 @@ TC__FN int tc__mul_ov(int64_t a, int64_t b, int64_t *out);
 TC__FN int64_t tc__numel_of(int ndim, const int64_t *shape);
 TC__FN void tc__fmt(char *dst, size_t cap, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN void tc__text_printf(tc__text *sb, const char *fmt, ...) TC__PRINTF(2, 3);
+TC__FN const char *tc__device_name(tc_device d);
+TC__FN uint32_t tc__f32_to_bits(float f);
+TC__FN void tc__ctx_note(tc_ctx *ctx, tc_result r, const char *text);
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN float tc__f16_to_f32(uint16_t h);
 TC__FN uint16_t tc__f32_to_f16(float f);
@@ -73,10 +77,29 @@ TC__FN tc__pool *tc__pool_create(int nthreads);
 TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn fn, void *arg);
 TC__FN int tc__parallel_parts(const tc_ctx *ctx, int64_t n, int64_t work);
 
+/* ---- cuda/driver.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN const char *tc__cu_errname(tc__CUresult r);
+TC__FN tc_result tc__cu_result(tc__CUresult r);
+TC__FN int tc__cuda_load(const char *cuda_lib, const char *nvrtc_lib);
+TC__FN int tc__cu_open_nvrtc(const char *nvrtc_lib);
+#endif
+
+/* ---- cuda/memory.c (stubs under TC_NO_CUDA) */
+TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, const char *what);
+TC__FN void tc__cuda_free(tc_ctx *ctx, tc__CUdeviceptr p, size_t cap);
+TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, size_t bytes, int to_host, const char *what);
+TC__FN void tc__cuda_trim(tc_ctx *ctx);
+#ifndef TC_NO_CUDA
+TC__FN tc__cuda_ctx *tc__cuda_ctx_get(tc_ctx *ctx, const char *what);
+#endif
+TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx);
+
 /* ---- runtime/tensor.c */
 TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap);
 TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
+TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
 TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
@@ -89,6 +112,7 @@ TC__FN char *tc__base(const tc_tensor *t);
 
 /* ---- ops/dispatch.c */
 TC__FN tc_tensor *tc__run(tc__call *c);
+TC__FN tc_device tc__call_device(const tc__call *c);
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line);
 TC__FN tc_result tc__msg(tc__call *c, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN const char *tc__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
@@ -182,6 +206,19 @@ TC__FN tc_result tc__program_run(struct tc__program *p, tc_ctx *ctx, tc_tensor *
 TC__FN tc_result tc__tune_launch(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
 TC__FN void tc__tune_mem_free(struct tc__tune_mem *m);
 TC__FN const char *tc__tune_dir(const char *opt, char *buf, size_t cap);
+TC__FN uint64_t tc__fnv1a(const char *s);
+
+/* ---- cuda/codegen.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN void tc__cuda_emit_prelude(tc__text *o);
+TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const tc_dtype *dt, const char *name);
+TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
+#endif
+
+/* ---- cuda/backend.c (only without TC_NO_CUDA) */
+#ifndef TC_NO_CUDA
+TC__FN char *tc__cuda_program_source(const struct tc__fusion *fu, tc_tensor *const *ref);
+#endif
 
 /* ---- compiler/explain.c */
 TC__FN unsigned tc__logs_from_env(void);

@@ -205,6 +205,29 @@ oracles() { # "" or "asan"
     fi
 }
 
+# 5. the CUDA backend without a GPU: the mirrored driver/NVRTC ABI against
+#    the toolkit's headers, every generated kernel through the real NVRTC,
+#    and the backend's results through the SIMT emulator (tests/cuda_emu/).
+CUDA_INC=${CUDA_INC:-/usr/local/cuda/include}
+cuda_abi() {
+    if [ ! -f "$CUDA_INC/cuda.h" ] || [ ! -f "$CUDA_INC/nvrtc.h" ]; then
+        skip "CUDA ABI mirror: the toolkit's cuda.h and nvrtc.h are not in $CUDA_INC (set CUDA_INC)"; return
+    fi
+    if $CXX -std=c++11 $WARN -I. -I"$CUDA_INC" tests/test_cuda_abi.cpp -o "$W/abi" $LIBS 2> "$W/abi.log" &&
+       "$W/abi" > "$W/abi.out" 2>&1; then pass "CUDA ABI mirror: $(sed 's/^ok *//' "$W/abi.out")"
+    else fail "CUDA ABI mirror differs from $CUDA_INC/cuda.h or nvrtc.h"; grep -E 'error|assert' "$W/abi.log" | head -n 20; fi
+}
+# The emulator's library, built into the job's directory (its path in
+# TCEMU_LIB): where it cannot be built, test_cuda skips those tests and says so.
+cuda_test() { # flavour
+    TCEMU_LIB=""
+    if [ -f tests/cuda_emu/build.sh ] && sh tests/cuda_emu/build.sh "$W/emu" > "$W/emu.log" 2>&1; then
+        TCEMU_LIB=$(ls "$W"/emu/libtcemu.so 2> /dev/null)
+    else echo "SKIP  the SIMT emulator did not build: $(tail -n 3 "$W/emu.log" 2> /dev/null)"; fi
+    export TCEMU_LIB
+    unit_test "$1" test_cuda
+}
+
 TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
 
 # The longest jobs first, so the pool does not end on one of them.
@@ -219,6 +242,9 @@ job oracles ""
 for flavour in opt cxx nothreads; do
     for t in $TESTS; do job unit_test "$flavour" "$t"; done
 done
+job cuda_abi
+for flavour in opt cxx; do job unit_test "$flavour" test_cuda_nvrtc; done
+for flavour in opt cxx nothreads asan; do job cuda_test "$flavour"; done
 job amalgamation
 job line_directives
 job layers

@@ -17,13 +17,13 @@ cd "$root"
 # once per level (ISAS below); isa-levels: where the table of the levels goes.
 HEADER="src/manual.h src/api.h"
 IMPL="src/impl_prelude.h isa-levels
-src/runtime/platform.c src/runtime/util.c src/runtime/threads.c src/runtime/tensor.c
+src/runtime/platform.c src/runtime/util.c src/runtime/threads.c src/cuda/driver.c src/cuda/memory.c src/runtime/tensor.c
 src/ops/optable.h src/internal.h src/ops/dispatch.c src/ops/pointwise.c src/ops/reduce.c
 @cpu/gemm_isa src/cpu/gemm.c src/ops/linalg.c src/cpu/conv.c src/ops/shape.c
 src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
 src/cpu/vstate.h @cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
-src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c
+src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c src/cuda/codegen.c src/cuda/backend.c
 src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
 src/license.h"
 

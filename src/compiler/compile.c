@@ -115,6 +115,16 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
                                                                       : "a traced value");
             return tc__fn_fail(f, outputs, TC_ERR_INVALID_ARG);
         }
+#ifndef TC_NO_CUDA
+        /* the first call's inputs choose the device its programs run on */
+        if (i == 0 && f->nentries == 0 && f->calls == 0) f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+#endif
+        if (inputs[i]->device != f->be->device) {
+            tc__fmt(f->err, sizeof f->err, "tc_call: input %d is on %s but the function runs on %s (its first call's inputs' "
+                                           "device): tc_to moves it", i, tc__device_name(inputs[i]->device),
+                    tc__device_name(f->be->device));
+            return tc__fn_fail(f, outputs, TC_ERR_INVALID_ARG);
+        }
     }
     return TC_OK;
 }

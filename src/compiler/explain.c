@@ -35,6 +35,25 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
     }
 }
 
+TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap) {
+#ifndef TC_NO_CUDA
+    const tc__program *p = f && entry >= 0 && entry < f->nentries ? f->entries[entry].prog : NULL;
+    char *src = p ? tc__cuda_program_source(&p->fu, p->ref) : NULL;
+    size_t n = src ? strlen(src) : 0;
+    if (buf && cap) {
+        size_t m = n < cap - 1 ? n : cap - 1;
+        if (src) memcpy(buf, src, m);
+        buf[m] = 0;
+    }
+    TC_FREE(src);
+    return n;
+#else
+    (void)f, (void)entry;
+    if (buf && cap) buf[0] = 0;
+    return 0;
+#endif
+}
+
 /* One graph's share of tc_explain's counts (views launch no kernel); with
  * its program, the launches it really makes. */
 TC__FN void tc__count_graph(const tc__graph *g, const tc__program *p, tc_explain_info *in) {

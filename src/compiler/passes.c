@@ -795,7 +795,7 @@ TC__FN const float *tc__frozen_f32(tc_ctx *ctx, const tc__graph *g, int id, int6
     if (id < 0) return NULL;
     nd = &g->nodes[id];
     if (nd->dt != TC_F32 || tc__numel_of(nd->ndim, nd->shape) != n) return NULL;
-    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK)
+    if (nd->kind == TC__NODE_PARAM && nd->param && nd->param->status == TC_OK && nd->param->device == TC_CPU)
         return (const float *)tc__contig_as(ctx, nd->param, TC_F32, own);
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA) return (const float *)nd->a.ptr;
     if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL) {

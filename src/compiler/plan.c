@@ -42,6 +42,8 @@ typedef struct tc__backend {
      * one is cached), and back */
     void *(*block_get)(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
     void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
+    tc_device device;          /* where its programs' memory is            */
+    void (*program_free)(tc__program *p); /* its state in p->dev; NULL: none */
 } tc__backend;
 
 struct tc__program {
@@ -73,11 +75,17 @@ struct tc__program {
     int64_t peak_bytes;        /* arena + outputs                          */
     int inplace;               /* results written over a dying input      */
     const tc__backend *be;     /* the device that runs it                 */
+    void *dev;                 /* the backend's own state (CUDA: modules) */
 };
 
 TC__FN void tc__program_free(tc__program *p) {
     int i;
     if (!p) return;
+    if (p->be && p->be->program_free) p->be->program_free(p);
+    if (p->be && p->be->device != TC_CPU) {
+        if (p->arena_raw) p->be->block_put(p->ctx, p->arena_raw, p->arena, p->arena_cap);
+        p->arena_raw = NULL;
+    }
     TC_FREE(p->hdr);
     TC_FREE(p->ref);
     TC_FREE(p->slice);
@@ -452,7 +460,7 @@ TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
         p->ref[i] = h;
         return 1;
     }
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i)) {
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i) && p->be->device == TC_CPU) {
         /* data the graph owns (folded constants, batch norm folded into
          * a conv's weights): read where it lies, not copied per call */
         h->dtype = nd->dt;
@@ -527,6 +535,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
         p->root[i] = i;
         tc__contig_strides(h->ndim, h->shape, h->strides);
         p->slice[i].refs = 1;
+        p->slice[i].device = p->be->device;
         h->storage = &p->slice[i];
     }
     return 0;
@@ -563,20 +572,23 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         h->ctx = ctx;
         h->is_sentinel = 1; /* owned by the program: tc_free/tc_keep ignore it */
         h->scope = -1;
+        h->device = be->device;
         p->root[i] = -1;
         last[i] = i;
         if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
     }
 #ifdef TC__HAVE_VEXEC
-    if (!bad && fuse && ctx->isa != TC_ISA_NONE) bad = tc__program_fuse(p, ctx, logs) != 0;
+    if (!bad && fuse && (ctx->isa != TC_ISA_NONE || be->device != TC_CPU)) bad = tc__program_fuse(p, ctx, logs) != 0;
 #else
     (void)fuse;
     (void)logs;
 #endif
     if (!bad) tc__program_memory(p, last);
     TC_FREE(last);
-    if (!bad && persistent &&
-        !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
+    if (!bad && persistent && be->device != TC_CPU) /* the device's memory, given back by tc__program_free */
+        bad = !(p->arena = (char *)be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap));
+    else if (!bad && persistent &&
+             !(p->arena = (char *)tc__alloc_aligned(p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw)))
         bad = 1;
     if (bad) {
         tc__program_free(p);
@@ -661,6 +673,7 @@ TC__FN tc_result tc__program_memory_of_call(tc__program *p, tc_ctx *ctx, tc_tens
             tc__call oc;
             tc__call_init(&oc, ctx, g->nodes[i].op, g->nodes[i].file, g->nodes[i].line);
             oc.odt = p->hdr[i].dtype;
+            oc.device = p->be->device;
             oc.ondim = p->hdr[i].ndim;
             memcpy(oc.oshape, p->hdr[i].shape, sizeof oc.oshape);
             (*fresh_t)[i] = tc__alloc_out(&oc, &r);

@@ -82,6 +82,13 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
+    if (tc__call_device(c) != tr->f->be->device) {
+        /* a parameter on the other device: the program would read memory
+         * its device cannot address */
+        tc__msg(c, TC_ERR_INVALID_ARG, "reads a tensor on %s in a function compiled for %s (its inputs' device): tc_to it there",
+                tc__device_name(tc__call_device(c)), tc__device_name(tr->f->be->device));
+        return tc__fail(c, TC_ERR_INVALID_ARG);
+    }
     if (c->out_into) {
         tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a tensor (tc_copy) inside a compiled function is not supported");
         return tc__fail(c, TC_ERR_UNSUPPORTED);
@@ -134,6 +141,7 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
         tc__contig_strides(out->ndim, out->shape, out->strides);
     }
     out->lazy = id + 1;
+    out->device = tr->f->be->device;
     return out;
 }
 
@@ -463,6 +471,7 @@ TC__FN tc_result tc__trace_inputs(tc__trace *tr, tc_tensor *const *inputs, tc_te
         memcpy(t->shape, inputs[i]->shape, sizeof t->shape);
         memcpy(t->strides, inputs[i]->strides, sizeof t->strides);
         t->offset = inputs[i]->offset; /* views traced from it carry the real offset */
+        t->device = inputs[i]->device;
         t->lazy = tc__graph_add(tr->g, &nd, &fresh) + 1;
         lazy_in[i] = t;
         if (t->lazy == 0) return TC_ERR_OOM;

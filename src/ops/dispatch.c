@@ -44,13 +44,7 @@ TC__FN tc__sbuf tc__shp(const tc_tensor *t) {
 /* An errored tensor in the current scope; the context keeps the first. */
 TC__FN tc_tensor *tc__error_tensor(tc_ctx *ctx, tc_result r, const char *text) {
     tc_tensor *t = tc__tensor_new(ctx);
-    if (ctx->first_status == TC_OK) {
-        size_t n = strlen(text);
-        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
-        ctx->first_status = r;
-        memcpy(ctx->first_err, text, n);
-        ctx->first_err[n] = 0;
-    }
+    tc__ctx_note(ctx, r, text);
     if (!t) return &tc__sentinel_oom;
     t->status = r;
     t->err = tc__strdup(text);
@@ -91,12 +85,15 @@ TC__FN tc_tensor *tc__alloc_out(tc__call *c, tc_result *r) {
         *r = tc__msg(c, TC_ERR_OOM, "out of memory");
         return NULL;
     }
-    t->storage = tc__storage_new(c->ctx, (size_t)bytes);
+    t->storage = c->device == TC_CUDA ? tc__storage_new_device(c->ctx, (size_t)bytes, "the output")
+                                      : tc__storage_new(c->ctx, (size_t)bytes);
     if (!t->storage) {
         tc_free(t);
-        *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
+        if (c->device == TC_CUDA) *r = tc__msg(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_DEVICE, "%s", c->ctx->first_err);
+        else *r = tc__msg(c, TC_ERR_OOM, "out of memory allocating %lld bytes", (long long)bytes);
         return NULL;
     }
+    t->device = c->device;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -112,6 +109,7 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     }
     t->storage = sto;
     sto->refs++;
+    t->device = (tc_device)sto->device;
     t->dtype = c->odt;
     t->ndim = c->ondim;
     memcpy(t->shape, c->oshape, sizeof(int64_t) * (size_t)c->ondim);
@@ -120,11 +118,19 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
+/* Where a checked call's inputs are (all on one device). */
+TC__FN tc_device tc__call_device(const tc__call *c) {
+    int i;
+    for (i = 0; i < c->nin; i++)
+        if (c->ins[i]) return c->ins[i]->device;
+    return TC_CPU;
+}
+
 /* The checks every op makes before its rule: NULL inputs (unless optional),
  * errored inputs (their error propagates), inputs of another context.
  * Returns the tensor to return instead of running, or NULL to go on. */
 TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
-    int i;
+    int i, first = -1;
     for (i = 0; i < c->nin; i++) {
         tc_tensor *t = c->ins[i];
         if (!t) {
@@ -135,6 +141,14 @@ TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
         if (t->status != TC_OK) return tc__error_tensor(c->ctx, t->status, tc_error(t));
         if (t->ctx != c->ctx) {
             tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
+            return tc__fail(c, TC_ERR_INVALID_ARG);
+        }
+        if (first < 0) first = i;
+        if (t->device != c->ins[first]->device || (c->out_into && c->out_into->device != t->device)) {
+            int out = c->out_into && c->out_into->device != t->device;
+            tc__msg(c, TC_ERR_INVALID_ARG, "inputs on different devices (input %d on %s, %s %d on %s): tc_to moves one",
+                    first, tc__device_name(c->ins[first]->device), out ? "output" : "input", out ? 0 : i,
+                    tc__device_name(out ? c->out_into->device : t->device));
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
     }
@@ -163,6 +177,13 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
             return tc__fail(c, r);
         }
         return out;
+    }
+    if (tc__call_device(c) == TC_CUDA) { /* every input is there (checked) */
+        if (!c->ctx->device_run) {
+            tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for this op yet");
+            return tc__fail(c, TC_ERR_UNSUPPORTED);
+        }
+        return c->ctx->device_run(c);
     }
     if (c->out_into) out = c->out_into;
     else if (!(out = tc__alloc_out(c, &r))) return tc__fail(c, r);

@@ -227,6 +227,7 @@ struct tc__call {
     int64_t ostrides[TC_MAX_DIMS];
     int64_t ooffset;
     tc_tensor *out_into;       /* write into this tensor (tc_copy)          */
+    tc_device device;          /* where tc__alloc_out puts the output        */
     const struct tc__epilogue *epi; /* contractions: run on each finished
                                   output tile (a fused pointwise kernel)    */
     struct {

@@ -4,9 +4,9 @@
 /* Static errored tensors for the cases where no tensor can be allocated:
  * a NULL context, or no memory for the tensor object itself. */
 static tc_tensor tc__sentinel_null_ctx = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_NULL,
-                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0};
+                                          "tcompile: NULL context passed to an op", 0, 1, 0, NULL, NULL, 0, 0, 0, TC_CPU};
 static tc_tensor tc__sentinel_oom = {NULL, TC_F32, 0, {0}, {0}, 0, NULL, TC_ERR_OOM,
-                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0};
+                                     "tcompile: out of memory allocating a tensor", 0, 1, 0, NULL, NULL, 0, 0, 0, TC_CPU};
 
 /* A host read (or write) of t's data: while its context traces, a graph
  * break, which the compiler's hook runs (nonzero: refuse the access). */
@@ -157,6 +157,7 @@ TC__FN int tc__cache_find(const tc_ctx *ctx, size_t bytes) {
 TCDEF void tc_ctx_empty_cache(tc_ctx *ctx) {
     if (!ctx) return;
     while (ctx->ncache > 0) tc__cache_drop(ctx, ctx->ncache - 1);
+    tc__cuda_trim(ctx);
 }
 TCDEF int64_t tc_ctx_cached_bytes(const tc_ctx *ctx) { return ctx ? (int64_t)ctx->cached_bytes : 0; }
 
@@ -197,7 +198,10 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
 
 TC__FN void tc__storage_release(tc_ctx *ctx, tc__storage *sto) {
     if (!sto || --sto->refs > 0) return;
-    if (sto->raw) {
+    if (sto->device == TC_CUDA) {
+        ctx->live_bytes -= (int64_t)sto->bytes;
+        tc__cuda_free(ctx, (tc__CUdeviceptr)(uintptr_t)sto->data, sto->cap);
+    } else if (sto->raw) {
         ctx->live_bytes -= (int64_t)sto->bytes;
         tc__block_put(ctx, sto->raw, sto->data, sto->cap);
     }
@@ -214,6 +218,7 @@ TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes) {
     }
     sto->bytes = bytes;
     sto->refs = 1;
+    sto->device = TC_CPU;
     ctx->live_bytes += (int64_t)bytes;
     return sto;
 }
@@ -225,6 +230,26 @@ TC__FN tc__storage *tc__storage_wrap(void *data) {
     sto->raw = NULL;
     sto->bytes = sto->cap = 0;
     sto->refs = 1;
+    sto->device = TC_CPU;
+    return sto;
+}
+
+/* Device storage of `bytes` (the context's error set when it fails). */
+TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what) {
+    tc__storage *sto = (tc__storage *)TC_MALLOC(sizeof *sto);
+    tc__CUdeviceptr p;
+    if (!sto) return NULL;
+    p = tc__cuda_alloc(ctx, bytes, &sto->cap, what);
+    if (!p) {
+        TC_FREE(sto);
+        return NULL;
+    }
+    sto->data = (void *)(uintptr_t)p;
+    sto->raw = NULL;
+    sto->bytes = bytes;
+    sto->refs = 1;
+    sto->device = TC_CUDA;
+    ctx->live_bytes += (int64_t)bytes;
     return sto;
 }
 
@@ -349,6 +374,7 @@ TCDEF void tc_ctx_destroy(tc_ctx *ctx) {
     for (d = ctx->depth; d >= 0; d--)
         while (ctx->scope_head[d]) tc_free(ctx->scope_head[d]);
     tc_ctx_empty_cache(ctx);
+    tc__cuda_ctx_destroy(ctx);
     tc__pool_destroy(ctx->pool);
     TC_FREE(ctx->scope_head);
     TC_FREE(ctx);
@@ -383,6 +409,8 @@ TC__FN int64_t tc__numel(const tc_tensor *t) {
     return n;
 }
 
+TC__FN int tc__on_device(const tc_tensor *t) { return t->storage && t->storage->device == TC_CUDA; }
+
 TC__FN char *tc__base(const tc_tensor *t) {
     return (char *)t->storage->data + t->offset * (int64_t)tc__dtype_sizes[t->dtype];
 }
@@ -409,6 +437,11 @@ TCDEF int64_t tc_numel(const tc_tensor *t) { return t && t->status == TC_OK ? tc
 TCDEF int tc_is_contiguous(const tc_tensor *t) { return t && t->status == TC_OK && tc__contig(t); }
 TCDEF void *tc_data_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__host_access(t, "tc_data", file, line)) return NULL;
+    if (tc__on_device(t)) { /* device memory is not the host's to address */
+        tc__ctx_fail(t->ctx, TC_ERR_DEVICE, "tc_data (%s:%d): the tensor is on the GPU (tc_read or tc_to copies it)",
+                     file ? file : "?", line);
+        return NULL;
+    }
     return (void *)tc__base(t);
 }
 
@@ -429,6 +462,59 @@ TCDEF char *tc_describe(const tc_tensor *t, char *buf, size_t cap) {
 
 /* ---- host access ------------------------------------------------------------ */
 
+
+/* A device tensor's elements staged on the host: *h is t over a host copy
+ * of the span of storage its elements reach (*buf, to TC_FREE; written back
+ * by tc__unstage).  Host-side code then runs unchanged on *h. */
+typedef struct tc__staged {
+    tc_tensor h;
+    tc__storage hs;
+    int64_t lo;                     /* first element of the span            */
+    size_t bytes;
+} tc__staged;
+
+TC__FN tc_result tc__stage(const tc_tensor *t, tc__staged *st, const char *what) {
+    int64_t lo = t->offset, hi = t->offset;
+    size_t es = tc__dtype_sizes[t->dtype];
+    void *buf;
+    int i;
+    for (i = 0; i < t->ndim; i++) {
+        int64_t reach = (t->shape[i] - 1) * t->strides[i];
+        if (reach < 0) lo += reach;
+        else hi += reach;
+    }
+    if (tc__numel(t) == 0) hi = lo - 1; /* nothing to stage */
+    st->h = *t;
+    st->lo = lo;
+    st->bytes = hi >= lo ? (size_t)(hi - lo + 1) * es : 0;
+    buf = TC_MALLOC(st->bytes ? st->bytes : 1);
+    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %zu bytes", what, st->bytes);
+    memset(&st->hs, 0, sizeof st->hs);
+    st->hs.data = buf;
+    st->hs.refs = 1;
+    st->h.storage = &st->hs;
+    st->h.offset = t->offset - lo;
+    st->h.device = TC_CPU;
+    if (st->bytes &&
+        tc__cuda_copy(t->ctx, buf, (tc__CUdeviceptr)(uintptr_t)t->storage->data + (size_t)lo * es, st->bytes, 1, what)) {
+        TC_FREE(buf);
+        return TC_ERR_DEVICE;
+    }
+    return TC_OK;
+}
+
+/* Frees the staging copy, writing it back first when `write`. */
+TC__FN tc_result tc__unstage(const tc_tensor *t, tc__staged *st, int write, const char *what) {
+    tc_result r = TC_OK;
+    size_t es = tc__dtype_sizes[t->dtype];
+    if (write && st->bytes)
+        r = tc__cuda_copy(t->ctx, st->hs.data, (tc__CUdeviceptr)(uintptr_t)t->storage->data + (size_t)st->lo * es,
+                          st->bytes, 0, what);
+    TC_FREE(st->hs.data);
+    return r;
+}
+
+TCDEF tc_device tc_device_of(const tc_tensor *t) { return t ? t->device : TC_CPU; }
 
 /* Walks every element of t in row-major order, calling visit with the
  * element's storage index relative to tc__base(t) and its linear index. */
@@ -454,6 +540,17 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
     if (tc__host_access(t, "tc_read", file, line)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(dst_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (tc__on_device(t)) {
+        tc__staged st;
+        tc_result r;
+        if (dtype == t->dtype && tc__contig(t)) /* straight into dst */
+            return tc__cuda_copy(t->ctx, dst, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
+                                 (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 1, "tc_read");
+        if ((r = tc__stage(t, &st, "tc_read")) != TC_OK) return r;
+        r = tc_read_at(&st.h, dtype, dst, dst_bytes, file, line);
+        tc__unstage(t, &st, 0, "tc_read");
+        return r;
+    }
     if (dtype == t->dtype && tc__contig(t)) {
         memcpy(dst, tc__base(t), (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
         return TC_OK;
@@ -471,6 +568,16 @@ TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t s
     if (tc__host_access(t, "tc_write", NULL, 0)) return TC_ERR_STATE;
     if (!tc__dtype_valid(dtype)) return TC_ERR_DTYPE;
     if ((uint64_t)tc__numel(t) > (uint64_t)(src_bytes / tc__dtype_sizes[dtype])) return TC_ERR_INVALID_ARG;
+    if (tc__on_device(t)) {
+        tc__staged st;
+        tc_result r;
+        if (dtype == t->dtype && tc__contig(t))
+            return tc__cuda_copy(t->ctx, (void *)src, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
+                                 (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 0, "tc_write");
+        if ((r = tc__stage(t, &st, "tc_write")) != TC_OK) return r;
+        r = tc_write(&st.h, dtype, src, src_bytes);
+        return tc__unstage(t, &st, r == TC_OK, "tc_write") != TC_OK ? TC_ERR_DEVICE : r;
+    }
     if (dtype == t->dtype && tc__contig(t)) {
         memmove(tc__base(t), src, (size_t)tc__numel(t) * tc__dtype_sizes[dtype]);
         return TC_OK;
@@ -493,9 +600,19 @@ TC__FN int tc__elem_index(const tc_tensor *t, const int64_t *index, int64_t *si)
     return 0;
 }
 
+/* One element of a device tensor, read over (NaN when the copy fails). */
+TC__FN double tc__device_elem(const tc_tensor *t, int64_t si, const char *what) {
+    unsigned char v[8];
+    if (tc__cuda_copy(t->ctx, v, (tc__CUdeviceptr)(uintptr_t)tc__base(t) + (size_t)si * tc__dtype_sizes[t->dtype],
+                      tc__dtype_sizes[t->dtype], 1, what) != TC_OK)
+        return NAN;
+    return tc__load(v, t->dtype, 0);
+}
+
 TCDEF double tc_get(const tc_tensor *t, const int64_t *index) {
     int64_t si;
     if (!t || t->status != TC_OK || tc__elem_index(t, index, &si) || tc__host_access(t, "tc_get", NULL, 0)) return NAN;
+    if (tc__on_device(t)) return tc__device_elem(t, si, "tc_get");
     return tc__load(tc__base(t), t->dtype, si);
 }
 
@@ -506,11 +623,73 @@ TCDEF tc_result tc_set(tc_tensor *t, const int64_t *index, double value) {
     if (t->ndim > 0 && !index) return TC_ERR_NULL;
     if (tc__elem_index(t, index, &si)) return TC_ERR_INDEX;
     if (tc__host_access(t, "tc_set", NULL, 0)) return TC_ERR_STATE;
+    if (tc__on_device(t)) {
+        unsigned char v[8];
+        tc__store(v, t->dtype, 0, value);
+        return tc__cuda_copy(t->ctx, v, (tc__CUdeviceptr)(uintptr_t)tc__base(t) + (size_t)si * tc__dtype_sizes[t->dtype],
+                             tc__dtype_sizes[t->dtype], 0, "tc_set");
+    }
     tc__store(tc__base(t), t->dtype, si, value);
     return TC_OK;
 }
 
 TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
+    if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
+}
+
+/* ---- moving between devices ------------------------------------------------ */
+
+TC__FN tc_tensor *tc__to_fail(tc_ctx *ctx, tc_result r, const char *file, int line, const char *why) {
+    char text[TC__MSG_CAP];
+    tc_tensor *t;
+    snprintf(text, sizeof text, "tc_to (%s:%d): %s", file ? file : "?", line, why);
+    tc__ctx_note(ctx, r, text);
+    t = tc__tensor_new(ctx);
+    if (!t) return NULL;
+    t->status = r;
+    t->err = tc__strdup(text);
+    return t;
+}
+
+TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line) {
+    tc_tensor *t;
+    size_t bytes;
+    tc_result r;
+    if (!ctx) return NULL;
+    if (!x) return tc__to_fail(ctx, TC_ERR_NULL, file, line, "input is NULL");
+    if (x->status != TC_OK) return tc__to_fail(ctx, x->status, file, line, tc_error(x));
+    if (x->ctx != ctx) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "input belongs to another context");
+    if (device != TC_CPU && device != TC_CUDA) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "unknown device");
+    if (x->device == device) return x;
+    if (ctx->trace)
+        return tc__to_fail(ctx, TC_ERR_UNSUPPORTED, file, line,
+                           "moving a tensor between devices inside a compiled function (move the inputs before the call)");
+    if (!(t = tc__tensor_new(ctx))) return NULL;
+    t->dtype = x->dtype;
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->device = device;
+    bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
+    t->storage = device == TC_CUDA ? tc__storage_new_device(ctx, bytes, "tc_to") : tc__storage_new(ctx, bytes);
+    if (!t->storage) {
+        tc_free(t);
+        return tc__to_fail(ctx, ctx->first_status ? ctx->first_status : TC_ERR_OOM, file, line,
+                           ctx->first_err[0] ? ctx->first_err : "out of memory");
+    }
+    if (device == TC_CPU) r = tc_read_at(x, x->dtype, t->storage->data, bytes, file, line);
+    else if (tc__contig(x)) r = tc_write(t, x->dtype, tc__base(x), bytes);
+    else { /* gathered on the host first: tc_write takes a contiguous source */
+        void *tmp = TC_MALLOC(bytes ? bytes : 1);
+        r = tmp ? tc_read_at(x, x->dtype, tmp, bytes, file, line) : TC_ERR_OOM;
+        if (r == TC_OK) r = tc_write(t, x->dtype, tmp, bytes);
+        TC_FREE(tmp);
+    }
+    if (r != TC_OK) {
+        tc_free(t);
+        return tc__to_fail(ctx, r, file, line, ctx->first_err[0] ? ctx->first_err : "copy failed");
+    }
+    return t;
 }

@@ -4,7 +4,7 @@
 static const char *const tc__result_names[TC_RESULT_COUNT_] = {
     "ok", "invalid argument", "NULL argument", "shape mismatch", "unsupported dtype",
     "axis out of range", "index out of range", "size overflow", "out of memory",
-    "unsupported", "invalid state", "I/O error"};
+    "unsupported", "invalid state", "I/O error", "device error"};
 
 TCDEF const char *tc_result_string(tc_result r) {
     if ((int)r < 0 || (int)r >= (int)TC_RESULT_COUNT_) return "unknown result";
@@ -19,6 +19,8 @@ TC__FN int tc__dtype_valid(tc_dtype dt) { return (int)dt >= 0 && (int)dt < (int)
 TCDEF const char *tc_dtype_name(tc_dtype dt) {
     return tc__dtype_valid(dt) ? tc__dtype_names[dt] : "invalid";
 }
+
+TC__FN const char *tc__device_name(tc_device d) { return d == TC_CUDA ? "cuda" : "cpu"; }
 
 TCDEF size_t tc_dtype_size(tc_dtype dt) { return tc__dtype_valid(dt) ? tc__dtype_sizes[dt] : 0; }
 
@@ -227,6 +229,31 @@ TC__FN void tc__log(const tc_ctx *ctx, tc_log_level level, const char *fmt, ...)
 }
 
 /* ---- half precision -------------------------------------------------------- */
+
+/* The context keeps its first error (tc_ctx_error). */
+TC__FN void tc__ctx_note(tc_ctx *ctx, tc_result r, const char *text) {
+    if (ctx->first_status == TC_OK) {
+        size_t n = strlen(text);
+        if (n >= sizeof ctx->first_err) n = sizeof ctx->first_err - 1; /* keep the start: op and site */
+        ctx->first_status = r;
+        memcpy(ctx->first_err, text, n);
+        ctx->first_err[n] = 0;
+    }
+}
+
+/* A failure outside an op (the device layer): noted on the context, logged
+ * at debug level, and returned. */
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
+TC__FN tc_result tc__ctx_fail(tc_ctx *ctx, tc_result r, const char *fmt, ...) {
+    char text[TC__MSG_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    tc__ctx_note(ctx, r, text);
+    tc__log(ctx, TC_LOG_DEBUG, "%s", text);
+    return r;
+}
 
 TC__FN float tc__bits_to_f32(uint32_t u) {
     float f;

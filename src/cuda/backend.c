@@ -1,0 +1,347 @@
+/* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
+ * for the GPU.  A program's fused kernels are printed as one CUDA C
+ * program (cuda/codegen.c), compiled by NVRTC for the device's exact
+ * architecture (CUBIN; PTX for the newest NVRTC knows when the device is
+ * newer, which the driver compiles), cached on disk under a hash of the
+ * source, the options, NVRTC's version and the device, and loaded once per
+ * program on its first run.  A launch packs its kernel's parameter block
+ * (the accesses' addresses and strides, read from the program's headers
+ * at the launch, so views of moving inputs work) and launches on the
+ * context's stream.  The arena and outputs are device memory from the
+ * context's block cache (cuda/memory.c). */
+
+#ifndef TC_NO_CUDA
+
+typedef struct tc__cuda_prog {
+    tc__CUmodule mod;
+    tc__CUfunction *fn;        /* one per fused kernel                      */
+    int nk;
+    int from_disk;             /* the binary came from the on-disk cache    */
+} tc__cuda_prog;
+
+/* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
+ * TC_FREE; NULL out of memory. */
+TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref) {
+    tc__text sb;
+    int pass, k, a;
+    memset(&sb, 0, sizeof sb);
+    for (pass = 0; pass < 2; pass++) { /* measure, then print */
+        tc__cuda_emit_prelude(&sb);
+        for (k = 0; k < fu->nk; k++) {
+            tc_dtype dt[TC__VM_MAXACC];
+            char name[32];
+            for (a = 0; a < fu->k[k].nacc; a++) dt[a] = ref[fu->k[k].acc[a].node]->dtype;
+            tc__fmt(name, sizeof name, "tck%d", k);
+            tc__cuda_emit_kernel(&sb, &fu->k[k], dt, name);
+        }
+        if (pass == 0) {
+            sb.cap = sb.n + 1;
+            sb.n = 0;
+            if (!(sb.p = (char *)TC_MALLOC(sb.cap))) return NULL;
+        }
+    }
+    return sb.p;
+}
+
+/* NVRTC's options for the device: CUBIN for its architecture when NVRTC
+ * knows it, else PTX for the newest it knows. */
+TC__FN int tc__cuda_arch(int *cubin) {
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
+    *cubin = sm <= tc__cu.arch_max;
+    return *cubin ? sm : tc__cu.arch_max;
+}
+
+/* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
+ * compute_<arch>): the binary in *bin (to TC_FREE), or the log in err;
+ * with one more option (NULL: none), after which, on success, err holds
+ * NVRTC's log (ptxas's report with --ptxas-options=-v). */
+TC__FN tc_result tc__nvrtc_compile_opt(const char *src, int arch, int cubin, const char *extra, char **bin, size_t *nbin,
+                                       char *err, size_t errcap) {
+    tc__nvrtcProgram prog = NULL;
+    char opt_arch[48];
+    const char *opts[4];
+    int nopt = 0;
+    size_t n = 0, logn = 0;
+    tc__nvrtcResult r;
+    *bin = NULL;
+    if (errcap) err[0] = 0;
+    tc__fmt(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", cubin ? "sm" : "compute", arch);
+    opts[nopt++] = opt_arch;
+    opts[nopt++] = "--std=c++17";
+    if (extra) opts[nopt++] = extra;
+    if ((r = tc__cu.nv.CreateProgram(&prog, src, "tcompile.cu", 0, NULL, NULL)) != TC__NVRTC_SUCCESS) {
+        tc__fmt(err, errcap, "nvrtcCreateProgram: %s", tc__cu.nv.GetErrorString(r));
+        return r == TC__NVRTC_ERROR_OUT_OF_MEMORY ? TC_ERR_OOM : TC_ERR_DEVICE;
+    }
+    r = tc__cu.nv.CompileProgram(prog, nopt, opts);
+    if (r != TC__NVRTC_SUCCESS) {
+        char *log = NULL;
+        if (tc__cu.nv.GetProgramLogSize(prog, &logn) == TC__NVRTC_SUCCESS && logn > 0 && (log = (char *)TC_MALLOC(logn)))
+            tc__cu.nv.GetProgramLog(prog, log);
+        tc__fmt(err, errcap, "NVRTC (%s) failed: %s", opt_arch, log ? log : tc__cu.nv.GetErrorString(r));
+        TC_FREE(log);
+        tc__cu.nv.DestroyProgram(&prog);
+        return TC_ERR_DEVICE;
+    }
+    if (extra && tc__cu.nv.GetProgramLogSize(prog, &logn) == TC__NVRTC_SUCCESS && logn > 0 && logn <= errcap)
+        tc__cu.nv.GetProgramLog(prog, err);
+    r = cubin ? tc__cu.nv.GetCUBINSize(prog, &n) : tc__cu.nv.GetPTXSize(prog, &n);
+    if (r == TC__NVRTC_SUCCESS && !(*bin = (char *)TC_MALLOC(n ? n : 1))) r = TC__NVRTC_ERROR_OUT_OF_MEMORY;
+    if (r == TC__NVRTC_SUCCESS) r = cubin ? tc__cu.nv.GetCUBIN(prog, *bin) : tc__cu.nv.GetPTX(prog, *bin);
+    tc__cu.nv.DestroyProgram(&prog);
+    if (r != TC__NVRTC_SUCCESS) {
+        TC_FREE(*bin);
+        *bin = NULL;
+        tc__fmt(err, errcap, "NVRTC: reading the binary: %s", tc__cu.nv.GetErrorString(r));
+        return r == TC__NVRTC_ERROR_OUT_OF_MEMORY ? TC_ERR_OOM : TC_ERR_DEVICE;
+    }
+    *nbin = n;
+    return TC_OK;
+}
+
+TC__FN tc_result tc__nvrtc_compile(const char *src, int arch, int cubin, char **bin, size_t *nbin, char *err,
+                                   size_t errcap) {
+    return tc__nvrtc_compile_opt(src, arch, cubin, NULL, bin, nbin, err, errcap);
+}
+
+/* The on-disk cache's file for a source: its hash with everything else
+ * the binary depends on.  0 when there is no cache directory. */
+TC__FN int tc__cuda_cache_path(const char *src, int arch, int cubin, char *path, size_t cap) {
+    char buf[512], key[160];
+    const char *dir = tc__tune_dir(NULL, buf, sizeof buf);
+    uint64_t h;
+    if (!dir || strlen(dir) > TC__TUNE_DIR_MAX) return 0;
+    tc__fmt(key, sizeof key, "|%s_%d|nvrtc %d.%d|driver %d|%s|v1", cubin ? "sm" : "compute", arch, tc__cu.nvrtc_major,
+            tc__cu.nvrtc_minor, tc__cu.driver_version, tc__cu.name);
+    h = tc__fnv1a(src) ^ (tc__fnv1a(key) * 1099511628211ull);
+    tc__fmt(path, cap, "%s/cuda-%016llx.%s", dir, (unsigned long long)h, cubin ? "cubin" : "ptx");
+    return 1;
+}
+
+/* The binary at path (to TC_FREE), or NULL. */
+TC__FN char *tc__cuda_cache_read(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    char *b = NULL;
+    long len;
+    if (!fp) return NULL;
+    if (fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) > 0 && len < (1L << 30) && fseek(fp, 0, SEEK_SET) == 0 &&
+        (b = (char *)TC_MALLOC((size_t)len + 1)) != NULL) {
+        if (fread(b, 1, (size_t)len, fp) != (size_t)len) {
+            TC_FREE(b);
+            b = NULL;
+        } else {
+            b[len] = 0; /* PTX is loaded as a string */
+            *n = (size_t)len;
+        }
+    }
+    fclose(fp);
+    return b;
+}
+
+/* Stores a binary for the next process (a failure only costs it a compile). */
+TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
+    static int counter;
+    char tmp[1200], dir[1100];
+    char *slash;
+    FILE *fp;
+    int ok;
+    tc__fmt(dir, sizeof dir, "%s", path);
+    if ((slash = strrchr(dir, '/')) != NULL) *slash = 0;
+    if (tc__mkdirs(dir) != 0) return;
+    tc__fmt(tmp, sizeof tmp, "%s.%lu.%u.tmp", path, tc__pid(), tc__next_ticket(&counter));
+    if (!(fp = fopen(tmp, "wb"))) return;
+    ok = fwrite(bin, 1, n, fp) == n;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || tc__file_replace(tmp, path) != 0) remove(tmp);
+}
+
+TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
+    if (!cp) return;
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    TC_FREE(cp->fn);
+    TC_FREE(cp);
+}
+
+TC__FN void tc__cuda_program_free(tc__program *p) {
+    tc__cuda_prog_free((tc__cuda_prog *)p->dev);
+    p->dev = NULL;
+}
+
+/* Builds and loads p's kernels (the first run): from the disk cache when
+ * the same source was compiled before for this device. */
+TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
+    tc__cuda_prog *cp;
+    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    size_t nbin = 0;
+    int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
+    tc__CUresult cr;
+    tc_result r;
+    if (!tc__cuda_ctx_get(ctx, "a compiled kernel")) return tc__msg(&l->call, TC_ERR_DEVICE, "%s", ctx->first_err);
+    cp = (tc__cuda_prog *)TC_MALLOC(sizeof *cp);
+    if (cp) memset(cp, 0, sizeof *cp);
+    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)p->fu.nk)) ||
+        !(src = tc__cuda_program_source(&p->fu, p->ref))) {
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
+    }
+    cp->nk = p->fu.nk;
+    if (tc__cuda_cache_path(src, arch, cubin, path, sizeof path) && (bin = tc__cuda_cache_read(path, &nbin)) != NULL)
+        cached = 1;
+    r = TC_OK;
+    if (!bin && (r = tc__nvrtc_compile(src, arch, cubin, &bin, &nbin, err, sizeof err)) != TC_OK) {
+        tc__log(ctx, TC_LOG_DEBUG, "the CUDA program that failed:\n%s", src);
+        TC_FREE(src);
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, r, "%s", err);
+    }
+    cr = tc__cu.cu.ModuleLoadData(&cp->mod, bin);
+    if (cr != TC__CUDA_SUCCESS && cached) { /* a stale or damaged cache file: compile afresh */
+        TC_FREE(bin);
+        bin = NULL;
+        cached = 0;
+        if ((r = tc__nvrtc_compile(src, arch, cubin, &bin, &nbin, err, sizeof err)) == TC_OK)
+            cr = tc__cu.cu.ModuleLoadData(&cp->mod, bin);
+    }
+    if (r == TC_OK && cr == TC__CUDA_SUCCESS && !cached && path[0]) tc__cuda_cache_write(path, bin, nbin);
+    TC_FREE(bin);
+    TC_FREE(src);
+    if (r != TC_OK || cr != TC__CUDA_SUCCESS) {
+        tc__cuda_prog_free(cp);
+        if (r != TC_OK) return tc__msg(&l->call, r, "%s", err);
+        return tc__msg(&l->call, tc__cu_result(cr), "cuModuleLoadData: %s", tc__cu_errname(cr));
+    }
+    for (k = 0; k < cp->nk; k++) {
+        char name[32];
+        tc__fmt(name, sizeof name, "tck%d", k);
+        if ((cr = tc__cu.cu.ModuleGetFunction(&cp->fn[k], cp->mod, name)) != TC__CUDA_SUCCESS) {
+            tc__cuda_prog_free(cp);
+            return tc__msg(&l->call, TC_ERR_DEVICE, "cuModuleGetFunction(%s): %s", name, tc__cu_errname(cr));
+        }
+    }
+    cp->from_disk = cached;
+    p->dev = cp;
+    return TC_OK;
+}
+
+/* Kernel k's parameter block at its launch (the struct tc__cuda_emit_kernel
+ * prints): addresses and strides from the headers, as tc__krun_prepare
+ * reads them, the domain's shape, the locals' workspace. */
+TC__FN void tc__cuda_params(const tc__kernel *k, tc_tensor *const *ref, tc__CUdeviceptr ws, int64_t *pb) {
+    int nd = k->ndim > 0 ? k->ndim : 1, a, d;
+    int64_t *st = pb + k->nacc, *sh = st + k->nacc * nd;
+    for (a = 0; a < k->nacc; a++) {
+        const tc__kaccess *ac = &k->acc[a];
+        const tc_tensor *h = ref[ac->node];
+        int64_t off = h->offset;
+        for (d = 0; d < nd; d++) st[a * nd + d] = 0;
+        for (d = 0; d < ac->ndim; d++) {
+            if (ac->kdim[d] >= 0) st[a * nd + ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            off += h->strides[d] * ac->off[d];
+        }
+        pb[a] = (int64_t)((uintptr_t)h->storage->data + (uintptr_t)(off * (int64_t)tc__dtype_sizes[h->dtype]));
+    }
+    for (d = 0; d < nd; d++) sh[d] = d < k->ndim ? k->shape[d] : 1;
+    sh[nd] = (int64_t)ws;
+}
+
+TC__FN size_t tc__cuda_kernel_ws_bytes(const tc__kernel *k) {
+    (void)k;
+    return 0; /* the locals' workspace is device memory, per launch */
+}
+
+TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) {
+    const tc__kernel *k = &p->fu.k[l->kernel];
+    tc__cuda_prog *cp;
+    int64_t pb[TC__VM_MAXACC * (TC_MAX_DIMS + 1) + TC_MAX_DIMS + 1], rows = 1, rowlen = 1, n = 1;
+    void *args[1];
+    unsigned grid, block = TC__CU_BLOCK;
+    tc__CUdeviceptr ws = 0;
+    size_t ws_cap = 0, ws_bytes = 0;
+    tc__CUresult cr;
+    int d, is_rows = tc__cuda_is_rows(k);
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    cp = (tc__cuda_prog *)p->dev;
+    for (d = 0; d < k->ndim; d++) {
+        n *= k->shape[d];
+        if (d < k->row0) rows *= k->shape[d];
+        else rowlen *= k->shape[d];
+    }
+    if (n == 0) return TC_OK;
+    if (is_rows) {
+        int64_t g = rows < (int64_t)tc__cu.sm_count * 16 ? rows : (int64_t)tc__cu.sm_count * 16;
+        grid = (unsigned)(g > 0 ? g : 1);
+        /* a short row needs fewer threads: whole warps, at least one */
+        if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
+        ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+    } else {
+        int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
+        grid = (unsigned)(g < cap ? g : cap);
+    }
+    if (ws_bytes && !(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
+        return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+    tc__cuda_params(k, p->ref, ws, pb);
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(cp->fn[l->kernel], grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (kernel %d, grid %u, block %u): %s", l->kernel, grid,
+                       block, tc__cu_errname(cr));
+    return TC_OK;
+}
+
+/* An op with no fused kernel.  Part 1 runs those that move data (a
+ * constant the graph owns, a filled tensor); contractions and the other
+ * ops need their CUDA kernels (the tensor-core GEMM, conv and attention
+ * come with part 2). */
+TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
+    tc__call *c = &l->call;
+    size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
+    (void)p;
+    if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
+        tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
+        return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);
+    }
+    return tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for %s outside a fused kernel yet", tc__optable[c->op].name);
+}
+
+TC__FN void *tc__cuda_block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
+    tc__CUdeviceptr d = tc__cuda_alloc(ctx, bytes, cap, "a compiled function's arena");
+    *raw = (void *)(uintptr_t)d;
+    return *raw;
+}
+
+TC__FN void tc__cuda_block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
+    (void)data;
+    tc__cuda_free(ctx, (tc__CUdeviceptr)(uintptr_t)raw, cap);
+}
+
+static const tc__backend tc__cuda_backend = {tc__cuda_kernel_ws_bytes, tc__cuda_run_kernel, tc__cuda_run_op,
+                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free};
+
+#ifdef TCOMPILE_TESTING
+/* Tests: compiles src with NVRTC alone (no driver is needed) to CUBIN for
+ * sm_<arch>, ptxas reporting; *spill gets the bytes of spill stores and
+ * loads it reports.  TC_OK, or the reason in err. */
+TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err, size_t cap) {
+    char *bin = NULL, *p;
+    size_t n;
+    tc_result r;
+    if (tc__cu_open_nvrtc(NULL) != 0) {
+        tc__fmt(err, cap, "%s", tc__cu.why);
+        return TC_ERR_DEVICE;
+    }
+    r = tc__nvrtc_compile_opt(src, arch, 1, "--ptxas-options=-v", &bin, &n, err, cap);
+    TC_FREE(bin);
+    *spill = 0;
+    for (p = err; r == TC_OK && (p = strstr(p, " bytes ")) != NULL; p++) {
+        const char *q = p;
+        if (strncmp(p, " bytes spill", 12) != 0) continue; /* a stack frame is libdevice's (sinf's slow path) */
+        while (q > err && q[-1] >= '0' && q[-1] <= '9') q--;
+        *spill += strtol(q, NULL, 10);
+    }
+    return r;
+}
+#endif
+
+#endif /* TC_NO_CUDA */

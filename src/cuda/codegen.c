@@ -1,0 +1,265 @@
+/* CUDA C from the kernel IR: the fused kernels the CPU executor runs
+ * (compiler/kernel.c), printed as CUDA C for NVRTC.
+ *
+ * One program per compiled graph: a prelude (half-float conversions done
+ * with bit operations, so no toolkit header is needed at run time, and one
+ * device function per pointwise op, its body the op table's f32
+ * expression, stringified: the same row that generates the eager kernels
+ * and the executor's vector body), then one __global__ function per kernel.
+ *
+ * A kernel's parameters are one struct passed by value (tc__cuda_params
+ * packs it): the accesses' base addresses and per-domain-dim strides in
+ * elements, the domain's shape and a workspace address.  Shapes and
+ * strides are parameters, not constants, so one binary serves every size a
+ * dynamic dim takes; the dtypes, the code and the dims' count are baked in.
+ *
+ * - pointwise kernels: a grid-stride loop, one element per thread-step;
+ * - row kernels (reductions, softmax and norms): a block per row (a
+ *   grid-stride loop over rows); each stage is a block-stride loop over the
+ *   row, its accumulations reduced across the block with warp shuffles and
+ *   shared memory in a fixed order (deterministic), so every thread holds
+ *   the row scalars (slots) for the next stages; values several stages
+ *   read (locals) live in the block's slice of the workspace, each thread
+ *   reading back only what it wrote; the scalar stage runs on thread 0. */
+
+#ifndef TC_NO_CUDA
+
+#define TC__CU_BLOCK 256 /* threads per block (a multiple of the warp)     */
+
+/* The prelude: conversions, combiners, the ops as device functions. */
+#define TC__CU_UN_(ID, name, cost, i, f, v)                                                                    \
+    "__device__ __forceinline__ float tc_" #name "(float x, float p0, float p1) { (void)p0; (void)p1; return (float)(" #f "); }\n",
+#define TC__CU_BIN_(ID, name, cost, i, f, v)                                                                   \
+    "__device__ __forceinline__ float tc_" #name "(float a, float b) { return (float)(" #f "); }\n",
+/* pieces (C99 compilers need not take a literal over 4095 bytes) */
+static const char *const tc__cu_prelude[] = {
+    "typedef long long i64;\n"
+    "typedef unsigned long long u64;\n"
+    "#define TC_INF __int_as_float(0x7f800000)\n"
+    "__device__ __forceinline__ float tc_h2f(unsigned short h) {\n"
+    "  unsigned s = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+    "  if (e == 0x1fu) return __uint_as_float(s | 0x7f800000u | (m << 13));\n"
+    "  if (e == 0u) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }\n"
+    "  return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned short tc_f2h(float f) {\n"
+    "  unsigned u = __float_as_uint(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "  if (a >= 0x7f800000u) return (unsigned short)(s | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));\n"
+    "  if (a >= 0x477ff000u) return (unsigned short)(s | 0x7c00u);\n"
+    "  if (a < 0x38800000u) {\n"
+    "    float x = __uint_as_float(a) * 16777216.0f; unsigned m = (unsigned)x; float r = x - (float)m;\n"
+    "    if (r > 0.5f || (r == 0.5f && (m & 1u))) m++;\n"
+    "    return (unsigned short)(s | m);\n"
+    "  }\n"
+    "  a -= 0x38000000u; a += 0xfffu + ((a >> 13) & 1u);\n"
+    "  return (unsigned short)(s | (a >> 13));\n"
+    "}\n"
+    "__device__ __forceinline__ float tc_b2f(unsigned short h) { return __uint_as_float((unsigned)h << 16); }\n"
+    "__device__ __forceinline__ unsigned short tc_f2b(float f) {\n"
+    "  unsigned u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);\n"
+    "  u += 0x7fffu + ((u >> 16) & 1u);\n"
+    "  return (unsigned short)(u >> 16);\n"
+    "}\n"
+    "__device__ __forceinline__ int tc_f2i(float v) {\n"
+    "  if (v != v) return 0;\n"
+    "  if (v >= 2147483647.0f) return 2147483647;\n"
+    "  if (v <= -2147483648.0f) return -2147483647 - 1;\n"
+    "  return (int)v;\n"
+    "}\n",
+    "__device__ __forceinline__ float tc_comb(float a, float v, int c) {\n"
+    "  return c == 0 ? a + v : c == 1 ? ((v > a || v != v) ? v : a) : ((v < a || v != v) ? v : a);\n"
+    "}\n"
+    "/* the block's reduction in a fixed order; every thread gets the result */\n"
+    "__device__ float tc_block_reduce(float v, int c, float idn, float *red) {\n"
+    "  int o, w = threadIdx.x >> 5, l = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;\n"
+    "  for (o = 16; o > 0; o >>= 1) v = tc_comb(v, __shfl_xor_sync(0xffffffffu, v, o), c);\n"
+    "  __syncthreads();\n"
+    "  if (l == 0) red[w] = v;\n"
+    "  __syncthreads();\n"
+    "  v = l < nw ? red[l] : idn;\n"
+    "  for (o = 16; o > 0; o >>= 1) v = tc_comb(v, __shfl_xor_sync(0xffffffffu, v, o), c);\n"
+    "  return v;\n"
+    "}\n"
+    "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
+#undef TC__CU_UN_
+#undef TC__CU_BIN_
+
+/* Whether k runs as a row kernel (the executor's rule, tc__krun_prepare). */
+TC__FN int tc__cuda_is_rows(const tc__kernel *k) { return k->nslot > 0 || k->nstage > 1; }
+
+TC__FN const char *tc__cu_ctype(tc_dtype dt) {
+    return dt == TC_F32 ? "float" : dt == TC_I32 ? "int" : dt == TC_BOOL ? "unsigned char" : "unsigned short";
+}
+
+/* The element offset of access a at the domain index i0.. (the row dims
+ * at 0 when `row0_only`: the scalar stage). */
+TC__FN void tc__cu_offset(tc__text *o, const tc__kernel *k, int a, int row0_only) {
+    int d, any = 0;
+    tc__text_printf(o, "(");
+    for (d = 0; d < k->ndim; d++) {
+        if (row0_only && d >= k->row0) break;
+        tc__text_printf(o, "%sp.st[%d][%d] * i%d", any ? " + " : "", a, d, d);
+        any = 1;
+    }
+    tc__text_printf(o, "%s)", any ? "" : "0");
+}
+
+/* Unravels `flat` over dims [lo, hi) into i<lo>..i<hi-1>. */
+TC__FN void tc__cu_unravel(tc__text *o, const char *ind, const char *flat, int lo, int hi) {
+    int d;
+    if (lo >= hi) return;
+    tc__text_printf(o, "%si64 t_ = %s;\n", ind, flat);
+    for (d = hi - 1; d > lo; d--) tc__text_printf(o, "%si64 i%d = t_ %% p.sh[%d]; t_ /= p.sh[%d];\n", ind, d, d, d);
+    tc__text_printf(o, "%si64 i%d = t_;\n", ind, lo);
+}
+
+/* Operand a as the instruction reads it: a * as + at, through the gate au. */
+TC__FN void tc__cu_operand_a(tc__text *o, const tc__vins *in) {
+    if (in->au >= 0) tc__text_printf(o, "tc_%s(", tc__optable[in->au].name);
+    if (in->as >= 0 && in->at >= 0) tc__text_printf(o, "(r%d * r%d + r%d)", in->a, in->as, in->at);
+    else if (in->as >= 0) tc__text_printf(o, "(r%d * r%d)", in->a, in->as);
+    else if (in->at >= 0) tc__text_printf(o, "(r%d + r%d)", in->a, in->at);
+    else tc__text_printf(o, "r%d", in->a);
+    if (in->au >= 0) tc__text_printf(o, ", 0.f, 0.f)");
+}
+
+/* One instruction of a stage (row_only: the scalar stage's accesses). */
+TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const tc__vins *in, int scalar) {
+    const char *ind = "      ";
+    tc_dtype d;
+    switch (in->op) {
+    case TC__V_LOAD:
+        d = dt[in->a];
+        tc__text_printf(o, "%sr%d = ", ind, in->dst);
+        tc__text_printf(o, d == TC_F32 ? "" : d == TC_F16 ? "tc_h2f(" : d == TC_BF16 ? "tc_b2f(" : d == TC_BOOL ? "(float)(0 != " : "(float)(");
+        tc__text_printf(o, "((const %s *)p.b[%d])[", tc__cu_ctype(d), in->a);
+        tc__cu_offset(o, k, in->a, scalar);
+        tc__text_printf(o, "]%s;\n", d == TC_F32 ? "" : ")");
+        return;
+    case TC__V_CONST: tc__text_printf(o, "%sr%d = __uint_as_float(0x%08xu);\n", ind, in->dst, (unsigned)tc__f32_to_bits(in->f0)); return;
+    case TC__V_SLOT: tc__text_printf(o, "%sr%d = s%d;\n", ind, in->dst, in->a); return;
+    case TC__V_LOADL: tc__text_printf(o, "%sr%d = L[%d * rowlen + j];\n", ind, in->dst, in->a); return;
+    case TC__V_STOREL: tc__text_printf(o, "%sL[%d * rowlen + j] = r%d;\n", ind, in->a, in->b); return;
+    case TC__V_STORE:
+        d = dt[in->a];
+        tc__text_printf(o, "%s((%s *)p.b[%d])[", ind, tc__cu_ctype(d), in->a);
+        tc__cu_offset(o, k, in->a, scalar);
+        tc__text_printf(o, "] = %s(r%d)%s;\n",
+                        d == TC_F32 ? "" : d == TC_F16 ? "tc_f2h" : d == TC_BF16 ? "tc_f2b" : d == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                        in->b, d == TC_BOOL ? ")" : "");
+        return;
+    case TC__V_ACC:
+        if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
+        else tc__text_printf(o, "%sa%d = tc_comb(a%d, r%d, %d);\n", ind, in->a, in->a, in->b, in->c);
+        return;
+    default: break;
+    }
+    tc__text_printf(o, "%sr%d = ", ind, in->dst);
+    if (in->op == TC__OP_WHERE) {
+        tc__text_printf(o, "0.f != ");
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, " ? r%d : r%d;\n", in->b, in->c);
+    } else if (in->op == TC__OP_CLONE || in->op == TC__OP_CAST) {
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ";\n");
+    } else if (in->bu >= 0 || in->au >= 0) { /* a product with gates */
+        tc__cu_operand_a(o, in);
+        if (in->bu >= 0) tc__text_printf(o, " * tc_%s(r%d, 0.f, 0.f);\n", tc__optable[in->bu].name, in->b);
+        else tc__text_printf(o, " * r%d;\n", in->b);
+    } else if (in->b >= 0) {
+        tc__text_printf(o, "tc_%s(", tc__optable[in->op].name);
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ", r%d);\n", in->b);
+    } else {
+        tc__text_printf(o, "tc_%s(", tc__optable[in->op].name);
+        tc__cu_operand_a(o, in);
+        tc__text_printf(o, ", __uint_as_float(0x%08xu), __uint_as_float(0x%08xu));\n", (unsigned)tc__f32_to_bits(in->f0),
+                        (unsigned)tc__f32_to_bits(in->f1));
+    }
+}
+
+TC__FN void tc__cu_stage_code(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const tc__kstage *stg) {
+    int i;
+    for (i = stg->begin; i < stg->end; i++) tc__cu_ins(o, k, dt, &k->code[i], stg->scalar);
+}
+
+TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d;
+    tc__text_printf(o, "  i64 n = 1");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
+    tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
+    tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+    tc__cu_stage_code(o, k, dt, &k->stage[0]);
+    tc__text_printf(o, "  }\n");
+}
+
+TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d, si, i;
+    tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
+    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
+    tc__cu_unravel(o, "    ", "row", 0, k->row0);
+    for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
+    for (si = 0; si < k->nstage; si++) {
+        const tc__kstage *stg = &k->stage[si];
+        int acc[TC__VM_MAXSLOT], nacc = 0;
+        for (i = stg->begin; i < stg->end; i++)
+            if (k->code[i].op == TC__V_ACC) {
+                int q, seen = 0;
+                for (q = 0; q < nacc; q++) seen |= acc[q] == k->code[i].a;
+                if (!seen) acc[nacc++] = k->code[i].a;
+            }
+        tc__text_printf(o, "    { /* stage %d */\n", si);
+        for (i = 0; i < nacc; i++) {
+            double idn = tc__comb_identity(k->slot_comb[acc[i]]);
+            tc__text_printf(o, "    float a%d = %s;\n", acc[i], idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF");
+        }
+        if (stg->scalar) {
+            tc__text_printf(o, "    if (threadIdx.x == 0) {\n");
+            for (d = k->row0; d < k->ndim; d++) tc__text_printf(o, "      const i64 i%d = 0; (void)i%d;\n", d, d);
+        } else {
+            tc__text_printf(o, "    for (i64 j = threadIdx.x; j < rowlen; j += blockDim.x) {\n");
+            tc__cu_unravel(o, "      ", "j", k->row0, k->ndim);
+        }
+        tc__cu_stage_code(o, k, dt, stg);
+        tc__text_printf(o, "    }\n");
+        for (i = 0; i < nacc; i++) {
+            int sl = acc[i], comb = k->slot_comb[sl];
+            double idn = tc__comb_identity(comb);
+            tc__text_printf(o, "    s%d = tc_block_reduce(a%d, %d, %s, red) * __uint_as_float(0x%08xu);\n", sl, sl,
+                            comb == TC__COMB_SUMSQ ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
+                            (unsigned)tc__f32_to_bits(k->slot_scale[sl]));
+        }
+        tc__text_printf(o, "    }\n");
+    }
+    /* the next row reuses the reduction's shared buffer */
+    tc__text_printf(o, "    __syncthreads();\n  }\n");
+}
+
+/* Appends kernel k as `extern "C" __global__ void <name>(P_<name> p)`;
+ * dt[a] is access a's dtype. */
+TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtype *dt, const char *name) {
+    int r;
+    tc__text_printf(o, "\nstruct P_%s { u64 b[%d]; i64 st[%d][%d]; i64 sh[%d]; u64 ws; };\n", name, k->nacc, k->nacc,
+                    k->ndim > 0 ? k->ndim : 1, k->ndim > 0 ? k->ndim : 1);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const P_%s p) {\n", TC__CU_BLOCK, name, name);
+    if (k->nreg > 0) {
+        tc__text_printf(o, "  float r0");
+        for (r = 1; r < k->nreg; r++) tc__text_printf(o, ", r%d", r);
+        tc__text_printf(o, ";\n");
+    }
+    if (tc__cuda_is_rows(k)) tc__cu_rows(o, k, dt);
+    else tc__cu_pointwise(o, k, dt);
+    tc__text_printf(o, "}\n");
+}
+
+/* Appends the prelude. */
+TC__FN void tc__cuda_emit_prelude(tc__text *o) {
+    int i;
+    for (i = 0; tc__cu_prelude[i]; i++) tc__text_printf(o, "%s", tc__cu_prelude[i]);
+}
+
+#endif /* TC_NO_CUDA */

@@ -1,0 +1,143 @@
+/* The graphs the CUDA tests run: every pointwise op of the op table (both
+ * operand sides broadcast for the binary ones), every dtype a kernel loads
+ * and stores, reductions over every kind of axis set, the row ops
+ * (softmax, log_softmax, layer_norm, rms_norm) on short, block-sized and
+ * long rows, strided and broadcast inputs, gates and attributes.
+ * test_cuda_nvrtc.c compiles each one's generated CUDA C with the real
+ * NVRTC; test_cuda.c runs each on the CUDA backend (through the emulator)
+ * against the CPU. */
+#ifndef TC_CUDA_GRAPHS_H
+#define TC_CUDA_GRAPHS_H
+#include "ref_pointwise.h"
+
+typedef struct cg_case {
+    char name[48];
+    int kind, op;                   /* what model_fn builds              */
+    int nin;
+    tc_dtype dt[3];
+    int ndim[3];
+    int64_t shape[3][4];
+    int transpose0;                 /* input 0 is a transposed view      */
+} cg_case;
+
+enum {
+    CG_UNARY, CG_BINARY, CG_BINARY_LEFT, CG_WHERE, CG_CAST, CG_SUM0, CG_SUM1, CG_SUM_ALL, CG_MEAN1, CG_MAX1, CG_MIN0,
+    CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_KINDS
+};
+
+static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const cg_case *c = (const cg_case *)user;
+    int ax0[1] = {0}, ax1[1] = {1};
+    tc_tensor *x = in[0];
+    if (c->transpose0) x = tc_transpose(ctx, x, 0, 1);
+    switch (c->kind) {
+    case CG_UNARY: out[0] = unops[c->op].fn(ctx, x, __FILE__, __LINE__); break;
+    case CG_BINARY: out[0] = binops[c->op].fn(ctx, x, in[1], __FILE__, __LINE__); break;
+    case CG_BINARY_LEFT: out[0] = binops[c->op].fn(ctx, in[1], x, __FILE__, __LINE__); break;
+    case CG_WHERE: out[0] = tc_where(ctx, tc_gt(ctx, x, in[1]), x, tc_mul_scalar(ctx, in[1], -2.0)); break;
+    case CG_CAST: out[0] = tc_cast(ctx, tc_mul_scalar(ctx, tc_cast(ctx, x, TC_F32), 2.0), c->dt[1]); break;
+    case CG_SUM0: out[0] = tc_sum(ctx, tc_mul(ctx, x, x), 1, ax0, 0); break;
+    case CG_SUM1: out[0] = tc_sum(ctx, tc_exp(ctx, x), 1, ax1, 1); break;
+    case CG_SUM_ALL: out[0] = tc_sum(ctx, x, 0, NULL, 0); break;
+    case CG_MEAN1: out[0] = tc_mean(ctx, x, 1, ax1, 0); break;
+    case CG_MAX1: out[0] = tc_max(ctx, x, 1, ax1, 0); break;
+    case CG_MIN0: out[0] = tc_min(ctx, tc_neg(ctx, x), 1, ax0, 1); break;
+    case CG_SOFTMAX: out[0] = tc_softmax(ctx, x, -1); break;
+    case CG_LOG_SOFTMAX: out[0] = tc_log_softmax(ctx, x, -1); break;
+    case CG_LAYER_NORM: out[0] = tc_layer_norm(ctx, x, 1, in[1], in[2], 1e-5); break;
+    case CG_RMS_NORM: out[0] = tc_rms_norm(ctx, x, 1, in[1], 1e-6); break;
+    case CG_GATES:
+        out[0] = tc_mul(ctx, tc_gelu_tanh(ctx, tc_add_scalar(ctx, tc_mul_scalar(ctx, x, 1.5), 0.25)),
+                        tc_sigmoid(ctx, in[1]));
+        break;
+    case CG_ATTRS: out[0] = tc_softplus(ctx, tc_clamp(ctx, x, -2.0, 3.0), 2.0, 10.0); break;
+    }
+}
+
+static int cg_add(cg_case *cs, int n, int kind, int op, const char *name, int nin, tc_dtype dt, int r, int c) {
+    cg_case *k = &cs[n];
+    int i;
+    memset(k, 0, sizeof *k);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->kind = kind;
+    k->op = op;
+    k->nin = nin;
+    for (i = 0; i < nin; i++) {
+        k->dt[i] = dt;
+        k->ndim[i] = 2;
+        k->shape[i][0] = r;
+        k->shape[i][1] = c;
+    }
+    return n + 1;
+}
+
+/* Fills cs (room for 128) and returns how many. */
+static int cg_cases(cg_case *cs) {
+    int n = 0, o;
+    char nm[48];
+    static const tc_dtype dts[] = {TC_F16, TC_BF16, TC_I32, TC_BOOL};
+    static const int rows[] = {7, 256, 3000};
+    for (o = 0; o < N_UNOPS; o++) n = cg_add(cs, n, CG_UNARY, o, unops[o].name, 1, TC_F32, 37, 29);
+    for (o = 0; o < N_BINOPS; o++) {
+        snprintf(nm, sizeof nm, "%s (right broadcast)", binops[o].name);
+        n = cg_add(cs, n, CG_BINARY, o, nm, 2, TC_F32, 37, 29);
+        cs[n - 1].shape[1][0] = 1; /* b: [1, 29] */
+        snprintf(nm, sizeof nm, "%s (left broadcast)", binops[o].name);
+        n = cg_add(cs, n, CG_BINARY_LEFT, o, nm, 2, TC_F32, 37, 29);
+        cs[n - 1].shape[1][1] = 1; /* the left operand: [37, 1] */
+    }
+    n = cg_add(cs, n, CG_WHERE, 0, "where(x > y)", 2, TC_F32, 19, 41);
+    for (o = 0; o < 4; o++) {
+        snprintf(nm, sizeof nm, "load and store %s", tc_dtype_name(dts[o]));
+        n = cg_add(cs, n, CG_CAST, 0, nm, 1, dts[o] == TC_BOOL ? TC_F32 : dts[o], 23, 17);
+        cs[n - 1].dt[1] = dts[o];
+    }
+    n = cg_add(cs, n, CG_UNARY, 2, "exp of a transposed view", 1, TC_F32, 29, 37);
+    cs[n - 1].transpose0 = 1;
+    n = cg_add(cs, n, CG_SUM0, 0, "sum of squares over dim 0", 1, TC_F32, 300, 45);
+    n = cg_add(cs, n, CG_SUM1, 0, "sum of exp over dim 1", 1, TC_F32, 45, 300);
+    n = cg_add(cs, n, CG_SUM_ALL, 0, "sum of everything", 1, TC_F32, 301, 333);
+    n = cg_add(cs, n, CG_MEAN1, 0, "mean over dim 1", 1, TC_F32, 33, 65);
+    n = cg_add(cs, n, CG_MAX1, 0, "max over dim 1", 1, TC_F32, 33, 513);
+    n = cg_add(cs, n, CG_MIN0, 0, "min of -x over dim 0", 1, TC_F32, 70, 9);
+    for (o = 0; o < 3; o++) {
+        int r = rows[o];
+        snprintf(nm, sizeof nm, "softmax rows of %d", r);
+        n = cg_add(cs, n, CG_SOFTMAX, 0, nm, 1, TC_F32, 24, r);
+        snprintf(nm, sizeof nm, "log_softmax rows of %d", r);
+        n = cg_add(cs, n, CG_LOG_SOFTMAX, 0, nm, 1, TC_F32, 24, r);
+        snprintf(nm, sizeof nm, "layer_norm rows of %d", r);
+        n = cg_add(cs, n, CG_LAYER_NORM, 0, nm, 3, TC_F32, 24, r);
+        cs[n - 1].ndim[1] = cs[n - 1].ndim[2] = 1;
+        cs[n - 1].shape[1][0] = cs[n - 1].shape[2][0] = r;
+        snprintf(nm, sizeof nm, "rms_norm rows of %d", r);
+        n = cg_add(cs, n, CG_RMS_NORM, 0, nm, 2, TC_F32, 24, r);
+        cs[n - 1].ndim[1] = 1;
+        cs[n - 1].shape[1][0] = r;
+    }
+    n = cg_add(cs, n, CG_SOFTMAX, 0, "softmax of a transposed view", 1, TC_F32, 130, 20);
+    cs[n - 1].transpose0 = 1;
+    n = cg_add(cs, n, CG_GATES, 0, "gelu_tanh(1.5x + 0.25) * sigmoid(y)", 2, TC_F32, 31, 63);
+    n = cg_add(cs, n, CG_ATTRS, 0, "softplus(clamp(x))", 1, TC_F32, 31, 63);
+    return n;
+}
+
+/* Deterministic inputs for case c on the host: values in a range the op
+ * takes (positive where it needs), ties for comparisons. */
+static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
+    int i;
+    for (i = 0; i < c->nin; i++) {
+        double lo = -3, hi = 3;
+        tc_tensor *t;
+        if (c->kind == CG_UNARY && !c->transpose0) lo = unops[c->op].lo, hi = unops[c->op].hi;
+        if ((c->kind == CG_BINARY || c->kind == CG_BINARY_LEFT) && binops[c->op].kind == K_POW) lo = 0.5, hi = 2;
+        if ((c->kind == CG_BINARY || c->kind == CG_BINARY_LEFT) && binops[c->op].kind == K_DIV && i == 1) lo = 0.5, hi = 4;
+        if (c->kind == CG_BINARY_LEFT && binops[c->op].kind == K_DIV) lo = 0.5, hi = 4;
+        t = tc_rand_uniform(ctx, c->ndim[i], c->shape[i], lo, hi, 1234u + 7u * (unsigned)i);
+        if ((c->kind == CG_BINARY || c->kind == CG_BINARY_LEFT) && binops[c->op].kind == K_CMP)
+            t = tc_floor(ctx, t); /* ties */
+        if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
+        in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
+    }
+}
+#endif

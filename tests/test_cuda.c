@@ -1,0 +1,285 @@
+/* The CUDA backend: the loader's failure paths (each in a child process of
+ * its own, since the driver is loaded once per process), and, through the
+ * SIMT emulator standing in for the driver and NVRTC (tests/cuda_emu/, its
+ * library's path in TCEMU_LIB), device tensors: copies both ways, views,
+ * element access, the caching allocator, errors on mixed devices, and what
+ * is not built yet failing cleanly.  Without the emulator those tests are
+ * skipped with the reason printed. */
+#define _POSIX_C_SOURCE 200809L
+#define TCOMPILE_IMPLEMENTATION
+#include "tcompile.h"
+#include "tc_test.h"
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int tct_skipped;
+static const char *emu_lib; /* the emulator, when built */
+
+/* ---- the loader, one process per scenario ---------------------------------- */
+
+/* Runs fn in a child with the given library overrides; its exit code: 0
+ * when fn's checks held. */
+static int in_child(const char *cuda_lib, const char *nvrtc_lib, int (*fn)(void)) {
+    pid_t pid;
+    int st = 0;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        if (cuda_lib) setenv("TC_CUDA_LIB", cuda_lib, 1);
+        else unsetenv("TC_CUDA_LIB");
+        if (nvrtc_lib) setenv("TC_NVRTC_LIB", nvrtc_lib, 1);
+        else unsetenv("TC_NVRTC_LIB");
+        _exit(fn());
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static const char *want_in_why; /* what the child expects the reason to say */
+
+static int child_unavailable(void) {
+    const char *why = NULL;
+    tc_ctx *ctx;
+    tc_tensor *x, *d;
+    tc_cuda_info info;
+    int64_t shape[1] = {4};
+    int ok = 1;
+    if (tc_cuda_available(&why) != 0 || !why || !strstr(why, want_in_why)) {
+        fprintf(stderr, "  available or wrong reason: '%s' (wanted '%s')\n", why ? why : "(null)", want_in_why);
+        ok = 0;
+    }
+    if (tc_cuda_device_info(&info) != TC_ERR_DEVICE) ok = 0;
+    /* a request for the device is a clean error naming the call site */
+    ctx = tc_ctx_create(NULL);
+    x = tc_ones(ctx, TC_F32, 1, shape);
+    d = tc_to(ctx, x, TC_CUDA);
+    if (tc_status(d) != TC_ERR_DEVICE || !strstr(tc_error(d), "tc_to (") || !strstr(tc_error(d), "test_cuda.c:") ||
+        !strstr(tc_error(d), want_in_why)) {
+        fprintf(stderr, "  tc_to: %s / %s\n", tc_result_string(tc_status(d)), tc_error(d));
+        ok = 0;
+    }
+    if (tc_device_of(d) != TC_CPU || tc_ctx_status(ctx) != TC_ERR_DEVICE) ok = 0;
+    tc_ctx_destroy(ctx);
+    return ok ? 0 : 1;
+}
+
+TC_TEST(test_loader_missing_driver) {
+    want_in_why = "/nonexistent/libcuda.so.1";
+    TC_CHECK(in_child("/nonexistent/libcuda.so.1", NULL, child_unavailable) == 0);
+}
+
+TC_TEST(test_loader_library_without_symbols) {
+    /* a library that loads but is no driver: the first symbol is missing */
+    want_in_why = "has no cuInit";
+    TC_CHECK(in_child("libm.so.6", NULL, child_unavailable) == 0);
+}
+
+TC_TEST(test_loader_missing_nvrtc) {
+    want_in_why = "no NVRTC";
+    TC_CHECK(in_child(emu_lib, "/nonexistent/libnvrtc.so.12", child_unavailable) == 0);
+}
+
+TC_TEST(test_loader_default_names) {
+    /* this machine has no driver (CI's neither): the default search fails
+     * cleanly; where a GPU is present it must work */
+    want_in_why = "no CUDA driver";
+    TC_CHECK(in_child(NULL, NULL, child_unavailable) == 0);
+}
+
+/* ---- device tensors, through the emulator ---------------------------------- */
+
+static tc_ctx *ctx;
+
+/* Runs a test that needs the emulator, or prints why it is skipped (a
+ * skip is not a pass). */
+#define RUN_EMU(name)                                                                                         \
+    do {                                                                                                      \
+        if (emu_lib) TC_RUN(name);                                                                            \
+        else {                                                                                                \
+            printf("SKIP  %s: the SIMT emulator is not built (TCEMU_LIB unset; tests/run_all.sh builds it)\n", #name); \
+            tct_skipped++;                                                                                    \
+        }                                                                                                     \
+    } while (0)
+
+TC_TEST(test_device_info) {
+    tc_cuda_info info;
+    const char *why = "x";
+    TC_CHECK(tc_cuda_available(&why) == 1 && why && !*why);
+    TC_CHECK(tc_cuda_device_info(&info) == TC_OK);
+    TC_CHECK(info.sm >= 80 && info.multiprocessors > 0 && info.nvrtc_max_sm >= 80);
+    TC_CHECK(strstr(info.driver_path, "tcemu") != NULL);
+}
+
+TC_TEST(test_round_trip) {
+    int64_t shape[2] = {3, 5};
+    float src[15], back[15];
+    int i;
+    tc_tensor *x, *d, *h;
+    for (i = 0; i < 15; i++) src[i] = (float)i * 0.5f - 3;
+    x = tc_from_data(ctx, TC_F32, 2, shape, src);
+    d = tc_to(ctx, x, TC_CUDA);
+    TC_CHECK(tc_status(d) == TC_OK && tc_device_of(d) == TC_CUDA && tc_device_of(x) == TC_CPU);
+    TC_CHECK(tc_data(d) == NULL);                   /* not the host's to address */
+    TC_CHECK(tc_to(ctx, d, TC_CUDA) == d);          /* already there */
+    h = tc_to(ctx, d, TC_CPU);
+    TC_CHECK(tc_device_of(h) == TC_CPU && tc_read(h, TC_F32, back, sizeof back) == TC_OK);
+    TC_CHECK(memcmp(src, back, sizeof src) == 0);
+    memset(back, 0, sizeof back);
+    TC_CHECK(tc_read(d, TC_F32, back, sizeof back) == TC_OK && memcmp(src, back, sizeof src) == 0);
+    {
+        int64_t at[2] = {2, 3};
+        TC_CHECK(tc_get(d, at) == src[13]);
+        TC_CHECK(tc_set(d, at, 42.0) == TC_OK && tc_get(d, at) == 42.0);
+    }
+    tc_ctx_clear_error(ctx);
+}
+
+TC_TEST(test_views_and_dtypes) {
+    int64_t shape[2] = {4, 6}, four[1] = {4};
+    float src[24], got[24];
+    double want;
+    int i, j;
+    tc_tensor *x, *d, *t, *col, *h;
+    for (i = 0; i < 24; i++) src[i] = (float)(i * i % 17) - 8;
+    x = tc_from_data(ctx, TC_F32, 2, shape, src);
+    d = tc_to(ctx, x, TC_CUDA);
+    t = tc_transpose(ctx, d, 0, 1);           /* a view on the device */
+    TC_CHECK(tc_device_of(t) == TC_CUDA && !tc_is_contiguous(t));
+    TC_CHECK(tc_read(t, TC_F32, got, sizeof got) == TC_OK);
+    for (i = 0; i < 6; i++)
+        for (j = 0; j < 4; j++) TC_CHECK(got[i * 4 + j] == src[j * 6 + i]);
+    /* a strided view read as another dtype and moved back */
+    col = tc_select(ctx, d, 1, 2);
+    h = tc_to(ctx, col, TC_CPU);
+    for (i = 0; i < 4; i++) {
+        int64_t at[1] = {i};
+        want = src[i * 6 + 2];
+        TC_CHECK(tc_get(h, at) == want);
+    }
+    {
+        int32_t iv[4];
+        TC_CHECK(tc_read(col, TC_I32, iv, sizeof iv) == TC_OK);
+        for (i = 0; i < 4; i++) TC_CHECK(iv[i] == (int32_t)src[i * 6 + 2]);
+        /* a write through a strided view lands in the right places only */
+        for (i = 0; i < 4; i++) iv[i] = 100 + i;
+        TC_CHECK(tc_write(col, TC_I32, iv, sizeof iv) == TC_OK);
+        TC_CHECK(tc_read(d, TC_F32, got, sizeof got) == TC_OK);
+        for (i = 0; i < 24; i++) TC_CHECK(got[i] == (i % 6 == 2 ? (float)(100 + i / 6) : src[i]));
+    }
+    /* a host tensor that is a broadcast view (stride 0) moved up */
+    {
+        float one = 7;
+        int64_t sc[1] = {1};
+        tc_tensor *s = tc_from_data(ctx, TC_F32, 1, sc, &one);
+        tc_tensor *e = tc_expand(ctx, s, 1, four);
+        tc_tensor *de = tc_to(ctx, e, TC_CUDA);
+        float v[4];
+        TC_CHECK(tc_read(de, TC_F32, v, sizeof v) == TC_OK && v[0] == 7 && v[3] == 7);
+    }
+    /* f16 and bf16 keep their bits */
+    {
+        tc_tensor *hf = tc_cast(ctx, x, TC_F16), *dh = tc_to(ctx, hf, TC_CUDA);
+        uint16_t a[24], b[24];
+        TC_CHECK(tc_read(hf, TC_F16, a, sizeof a) == TC_OK && tc_read(dh, TC_F16, b, sizeof b) == TC_OK);
+        TC_CHECK(memcmp(a, b, sizeof a) == 0);
+    }
+}
+
+TC_TEST(test_item_and_empty) {
+    int64_t zero[2] = {0, 3};
+    tc_tensor *s = tc_to(ctx, tc_scalar(ctx, 2.5), TC_CUDA), *z;
+    float dummy;
+    TC_CHECK(tc_item(s) == 2.5);
+    z = tc_to(ctx, tc_zeros(ctx, TC_F32, 2, zero), TC_CUDA);
+    TC_CHECK(tc_status(z) == TC_OK && tc_numel(z) == 0 && tc_read(z, TC_F32, &dummy, 0) == TC_OK);
+}
+
+TC_TEST(test_mixed_devices_rejected) {
+    int64_t shape[1] = {8};
+    tc_tensor *a, *b, *r;
+    a = tc_ones(ctx, TC_F32, 1, shape);
+    b = tc_to(ctx, a, TC_CUDA);
+    r = tc_add(ctx, a, b);
+    TC_CHECK(tc_status(r) == TC_ERR_INVALID_ARG);
+    TC_CHECKF(strstr(tc_error(r), "tc_add (") && strstr(tc_error(r), "test_cuda.c:") &&
+                  strstr(tc_error(r), "different devices") && strstr(tc_error(r), "cuda"),
+              "message: %s", tc_error(r));
+    tc_ctx_clear_error(ctx);
+}
+
+static void add_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_add(c, in[0], in[0]);
+}
+
+TC_TEST(test_compiled_on_device_inputs_refused) {
+    int64_t shape[1] = {8};
+    tc_tensor *in[1], *out[1] = {NULL};
+    tc_fn *f;
+    in[0] = tc_to(ctx, tc_ones(ctx, TC_F32, 1, shape), TC_CUDA);
+    f = tc_compile(ctx, add_fn, NULL, NULL);
+    TC_CHECK(tc_call(f, in, out) == TC_ERR_UNSUPPORTED);
+    TC_CHECK(strstr(tc_fn_error(f), "GPU") != NULL);
+    TC_CHECK(tc_status(out[0]) == TC_ERR_UNSUPPORTED);
+    tc_fn_free(f);
+    tc_ctx_clear_error(ctx);
+}
+
+/* The caching allocator: after the first round, the same sizes make no
+ * new device allocations. */
+TC_TEST(test_caching_allocator) {
+    int64_t shape[1] = {1000}, shape2[1] = {1100};
+    int64_t n0, round;
+    tc_tensor *x;
+    x = tc_ones(ctx, TC_F32, 1, shape);
+    tc_scope_begin(ctx);
+    tc_to(ctx, x, TC_CUDA);
+    tc_scope_end(ctx);
+    n0 = tc_cuda_alloc_count(ctx);
+    TC_CHECK(tc_cuda_cached_bytes(ctx) >= 4000);
+    for (round = 0; round < 5; round++) {
+        tc_scope_begin(ctx);
+        tc_to(ctx, x, TC_CUDA);
+        tc_to(ctx, tc_ones(ctx, TC_F32, 1, shape2), TC_CUDA); /* same 512-byte class: 4400 B rounds to 4608 */
+        tc_scope_end(ctx);
+    }
+    TC_CHECKF(tc_cuda_alloc_count(ctx) <= n0 + 1, "%lld allocations after warm-up",
+              (long long)(tc_cuda_alloc_count(ctx) - n0));
+    tc_ctx_empty_cache(ctx);
+    TC_CHECK(tc_cuda_cached_bytes(ctx) == 0);
+}
+
+int main(int argc, char **argv) {
+    emu_lib = getenv("TCEMU_LIB");
+    if (argc > 1) emu_lib = argv[1];
+    if (emu_lib && !*emu_lib) emu_lib = NULL;
+    /* the children first: the parent must not have loaded anything yet */
+    TC_RUN(test_loader_missing_driver);
+    TC_RUN(test_loader_library_without_symbols);
+    RUN_EMU(test_loader_missing_nvrtc);
+    {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            dlclose(h);
+            printf("SKIP  test_loader_default_names: a real driver is installed here\n");
+            tct_skipped++;
+        } else TC_RUN(test_loader_default_names);
+    }
+    if (emu_lib) {
+        setenv("TC_CUDA_LIB", emu_lib, 1);
+        setenv("TC_NVRTC_LIB", emu_lib, 1);
+    }
+    ctx = tc_ctx_create(NULL);
+    RUN_EMU(test_device_info);
+    RUN_EMU(test_round_trip);
+    RUN_EMU(test_views_and_dtypes);
+    RUN_EMU(test_item_and_empty);
+    RUN_EMU(test_mixed_devices_rejected);
+    RUN_EMU(test_compiled_on_device_inputs_refused);
+    RUN_EMU(test_caching_allocator);
+    tc_ctx_destroy(ctx);
+    printf("%d passed, %d failed, %d skipped\n", tct_passed, tct_tests_failed, tct_skipped);
+    return tct_tests_failed != 0;
+}

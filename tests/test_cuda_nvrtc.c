@@ -1,0 +1,84 @@
+/* Every CUDA kernel the code generator prints for the graphs of
+ * cuda_graphs.h (every pointwise op, every dtype, the reductions and row
+ * ops) compiled with the real NVRTC to CUBIN for sm_80 and sm_90, with no
+ * local-memory spills (ptxas's report).  NVRTC needs no GPU or driver, so
+ * this runs here and in CI; where NVRTC is absent the test is skipped with
+ * the reason. */
+#define TCOMPILE_TESTING
+#define TCOMPILE_IMPLEMENTATION
+#include "tcompile.h"
+#include "tc_test.h"
+#include "cuda_graphs.h"
+
+static tc_ctx *ctx;
+static cg_case cases[128];
+static int ncases;
+static char log_buf[1 << 20];
+
+/* The CUDA C of case c's compiled graph (to free), NULL with a check failed. */
+static char *case_source(const cg_case *c) {
+    tc_tensor *in[3], *out[1] = {NULL};
+    tc_compile_options o;
+    tc_fn *f;
+    memset(&o, 0, sizeof o);
+    o.num_inputs = c->nin;
+    f = tc_compile(ctx, cg_model, (void *)c, &o);
+    char *src = NULL;
+    size_t n;
+    tc_scope_begin(ctx);
+    cg_inputs(ctx, c, in);
+    /* the first call traces, the second builds and runs the program */
+    TC_CHECKF(tc_call(f, in, out) == TC_OK && tc_call(f, in, out) == TC_OK, "%s: %s", c->name, tc_fn_error(f));
+    n = tc_fn_cuda_source(f, 0, NULL, 0);
+    TC_CHECKF(n > 0, "%s: no CUDA source", c->name);
+    if (n > 0 && (src = (char *)malloc(n + 1)) != NULL) tc_fn_cuda_source(f, 0, src, n + 1);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    return src;
+}
+
+TC_TEST(test_every_graph_compiles_for_sm80_and_sm90) {
+    static const int archs[] = {80, 90};
+    int i, a, kernels = 0;
+    for (i = 0; i < ncases; i++) {
+        char *src = case_source(&cases[i]);
+        const char *p;
+        if (!src) continue;
+        for (p = src; (p = strstr(p, "__global__")) != NULL; p++) kernels++;
+        TC_CHECKF(strstr(src, "__global__") != NULL, "%s: no kernel in the program", cases[i].name);
+        for (a = 0; a < 2; a++) {
+            long spill = -1;
+            tc_result r = tc__test_nvrtc(src, archs[a], &spill, log_buf, sizeof log_buf);
+            TC_CHECKF(r == TC_OK, "%s for sm_%d: %s\n%s", cases[i].name, archs[a], log_buf, src);
+            TC_CHECKF(r != TC_OK || spill == 0, "%s for sm_%d: %ld bytes of spills\n%s", cases[i].name, archs[a], spill,
+                      log_buf);
+        }
+        free(src);
+    }
+    printf("      %d graphs, %d kernels, each compiled for sm_80 and sm_90\n", ncases, kernels);
+}
+
+/* A program that does not compile gives NVRTC's log naming the line. */
+TC_TEST(test_compile_error_has_the_log) {
+    long spill;
+    tc_result r = tc__test_nvrtc("extern \"C\" __global__ void k(float *p) { p[0] = undeclared_name; }", 90, &spill,
+                                 log_buf, sizeof log_buf);
+    TC_CHECK(r == TC_ERR_DEVICE);
+    TC_CHECKF(strstr(log_buf, "undeclared_name") != NULL && strstr(log_buf, "tcompile.cu(") != NULL, "log: %s", log_buf);
+}
+
+int main(void) {
+    long spill;
+    char why[512];
+    if (tc__test_nvrtc("extern \"C\" __global__ void k(float *p) { p[0] = 1.f; }", 80, &spill, why, sizeof why) != TC_OK) {
+        printf("SKIP  test_cuda_nvrtc: NVRTC not usable here: %s\n", why);
+        printf("0 passed, 0 failed, 1 skipped\n");
+        return 0;
+    }
+    ctx = tc_ctx_create(NULL);
+    ncases = cg_cases(cases);
+    TC_RUN(test_every_graph_compiles_for_sm80_and_sm90);
+    TC_RUN(test_compile_error_has_the_log);
+    tc_ctx_destroy(ctx);
+    return TC_TEST_SUMMARY();
+}
