@@ -2708,6 +2708,8 @@ struct tc__cuda_ctx {
     int nfree, free_cap;
     size_t cached_bytes;
     int64_t allocs, reuses;         /* cuMemAlloc calls; cache hits        */
+    void *eager;                    /* eager ops' compiled functions (cuda/eager.c) */
+    void (*eager_free)(tc_ctx *ctx);
 };
 
 /* Makes the device's primary context current on the calling thread (a
@@ -2757,6 +2759,7 @@ TC__FN void tc__cuda_trim(tc_ctx *ctx) {
 TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx) {
     tc__cuda_ctx *c = ctx->cuda;
     if (!c) return;
+    if (c->eager_free) c->eager_free(ctx); /* their programs give blocks back first */
     tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
     tc__cu.cu.StreamSynchronize(c->stream);
     tc__cuda_trim(ctx);
@@ -2897,10 +2900,10 @@ TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) { return (void)ctx, 0; }
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2901, "tcompile.h", 2901)
+#line TC__LINE_AT(2904, "tcompile.h", 2904)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2904)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2907)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3437,7 +3440,8 @@ TCDEF tc_device tc_device_of(const tc_tensor *t) { return t ? t->device : TC_CPU
         }                                                                       \
     } while (0)
 
-TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
+/* tc_read's body (also tc_to's). */
+TC__FN tc_result tc__read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
     if (!t || !dst) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
     if (tc__host_access(t, "tc_read", file, line)) return TC_ERR_STATE;
@@ -3450,7 +3454,7 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
             return tc__cuda_copy(t->ctx, dst, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
                                  (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 1, "tc_read");
         if ((r = tc__stage(t, &st, "tc_read")) != TC_OK) return r;
-        r = tc_read_at(&st.h, dtype, dst, dst_bytes, file, line);
+        r = tc__read(&st.h, dtype, dst, dst_bytes, file, line);
         tc__unstage(t, &st, 0, "tc_read");
         return r;
     }
@@ -3463,6 +3467,10 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
         TC__FOR_EACH_INDEX(t, si, li, tc__store(dst, dtype, li, tc__load(base, t->dtype, si)));
     }
     return TC_OK;
+}
+
+TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
+    return tc__read(t, dtype, dst, dst_bytes, file, line);
 }
 
 TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes) {
@@ -3541,65 +3549,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
 }
-
-/* ---- moving between devices ------------------------------------------------ */
-
-TC__FN tc_tensor *tc__to_fail(tc_ctx *ctx, tc_result r, const char *file, int line, const char *why) {
-    char text[TC__MSG_CAP];
-    tc_tensor *t;
-    snprintf(text, sizeof text, "tc_to (%s:%d): %s", file ? file : "?", line, why);
-    tc__ctx_note(ctx, r, text);
-    t = tc__tensor_new(ctx);
-    if (!t) return NULL;
-    t->status = r;
-    t->err = tc__strdup(text);
-    return t;
-}
-
-TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line) {
-    tc_tensor *t;
-    size_t bytes;
-    tc_result r;
-    if (!ctx) return NULL;
-    if (!x) return tc__to_fail(ctx, TC_ERR_NULL, file, line, "input is NULL");
-    if (x->status != TC_OK) return tc__to_fail(ctx, x->status, file, line, tc_error(x));
-    if (x->ctx != ctx) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "input belongs to another context");
-    if (device != TC_CPU && device != TC_CUDA) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "unknown device");
-    if (x->device == device) return x;
-    if (ctx->trace)
-        return tc__to_fail(ctx, TC_ERR_UNSUPPORTED, file, line,
-                           "moving a tensor between devices inside a compiled function (move the inputs before the call)");
-    if (!(t = tc__tensor_new(ctx))) return NULL;
-    t->dtype = x->dtype;
-    t->ndim = x->ndim;
-    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-    tc__contig_strides(t->ndim, t->shape, t->strides);
-    t->device = device;
-    bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
-    t->storage = device == TC_CUDA ? tc__storage_new_device(ctx, bytes, "tc_to") : tc__storage_new(ctx, bytes);
-    if (!t->storage) {
-        tc_free(t);
-        return tc__to_fail(ctx, ctx->first_status ? ctx->first_status : TC_ERR_OOM, file, line,
-                           ctx->first_err[0] ? ctx->first_err : "out of memory");
-    }
-    if (device == TC_CPU) r = tc_read_at(x, x->dtype, t->storage->data, bytes, file, line);
-    else if (tc__contig(x)) r = tc_write(t, x->dtype, tc__base(x), bytes);
-    else { /* gathered on the host first: tc_write takes a contiguous source */
-        void *tmp = TC_MALLOC(bytes ? bytes : 1);
-        r = tmp ? tc_read_at(x, x->dtype, tmp, bytes, file, line) : TC_ERR_OOM;
-        if (r == TC_OK) r = tc_write(t, x->dtype, tmp, bytes);
-        TC_FREE(tmp);
-    }
-    if (r != TC_OK) {
-        tc_free(t);
-        return tc__to_fail(ctx, r, file, line, ctx->first_err[0] ? ctx->first_err : "copy failed");
-    }
-    return t;
-}
-#line TC__LINE_AT(3600, "tcompile.h", 3600)
+#line TC__LINE_AT(3553, "tcompile.h", 3553)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3603)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3556)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3881,10 +3834,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3885, "tcompile.h", 3885)
+#line TC__LINE_AT(3838, "tcompile.h", 3838)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3888)
+#line TC__LINE_AT(1, "src/internal.h", 3841)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3987,6 +3940,7 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap);
 TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
 TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what);
+TC__FN tc_result tc__read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
 TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
@@ -3999,7 +3953,7 @@ TC__FN char *tc__base(const tc_tensor *t);
 
 /* ---- ops/dispatch.c */
 TC__FN tc_tensor *tc__run(tc__call *c);
-TC__FN tc_device tc__call_device(const tc__call *c);
+TC__FN int tc__call_device(const tc__call *c);
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line);
 TC__FN tc_result tc__msg(tc__call *c, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN const char *tc__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
@@ -4104,7 +4058,7 @@ TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
 #ifndef TC_NO_CUDA
-TC__FN char *tc__cuda_program_source(const struct tc__fusion *fu, tc_tensor *const *ref);
+TC__FN char *tc__cuda_program_source(const struct tc__program *p);
 #endif
 
 /* ---- compiler/explain.c */
@@ -4122,10 +4076,13 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(4126, "tcompile.h", 4126)
+
+/* ---- compiler/compile.c */
+TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
+#line TC__LINE_AT(4083, "tcompile.h", 4083)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4129)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4086)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4246,12 +4203,12 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
-/* Where a checked call's inputs are (all on one device). */
-TC__FN tc_device tc__call_device(const tc__call *c) {
+/* Where a checked call's inputs are (all on one device); -1 without any. */
+TC__FN int tc__call_device(const tc__call *c) {
     int i;
     for (i = 0; i < c->nin; i++)
-        if (c->ins[i]) return c->ins[i]->device;
-    return TC_CPU;
+        if (c->ins[i]) return (int)c->ins[i]->device;
+    return -1;
 }
 
 /* The checks every op makes before its rule: NULL inputs (unless optional),
@@ -4306,7 +4263,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
         }
         return out;
     }
-    if (tc__call_device(c) == TC_CUDA) { /* every input is there (checked) */
+    if (tc__call_device(c) == (int)TC_CUDA) { /* every input is there (checked) */
         if (!c->ctx->device_run) {
             tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for this op yet");
             return tc__fail(c, TC_ERR_UNSUPPORTED);
@@ -4970,10 +4927,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4974, "tcompile.h", 4974)
+#line TC__LINE_AT(4931, "tcompile.h", 4931)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4977)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4934)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5694,10 +5651,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5698, "tcompile.h", 5698)
+#line TC__LINE_AT(5655, "tcompile.h", 5655)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5701)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5658)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6267,7 +6224,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6271, "tcompile.h", 6271)
+#line TC__LINE_AT(6228, "tcompile.h", 6228)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6279,7 +6236,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6283)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6240)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6620,7 +6577,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6624, "tcompile.h", 6624)
+#line TC__LINE_AT(6581, "tcompile.h", 6581)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6637,7 +6594,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6641)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6598)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6978,7 +6935,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6982, "tcompile.h", 6982)
+#line TC__LINE_AT(6939, "tcompile.h", 6939)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6995,7 +6952,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6999)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6956)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7336,7 +7293,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7340, "tcompile.h", 7340)
+#line TC__LINE_AT(7297, "tcompile.h", 7297)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7353,7 +7310,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7357)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7314)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7694,7 +7651,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7698, "tcompile.h", 7698)
+#line TC__LINE_AT(7655, "tcompile.h", 7655)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7702,7 +7659,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7706)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7663)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8317,10 +8274,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8321, "tcompile.h", 8321)
+#line TC__LINE_AT(8278, "tcompile.h", 8278)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8324)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8281)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8591,10 +8548,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8595, "tcompile.h", 8595)
+#line TC__LINE_AT(8552, "tcompile.h", 8552)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8598)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8555)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9239,10 +9196,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9243, "tcompile.h", 9243)
+#line TC__LINE_AT(9200, "tcompile.h", 9200)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9246)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9203)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9647,10 +9604,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9651, "tcompile.h", 9651)
+#line TC__LINE_AT(9608, "tcompile.h", 9608)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9654)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9611)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10383,10 +10340,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10387, "tcompile.h", 10387)
+#line TC__LINE_AT(10344, "tcompile.h", 10344)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10390)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10347)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10824,10 +10781,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10828, "tcompile.h", 10828)
+#line TC__LINE_AT(10785, "tcompile.h", 10785)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10831)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10788)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11735,10 +11692,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11739, "tcompile.h", 11739)
+#line TC__LINE_AT(11696, "tcompile.h", 11696)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11742)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11699)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12293,10 +12250,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12297, "tcompile.h", 12297)
+#line TC__LINE_AT(12254, "tcompile.h", 12254)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12300)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12257)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13250,10 +13207,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13254, "tcompile.h", 13254)
+#line TC__LINE_AT(13211, "tcompile.h", 13211)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13257)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13214)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13355,7 +13312,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13359, "tcompile.h", 13359)
+#line TC__LINE_AT(13316, "tcompile.h", 13316)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13367,7 +13324,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13371)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13328)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13809,7 +13766,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13813, "tcompile.h", 13813)
+#line TC__LINE_AT(13770, "tcompile.h", 13770)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13826,7 +13783,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13830)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13787)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14268,7 +14225,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14272, "tcompile.h", 14272)
+#line TC__LINE_AT(14229, "tcompile.h", 14229)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14285,7 +14242,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14289)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14246)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14727,7 +14684,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14731, "tcompile.h", 14731)
+#line TC__LINE_AT(14688, "tcompile.h", 14688)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14744,7 +14701,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14748)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14705)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15186,7 +15143,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15190, "tcompile.h", 15190)
+#line TC__LINE_AT(15147, "tcompile.h", 15147)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15203,7 +15160,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15207)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15164)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16229,7 +16186,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16233, "tcompile.h", 16233)
+#line TC__LINE_AT(16190, "tcompile.h", 16190)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16246,7 +16203,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16250)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16207)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17272,7 +17229,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17276, "tcompile.h", 17276)
+#line TC__LINE_AT(17233, "tcompile.h", 17233)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17289,7 +17246,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17293)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17250)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18315,7 +18272,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18319, "tcompile.h", 18319)
+#line TC__LINE_AT(18276, "tcompile.h", 18276)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18332,7 +18289,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18336)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18293)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19358,7 +19315,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19362, "tcompile.h", 19362)
+#line TC__LINE_AT(19319, "tcompile.h", 19319)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19366,7 +19323,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19370)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19327)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20339,10 +20296,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20343, "tcompile.h", 20343)
+#line TC__LINE_AT(20300, "tcompile.h", 20300)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20346)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20303)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20668,10 +20625,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20672, "tcompile.h", 20672)
+#line TC__LINE_AT(20629, "tcompile.h", 20629)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20675)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20632)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21430,10 +21387,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21434, "tcompile.h", 21434)
+#line TC__LINE_AT(21391, "tcompile.h", 21391)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21437)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21394)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21495,10 +21452,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL};
-#line TC__LINE_AT(21499, "tcompile.h", 21499)
+#line TC__LINE_AT(21456, "tcompile.h", 21456)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21502)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21459)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21915,10 +21872,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21919, "tcompile.h", 21919)
+#line TC__LINE_AT(21876, "tcompile.h", 21876)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21922)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21879)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22116,6 +22073,21 @@ TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *d
     tc__text_printf(o, "  }\n");
 }
 
+/* A copy kernel (one STORE of access 0's element, of the same dtype):
+ * the bits moved as they are, no float round trip. */
+TC__FN void tc__cu_copy(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d;
+    tc__text_printf(o, "  i64 n = 1");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
+    tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
+    tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+    tc__text_printf(o, "    ((%s *)p.b[%d])[", tc__cu_ctype(dt[k->code[0].a]), k->code[0].a);
+    tc__cu_offset(o, k, k->code[0].a, 0);
+    tc__text_printf(o, "] = ((const %s *)p.b[0])[", tc__cu_ctype(dt[0]));
+    tc__cu_offset(o, k, 0, 0);
+    tc__text_printf(o, "];\n  }\n");
+}
+
 TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
@@ -22173,6 +22145,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
         tc__text_printf(o, ";\n");
     }
     if (tc__cuda_is_rows(k)) tc__cu_rows(o, k, dt);
+    else if (k->ncode == 1 && k->code[0].op == TC__V_STORE) tc__cu_copy(o, k, dt);
     else tc__cu_pointwise(o, k, dt);
     tc__text_printf(o, "}\n");
 }
@@ -22184,10 +22157,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22188, "tcompile.h", 22188)
+#line TC__LINE_AT(22161, "tcompile.h", 22161)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22191)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22164)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22206,23 +22179,87 @@ typedef struct tc__cuda_prog {
     tc__CUmodule mod;
     tc__CUfunction *fn;        /* one per fused kernel                      */
     int nk;
+    tc__kernel *xk;            /* per launch: a pointwise op the fuser left
+                                  alone (a cast to a half float, a copy of
+                                  non-f32 data) as a kernel of its own;
+                                  ncode 0: none                             */
+    tc__CUfunction *xfn;
+    int nx;
     int from_disk;             /* the binary came from the on-disk cache    */
 } tc__cuda_prog;
 
+/* Launch l's pointwise op as a one-op kernel in *k: a load per input
+ * (broadcast dims read at index 0), the op, a store.  0 when it has none:
+ * not pointwise, or an integer result the float registers would round
+ * (i32 arithmetic: its CUDA kernels come later). */
+TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__kernel *k) {
+    const tc__node *nd = &p->g->nodes[l->node];
+    const tc_tensor *out = &p->hdr[l->node];
+    const tc__call *c = &l->call;
+    int j, d, copy = c->op == TC__OP_CLONE || (c->op == TC__OP_CAST && nd->nin == 1 && p->ref[nd->in[0]]->dtype == out->dtype);
+    memset(k, 0, sizeof *k);
+    if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
+        return 0;
+    if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    for (j = 0; j < nd->nin; j++)
+        if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    for (j = 0; j < nd->nin; j++) {
+        const tc_tensor *x = p->ref[nd->in[j]];
+        tc__kaccess *a = &k->acc[k->nacc++];
+        int lead = out->ndim - x->ndim;
+        a->node = nd->in[j];
+        a->ndim = x->ndim;
+        for (d = 0; d < x->ndim; d++) {
+            a->kdim[d] = (int8_t)(x->shape[d] == 1 && out->shape[lead + d] != 1 ? -1 : lead + d);
+            a->coef[d] = 1;
+        }
+        if (tc__kernel_emit(k, TC__V_LOAD, j, j, -1, -1, 0, 0) != 0) return -1;
+    }
+    k->acc[k->nacc].node = l->node;
+    k->acc[k->nacc].store = 1;
+    k->acc[k->nacc].ndim = out->ndim;
+    for (d = 0; d < out->ndim; d++) {
+        k->acc[k->nacc].kdim[d] = (int8_t)d;
+        k->acc[k->nacc].coef[d] = 1;
+    }
+    k->nacc++;
+    if (copy) { /* the bits as they are (tc__cuda_emit_kernel's copy form) */
+        if (tc__kernel_emit(k, TC__V_STORE, -1, k->nacc - 1, 0, -1, 0, 0) != 0) return -1;
+        k->nreg = 1;
+    } else {
+        if (tc__kernel_emit(k, c->op, nd->nin, 0, nd->nin > 1 ? 1 : -1, nd->nin > 2 ? 2 : -1, (float)c->a.f[0],
+                            (float)c->a.f[1]) != 0 ||
+            tc__kernel_emit(k, TC__V_STORE, -1, k->nacc - 1, nd->nin, -1, 0, 0) != 0)
+            return -1;
+        k->nreg = nd->nin + 1;
+    }
+    k->nstage = 1;
+    k->stage[0].end = k->ncode;
+    k->nodes = 1;
+    k->root = l->node;
+    return 1;
+}
+
 /* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
  * TC_FREE; NULL out of memory. */
-TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref) {
+/* As tc__cuda_program_source, with xk[0..nx) (kernels of their own,
+ * ncode 0: none) named tcx<index>. */
+TC__FN char *tc__cuda_source(const tc__fusion *fu, tc_tensor *const *ref, const tc__kernel *xk, int nx) {
     tc__text sb;
     int pass, k, a;
     memset(&sb, 0, sizeof sb);
     for (pass = 0; pass < 2; pass++) { /* measure, then print */
         tc__cuda_emit_prelude(&sb);
-        for (k = 0; k < fu->nk; k++) {
+        for (k = 0; k < fu->nk + nx; k++) {
+            const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
             tc_dtype dt[TC__VM_MAXACC];
             char name[32];
-            for (a = 0; a < fu->k[k].nacc; a++) dt[a] = ref[fu->k[k].acc[a].node]->dtype;
-            tc__fmt(name, sizeof name, "tck%d", k);
-            tc__cuda_emit_kernel(&sb, &fu->k[k], dt, name);
+            if (kk->ncode == 0) continue;
+            for (a = 0; a < kk->nacc; a++) dt[a] = ref[kk->acc[a].node]->dtype;
+            tc__fmt(name, sizeof name, k < fu->nk ? "tck%d" : "tcx%d", k < fu->nk ? k : k - fu->nk);
+            tc__cuda_emit_kernel(&sb, kk, dt, name);
         }
         if (pass == 0) {
             sb.cap = sb.n + 1;
@@ -22231,6 +22268,36 @@ TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref
         }
     }
     return sb.p;
+}
+
+/* Launches' own kernels (tc__cuda_op_kernel), one slot per launch, to
+ * tc__cuda_xk_free; NULL out of memory. */
+TC__FN tc__kernel *tc__cuda_xk_make(const tc__program *p) {
+    tc__kernel *xk = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * (size_t)(p->nlaunch > 0 ? p->nlaunch : 1));
+    int k;
+    if (!xk) return NULL;
+    memset(xk, 0, sizeof(tc__kernel) * (size_t)(p->nlaunch > 0 ? p->nlaunch : 1));
+    for (k = 0; k < p->nlaunch; k++)
+        if (tc__cuda_op_kernel(p, &p->launch[k], &xk[k]) < 0) {
+            for (; k >= 0; k--) tc__kernel_free(&xk[k]);
+            TC_FREE(xk);
+            return NULL;
+        }
+    return xk;
+}
+
+TC__FN void tc__cuda_xk_free(tc__kernel *xk, int n) {
+    int i;
+    for (i = 0; xk && i < n; i++) tc__kernel_free(&xk[i]);
+    TC_FREE(xk);
+}
+
+/* The CUDA C the backend compiles for p (to TC_FREE; NULL out of memory). */
+TC__FN char *tc__cuda_program_source(const tc__program *p) {
+    tc__kernel *xk = tc__cuda_xk_make(p);
+    char *src = xk ? tc__cuda_source(&p->fu, p->ref, xk, p->nlaunch) : NULL;
+    tc__cuda_xk_free(xk, p->nlaunch);
+    return src;
 }
 
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
@@ -22348,6 +22415,8 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    tc__cuda_xk_free(cp->xk, cp->nx);
+    TC_FREE(cp->xfn);
     TC_FREE(cp->fn);
     TC_FREE(cp);
 }
@@ -22369,8 +22438,10 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     if (!tc__cuda_ctx_get(ctx, "a compiled kernel")) return tc__msg(&l->call, TC_ERR_DEVICE, "%s", ctx->first_err);
     cp = (tc__cuda_prog *)TC_MALLOC(sizeof *cp);
     if (cp) memset(cp, 0, sizeof *cp);
-    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)p->fu.nk)) ||
-        !(src = tc__cuda_program_source(&p->fu, p->ref))) {
+    src = NULL;
+    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->fu.nk + 1))) ||
+        !(cp->xfn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1))) ||
+        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(&p->fu, p->ref, cp->xk, cp->nx)))) {
         tc__cuda_prog_free(cp);
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
@@ -22400,10 +22471,12 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         if (r != TC_OK) return tc__msg(&l->call, r, "%s", err);
         return tc__msg(&l->call, tc__cu_result(cr), "cuModuleLoadData: %s", tc__cu_errname(cr));
     }
-    for (k = 0; k < cp->nk; k++) {
+    for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
-        tc__fmt(name, sizeof name, "tck%d", k);
-        if ((cr = tc__cu.cu.ModuleGetFunction(&cp->fn[k], cp->mod, name)) != TC__CUDA_SUCCESS) {
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
+            TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
             return tc__msg(&l->call, TC_ERR_DEVICE, "cuModuleGetFunction(%s): %s", name, tc__cu_errname(cr));
         }
@@ -22439,9 +22512,16 @@ TC__FN size_t tc__cuda_kernel_ws_bytes(const tc__kernel *k) {
     return 0; /* the locals' workspace is device memory, per launch */
 }
 
+TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, const tc__kernel *k, tc__CUfunction fn);
+
 TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) {
-    const tc__kernel *k = &p->fu.k[l->kernel];
-    tc__cuda_prog *cp;
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    return tc__cuda_launch(p, ctx, l, &p->fu.k[l->kernel], ((tc__cuda_prog *)p->dev)->fn[l->kernel]);
+}
+
+/* Launches kernel k (its function fn) on the context's stream. */
+TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, const tc__kernel *k, tc__CUfunction fn) {
     int64_t pb[TC__VM_MAXACC * (TC_MAX_DIMS + 1) + TC_MAX_DIMS + 1], rows = 1, rowlen = 1, n = 1;
     void *args[1];
     unsigned grid, block = TC__CU_BLOCK;
@@ -22449,9 +22529,6 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
     size_t ws_cap = 0, ws_bytes = 0;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
-    tc_result r;
-    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
-    cp = (tc__cuda_prog *)p->dev;
     for (d = 0; d < k->ndim; d++) {
         n *= k->shape[d];
         if (d < k->row0) rows *= k->shape[d];
@@ -22472,11 +22549,11 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(cp->fn[l->kernel], grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
     if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
     if (cr != TC__CUDA_SUCCESS)
-        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (kernel %d, grid %u, block %u): %s", l->kernel, grid,
-                       block, tc__cu_errname(cr));
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
+                       tc__cu_errname(cr));
     return TC_OK;
 }
 
@@ -22487,7 +22564,12 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
 TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
     tc__call *c = &l->call;
     size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
-    (void)p;
+    tc__cuda_prog *cp;
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    cp = (tc__cuda_prog *)p->dev;
+    if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
+        return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
     if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
         tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
         return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);
@@ -22535,10 +22617,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22539, "tcompile.h", 22539)
+#line TC__LINE_AT(22621, "tcompile.h", 22621)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 22542)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 22624)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -22629,10 +22711,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(22633, "tcompile.h", 22633)
+#line TC__LINE_AT(22715, "tcompile.h", 22715)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 22636)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 22718)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -22673,7 +22755,7 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
 TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap) {
 #ifndef TC_NO_CUDA
     const tc__program *p = f && entry >= 0 && entry < f->nentries ? f->entries[entry].prog : NULL;
-    char *src = p ? tc__cuda_program_source(&p->fu, p->ref) : NULL;
+    char *src = p ? tc__cuda_program_source(p) : NULL;
     size_t n = src ? strlen(src) : 0;
     if (buf && cap) {
         size_t m = n < cap - 1 ? n : cap - 1;
@@ -22808,10 +22890,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(22812, "tcompile.h", 22812)
+#line TC__LINE_AT(22894, "tcompile.h", 22894)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 22815)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 22897)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -22896,11 +22978,11 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
-    if (tc__call_device(c) != tr->f->be->device) {
+    if (tc__call_device(c) >= 0 && tc__call_device(c) != (int)tr->f->be->device) {
         /* a parameter on the other device: the program would read memory
          * its device cannot address */
         tc__msg(c, TC_ERR_INVALID_ARG, "reads a tensor on %s in a function compiled for %s (its inputs' device): tc_to it there",
-                tc__device_name(tc__call_device(c)), tc__device_name(tr->f->be->device));
+                tc__device_name((tc_device)tc__call_device(c)), tc__device_name(tr->f->be->device));
         return tc__fail(c, TC_ERR_INVALID_ARG);
     }
     if (c->out_into) {
@@ -23432,10 +23514,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(23436, "tcompile.h", 23436)
+#line TC__LINE_AT(23518, "tcompile.h", 23518)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23439)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23521)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -23708,18 +23790,19 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(23712, "tcompile.h", 23712)
+#line TC__LINE_AT(23794, "tcompile.h", 23794)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 23715)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 23797)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
  * breaks to record again, the recompile limit (eager), or a miss (trace,
  * compile, cache). */
 
-TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
+/* tc_compile_at's body, also the CUDA eager ops' (cuda/eager.c). */
+TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode,
+                          int default_fullgraph, int default_dynamic, const char *file, int line) {
     tc_fn *f;
     tc_compile_options o;
     if (!ctx || !fn) return NULL;
@@ -23757,6 +23840,11 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
                     d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
     }
     return f;
+}
+
+TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
+    return tc__compile(ctx, fn, user, opts, default_mode, default_fullgraph, default_dynamic, file, line);
 }
 
 TCDEF void tc_fn_free(tc_fn *f) {
@@ -23924,10 +24012,199 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(23928, "tcompile.h", 23928)
+#line TC__LINE_AT(24016, "tcompile.h", 24016)
+
+/* ===== src/cuda/eager.c ===== */
+#line TC__LINE_AT(1, "src/cuda/eager.c", 24019)
+/* Eager ops on CUDA tensors, and moving tensors between devices.
+ *
+ * An op whose inputs are on the GPU runs as a one-op compiled function on
+ * the CUDA backend: the same trace, passes, fuser and code generator as a
+ * compiled model, so each op is one generated kernel (softmax and the
+ * norms one row kernel), and eager CUDA is an honest baseline for the
+ * compiled one.  The functions are cached per op and attributes; a later
+ * call with the same shapes replays its program (no trace, no NVRTC), a
+ * new shape traces again and finds its binary in NVRTC's disk cache when
+ * only sizes changed (shapes are kernel parameters).  An op with no CUDA
+ * kernel yet (contractions and the data-movement ops: part 2) fails with
+ * TC_ERR_UNSUPPORTED naming it. */
+
+#ifndef TC_NO_CUDA
+
+#define TC__EAGER_SLOTS 64
+
+typedef struct tc__eager_fn {
+    tc__call key;              /* op, name, attributes, which inputs exist  */
+    tc_fn *f;
+} tc__eager_fn;
+
+typedef struct tc__eager_cache {
+    tc__eager_fn e[TC__EAGER_SLOTS];
+    int n, next;               /* next: the slot replaced when full         */
+} tc__eager_cache;
+
+/* The recorded op: the key's call over the traced inputs (NULL where the
+ * op's optional input was absent). */
+TC__FN void tc__eager_model(tc_ctx *ctx, void *user, tc_tensor *const *inputs, tc_tensor **outputs) {
+    const tc__call *key = (const tc__call *)user;
+    tc__call c = *key;
+    int i, k = 0;
+    c.ctx = ctx;
+    c.ins = c.in;
+    for (i = 0; i < c.nin; i++) c.in[i] = key->in[i] ? inputs[k++] : NULL;
+    outputs[0] = tc__run(&c);
+}
+
+TC__FN int tc__eager_same(const tc__call *a, const tc__call *b) {
+    int i;
+    if (a->op != b->op || a->nin != b->nin || a->name != b->name || memcmp(&a->a, &b->a, sizeof a->a) != 0) return 0;
+    for (i = 0; i < a->nin; i++)
+        if (!a->in[i] != !b->in[i]) return 0;
+    return 1;
+}
+
+TC__FN void tc__eager_free(tc_ctx *ctx) {
+    tc__eager_cache *ec = (tc__eager_cache *)ctx->cuda->eager;
+    int i;
+    if (!ec) return;
+    for (i = 0; i < ec->n; i++) tc_fn_free(ec->e[i].f);
+    TC_FREE(ec);
+    ctx->cuda->eager = NULL;
+}
+
+/* The cached function for call c, made on first use; NULL out of memory. */
+TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
+    tc_ctx *ctx = c->ctx;
+    tc__eager_cache *ec = (tc__eager_cache *)ctx->cuda->eager;
+    tc__eager_fn *e;
+    tc_compile_options o;
+    int i;
+    if (!ec) {
+        if (!(ec = (tc__eager_cache *)TC_MALLOC(sizeof *ec))) return NULL;
+        memset(ec, 0, sizeof *ec);
+        ctx->cuda->eager = ec;
+        ctx->cuda->eager_free = tc__eager_free;
+    }
+    for (i = 0; i < ec->n; i++)
+        if (tc__eager_same(&ec->e[i].key, c)) return &ec->e[i];
+    if (ec->n < TC__EAGER_SLOTS) e = &ec->e[ec->n++];
+    else { /* full: the oldest goes */
+        e = &ec->e[ec->next];
+        ec->next = (ec->next + 1) % TC__EAGER_SLOTS;
+        tc_fn_free(e->f);
+    }
+    memset(&e->key, 0, sizeof e->key);
+    e->key.op = c->op;
+    e->key.name = c->name;
+    e->key.nin = c->nin;
+    e->key.a = c->a;
+    e->key.file = c->file;
+    e->key.line = c->line;
+    for (i = 0; i < c->nin; i++) e->key.in[i] = c->ins[i] ? c->ins[i] : NULL; /* presence only, for the model */
+    memset(&o, 0, sizeof o);
+    for (i = 0; i < c->nin; i++) o.num_inputs += c->ins[i] != NULL;
+    o.num_outputs = 1;
+    o.dynamic = -1;          /* each shape its own entry: sizes are kernel parameters */
+    o.recompile_limit = 64;
+    o.cache_dir = NULL;
+    e->f = tc__compile(ctx, tc__eager_model, &e->key, &o, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
+    if (!e->f) {
+        e->key.op = (tc__op)-1; /* never matches */
+        return NULL;
+    }
+    return e;
+}
+
+/* The dispatcher's hook for an op whose inputs are on the GPU. */
+TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
+    tc_tensor *ins[TC__MAX_IN], *out = NULL;
+    tc__eager_fn *e;
+    tc_result r;
+    int i, n = 0;
+    if (c->nin > TC__MAX_IN) {
+        tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for %s with %d inputs yet", tc__optable[c->op].name, c->nin);
+        return tc__fail(c, TC_ERR_UNSUPPORTED);
+    }
+    if (c->out_into) {
+        tc__msg(c, TC_ERR_UNSUPPORTED, "writing into a GPU tensor (tc_copy) is not supported yet");
+        return tc__fail(c, TC_ERR_UNSUPPORTED);
+    }
+    if (!tc__cuda_ctx_get(c->ctx, "an eager op") || !(e = tc__eager_get(c))) {
+        tc__msg(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM, "%s",
+                c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
+        return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
+    }
+    for (i = 0; i < c->nin; i++)
+        if (c->ins[i]) ins[n++] = c->ins[i];
+    r = tc_call(e->f, ins, &out);
+    if (r != TC_OK) {
+        const char *why = tc_fn_error(e->f);
+        tc_free(out);
+        /* the message names the op already when it comes from its launch */
+        if (strncmp(why, "tc_", 3) == 0) return tc__error_tensor(c->ctx, r, why);
+        tc__msg(c, r, "%s", why);
+        return tc__fail(c, r);
+    }
+    return out;
+}
+
+#endif /* TC_NO_CUDA */
+
+/* ---- moving between devices ------------------------------------------------ */
+
+TC__FN tc_tensor *tc__to_fail(tc_ctx *ctx, tc_result r, const char *file, int line, const char *why) {
+    char text[TC__MSG_CAP];
+    snprintf(text, sizeof text, "tc_to (%s:%d): %s", file ? file : "?", line, why);
+    return tc__error_tensor(ctx, r, text);
+}
+
+TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line) {
+    tc_tensor *t;
+    size_t bytes;
+    tc_result r;
+    if (!ctx) return &tc__sentinel_null_ctx;
+    if (!x) return tc__to_fail(ctx, TC_ERR_NULL, file, line, "input is NULL");
+    if (x->status != TC_OK) return tc__to_fail(ctx, x->status, file, line, tc_error(x));
+    if (x->ctx != ctx) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "input belongs to another context");
+    if (device != TC_CPU && device != TC_CUDA) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "unknown device");
+    if (x->device == device) return x;
+    if (ctx->trace)
+        return tc__to_fail(ctx, TC_ERR_UNSUPPORTED, file, line,
+                           "moving a tensor between devices inside a compiled function (move the inputs before the call)");
+#ifndef TC_NO_CUDA
+    ctx->device_run = tc__cuda_eager_run; /* ops on the tensors it makes run there */
+#endif
+    if (!(t = tc__tensor_new(ctx))) return &tc__sentinel_oom;
+    t->dtype = x->dtype;
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->device = device;
+    bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
+    t->storage = device == TC_CUDA ? tc__storage_new_device(ctx, bytes, "tc_to") : tc__storage_new(ctx, bytes);
+    if (!t->storage) {
+        tc_free(t);
+        return tc__to_fail(ctx, ctx->first_status ? ctx->first_status : TC_ERR_OOM, file, line,
+                           ctx->first_err[0] ? ctx->first_err : "out of memory");
+    }
+    if (device == TC_CPU) r = tc__read(x, x->dtype, t->storage->data, bytes, file, line);
+    else if (tc__contig(x)) r = tc_write(t, x->dtype, tc__base(x), bytes);
+    else { /* gathered on the host first: tc_write takes a contiguous source */
+        void *tmp = TC_MALLOC(bytes ? bytes : 1);
+        r = tmp ? tc__read(x, x->dtype, tmp, bytes, file, line) : TC_ERR_OOM;
+        if (r == TC_OK) r = tc_write(t, x->dtype, tmp, bytes);
+        TC_FREE(tmp);
+    }
+    if (r != TC_OK) {
+        tc_free(t);
+        return tc__to_fail(ctx, r, file, line, ctx->first_err[0] ? ctx->first_err : "copy failed");
+    }
+    return t;
+}
+#line TC__LINE_AT(24205, "tcompile.h", 24205)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 23931)
+#line TC__LINE_AT(1, "src/license.h", 24208)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -23969,7 +24246,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(23973, "tcompile.h", 23973)
+#line TC__LINE_AT(24250, "tcompile.h", 24250)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

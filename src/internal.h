@@ -100,6 +100,7 @@ TC__FN void tc__block_put(tc_ctx *ctx, void *raw, void *data, size_t cap);
 TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
 TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what);
+TC__FN tc_result tc__read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
 TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
@@ -112,7 +113,7 @@ TC__FN char *tc__base(const tc_tensor *t);
 
 /* ---- ops/dispatch.c */
 TC__FN tc_tensor *tc__run(tc__call *c);
-TC__FN tc_device tc__call_device(const tc__call *c);
+TC__FN int tc__call_device(const tc__call *c);
 TC__FN void tc__call_init(tc__call *c, tc_ctx *ctx, tc__op op, const char *file, int line);
 TC__FN tc_result tc__msg(tc__call *c, tc_result r, const char *fmt, ...) TC__PRINTF(3, 4);
 TC__FN const char *tc__shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
@@ -217,7 +218,7 @@ TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
 #ifndef TC_NO_CUDA
-TC__FN char *tc__cuda_program_source(const struct tc__fusion *fu, tc_tensor *const *ref);
+TC__FN char *tc__cuda_program_source(const struct tc__program *p);
 #endif
 
 /* ---- compiler/explain.c */
@@ -235,3 +236,6 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
+
+/* ---- compiler/compile.c */
+TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);

@@ -9,6 +9,7 @@
 #define TCOMPILE_IMPLEMENTATION
 #include "tcompile.h"
 #include "tc_test.h"
+#include "cuda_graphs.h"
 
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -214,15 +215,18 @@ static void add_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out)
     out[0] = tc_add(c, in[0], in[0]);
 }
 
-TC_TEST(test_compiled_on_device_inputs_refused) {
+/* A function runs on its first call's inputs' device: inputs on the other
+ * device later, or a parameter there, are refused naming them. */
+TC_TEST(test_devices_of_a_compiled_function) {
     int64_t shape[1] = {8};
-    tc_tensor *in[1], *out[1] = {NULL};
-    tc_fn *f;
-    in[0] = tc_to(ctx, tc_ones(ctx, TC_F32, 1, shape), TC_CUDA);
-    f = tc_compile(ctx, add_fn, NULL, NULL);
-    TC_CHECK(tc_call(f, in, out) == TC_ERR_UNSUPPORTED);
-    TC_CHECK(strstr(tc_fn_error(f), "GPU") != NULL);
-    TC_CHECK(tc_status(out[0]) == TC_ERR_UNSUPPORTED);
+    tc_tensor *h = tc_ones(ctx, TC_F32, 1, shape), *in[1], *out[1] = {NULL};
+    tc_fn *f = tc_compile(ctx, add_fn, NULL, NULL);
+    in[0] = tc_to(ctx, h, TC_CUDA);
+    TC_CHECK(tc_call(f, in, out) == TC_OK && tc_device_of(out[0]) == TC_CUDA && tc_item(tc_sum(ctx, out[0], 0, NULL, 0)) == 16);
+    in[0] = h;
+    TC_CHECK(tc_call(f, in, out) == TC_ERR_INVALID_ARG);
+    TC_CHECKF(strstr(tc_fn_error(f), "input 0 is on cpu") != NULL, "%s", tc_fn_error(f));
+    TC_CHECK(tc_status(out[0]) == TC_ERR_INVALID_ARG);
     tc_fn_free(f);
     tc_ctx_clear_error(ctx);
 }
@@ -251,6 +255,81 @@ TC_TEST(test_caching_allocator) {
     TC_CHECK(tc_cuda_cached_bytes(ctx) == 0);
 }
 
+/* Every graph of cuda_graphs.h compiled on the CUDA backend (inputs moved
+ * up) against the same function compiled on the CPU: results within the
+ * fused kernels' tolerance, NaN where the CPU has NaN. */
+static tc_fn *cg_compile(const cg_case *c, tc_mode mode) {
+    tc_compile_options o;
+    memset(&o, 0, sizeof o);
+    o.num_inputs = c->nin;
+    o.mode = mode;
+    return tc_compile(ctx, cg_model, (void *)c, &o);
+}
+
+static double cg_tol(const cg_case *c) {
+    /* vector math within a few ulp; sums reassociate over long rows */
+    return c->kind >= CG_SUM0 ? 2e-5 : 1e-5;
+}
+
+TC_TEST(test_compiled_graphs_match_cpu) {
+    static cg_case cs[128];
+    int n = cg_cases(cs), i, calls;
+    for (i = 0; i < n; i++) {
+        const cg_case *c = &cs[i];
+        tc_tensor *in[3], *din[3], *want = NULL, *got = NULL;
+        tc_fn *fc = cg_compile(c, TC_MODE_DEFAULT), *fg = cg_compile(c, TC_MODE_DEFAULT);
+        int k;
+        double err;
+        tc_scope_begin(ctx);
+        cg_inputs(ctx, c, in);
+        for (k = 0; k < c->nin; k++) din[k] = tc_to(ctx, in[k], TC_CUDA);
+        TC_CHECKF(tc_call(fc, in, &want) == TC_OK, "%s on the CPU: %s", c->name, tc_fn_error(fc));
+        /* the first call traces, the next ones run the program (built and
+         * compiled on the second) */
+        for (calls = 0; calls < 3; calls++)
+            TC_CHECKF(tc_call(fg, din, &got) == TC_OK, "%s on CUDA (call %d): %s", c->name, calls + 1, tc_fn_error(fg));
+        TC_CHECKF(tc_device_of(got) == TC_CUDA, "%s: the result is on %s", c->name, tc_device_of(got) ? "cuda" : "cpu");
+        TC_CHECKF(tc_type(got) == tc_type(want) && tc_ndim(got) == tc_ndim(want), "%s: %s vs %s", c->name,
+                  tc_dtype_name(tc_type(got)), tc_dtype_name(tc_type(want)));
+        err = tct_maxrel(got, want);
+        TC_CHECKF(err <= cg_tol(c), "%s: max relative error %.3g", c->name, err);
+        tc_scope_end(ctx);
+        tc_fn_free(fc);
+        tc_fn_free(fg);
+    }
+}
+
+/* The same ops eagerly on device tensors: one generated kernel each. */
+TC_TEST(test_eager_ops_on_device) {
+    int64_t shape[2] = {19, 67}, row[1] = {67};
+    tc_tensor *x = tc_rand_uniform(ctx, 2, shape, -2, 2, 7), *w = tc_rand_uniform(ctx, 1, row, 0.5, 1.5, 8);
+    tc_tensor *dx = tc_to(ctx, x, TC_CUDA), *dw = tc_to(ctx, w, TC_CUDA);
+    int ax[1] = {1};
+    struct {
+        const char *name;
+        tc_tensor *cpu, *gpu;
+    } r[6];
+    int i, n = 0;
+    r[n].name = "exp", r[n].cpu = tc_exp(ctx, x), r[n++].gpu = tc_exp(ctx, dx);
+    r[n].name = "add (broadcast)", r[n].cpu = tc_add(ctx, x, w), r[n++].gpu = tc_add(ctx, dx, dw);
+    r[n].name = "softmax", r[n].cpu = tc_softmax(ctx, x, 1), r[n++].gpu = tc_softmax(ctx, dx, 1);
+    r[n].name = "sum", r[n].cpu = tc_sum(ctx, x, 1, ax, 0), r[n++].gpu = tc_sum(ctx, dx, 1, ax, 0);
+    r[n].name = "rms_norm", r[n].cpu = tc_rms_norm(ctx, x, 1, w, 1e-6), r[n++].gpu = tc_rms_norm(ctx, dx, 1, dw, 1e-6);
+    r[n].name = "transpose then exp", r[n].cpu = tc_exp(ctx, tc_transpose(ctx, x, 0, 1)),
+    r[n++].gpu = tc_exp(ctx, tc_transpose(ctx, dx, 0, 1));
+    for (i = 0; i < n; i++) {
+        TC_CHECKF(tc_status(r[i].gpu) == TC_OK && tc_device_of(r[i].gpu) == TC_CUDA, "%s: %s", r[i].name, tc_error(r[i].gpu));
+        TC_CHECKF(tct_maxrel(r[i].gpu, r[i].cpu) <= 2e-5, "%s: %.3g", r[i].name, tct_maxrel(r[i].gpu, r[i].cpu));
+    }
+    /* an op with no CUDA kernel yet fails cleanly, naming itself */
+    {
+        tc_tensor *m = tc_matmul(ctx, dx, tc_transpose(ctx, dx, 0, 1));
+        TC_CHECKF(tc_status(m) == TC_ERR_UNSUPPORTED && strstr(tc_error(m), "matmul") && strstr(tc_error(m), "test_cuda.c:"),
+                  "matmul: %s / %s", tc_result_string(tc_status(m)), tc_error(m));
+    }
+    tc_ctx_clear_error(ctx);
+}
+
 int main(int argc, char **argv) {
     emu_lib = getenv("TCEMU_LIB");
     if (argc > 1) emu_lib = argv[1];
@@ -277,8 +356,10 @@ int main(int argc, char **argv) {
     RUN_EMU(test_views_and_dtypes);
     RUN_EMU(test_item_and_empty);
     RUN_EMU(test_mixed_devices_rejected);
-    RUN_EMU(test_compiled_on_device_inputs_refused);
+    RUN_EMU(test_devices_of_a_compiled_function);
     RUN_EMU(test_caching_allocator);
+    RUN_EMU(test_compiled_graphs_match_cpu);
+    RUN_EMU(test_eager_ops_on_device);
     tc_ctx_destroy(ctx);
     printf("%d passed, %d failed, %d skipped\n", tct_passed, tct_tests_failed, tct_skipped);
     return tct_tests_failed != 0;

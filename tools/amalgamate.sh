@@ -24,7 +24,7 @@ src/io/safetensors.c
 src/compiler/graph.c src/compiler/passes.c src/compiler/kernel.c src/compiler/fuse.c
 src/cpu/vstate.h @cpu/vmath_isa @cpu/vexec_isa src/cpu/vexec.c src/cpu/attention.c
 src/compiler/plan.c src/cpu/backend.c src/compiler/tune.c src/cuda/codegen.c src/cuda/backend.c
-src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c
+src/compiler/fn.h src/compiler/explain.c src/compiler/trace.c src/compiler/dynamic.c src/compiler/compile.c src/cuda/eager.c
 src/license.h"
 
 # The ISA levels, widest first: the single list of them.  Each @name in the

@@ -4,8 +4,9 @@
  * breaks to record again, the recompile limit (eager), or a miss (trace,
  * compile, cache). */
 
-TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
-                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
+/* tc_compile_at's body, also the CUDA eager ops' (cuda/eager.c). */
+TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode,
+                          int default_fullgraph, int default_dynamic, const char *file, int line) {
     tc_fn *f;
     tc_compile_options o;
     if (!ctx || !fn) return NULL;
@@ -43,6 +44,11 @@ TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_com
                     d ? "the cache directory's path is too long" : "no cache directory (HOME unset or too long)");
     }
     return f;
+}
+
+TCDEF tc_fn *tc_compile_at(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts,
+                           tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line) {
+    return tc__compile(ctx, fn, user, opts, default_mode, default_fullgraph, default_dynamic, file, line);
 }
 
 TCDEF void tc_fn_free(tc_fn *f) {

@@ -38,7 +38,7 @@ TCDEF size_t tc_fn_dot(const tc_fn *f, int entry, char *buf, size_t cap) {
 TCDEF size_t tc_fn_cuda_source(const tc_fn *f, int entry, char *buf, size_t cap) {
 #ifndef TC_NO_CUDA
     const tc__program *p = f && entry >= 0 && entry < f->nentries ? f->entries[entry].prog : NULL;
-    char *src = p ? tc__cuda_program_source(&p->fu, p->ref) : NULL;
+    char *src = p ? tc__cuda_program_source(p) : NULL;
     size_t n = src ? strlen(src) : 0;
     if (buf && cap) {
         size_t m = n < cap - 1 ? n : cap - 1;

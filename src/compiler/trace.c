@@ -82,11 +82,11 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
     if (r != TC_OK) return tc__fail(c, r);
-    if (tc__call_device(c) != tr->f->be->device) {
+    if (tc__call_device(c) >= 0 && tc__call_device(c) != (int)tr->f->be->device) {
         /* a parameter on the other device: the program would read memory
          * its device cannot address */
         tc__msg(c, TC_ERR_INVALID_ARG, "reads a tensor on %s in a function compiled for %s (its inputs' device): tc_to it there",
-                tc__device_name(tc__call_device(c)), tc__device_name(tr->f->be->device));
+                tc__device_name((tc_device)tc__call_device(c)), tc__device_name(tr->f->be->device));
         return tc__fail(c, TC_ERR_INVALID_ARG);
     }
     if (c->out_into) {

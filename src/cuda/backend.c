@@ -16,23 +16,87 @@ typedef struct tc__cuda_prog {
     tc__CUmodule mod;
     tc__CUfunction *fn;        /* one per fused kernel                      */
     int nk;
+    tc__kernel *xk;            /* per launch: a pointwise op the fuser left
+                                  alone (a cast to a half float, a copy of
+                                  non-f32 data) as a kernel of its own;
+                                  ncode 0: none                             */
+    tc__CUfunction *xfn;
+    int nx;
     int from_disk;             /* the binary came from the on-disk cache    */
 } tc__cuda_prog;
 
+/* Launch l's pointwise op as a one-op kernel in *k: a load per input
+ * (broadcast dims read at index 0), the op, a store.  0 when it has none:
+ * not pointwise, or an integer result the float registers would round
+ * (i32 arithmetic: its CUDA kernels come later). */
+TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__kernel *k) {
+    const tc__node *nd = &p->g->nodes[l->node];
+    const tc_tensor *out = &p->hdr[l->node];
+    const tc__call *c = &l->call;
+    int j, d, copy = c->op == TC__OP_CLONE || (c->op == TC__OP_CAST && nd->nin == 1 && p->ref[nd->in[0]]->dtype == out->dtype);
+    memset(k, 0, sizeof *k);
+    if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
+        return 0;
+    if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    for (j = 0; j < nd->nin; j++)
+        if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    for (j = 0; j < nd->nin; j++) {
+        const tc_tensor *x = p->ref[nd->in[j]];
+        tc__kaccess *a = &k->acc[k->nacc++];
+        int lead = out->ndim - x->ndim;
+        a->node = nd->in[j];
+        a->ndim = x->ndim;
+        for (d = 0; d < x->ndim; d++) {
+            a->kdim[d] = (int8_t)(x->shape[d] == 1 && out->shape[lead + d] != 1 ? -1 : lead + d);
+            a->coef[d] = 1;
+        }
+        if (tc__kernel_emit(k, TC__V_LOAD, j, j, -1, -1, 0, 0) != 0) return -1;
+    }
+    k->acc[k->nacc].node = l->node;
+    k->acc[k->nacc].store = 1;
+    k->acc[k->nacc].ndim = out->ndim;
+    for (d = 0; d < out->ndim; d++) {
+        k->acc[k->nacc].kdim[d] = (int8_t)d;
+        k->acc[k->nacc].coef[d] = 1;
+    }
+    k->nacc++;
+    if (copy) { /* the bits as they are (tc__cuda_emit_kernel's copy form) */
+        if (tc__kernel_emit(k, TC__V_STORE, -1, k->nacc - 1, 0, -1, 0, 0) != 0) return -1;
+        k->nreg = 1;
+    } else {
+        if (tc__kernel_emit(k, c->op, nd->nin, 0, nd->nin > 1 ? 1 : -1, nd->nin > 2 ? 2 : -1, (float)c->a.f[0],
+                            (float)c->a.f[1]) != 0 ||
+            tc__kernel_emit(k, TC__V_STORE, -1, k->nacc - 1, nd->nin, -1, 0, 0) != 0)
+            return -1;
+        k->nreg = nd->nin + 1;
+    }
+    k->nstage = 1;
+    k->stage[0].end = k->ncode;
+    k->nodes = 1;
+    k->root = l->node;
+    return 1;
+}
+
 /* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
  * TC_FREE; NULL out of memory. */
-TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref) {
+/* As tc__cuda_program_source, with xk[0..nx) (kernels of their own,
+ * ncode 0: none) named tcx<index>. */
+TC__FN char *tc__cuda_source(const tc__fusion *fu, tc_tensor *const *ref, const tc__kernel *xk, int nx) {
     tc__text sb;
     int pass, k, a;
     memset(&sb, 0, sizeof sb);
     for (pass = 0; pass < 2; pass++) { /* measure, then print */
         tc__cuda_emit_prelude(&sb);
-        for (k = 0; k < fu->nk; k++) {
+        for (k = 0; k < fu->nk + nx; k++) {
+            const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
             tc_dtype dt[TC__VM_MAXACC];
             char name[32];
-            for (a = 0; a < fu->k[k].nacc; a++) dt[a] = ref[fu->k[k].acc[a].node]->dtype;
-            tc__fmt(name, sizeof name, "tck%d", k);
-            tc__cuda_emit_kernel(&sb, &fu->k[k], dt, name);
+            if (kk->ncode == 0) continue;
+            for (a = 0; a < kk->nacc; a++) dt[a] = ref[kk->acc[a].node]->dtype;
+            tc__fmt(name, sizeof name, k < fu->nk ? "tck%d" : "tcx%d", k < fu->nk ? k : k - fu->nk);
+            tc__cuda_emit_kernel(&sb, kk, dt, name);
         }
         if (pass == 0) {
             sb.cap = sb.n + 1;
@@ -41,6 +105,36 @@ TC__FN char *tc__cuda_program_source(const tc__fusion *fu, tc_tensor *const *ref
         }
     }
     return sb.p;
+}
+
+/* Launches' own kernels (tc__cuda_op_kernel), one slot per launch, to
+ * tc__cuda_xk_free; NULL out of memory. */
+TC__FN tc__kernel *tc__cuda_xk_make(const tc__program *p) {
+    tc__kernel *xk = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * (size_t)(p->nlaunch > 0 ? p->nlaunch : 1));
+    int k;
+    if (!xk) return NULL;
+    memset(xk, 0, sizeof(tc__kernel) * (size_t)(p->nlaunch > 0 ? p->nlaunch : 1));
+    for (k = 0; k < p->nlaunch; k++)
+        if (tc__cuda_op_kernel(p, &p->launch[k], &xk[k]) < 0) {
+            for (; k >= 0; k--) tc__kernel_free(&xk[k]);
+            TC_FREE(xk);
+            return NULL;
+        }
+    return xk;
+}
+
+TC__FN void tc__cuda_xk_free(tc__kernel *xk, int n) {
+    int i;
+    for (i = 0; xk && i < n; i++) tc__kernel_free(&xk[i]);
+    TC_FREE(xk);
+}
+
+/* The CUDA C the backend compiles for p (to TC_FREE; NULL out of memory). */
+TC__FN char *tc__cuda_program_source(const tc__program *p) {
+    tc__kernel *xk = tc__cuda_xk_make(p);
+    char *src = xk ? tc__cuda_source(&p->fu, p->ref, xk, p->nlaunch) : NULL;
+    tc__cuda_xk_free(xk, p->nlaunch);
+    return src;
 }
 
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
@@ -158,6 +252,8 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    tc__cuda_xk_free(cp->xk, cp->nx);
+    TC_FREE(cp->xfn);
     TC_FREE(cp->fn);
     TC_FREE(cp);
 }
@@ -179,8 +275,10 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     if (!tc__cuda_ctx_get(ctx, "a compiled kernel")) return tc__msg(&l->call, TC_ERR_DEVICE, "%s", ctx->first_err);
     cp = (tc__cuda_prog *)TC_MALLOC(sizeof *cp);
     if (cp) memset(cp, 0, sizeof *cp);
-    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)p->fu.nk)) ||
-        !(src = tc__cuda_program_source(&p->fu, p->ref))) {
+    src = NULL;
+    if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->fu.nk + 1))) ||
+        !(cp->xfn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1))) ||
+        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(&p->fu, p->ref, cp->xk, cp->nx)))) {
         tc__cuda_prog_free(cp);
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
@@ -210,10 +308,12 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         if (r != TC_OK) return tc__msg(&l->call, r, "%s", err);
         return tc__msg(&l->call, tc__cu_result(cr), "cuModuleLoadData: %s", tc__cu_errname(cr));
     }
-    for (k = 0; k < cp->nk; k++) {
+    for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
-        tc__fmt(name, sizeof name, "tck%d", k);
-        if ((cr = tc__cu.cu.ModuleGetFunction(&cp->fn[k], cp->mod, name)) != TC__CUDA_SUCCESS) {
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
+            TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
             return tc__msg(&l->call, TC_ERR_DEVICE, "cuModuleGetFunction(%s): %s", name, tc__cu_errname(cr));
         }
@@ -249,9 +349,16 @@ TC__FN size_t tc__cuda_kernel_ws_bytes(const tc__kernel *k) {
     return 0; /* the locals' workspace is device memory, per launch */
 }
 
+TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, const tc__kernel *k, tc__CUfunction fn);
+
 TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l) {
-    const tc__kernel *k = &p->fu.k[l->kernel];
-    tc__cuda_prog *cp;
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    return tc__cuda_launch(p, ctx, l, &p->fu.k[l->kernel], ((tc__cuda_prog *)p->dev)->fn[l->kernel]);
+}
+
+/* Launches kernel k (its function fn) on the context's stream. */
+TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, const tc__kernel *k, tc__CUfunction fn) {
     int64_t pb[TC__VM_MAXACC * (TC_MAX_DIMS + 1) + TC_MAX_DIMS + 1], rows = 1, rowlen = 1, n = 1;
     void *args[1];
     unsigned grid, block = TC__CU_BLOCK;
@@ -259,9 +366,6 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
     size_t ws_cap = 0, ws_bytes = 0;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
-    tc_result r;
-    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
-    cp = (tc__cuda_prog *)p->dev;
     for (d = 0; d < k->ndim; d++) {
         n *= k->shape[d];
         if (d < k->row0) rows *= k->shape[d];
@@ -282,11 +386,11 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(cp->fn[l->kernel], grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
     if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
     if (cr != TC__CUDA_SUCCESS)
-        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (kernel %d, grid %u, block %u): %s", l->kernel, grid,
-                       block, tc__cu_errname(cr));
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
+                       tc__cu_errname(cr));
     return TC_OK;
 }
 
@@ -297,7 +401,12 @@ TC__FN tc_result tc__cuda_run_kernel(tc__program *p, tc_ctx *ctx, tc__launch *l)
 TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
     tc__call *c = &l->call;
     size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
-    (void)p;
+    tc__cuda_prog *cp;
+    tc_result r;
+    if (!p->dev && (r = tc__cuda_prog_build(p, ctx, l)) != TC_OK) return r;
+    cp = (tc__cuda_prog *)p->dev;
+    if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
+        return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
     if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
         tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
         return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);

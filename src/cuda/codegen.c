@@ -195,6 +195,21 @@ TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *d
     tc__text_printf(o, "  }\n");
 }
 
+/* A copy kernel (one STORE of access 0's element, of the same dtype):
+ * the bits moved as they are, no float round trip. */
+TC__FN void tc__cu_copy(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    int d;
+    tc__text_printf(o, "  i64 n = 1");
+    for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
+    tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
+    tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+    tc__text_printf(o, "    ((%s *)p.b[%d])[", tc__cu_ctype(dt[k->code[0].a]), k->code[0].a);
+    tc__cu_offset(o, k, k->code[0].a, 0);
+    tc__text_printf(o, "] = ((const %s *)p.b[0])[", tc__cu_ctype(dt[0]));
+    tc__cu_offset(o, k, 0, 0);
+    tc__text_printf(o, "];\n  }\n");
+}
+
 TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
@@ -252,6 +267,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
         tc__text_printf(o, ";\n");
     }
     if (tc__cuda_is_rows(k)) tc__cu_rows(o, k, dt);
+    else if (k->ncode == 1 && k->code[0].op == TC__V_STORE) tc__cu_copy(o, k, dt);
     else tc__cu_pointwise(o, k, dt);
     tc__text_printf(o, "}\n");
 }

@@ -24,6 +24,8 @@ struct tc__cuda_ctx {
     int nfree, free_cap;
     size_t cached_bytes;
     int64_t allocs, reuses;         /* cuMemAlloc calls; cache hits        */
+    void *eager;                    /* eager ops' compiled functions (cuda/eager.c) */
+    void (*eager_free)(tc_ctx *ctx);
 };
 
 /* Makes the device's primary context current on the calling thread (a
@@ -73,6 +75,7 @@ TC__FN void tc__cuda_trim(tc_ctx *ctx) {
 TC__FN void tc__cuda_ctx_destroy(tc_ctx *ctx) {
     tc__cuda_ctx *c = ctx->cuda;
     if (!c) return;
+    if (c->eager_free) c->eager_free(ctx); /* their programs give blocks back first */
     tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
     tc__cu.cu.StreamSynchronize(c->stream);
     tc__cuda_trim(ctx);

@@ -118,12 +118,12 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
-/* Where a checked call's inputs are (all on one device). */
-TC__FN tc_device tc__call_device(const tc__call *c) {
+/* Where a checked call's inputs are (all on one device); -1 without any. */
+TC__FN int tc__call_device(const tc__call *c) {
     int i;
     for (i = 0; i < c->nin; i++)
-        if (c->ins[i]) return c->ins[i]->device;
-    return TC_CPU;
+        if (c->ins[i]) return (int)c->ins[i]->device;
+    return -1;
 }
 
 /* The checks every op makes before its rule: NULL inputs (unless optional),
@@ -178,7 +178,7 @@ TC__FN tc_tensor *tc__run(tc__call *c) {
         }
         return out;
     }
-    if (tc__call_device(c) == TC_CUDA) { /* every input is there (checked) */
+    if (tc__call_device(c) == (int)TC_CUDA) { /* every input is there (checked) */
         if (!c->ctx->device_run) {
             tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for this op yet");
             return tc__fail(c, TC_ERR_UNSUPPORTED);

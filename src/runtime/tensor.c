@@ -534,7 +534,8 @@ TCDEF tc_device tc_device_of(const tc_tensor *t) { return t ? t->device : TC_CPU
         }                                                                       \
     } while (0)
 
-TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
+/* tc_read's body (also tc_to's). */
+TC__FN tc_result tc__read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
     if (!t || !dst) return TC_ERR_NULL;
     if (t->status != TC_OK) return t->status;
     if (tc__host_access(t, "tc_read", file, line)) return TC_ERR_STATE;
@@ -547,7 +548,7 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
             return tc__cuda_copy(t->ctx, dst, (tc__CUdeviceptr)(uintptr_t)tc__base(t),
                                  (size_t)tc__numel(t) * tc__dtype_sizes[dtype], 1, "tc_read");
         if ((r = tc__stage(t, &st, "tc_read")) != TC_OK) return r;
-        r = tc_read_at(&st.h, dtype, dst, dst_bytes, file, line);
+        r = tc__read(&st.h, dtype, dst, dst_bytes, file, line);
         tc__unstage(t, &st, 0, "tc_read");
         return r;
     }
@@ -560,6 +561,10 @@ TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t
         TC__FOR_EACH_INDEX(t, si, li, tc__store(dst, dtype, li, tc__load(base, t->dtype, si)));
     }
     return TC_OK;
+}
+
+TCDEF tc_result tc_read_at(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line) {
+    return tc__read(t, dtype, dst, dst_bytes, file, line);
 }
 
 TCDEF tc_result tc_write(tc_tensor *t, tc_dtype dtype, const void *src, size_t src_bytes) {
@@ -637,59 +642,4 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
-}
-
-/* ---- moving between devices ------------------------------------------------ */
-
-TC__FN tc_tensor *tc__to_fail(tc_ctx *ctx, tc_result r, const char *file, int line, const char *why) {
-    char text[TC__MSG_CAP];
-    tc_tensor *t;
-    snprintf(text, sizeof text, "tc_to (%s:%d): %s", file ? file : "?", line, why);
-    tc__ctx_note(ctx, r, text);
-    t = tc__tensor_new(ctx);
-    if (!t) return NULL;
-    t->status = r;
-    t->err = tc__strdup(text);
-    return t;
-}
-
-TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const char *file, int line) {
-    tc_tensor *t;
-    size_t bytes;
-    tc_result r;
-    if (!ctx) return NULL;
-    if (!x) return tc__to_fail(ctx, TC_ERR_NULL, file, line, "input is NULL");
-    if (x->status != TC_OK) return tc__to_fail(ctx, x->status, file, line, tc_error(x));
-    if (x->ctx != ctx) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "input belongs to another context");
-    if (device != TC_CPU && device != TC_CUDA) return tc__to_fail(ctx, TC_ERR_INVALID_ARG, file, line, "unknown device");
-    if (x->device == device) return x;
-    if (ctx->trace)
-        return tc__to_fail(ctx, TC_ERR_UNSUPPORTED, file, line,
-                           "moving a tensor between devices inside a compiled function (move the inputs before the call)");
-    if (!(t = tc__tensor_new(ctx))) return NULL;
-    t->dtype = x->dtype;
-    t->ndim = x->ndim;
-    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-    tc__contig_strides(t->ndim, t->shape, t->strides);
-    t->device = device;
-    bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
-    t->storage = device == TC_CUDA ? tc__storage_new_device(ctx, bytes, "tc_to") : tc__storage_new(ctx, bytes);
-    if (!t->storage) {
-        tc_free(t);
-        return tc__to_fail(ctx, ctx->first_status ? ctx->first_status : TC_ERR_OOM, file, line,
-                           ctx->first_err[0] ? ctx->first_err : "out of memory");
-    }
-    if (device == TC_CPU) r = tc_read_at(x, x->dtype, t->storage->data, bytes, file, line);
-    else if (tc__contig(x)) r = tc_write(t, x->dtype, tc__base(x), bytes);
-    else { /* gathered on the host first: tc_write takes a contiguous source */
-        void *tmp = TC_MALLOC(bytes ? bytes : 1);
-        r = tmp ? tc_read_at(x, x->dtype, tmp, bytes, file, line) : TC_ERR_OOM;
-        if (r == TC_OK) r = tc_write(t, x->dtype, tmp, bytes);
-        TC_FREE(tmp);
-    }
-    if (r != TC_OK) {
-        tc_free(t);
-        return tc__to_fail(ctx, r, file, line, ctx->first_err[0] ? ctx->first_err : "copy failed");
-    }
-    return t;
 }
