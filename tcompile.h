@@ -273,6 +273,15 @@
  *     them.  tc_ctx_cached_bytes reports them, tc_ctx_empty_cache returns
  *     them.
  *   - reduce-overhead outputs belong to the tc_fn (section 3).
+ *   - A tensor on the GPU (tc_to(ctx, t, TC_CUDA)) follows the same scope
+ *     and reference rules; its memory is device memory, which tc_data does
+ *     not hand out (NULL) and tc_read, tc_write, tc_get, tc_set and tc_item
+ *     copy through.  Freed device blocks are kept by the context for the
+ *     next tensor or call they fit (tc_cuda_cached_bytes; tc_ctx_empty_cache
+ *     returns them), so calls after the first allocate nothing; a failed
+ *     allocation returns them and tries again.  The CUDA driver and NVRTC
+ *     are loaded once per process, on the first use of the device
+ *     (tc_cuda_available says whether they work, and if not, why).
  *
  * ===========================================================================
  *  10. ERRORS
@@ -342,6 +351,7 @@
  *   TC_MALLOC/TC_REALLOC/TC_FREE  allocation hooks, all three or none;
  *                            signatures as malloc(size)/realloc(p,size)/free(p)
  *   TC_NO_THREADS            no thread pool: every kernel runs on the caller
+ *   TC_NO_CUDA               no CUDA backend (no driver or NVRTC is loaded)
  *   TC_PARALLEL_MIN_WORK     elements below which a kernel stays on one thread
  *                            (default 32768)
  *   TC_ISA_MAX               the widest SIMD level compiled (TC_ISA_SCALAR,
@@ -359,7 +369,9 @@
  *   TC_ISA        scalar, v128 (or sse2, neon), avx2, avx512: caps the SIMD
  *                 level at tc_ctx_create
  *   TC_CACHE_DIR  max-autotune's cache directory when options.cache_dir is
- *                 NULL ("": none)
+ *                 NULL ("": none); NVRTC's binaries are kept there too
+ *   TC_CUDA_LIB, TC_NVRTC_LIB  the CUDA driver's and NVRTC's library files
+ *                 (default: libcuda.so.1, libnvrtc.so.13/.12/.11.2)
  *
  * ===========================================================================
  *  15. WHAT TCOMPILE DOES NOT DO (YET)
@@ -367,8 +379,13 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - no GPU: the CUDA backend is planned, as is a C-source backend
- *     (kernels compiled by the system compiler); today the CPU runs all;
+ *   - on the GPU (CUDA backend, part 1): pointwise ops, casts, reductions,
+ *     softmax and the norms, eager and compiled; matmul, convolution,
+ *     attention and the data-movement ops (concat, gather, pad, ...) are
+ *     not there yet and fail with TC_ERR_UNSUPPORTED naming the op, and so
+ *     does i32 arithmetic; a compiled function runs on the device of its
+ *     first call's inputs; no C-source backend (kernels compiled by the
+ *     system compiler) yet;
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels;
  *   - compilers without GNU C vector extensions (MSVC) have no SIMD
@@ -387,7 +404,10 @@
  * element by element.  safetensors files are untrusted (section 6).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
- * be one tcompile returned and not yet freed.  Tensor *values* (NaN, inf)
+ * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC
+ * found by name (or named in TC_CUDA_LIB / TC_NVRTC_LIB) are trusted code
+ * loaded into the process; the CUDA C tcompile generates is compiled only
+ * from its own kernels, never from user text.  Tensor *values* (NaN, inf)
  * are data, never control.  A context is not safe to use from two threads
  * at once.
  *
@@ -395,8 +415,8 @@
  *  17. LICENSE: MIT or public domain (Unlicense), at your choice; see the end.
  * ===========================================================================
  */
-#line TC__LINE_AT(399, "tcompile.h", 399)
-#line TC__LINE_AT(1, "src/api.h", 400)
+#line TC__LINE_AT(419, "tcompile.h", 419)
+#line TC__LINE_AT(1, "src/api.h", 420)
 #ifndef TCOMPILE_H
 #define TCOMPILE_H
 
@@ -1035,6 +1055,12 @@ typedef struct tc_explain_info {
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
                                 once (GEMV-shaped ones stream it instead)   */
+    tc_device device;        /* where its programs run (its first call's
+                                inputs' device)                             */
+    int cuda_graphs;         /* reduce-overhead on CUDA: programs replayed as
+                                one captured CUDA graph per call            */
+    int cuda_graph_failures; /* programs whose capture failed (they launch
+                                kernel by kernel; the text says why)        */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
@@ -1075,14 +1101,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1079, "tcompile.h", 1079)
+#line TC__LINE_AT(1105, "tcompile.h", 1105)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1086)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1112)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1277,7 +1303,7 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1281, "tcompile.h", 1281)
+#line TC__LINE_AT(1307, "tcompile.h", 1307)
 
 /* ===== ISA levels (generated by tools/amalgamate.sh from its ISAS list) =====
  * TC__ISA_LEVELS(X): X(level, suffix, lanes, CPU features needed) for each
@@ -1311,10 +1337,10 @@ struct tc_ctx {
 #define TC__ISA_ROW_scalar_(X)
 #endif
 #define TC__ISA_LEVELS(X) TC__ISA_ROW_avx512_(X) TC__ISA_ROW_avx2_(X) TC__ISA_ROW_v128_(X) TC__ISA_ROW_scalar_(X)
-#line TC__LINE_AT(1315, "tcompile.h", 1315)
+#line TC__LINE_AT(1341, "tcompile.h", 1341)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1318)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1344)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1759,10 +1785,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1763, "tcompile.h", 1763)
+#line TC__LINE_AT(1789, "tcompile.h", 1789)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1766)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1792)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -2106,10 +2132,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2110, "tcompile.h", 2110)
+#line TC__LINE_AT(2136, "tcompile.h", 2136)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2113)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2139)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2334,10 +2360,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2338, "tcompile.h", 2338)
+#line TC__LINE_AT(2364, "tcompile.h", 2364)
 
 /* ===== src/cuda/driver.c ===== */
-#line TC__LINE_AT(1, "src/cuda/driver.c", 2341)
+#line TC__LINE_AT(1, "src/cuda/driver.c", 2367)
 /* The CUDA driver and NVRTC, found at run time.
  *
  * Nothing here needs the CUDA SDK to build: the driver's and NVRTC's ABI is
@@ -2382,7 +2408,8 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
     X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0) X(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 1)                    \
     X(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, 3) X(CU_FUNC_ATTRIBUTE_NUM_REGS, 4)                                  \
     X(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8)
-#define TC__CU_CAPTURE_MODES(X) X(CU_STREAM_CAPTURE_MODE_GLOBAL, 0) X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 1)
+#define TC__CU_CAPTURE_MODES(X)                                                                                \
+    X(CU_STREAM_CAPTURE_MODE_GLOBAL, 0) X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 1) X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)
 #define TC__CU_CAPTURE_STATUS(X)                                                                               \
     X(CU_STREAM_CAPTURE_STATUS_NONE, 0) X(CU_STREAM_CAPTURE_STATUS_ACTIVE, 1)                                  \
     X(CU_STREAM_CAPTURE_STATUS_INVALIDATED, 2)
@@ -2678,10 +2705,10 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2682, "tcompile.h", 2682)
+#line TC__LINE_AT(2709, "tcompile.h", 2709)
 
 /* ===== src/cuda/memory.c ===== */
-#line TC__LINE_AT(1, "src/cuda/memory.c", 2685)
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2712)
 /* A context's CUDA state: its stream, its cache of device blocks, copies.
  *
  * Made when the context first touches the device (tc__cuda_ctx_get) and
@@ -2900,10 +2927,10 @@ TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) { return (void)ctx, 0; }
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2904, "tcompile.h", 2904)
+#line TC__LINE_AT(2931, "tcompile.h", 2931)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2907)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2934)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3549,10 +3576,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(3553, "tcompile.h", 3553)
+#line TC__LINE_AT(3580, "tcompile.h", 3580)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3556)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3583)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3834,10 +3861,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3838, "tcompile.h", 3838)
+#line TC__LINE_AT(3865, "tcompile.h", 3865)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3841)
+#line TC__LINE_AT(1, "src/internal.h", 3868)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -4039,6 +4066,7 @@ TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, in
 TC__FN void tc__program_free(struct tc__program *p);
 TC__FN struct tc__program *tc__program_build(tc_ctx *ctx, const struct tc__backend *be, const struct tc__graph *g, tc_tensor *const *inputs, int persistent, int fuse, int logs, char *err, size_t errcap);
 TC__FN tc_result tc__launch_exec(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
+TC__FN tc_result tc__program_launches(struct tc__program *p, tc_ctx *ctx, char *err, size_t errcap);
 TC__FN int tc__program_frozen(const struct tc__program *p);
 TC__FN int tc__program_freeze(struct tc__program *p);
 TC__FN tc_result tc__program_run(struct tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs, char *err, size_t errcap);
@@ -4059,6 +4087,7 @@ TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
 #ifndef TC_NO_CUDA
 TC__FN char *tc__cuda_program_source(const struct tc__program *p);
+TC__FN int tc__cuda_graph_state(const struct tc__program *p, const char **why);
 #endif
 
 /* ---- compiler/explain.c */
@@ -4079,10 +4108,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4083, "tcompile.h", 4083)
+#line TC__LINE_AT(4112, "tcompile.h", 4112)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4086)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4115)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4927,10 +4956,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4931, "tcompile.h", 4931)
+#line TC__LINE_AT(4960, "tcompile.h", 4960)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4934)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4963)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5651,10 +5680,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5655, "tcompile.h", 5655)
+#line TC__LINE_AT(5684, "tcompile.h", 5684)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5658)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5687)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6224,7 +6253,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6228, "tcompile.h", 6228)
+#line TC__LINE_AT(6257, "tcompile.h", 6257)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6236,7 +6265,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6240)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6269)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6577,7 +6606,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6581, "tcompile.h", 6581)
+#line TC__LINE_AT(6610, "tcompile.h", 6610)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6594,7 +6623,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6598)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6627)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6935,7 +6964,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6939, "tcompile.h", 6939)
+#line TC__LINE_AT(6968, "tcompile.h", 6968)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6952,7 +6981,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6956)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6985)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7293,7 +7322,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7297, "tcompile.h", 7297)
+#line TC__LINE_AT(7326, "tcompile.h", 7326)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7310,7 +7339,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7314)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7343)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7651,7 +7680,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7655, "tcompile.h", 7655)
+#line TC__LINE_AT(7684, "tcompile.h", 7684)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7659,7 +7688,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7663)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7692)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8274,10 +8303,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8278, "tcompile.h", 8278)
+#line TC__LINE_AT(8307, "tcompile.h", 8307)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8281)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8310)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8548,10 +8577,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8552, "tcompile.h", 8552)
+#line TC__LINE_AT(8581, "tcompile.h", 8581)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8555)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8584)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9196,10 +9225,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9200, "tcompile.h", 9200)
+#line TC__LINE_AT(9229, "tcompile.h", 9229)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9203)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9232)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9604,10 +9633,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9608, "tcompile.h", 9608)
+#line TC__LINE_AT(9637, "tcompile.h", 9637)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9611)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9640)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10340,10 +10369,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10344, "tcompile.h", 10344)
+#line TC__LINE_AT(10373, "tcompile.h", 10373)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10347)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10376)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10781,10 +10810,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10785, "tcompile.h", 10785)
+#line TC__LINE_AT(10814, "tcompile.h", 10814)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10788)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10817)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11692,10 +11721,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11696, "tcompile.h", 11696)
+#line TC__LINE_AT(11725, "tcompile.h", 11725)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11699)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11728)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12250,10 +12279,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12254, "tcompile.h", 12254)
+#line TC__LINE_AT(12283, "tcompile.h", 12283)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12257)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12286)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13207,10 +13236,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13211, "tcompile.h", 13211)
+#line TC__LINE_AT(13240, "tcompile.h", 13240)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13214)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13243)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13312,7 +13341,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13316, "tcompile.h", 13316)
+#line TC__LINE_AT(13345, "tcompile.h", 13345)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13324,7 +13353,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13328)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13357)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13766,7 +13795,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13770, "tcompile.h", 13770)
+#line TC__LINE_AT(13799, "tcompile.h", 13799)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13783,7 +13812,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13787)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13816)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14225,7 +14254,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14229, "tcompile.h", 14229)
+#line TC__LINE_AT(14258, "tcompile.h", 14258)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14242,7 +14271,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14246)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14275)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14684,7 +14713,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14688, "tcompile.h", 14688)
+#line TC__LINE_AT(14717, "tcompile.h", 14717)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14701,7 +14730,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14705)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14734)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15143,7 +15172,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15147, "tcompile.h", 15147)
+#line TC__LINE_AT(15176, "tcompile.h", 15176)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15160,7 +15189,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15164)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15193)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16186,7 +16215,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16190, "tcompile.h", 16190)
+#line TC__LINE_AT(16219, "tcompile.h", 16219)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16203,7 +16232,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16207)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16236)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17229,7 +17258,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17233, "tcompile.h", 17233)
+#line TC__LINE_AT(17262, "tcompile.h", 17262)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17246,7 +17275,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17250)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17279)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18272,7 +18301,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18276, "tcompile.h", 18276)
+#line TC__LINE_AT(18305, "tcompile.h", 18305)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18289,7 +18318,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18293)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18322)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19315,7 +19344,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19319, "tcompile.h", 19319)
+#line TC__LINE_AT(19348, "tcompile.h", 19348)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19323,7 +19352,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19327)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19356)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20296,10 +20325,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20300, "tcompile.h", 20300)
+#line TC__LINE_AT(20329, "tcompile.h", 20329)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20303)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20332)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20625,10 +20654,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20629, "tcompile.h", 20629)
+#line TC__LINE_AT(20658, "tcompile.h", 20658)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20632)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20661)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20675,6 +20704,10 @@ typedef struct tc__backend {
     void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
     tc_device device;          /* where its programs' memory is            */
     void (*program_free)(tc__program *p); /* its state in p->dev; NULL: none */
+    /* a persistent (reduce-overhead) program's launches, bound to this
+     * call's inputs, run as the device replays them (CUDA: one captured
+     * graph); NULL: tc__program_launches */
+    tc_result (*replay)(tc__program *p, tc_ctx *ctx, char *err, size_t errcap);
 } tc__backend;
 
 struct tc__program {
@@ -21356,7 +21389,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     r = tc__program_bind(p, ctx, inputs, &copies);
     if (r == TC_OK) r = tc__program_memory_of_call(p, ctx, &fresh_t);
     ctx->scratch = p->cache;
-    if (r == TC_OK) r = tc__program_launches(p, ctx, err, errcap);
+    if (r == TC_OK) r = p->persistent && p->be->replay ? p->be->replay(p, ctx, err, errcap) : tc__program_launches(p, ctx, err, errcap);
     ctx->scratch = saved;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
@@ -21387,10 +21420,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21391, "tcompile.h", 21391)
+#line TC__LINE_AT(21424, "tcompile.h", 21424)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21394)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21427)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21451,11 +21484,11 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 }
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
-                                            tc__block_get, tc__block_put, TC_CPU, NULL};
-#line TC__LINE_AT(21456, "tcompile.h", 21456)
+                                            tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
+#line TC__LINE_AT(21489, "tcompile.h", 21489)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21459)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21492)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21872,10 +21905,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21876, "tcompile.h", 21876)
+#line TC__LINE_AT(21909, "tcompile.h", 21909)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21879)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21912)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22157,10 +22190,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22161, "tcompile.h", 22161)
+#line TC__LINE_AT(22194, "tcompile.h", 22194)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22164)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22197)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22186,6 +22219,17 @@ typedef struct tc__cuda_prog {
     tc__CUfunction *xfn;
     int nx;
     int from_disk;             /* the binary came from the on-disk cache    */
+    tc__CUdeviceptr *ws;       /* per launch: its row kernel's workspace,
+                                  kept with the program (a captured graph
+                                  holds its address)                        */
+    size_t *ws_cap;
+    /* reduce-overhead: the launches captured as one CUDA graph */
+    tc__CUgraphExec exec;
+    int runs;                  /* runs so far (the first warms up)          */
+    int graph_failed;          /* capture failed: launches run one by one   */
+    char graph_why[160];
+    tc__storage *st_in;        /* per node: an input's static copy          */
+    int64_t *st_lo;            /* its span's first element                  */
 } tc__cuda_prog;
 
 /* Launch l's pointwise op as a one-op kernel in *k: a load per input
@@ -22414,15 +22458,28 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
+    if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
     if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
     tc__cuda_xk_free(cp->xk, cp->nx);
+    TC_FREE(cp->ws);
+    TC_FREE(cp->ws_cap);
+    TC_FREE(cp->st_in);
+    TC_FREE(cp->st_lo);
     TC_FREE(cp->xfn);
     TC_FREE(cp->fn);
     TC_FREE(cp);
 }
 
 TC__FN void tc__cuda_program_free(tc__program *p) {
-    tc__cuda_prog_free((tc__cuda_prog *)p->dev);
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int i;
+    if (cp) {
+        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
+        for (i = 0; cp->st_in && i < p->g->n; i++)
+            if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
+    }
+    tc__cuda_prog_free(cp);
     p->dev = NULL;
 }
 
@@ -22446,6 +22503,14 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
     cp->nk = p->fu.nk;
+    if (!(cp->ws = (tc__CUdeviceptr *)tc__malloc(sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1))) ||
+        !(cp->ws_cap = (size_t *)tc__malloc(sizeof(size_t) * (size_t)(p->nlaunch + 1)))) {
+        TC_FREE(src);
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
+    }
+    memset(cp->ws, 0, sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1));
+    memset(cp->ws_cap, 0, sizeof(size_t) * (size_t)(p->nlaunch + 1));
     if (tc__cuda_cache_path(src, arch, cubin, path, sizeof path) && (bin = tc__cuda_cache_read(path, &nbin)) != NULL)
         cached = 1;
     r = TC_OK;
@@ -22527,6 +22592,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
     for (d = 0; d < k->ndim; d++) {
@@ -22545,12 +22611,23 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
     }
-    if (ws_bytes && !(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
-        return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+    if (ws_bytes) { /* the launch's own, kept with the program */
+        tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+        int li = (int)(l - p->launch);
+        if (cp->ws_cap[li] < ws_bytes) {
+            if (cp->ws[li]) tc__cuda_free(ctx, cp->ws[li], cp->ws_cap[li]);
+            cp->ws[li] = 0;
+            cp->ws_cap[li] = 0;
+            if (!(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
+                return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+            cp->ws[li] = ws;
+            cp->ws_cap[li] = ws_cap;
+        }
+        ws = cp->ws[li];
+    }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
     cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
-    if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));
@@ -22570,11 +22647,131 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     cp = (tc__cuda_prog *)p->dev;
     if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
         return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
-    if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
-        tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
-        return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);
+    if (c->op == TC__OP_FROM_DATA) {
+        /* data the graph owns (it outlives the copy), uploaded per run: an
+         * intermediate may use its memory between runs */
+        tc__CUresult cr = tc__cu.cu.MemcpyHtoDAsync((tc__CUdeviceptr)(uintptr_t)tc__base(out), c->a.ptr, bytes, ctx->cuda->stream);
+        return cr == TC__CUDA_SUCCESS ? TC_OK : tc__msg(c, tc__cu_result(cr), "uploading a constant: %s", tc__cu_errname(cr));
     }
     return tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for %s outside a fused kernel yet", tc__optable[c->op].name);
+}
+
+/* reduce-overhead: the inputs' static copies.  A captured graph holds the
+ * addresses it was captured with, so each call's inputs are copied (on the
+ * stream, before the replay) into buffers the program owns, and the
+ * launches read those. */
+TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int i, d;
+    if (!cp->st_in) {
+        if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
+            !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            tc__fmt(err, errcap, "out of memory");
+            return TC_ERR_OOM;
+        }
+        memset(cp->st_in, 0, sizeof(tc__storage) * (size_t)p->g->n);
+    }
+    for (i = 0; i < p->g->n; i++) {
+        tc_tensor *h = &p->hdr[i];
+        size_t es = tc__dtype_sizes[h->dtype], bytes;
+        int64_t lo = h->offset, hi = h->offset;
+        tc__CUresult cr;
+        if (p->g->nodes[i].kind != TC__NODE_INPUT) continue;
+        for (d = 0; d < h->ndim; d++) {
+            int64_t reach = (h->shape[d] - 1) * h->strides[d];
+            if (reach < 0) lo += reach;
+            else hi += reach;
+        }
+        bytes = tc__numel(h) > 0 ? (size_t)(hi - lo + 1) * es : 0;
+        if (!cp->st_in[i].data) {
+            size_t cap;
+            tc__CUdeviceptr b = tc__cuda_alloc(ctx, bytes ? bytes : 1, &cap, "a reduce-overhead input's copy");
+            if (!b) {
+                tc__fmt(err, errcap, "%s", ctx->first_err);
+                return ctx->first_status ? ctx->first_status : TC_ERR_DEVICE;
+            }
+            cp->st_in[i].data = (void *)(uintptr_t)b;
+            cp->st_in[i].cap = cap;
+            cp->st_in[i].refs = 1;
+            cp->st_in[i].device = TC_CUDA;
+            cp->st_lo[i] = lo;
+        }
+        if (bytes && (cr = tc__cu.cu.MemcpyDtoDAsync((tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data,
+                                                     (tc__CUdeviceptr)(uintptr_t)h->storage->data + (size_t)lo * es,
+                                                     bytes, ctx->cuda->stream)) != TC__CUDA_SUCCESS) {
+            tc__fmt(err, errcap, "copying input %d: %s", (int)p->g->nodes[i].a.i[0], tc__cu_errname(cr));
+            return tc__cu_result(cr);
+        }
+        h->storage = &cp->st_in[i];
+        h->offset -= lo;
+        cp->st_in[i].bytes = bytes;
+    }
+    return TC_OK;
+}
+
+/* The launches captured into a graph (the second run: the first built
+ * the module and the workspaces, which capture must not allocate). */
+TC__FN void tc__cuda_capture(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    tc__CUstream s = ctx->cuda->stream;
+    tc__CUgraph g = NULL;
+    tc__CUresult cr;
+    tc_result r;
+    cr = tc__cu.cu.StreamBeginCapture(s, TC__CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(cp->graph_why, sizeof cp->graph_why, "cuStreamBeginCapture: %s", tc__cu_errname(cr));
+        cp->graph_failed = 1;
+        return;
+    }
+    r = tc__program_launches(p, ctx, err, errcap);
+    cr = tc__cu.cu.StreamEndCapture(s, &g);
+    if (r == TC_OK && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.GraphInstantiate(&cp->exec, g, 0);
+    if (g) tc__cu.cu.GraphDestroy(g);
+    if (r != TC_OK || cr != TC__CUDA_SUCCESS) {
+        cp->exec = NULL;
+        cp->graph_failed = 1;
+        tc__fmt(cp->graph_why, sizeof cp->graph_why, "%s", r != TC_OK ? err : tc__cu_errname(cr));
+        err[0] = 0;
+    }
+}
+
+/* A persistent program's run: the first runs its launches, the second
+ * captures them as a CUDA graph, later ones replay it with cuGraphLaunch
+ * (one launch for the call).  Where capture fails the launches run one
+ * by one, with the reason logged and in tc_explain. */
+TC__FN tc_result tc__cuda_replay(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp;
+    tc__CUresult cr;
+    tc_result r;
+    if (!p->dev && p->nlaunch > 0 && (r = tc__cuda_prog_build(p, ctx, &p->launch[0])) != TC_OK) {
+        tc__fmt(err, errcap, "%s", p->launch[0].call.msg);
+        return r;
+    }
+    cp = (tc__cuda_prog *)p->dev;
+    if (!cp || cp->graph_failed) return tc__program_launches(p, ctx, err, errcap);
+    if ((r = tc__cuda_stage_inputs(p, ctx, err, errcap)) != TC_OK) return r;
+    if (cp->runs++ == 0) return tc__program_launches(p, ctx, err, errcap);
+    if (!cp->exec) {
+        tc__cuda_capture(p, ctx, err, errcap);
+        if (cp->graph_failed) {
+            tc__log(ctx, TC_LOG_WARN, "reduce-overhead: no CUDA graph (%s); launching kernels one by one", cp->graph_why);
+            return tc__program_launches(p, ctx, err, errcap);
+        }
+    }
+    cr = tc__cu.cu.GraphLaunch(cp->exec, ctx->cuda->stream);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(err, errcap, "cuGraphLaunch: %s", tc__cu_errname(cr));
+        return tc__cu_result(cr);
+    }
+    return TC_OK;
+}
+
+/* For tc_explain: 1 when p replays as a CUDA graph, -1 when capture
+ * failed (*why the reason), 0 otherwise. */
+TC__FN int tc__cuda_graph_state(const tc__program *p, const char **why) {
+    const tc__cuda_prog *cp = p && p->be->device == TC_CUDA ? (const tc__cuda_prog *)p->dev : NULL;
+    *why = cp ? cp->graph_why : "";
+    return !cp ? 0 : cp->exec ? 1 : cp->graph_failed ? -1 : 0;
 }
 
 TC__FN void *tc__cuda_block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
@@ -22589,7 +22786,8 @@ TC__FN void tc__cuda_block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
 }
 
 static const tc__backend tc__cuda_backend = {tc__cuda_kernel_ws_bytes, tc__cuda_run_kernel, tc__cuda_run_op,
-                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free};
+                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free,
+                                             tc__cuda_replay};
 
 #ifdef TCOMPILE_TESTING
 /* Tests: compiles src with NVRTC alone (no driver is needed) to CUBIN for
@@ -22617,10 +22815,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22621, "tcompile.h", 22621)
+#line TC__LINE_AT(22819, "tcompile.h", 22819)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 22624)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 22822)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -22711,10 +22909,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(22715, "tcompile.h", 22715)
+#line TC__LINE_AT(22913, "tcompile.h", 22913)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 22718)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 22916)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -22818,6 +23016,14 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+#ifndef TC_NO_CUDA
+        if (f->entries[i].prog) {
+            const char *why;
+            int st = tc__cuda_graph_state(f->entries[i].prog, &why);
+            in.cuda_graphs += st > 0;
+            in.cuda_graph_failures += st < 0;
+        }
+#endif
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }
@@ -22826,6 +23032,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.tuned_tiles = f->tune.tiles;
     in.tuned_microkernels = f->tune.isas;
     in.tuned_cached = f->tune.from_disk;
+    in.device = f->be->device;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
 #define TC__W_(...)                                                                     \
@@ -22840,6 +23047,19 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
     if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (in.device == TC_CUDA) {
+        TC__W_("  device cuda%s", f->mode == TC_MODE_REDUCE_OVERHEAD ? ": " : "\n");
+        if (f->mode == TC_MODE_REDUCE_OVERHEAD)
+            TC__W_("%d programs replayed as one captured CUDA graph per call, %d launched kernel by kernel\n",
+                   in.cuda_graphs, in.cuda_graph_failures);
+#ifndef TC_NO_CUDA
+        for (i = 0; i < f->nentries; i++) {
+            const char *why;
+            if (f->entries[i].prog && tc__cuda_graph_state(f->entries[i].prog, &why) < 0)
+                TC__W_("  entry %d: no CUDA graph: %s\n", i, why);
+        }
+#endif
+    }
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
                "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
@@ -22890,10 +23110,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(22894, "tcompile.h", 22894)
+#line TC__LINE_AT(23114, "tcompile.h", 23114)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 22897)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23117)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -23514,10 +23734,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(23518, "tcompile.h", 23518)
+#line TC__LINE_AT(23738, "tcompile.h", 23738)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23521)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23741)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -23790,10 +24010,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(23794, "tcompile.h", 23794)
+#line TC__LINE_AT(24014, "tcompile.h", 24014)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 23797)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24017)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -24012,10 +24232,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(24016, "tcompile.h", 24016)
+#line TC__LINE_AT(24236, "tcompile.h", 24236)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 24019)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 24239)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -24201,10 +24421,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(24205, "tcompile.h", 24205)
+#line TC__LINE_AT(24425, "tcompile.h", 24425)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 24208)
+#line TC__LINE_AT(1, "src/license.h", 24428)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -24246,7 +24466,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(24250, "tcompile.h", 24250)
+#line TC__LINE_AT(24470, "tcompile.h", 24470)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

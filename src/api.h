@@ -636,6 +636,12 @@ typedef struct tc_explain_info {
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
                                 once (GEMV-shaped ones stream it instead)   */
+    tc_device device;        /* where its programs run (its first call's
+                                inputs' device)                             */
+    int cuda_graphs;         /* reduce-overhead on CUDA: programs replayed as
+                                one captured CUDA graph per call            */
+    int cuda_graph_failures; /* programs whose capture failed (they launch
+                                kernel by kernel; the text says why)        */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */

@@ -199,6 +199,7 @@ TC__FN void tc__epilogue_tile(void *arg, int64_t row, int64_t m, int64_t col, in
 TC__FN void tc__program_free(struct tc__program *p);
 TC__FN struct tc__program *tc__program_build(tc_ctx *ctx, const struct tc__backend *be, const struct tc__graph *g, tc_tensor *const *inputs, int persistent, int fuse, int logs, char *err, size_t errcap);
 TC__FN tc_result tc__launch_exec(struct tc__program *p, tc_ctx *ctx, struct tc__launch *l, tc_tensor *out);
+TC__FN tc_result tc__program_launches(struct tc__program *p, tc_ctx *ctx, char *err, size_t errcap);
 TC__FN int tc__program_frozen(const struct tc__program *p);
 TC__FN int tc__program_freeze(struct tc__program *p);
 TC__FN tc_result tc__program_run(struct tc__program *p, tc_ctx *ctx, tc_tensor *const *inputs, tc_tensor **outputs, char *err, size_t errcap);
@@ -219,6 +220,7 @@ TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
 #ifndef TC_NO_CUDA
 TC__FN char *tc__cuda_program_source(const struct tc__program *p);
+TC__FN int tc__cuda_graph_state(const struct tc__program *p, const char **why);
 #endif
 
 /* ---- compiler/explain.c */

@@ -264,6 +264,15 @@
  *     them.  tc_ctx_cached_bytes reports them, tc_ctx_empty_cache returns
  *     them.
  *   - reduce-overhead outputs belong to the tc_fn (section 3).
+ *   - A tensor on the GPU (tc_to(ctx, t, TC_CUDA)) follows the same scope
+ *     and reference rules; its memory is device memory, which tc_data does
+ *     not hand out (NULL) and tc_read, tc_write, tc_get, tc_set and tc_item
+ *     copy through.  Freed device blocks are kept by the context for the
+ *     next tensor or call they fit (tc_cuda_cached_bytes; tc_ctx_empty_cache
+ *     returns them), so calls after the first allocate nothing; a failed
+ *     allocation returns them and tries again.  The CUDA driver and NVRTC
+ *     are loaded once per process, on the first use of the device
+ *     (tc_cuda_available says whether they work, and if not, why).
  *
  * ===========================================================================
  *  10. ERRORS
@@ -333,6 +342,7 @@
  *   TC_MALLOC/TC_REALLOC/TC_FREE  allocation hooks, all three or none;
  *                            signatures as malloc(size)/realloc(p,size)/free(p)
  *   TC_NO_THREADS            no thread pool: every kernel runs on the caller
+ *   TC_NO_CUDA               no CUDA backend (no driver or NVRTC is loaded)
  *   TC_PARALLEL_MIN_WORK     elements below which a kernel stays on one thread
  *                            (default 32768)
  *   TC_ISA_MAX               the widest SIMD level compiled (TC_ISA_SCALAR,
@@ -350,7 +360,9 @@
  *   TC_ISA        scalar, v128 (or sse2, neon), avx2, avx512: caps the SIMD
  *                 level at tc_ctx_create
  *   TC_CACHE_DIR  max-autotune's cache directory when options.cache_dir is
- *                 NULL ("": none)
+ *                 NULL ("": none); NVRTC's binaries are kept there too
+ *   TC_CUDA_LIB, TC_NVRTC_LIB  the CUDA driver's and NVRTC's library files
+ *                 (default: libcuda.so.1, libnvrtc.so.13/.12/.11.2)
  *
  * ===========================================================================
  *  15. WHAT TCOMPILE DOES NOT DO (YET)
@@ -358,8 +370,13 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - no GPU: the CUDA backend is planned, as is a C-source backend
- *     (kernels compiled by the system compiler); today the CPU runs all;
+ *   - on the GPU (CUDA backend, part 1): pointwise ops, casts, reductions,
+ *     softmax and the norms, eager and compiled; matmul, convolution,
+ *     attention and the data-movement ops (concat, gather, pad, ...) are
+ *     not there yet and fail with TC_ERR_UNSUPPORTED naming the op, and so
+ *     does i32 arithmetic; a compiled function runs on the device of its
+ *     first call's inputs; no C-source backend (kernels compiled by the
+ *     system compiler) yet;
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels;
  *   - compilers without GNU C vector extensions (MSVC) have no SIMD
@@ -378,7 +395,10 @@
  * element by element.  safetensors files are untrusted (section 6).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
- * be one tcompile returned and not yet freed.  Tensor *values* (NaN, inf)
+ * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC
+ * found by name (or named in TC_CUDA_LIB / TC_NVRTC_LIB) are trusted code
+ * loaded into the process; the CUDA C tcompile generates is compiled only
+ * from its own kernels, never from user text.  Tensor *values* (NaN, inf)
  * are data, never control.  A context is not safe to use from two threads
  * at once.
  *

@@ -248,7 +248,7 @@ for flavour in opt cxx nothreads asan; do job cuda_test "$flavour"; done
 job amalgamation
 job line_directives
 job layers
-for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-O1" "-O3"; do
+for variant in "" "-DTCOMPILE_STATIC" "-DTC_NO_THREADS" "-DTC_NO_CUDA" "-O1" "-O3"; do
     for cc in "$CC -std=c99 -x c" "$CXX -std=c++11 -x c++" "$CLANG -std=c99 -x c" "$CLANGXX -std=c++11 -x c++"; do
         job compile_variant "$variant" "$cc"
     done

@@ -12,6 +12,7 @@
 #include "cuda_graphs.h"
 
 #include <dlfcn.h>
+#include "cuda_emu/tcemu.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,6 +331,145 @@ TC_TEST(test_eager_ops_on_device) {
     tc_ctx_clear_error(ctx);
 }
 
+/* The emulator's counters (tests/cuda_emu/tcemu.h). */
+static tcemu_stats_t emu_stats(void) {
+    tcemu_stats_t st;
+    void *h = dlopen(emu_lib, RTLD_NOW | RTLD_NOLOAD);
+    void (*fn)(tcemu_stats_t *) = NULL;
+    memset(&st, 0, sizeof st);
+    if (h) *(void **)&fn = dlsym(h, "tcemu_stats");
+    if (fn) fn(&st);
+    else TC_CHECKF(0, "tcemu_stats not found in %s", emu_lib);
+    if (h) dlclose(h);
+    return st;
+}
+
+static int emu_fail_after(const char *name, int n) {
+    void *h = dlopen(emu_lib, RTLD_NOW | RTLD_NOLOAD);
+    int (*fn)(const char *, int) = NULL;
+    int r = -1;
+    if (h) *(void **)&fn = dlsym(h, "tcemu_fail_after");
+    if (fn) r = fn(name, n);
+    if (h) dlclose(h);
+    return r;
+}
+
+static void block_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    /* softmax, then a layer norm of it scaled: two row kernels, a pointwise one */
+    out[0] = tc_mul_scalar(c, tc_layer_norm(c, tc_softmax(c, in[0], -1), 1, NULL, NULL, 1e-5), 0.5);
+}
+
+/* reduce-overhead on CUDA: the second run captures the launches, later
+ * calls replay one graph each, reading each call's inputs (new values,
+ * new memory) through the program's static copies. */
+TC_TEST(test_reduce_overhead_replays_a_cuda_graph) {
+    int64_t shape[2] = {33, 300};
+    tc_compile_options o;
+    tc_fn *f, *ref;
+    tc_explain_info info;
+    tcemu_stats_t s0, s1;
+    int call;
+    memset(&o, 0, sizeof o);
+    memset(&s0, 0, sizeof s0);
+    o.mode = TC_MODE_REDUCE_OVERHEAD;
+    f = tc_compile(ctx, block_fn, NULL, &o);
+    ref = tc_compile(ctx, block_fn, NULL, NULL);
+    for (call = 0; call < 6; call++) {
+        tc_tensor *x, *dx, *want = NULL, *got = NULL;
+        tc_scope_begin(ctx);
+        x = tc_rand_uniform(ctx, 2, shape, -4, 4, 100u + (unsigned)call);
+        dx = tc_to(ctx, x, TC_CUDA); /* new memory each call */
+        if (call == 3) s0 = emu_stats();
+        TC_CHECKF(tc_call(f, &dx, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
+        TC_CHECK(tc_call(ref, &x, &want) == TC_OK);
+        TC_CHECKF(tct_maxrel(got, want) <= 2e-5, "call %d: %.3g", call, tct_maxrel(got, want));
+        tc_scope_end(ctx);
+    }
+    s1 = emu_stats();
+    TC_CHECKF(s1.graph_launches - s0.graph_launches == 3, "%lld graph launches in calls 4-6",
+              s1.graph_launches - s0.graph_launches);
+    TC_CHECKF(s1.launches == s0.launches, "%lld kernels launched one by one after the capture", s1.launches - s0.launches);
+    TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK && info.device == TC_CUDA && info.cuda_graphs == 1 &&
+             info.cuda_graph_failures == 0);
+    tc_fn_free(f);
+    tc_fn_free(ref);
+}
+
+/* A capture that fails falls back to launching kernel by kernel, with the
+ * reason in tc_explain, and the results stay right. */
+TC_TEST(test_failed_capture_falls_back) {
+    int64_t shape[2] = {9, 70};
+    tc_compile_options o;
+    tc_fn *f, *ref;
+    tc_explain_info info;
+    char text[4096];
+    int call;
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_REDUCE_OVERHEAD;
+    f = tc_compile(ctx, block_fn, NULL, &o);
+    ref = tc_compile(ctx, block_fn, NULL, NULL);
+    TC_CHECK(emu_fail_after("cuStreamBeginCapture_v2", 1) == 0);
+    for (call = 0; call < 4; call++) {
+        tc_tensor *x, *want = NULL, *got = NULL;
+        tc_scope_begin(ctx);
+        x = tc_rand_uniform(ctx, 2, shape, -4, 4, 7u + (unsigned)call);
+        TC_CHECKF(tc_call(f, (tc_tensor *[]){tc_to(ctx, x, TC_CUDA)}, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
+        TC_CHECK(tc_call(ref, &x, &want) == TC_OK);
+        TC_CHECKF(tct_maxrel(got, want) <= 2e-5, "call %d: %.3g", call, tct_maxrel(got, want));
+        tc_scope_end(ctx);
+    }
+    TC_CHECK(tc_explain(f, &info, text, sizeof text) == TC_OK && info.cuda_graphs == 0 && info.cuda_graph_failures == 1);
+    TC_CHECKF(strstr(text, "no CUDA graph") != NULL, "%s", text);
+    tc_fn_free(f);
+    tc_fn_free(ref);
+    tc_ctx_clear_error(ctx);
+}
+
+static void emu_reset_stats(void) {
+    void *h = dlopen(emu_lib, RTLD_NOW | RTLD_NOLOAD);
+    void (*fn)(void) = NULL;
+    if (h) *(void **)&fn = dlsym(h, "tcemu_reset_stats");
+    if (fn) fn();
+    if (h) dlclose(h);
+}
+
+static int child_second_process(void) {
+    /* the same graph in a fresh process: every binary from the disk cache
+     * (the child of a fork: the counters start from the parent's) */
+    tc_ctx *c = tc_ctx_create(NULL);
+    int64_t shape[2] = {5, 40};
+    tc_tensor *x = tc_to(c, tc_rand_uniform(c, 2, shape, -1, 1, 3), TC_CUDA), *y = NULL;
+    tc_fn *f = tc_compile(c, block_fn, NULL, NULL);
+    int ok;
+    emu_reset_stats();
+    ok = tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK && tc_status(y) == TC_OK;
+    ok = ok && emu_stats().nvrtc_compiles == 0;
+    tc_fn_free(f);
+    tc_ctx_destroy(c);
+    return ok ? 0 : 1;
+}
+
+static int child_first_process(void) {
+    tcemu_stats_t st;
+    int r = child_second_process(); /* compiles: 1 = it made no compile-free run */
+    st = emu_stats();
+    return r == 1 && st.nvrtc_compiles > 0 ? 0 : 1;
+}
+
+TC_TEST(test_disk_cache_across_processes) {
+    char dir[] = "/tmp/tc_cuda_cacheXXXXXX";
+    const char *old = getenv("TC_CACHE_DIR");
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    TC_CHECK(mkdtemp(dir) != NULL);
+    setenv("TC_CACHE_DIR", dir, 1);
+    TC_CHECKF(in_child(emu_lib, emu_lib, child_first_process) == 0, "the first process did not compile");
+    TC_CHECKF(in_child(emu_lib, emu_lib, child_second_process) == 0, "the second process compiled again");
+    if (old) setenv("TC_CACHE_DIR", saved, 1);
+    else unsetenv("TC_CACHE_DIR");
+}
+
 int main(int argc, char **argv) {
     emu_lib = getenv("TCEMU_LIB");
     if (argc > 1) emu_lib = argv[1];
@@ -360,6 +500,9 @@ int main(int argc, char **argv) {
     RUN_EMU(test_caching_allocator);
     RUN_EMU(test_compiled_graphs_match_cpu);
     RUN_EMU(test_eager_ops_on_device);
+    RUN_EMU(test_reduce_overhead_replays_a_cuda_graph);
+    RUN_EMU(test_failed_capture_falls_back);
+    RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);
     printf("%d passed, %d failed, %d skipped\n", tct_passed, tct_tests_failed, tct_skipped);
     return tct_tests_failed != 0;

@@ -101,6 +101,14 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
         if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+#ifndef TC_NO_CUDA
+        if (f->entries[i].prog) {
+            const char *why;
+            int st = tc__cuda_graph_state(f->entries[i].prog, &why);
+            in.cuda_graphs += st > 0;
+            in.cuda_graph_failures += st < 0;
+        }
+#endif
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }
@@ -109,6 +117,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.tuned_tiles = f->tune.tiles;
     in.tuned_microkernels = f->tune.isas;
     in.tuned_cached = f->tune.from_disk;
+    in.device = f->be->device;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
 #define TC__W_(...)                                                                     \
@@ -123,6 +132,19 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
            in.graph_breaks);
     if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (in.device == TC_CUDA) {
+        TC__W_("  device cuda%s", f->mode == TC_MODE_REDUCE_OVERHEAD ? ": " : "\n");
+        if (f->mode == TC_MODE_REDUCE_OVERHEAD)
+            TC__W_("%d programs replayed as one captured CUDA graph per call, %d launched kernel by kernel\n",
+                   in.cuda_graphs, in.cuda_graph_failures);
+#ifndef TC_NO_CUDA
+        for (i = 0; i < f->nentries; i++) {
+            const char *why;
+            if (f->entries[i].prog && tc__cuda_graph_state(f->entries[i].prog, &why) < 0)
+                TC__W_("  entry %d: no CUDA graph: %s\n", i, why);
+        }
+#endif
+    }
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
                "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",

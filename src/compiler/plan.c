@@ -44,6 +44,10 @@ typedef struct tc__backend {
     void (*block_put)(tc_ctx *ctx, void *raw, void *data, size_t cap);
     tc_device device;          /* where its programs' memory is            */
     void (*program_free)(tc__program *p); /* its state in p->dev; NULL: none */
+    /* a persistent (reduce-overhead) program's launches, bound to this
+     * call's inputs, run as the device replays them (CUDA: one captured
+     * graph); NULL: tc__program_launches */
+    tc_result (*replay)(tc__program *p, tc_ctx *ctx, char *err, size_t errcap);
 } tc__backend;
 
 struct tc__program {
@@ -725,7 +729,7 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     r = tc__program_bind(p, ctx, inputs, &copies);
     if (r == TC_OK) r = tc__program_memory_of_call(p, ctx, &fresh_t);
     ctx->scratch = p->cache;
-    if (r == TC_OK) r = tc__program_launches(p, ctx, err, errcap);
+    if (r == TC_OK) r = p->persistent && p->be->replay ? p->be->replay(p, ctx, err, errcap) : tc__program_launches(p, ctx, err, errcap);
     ctx->scratch = saved;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];

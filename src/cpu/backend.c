@@ -58,4 +58,4 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 }
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
-                                            tc__block_get, tc__block_put, TC_CPU, NULL};
+                                            tc__block_get, tc__block_put, TC_CPU, NULL, NULL};

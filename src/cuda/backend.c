@@ -23,6 +23,17 @@ typedef struct tc__cuda_prog {
     tc__CUfunction *xfn;
     int nx;
     int from_disk;             /* the binary came from the on-disk cache    */
+    tc__CUdeviceptr *ws;       /* per launch: its row kernel's workspace,
+                                  kept with the program (a captured graph
+                                  holds its address)                        */
+    size_t *ws_cap;
+    /* reduce-overhead: the launches captured as one CUDA graph */
+    tc__CUgraphExec exec;
+    int runs;                  /* runs so far (the first warms up)          */
+    int graph_failed;          /* capture failed: launches run one by one   */
+    char graph_why[160];
+    tc__storage *st_in;        /* per node: an input's static copy          */
+    int64_t *st_lo;            /* its span's first element                  */
 } tc__cuda_prog;
 
 /* Launch l's pointwise op as a one-op kernel in *k: a load per input
@@ -251,15 +262,28 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
+    if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
     if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
     tc__cuda_xk_free(cp->xk, cp->nx);
+    TC_FREE(cp->ws);
+    TC_FREE(cp->ws_cap);
+    TC_FREE(cp->st_in);
+    TC_FREE(cp->st_lo);
     TC_FREE(cp->xfn);
     TC_FREE(cp->fn);
     TC_FREE(cp);
 }
 
 TC__FN void tc__cuda_program_free(tc__program *p) {
-    tc__cuda_prog_free((tc__cuda_prog *)p->dev);
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int i;
+    if (cp) {
+        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
+        for (i = 0; cp->st_in && i < p->g->n; i++)
+            if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
+    }
+    tc__cuda_prog_free(cp);
     p->dev = NULL;
 }
 
@@ -283,6 +307,14 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
     cp->nk = p->fu.nk;
+    if (!(cp->ws = (tc__CUdeviceptr *)tc__malloc(sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1))) ||
+        !(cp->ws_cap = (size_t *)tc__malloc(sizeof(size_t) * (size_t)(p->nlaunch + 1)))) {
+        TC_FREE(src);
+        tc__cuda_prog_free(cp);
+        return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
+    }
+    memset(cp->ws, 0, sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1));
+    memset(cp->ws_cap, 0, sizeof(size_t) * (size_t)(p->nlaunch + 1));
     if (tc__cuda_cache_path(src, arch, cubin, path, sizeof path) && (bin = tc__cuda_cache_read(path, &nbin)) != NULL)
         cached = 1;
     r = TC_OK;
@@ -364,6 +396,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
     for (d = 0; d < k->ndim; d++) {
@@ -382,12 +415,23 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
     }
-    if (ws_bytes && !(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
-        return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+    if (ws_bytes) { /* the launch's own, kept with the program */
+        tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+        int li = (int)(l - p->launch);
+        if (cp->ws_cap[li] < ws_bytes) {
+            if (cp->ws[li]) tc__cuda_free(ctx, cp->ws[li], cp->ws_cap[li]);
+            cp->ws[li] = 0;
+            cp->ws_cap[li] = 0;
+            if (!(ws = tc__cuda_alloc(ctx, ws_bytes, &ws_cap, "a row kernel's workspace")))
+                return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+            cp->ws[li] = ws;
+            cp->ws_cap[li] = ws_cap;
+        }
+        ws = cp->ws[li];
+    }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
     cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
-    if (ws) tc__cuda_free(ctx, ws, ws_cap); /* later work on the stream comes after this launch */
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));
@@ -407,11 +451,131 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     cp = (tc__cuda_prog *)p->dev;
     if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
         return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
-    if (c->op == TC__OP_FROM_DATA) { /* data the graph owns, uploaded per run */
-        tc_result r = tc__cuda_copy(ctx, (void *)c->a.ptr, (tc__CUdeviceptr)(uintptr_t)tc__base(out), bytes, 0, "a constant");
-        return r == TC_OK ? TC_OK : tc__msg(c, r, "%s", ctx->first_err);
+    if (c->op == TC__OP_FROM_DATA) {
+        /* data the graph owns (it outlives the copy), uploaded per run: an
+         * intermediate may use its memory between runs */
+        tc__CUresult cr = tc__cu.cu.MemcpyHtoDAsync((tc__CUdeviceptr)(uintptr_t)tc__base(out), c->a.ptr, bytes, ctx->cuda->stream);
+        return cr == TC__CUDA_SUCCESS ? TC_OK : tc__msg(c, tc__cu_result(cr), "uploading a constant: %s", tc__cu_errname(cr));
     }
     return tc__msg(c, TC_ERR_UNSUPPORTED, "no CUDA kernel for %s outside a fused kernel yet", tc__optable[c->op].name);
+}
+
+/* reduce-overhead: the inputs' static copies.  A captured graph holds the
+ * addresses it was captured with, so each call's inputs are copied (on the
+ * stream, before the replay) into buffers the program owns, and the
+ * launches read those. */
+TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int i, d;
+    if (!cp->st_in) {
+        if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
+            !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            tc__fmt(err, errcap, "out of memory");
+            return TC_ERR_OOM;
+        }
+        memset(cp->st_in, 0, sizeof(tc__storage) * (size_t)p->g->n);
+    }
+    for (i = 0; i < p->g->n; i++) {
+        tc_tensor *h = &p->hdr[i];
+        size_t es = tc__dtype_sizes[h->dtype], bytes;
+        int64_t lo = h->offset, hi = h->offset;
+        tc__CUresult cr;
+        if (p->g->nodes[i].kind != TC__NODE_INPUT) continue;
+        for (d = 0; d < h->ndim; d++) {
+            int64_t reach = (h->shape[d] - 1) * h->strides[d];
+            if (reach < 0) lo += reach;
+            else hi += reach;
+        }
+        bytes = tc__numel(h) > 0 ? (size_t)(hi - lo + 1) * es : 0;
+        if (!cp->st_in[i].data) {
+            size_t cap;
+            tc__CUdeviceptr b = tc__cuda_alloc(ctx, bytes ? bytes : 1, &cap, "a reduce-overhead input's copy");
+            if (!b) {
+                tc__fmt(err, errcap, "%s", ctx->first_err);
+                return ctx->first_status ? ctx->first_status : TC_ERR_DEVICE;
+            }
+            cp->st_in[i].data = (void *)(uintptr_t)b;
+            cp->st_in[i].cap = cap;
+            cp->st_in[i].refs = 1;
+            cp->st_in[i].device = TC_CUDA;
+            cp->st_lo[i] = lo;
+        }
+        if (bytes && (cr = tc__cu.cu.MemcpyDtoDAsync((tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data,
+                                                     (tc__CUdeviceptr)(uintptr_t)h->storage->data + (size_t)lo * es,
+                                                     bytes, ctx->cuda->stream)) != TC__CUDA_SUCCESS) {
+            tc__fmt(err, errcap, "copying input %d: %s", (int)p->g->nodes[i].a.i[0], tc__cu_errname(cr));
+            return tc__cu_result(cr);
+        }
+        h->storage = &cp->st_in[i];
+        h->offset -= lo;
+        cp->st_in[i].bytes = bytes;
+    }
+    return TC_OK;
+}
+
+/* The launches captured into a graph (the second run: the first built
+ * the module and the workspaces, which capture must not allocate). */
+TC__FN void tc__cuda_capture(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    tc__CUstream s = ctx->cuda->stream;
+    tc__CUgraph g = NULL;
+    tc__CUresult cr;
+    tc_result r;
+    cr = tc__cu.cu.StreamBeginCapture(s, TC__CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(cp->graph_why, sizeof cp->graph_why, "cuStreamBeginCapture: %s", tc__cu_errname(cr));
+        cp->graph_failed = 1;
+        return;
+    }
+    r = tc__program_launches(p, ctx, err, errcap);
+    cr = tc__cu.cu.StreamEndCapture(s, &g);
+    if (r == TC_OK && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.GraphInstantiate(&cp->exec, g, 0);
+    if (g) tc__cu.cu.GraphDestroy(g);
+    if (r != TC_OK || cr != TC__CUDA_SUCCESS) {
+        cp->exec = NULL;
+        cp->graph_failed = 1;
+        tc__fmt(cp->graph_why, sizeof cp->graph_why, "%s", r != TC_OK ? err : tc__cu_errname(cr));
+        err[0] = 0;
+    }
+}
+
+/* A persistent program's run: the first runs its launches, the second
+ * captures them as a CUDA graph, later ones replay it with cuGraphLaunch
+ * (one launch for the call).  Where capture fails the launches run one
+ * by one, with the reason logged and in tc_explain. */
+TC__FN tc_result tc__cuda_replay(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp;
+    tc__CUresult cr;
+    tc_result r;
+    if (!p->dev && p->nlaunch > 0 && (r = tc__cuda_prog_build(p, ctx, &p->launch[0])) != TC_OK) {
+        tc__fmt(err, errcap, "%s", p->launch[0].call.msg);
+        return r;
+    }
+    cp = (tc__cuda_prog *)p->dev;
+    if (!cp || cp->graph_failed) return tc__program_launches(p, ctx, err, errcap);
+    if ((r = tc__cuda_stage_inputs(p, ctx, err, errcap)) != TC_OK) return r;
+    if (cp->runs++ == 0) return tc__program_launches(p, ctx, err, errcap);
+    if (!cp->exec) {
+        tc__cuda_capture(p, ctx, err, errcap);
+        if (cp->graph_failed) {
+            tc__log(ctx, TC_LOG_WARN, "reduce-overhead: no CUDA graph (%s); launching kernels one by one", cp->graph_why);
+            return tc__program_launches(p, ctx, err, errcap);
+        }
+    }
+    cr = tc__cu.cu.GraphLaunch(cp->exec, ctx->cuda->stream);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(err, errcap, "cuGraphLaunch: %s", tc__cu_errname(cr));
+        return tc__cu_result(cr);
+    }
+    return TC_OK;
+}
+
+/* For tc_explain: 1 when p replays as a CUDA graph, -1 when capture
+ * failed (*why the reason), 0 otherwise. */
+TC__FN int tc__cuda_graph_state(const tc__program *p, const char **why) {
+    const tc__cuda_prog *cp = p && p->be->device == TC_CUDA ? (const tc__cuda_prog *)p->dev : NULL;
+    *why = cp ? cp->graph_why : "";
+    return !cp ? 0 : cp->exec ? 1 : cp->graph_failed ? -1 : 0;
 }
 
 TC__FN void *tc__cuda_block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap) {
@@ -426,7 +590,8 @@ TC__FN void tc__cuda_block_put(tc_ctx *ctx, void *raw, void *data, size_t cap) {
 }
 
 static const tc__backend tc__cuda_backend = {tc__cuda_kernel_ws_bytes, tc__cuda_run_kernel, tc__cuda_run_op,
-                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free};
+                                             tc__cuda_block_get, tc__cuda_block_put, TC_CUDA, tc__cuda_program_free,
+                                             tc__cuda_replay};
 
 #ifdef TCOMPILE_TESTING
 /* Tests: compiles src with NVRTC alone (no driver is needed) to CUBIN for

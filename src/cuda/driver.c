@@ -42,7 +42,8 @@
     X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0) X(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, 1)                    \
     X(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, 3) X(CU_FUNC_ATTRIBUTE_NUM_REGS, 4)                                  \
     X(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 8)
-#define TC__CU_CAPTURE_MODES(X) X(CU_STREAM_CAPTURE_MODE_GLOBAL, 0) X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 1)
+#define TC__CU_CAPTURE_MODES(X)                                                                                \
+    X(CU_STREAM_CAPTURE_MODE_GLOBAL, 0) X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 1) X(CU_STREAM_CAPTURE_MODE_RELAXED, 2)
 #define TC__CU_CAPTURE_STATUS(X)                                                                               \
     X(CU_STREAM_CAPTURE_STATUS_NONE, 0) X(CU_STREAM_CAPTURE_STATUS_ACTIVE, 1)                                  \
     X(CU_STREAM_CAPTURE_STATUS_INVALIDATED, 2)
