@@ -24,6 +24,8 @@ int env_int(const char *name, int def) {
     return v && *v ? atoi(v) : def;
 }
 static int sm() { return env_int("TC_EMU_SM", 90); }
+/* a driver at least as new as the NVRTC, as a toolkit's own driver is */
+static int driver_version() { return env_int("TC_EMU_DRIVER_VERSION", std::max(12080, nvrtc_version_code())); }
 static size_t mem_total() { return (size_t)env_int("TC_EMU_MEM_MB", 4096) << 20; }
 
 /* ---- handles: live sets, so a stale or foreign handle is an error, not a crash ---- */
@@ -114,7 +116,7 @@ TCEMU_EXPORT CUresult cuInit(unsigned flags) {
 }
 TCEMU_EXPORT CUresult cuDriverGetVersion(int *v) {
     if (!v) return CUDA_ERROR_INVALID_VALUE;
-    *v = env_int("TC_EMU_DRIVER_VERSION", 12080);
+    *v = driver_version();
     return CUDA_SUCCESS;
 }
 TCEMU_EXPORT CUresult cuDeviceGetCount(int *n) {
@@ -319,7 +321,7 @@ static CUresult run_set(const Node &n) {
     return CUDA_SUCCESS;
 }
 static CUresult run_kernel(CUfunc_st *f, const unsigned *g, const unsigned *b, unsigned smem, void **params) {
-    if (!f->mod) return CUDA_ERROR_INVALID_HANDLE; /* its module was unloaded since the capture */
+    if (!g_funcs.count(f)) return CUDA_ERROR_INVALID_HANDLE; /* its module was unloaded since the capture */
     Launch L{f, {g[0], g[1], g[2]}, {b[0], b[1], b[2]}, smem, params};
     std::string err;
     g_stats.kernels_run++;
@@ -569,7 +571,7 @@ static CUresult load_module(CUmodule *out, const void *image) {
     /* a cubin runs on its own major version, a minor at least its own; PTX
      * on any later device, if the driver is as new as the NVRTC that made it */
     if (h.ptx ? (int)h.arch > dev : (int)h.arch / 10 != dev / 10 || (int)h.arch > dev) return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    if (h.ptx && (int)h.nvrtc > env_int("TC_EMU_DRIVER_VERSION", 12080)) return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+    if (h.ptx && (int)h.nvrtc > driver_version()) return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     const char *tmp = getenv("TMPDIR");
     std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/tcemu-mod-XXXXXX.so";
     int fd = mkstemps(&path[0], 3);
@@ -613,7 +615,7 @@ TCEMU_EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigne
     return load_module(m, image);
 }
 static void unload(CUmod_st *m) {
-    for (auto &kv : m->funcs) kv.second->mod = nullptr; /* kept, so a stale handle never aliases a new one */
+    for (auto &kv : m->funcs) g_funcs.erase(kv.second), delete kv.second;
     dlclose(m->dl);
     g_modules.erase(m);
     g_stats.modules_live--;
@@ -643,7 +645,7 @@ TCEMU_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char 
     *f = fn;
     return CUDA_SUCCESS;
 }
-static bool live_func(CUfunction f) { return g_funcs.count(f) && f->mod; }
+static bool live_func(CUfunction f) { return g_funcs.count(f); }
 TCEMU_EXPORT CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
     API_CTX;
     if (!v) return CUDA_ERROR_INVALID_VALUE;
@@ -675,8 +677,7 @@ TCEMU_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, i
 TCEMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned smem, CUstream h, void **params, void **extra) {
     API_CTX;
-    if (!g_funcs.count(f)) return CUDA_ERROR_INVALID_HANDLE;
-    if (!f->mod) return CUDA_ERROR_INVALID_HANDLE;
+    if (!live_func(f)) return CUDA_ERROR_INVALID_HANDLE;
     const tcemu::kernel_info *k = f->ki;
     if (!gx || !gy || !gz || !bx || !by || !bz || gx > INT_MAX || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
     if (bx > 1024 || by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;

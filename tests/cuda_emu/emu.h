@@ -23,7 +23,7 @@ struct CUmod_st {
     std::map<std::string, struct CUfunc_st *> funcs;
 };
 struct CUfunc_st {
-    CUmod_st *mod; /* null once the module is unloaded (the handle stays invalid) */
+    CUmod_st *mod;
     const tcemu::kernel_info *ki;
     int max_dyn = -1; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, -1 = unset */
 };

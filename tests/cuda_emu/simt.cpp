@@ -6,24 +6,23 @@
  * arrive (it exited, or everyone waits) is a launch error, never a hang. */
 #include "emu.h"
 #include <atomic>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <sys/mman.h>
 #include <thread>
+#include <unistd.h>
 
 /* ---- context switch: callee-saved registers on the stack, then swap the
- * stack pointer (no syscall, unlike swapcontext); ucontext elsewhere. ---- */
+ * stack pointer (no syscall, unlike swapcontext); ucontext elsewhere.  The
+ * floating-point control words are not switched (reloading them costs more
+ * than the rest): every fiber runs kernel code, which never changes them. ---- */
 #if defined(__x86_64__) && !defined(TCEMU_UCONTEXT)
 extern "C" __attribute__((visibility("hidden"))) void tcemu_swap(void **save, void *to);
 asm(".text\n.globl tcemu_swap\n.hidden tcemu_swap\n.type tcemu_swap,@function\ntcemu_swap:\n"
     "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
-    "subq $8, %rsp\nstmxcsr (%rsp)\nfnstcw 4(%rsp)\n"
     "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
-    "ldmxcsr (%rsp)\nfldcw 4(%rsp)\naddq $8, %rsp\n"
     "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n"
     ".size tcemu_swap,.-tcemu_swap\n");
 struct Ctx { void *sp; };
@@ -32,32 +31,26 @@ static void ctx_init(Ctx *c, char *stack, size_t size, void (*fn)()) {
     *--p = 0;             /* fn's return address: fn is entered with rsp = 8 mod 16, as after a call */
     *--p = (uint64_t)fn;  /* where tcemu_swap's ret goes */
     for (int i = 0; i < 6; i++) *--p = 0;
-    --p;
-    asm volatile("stmxcsr (%0)\n\tfnstcw 4(%0)" : : "r"(p) : "memory");
     c->sp = p;
 }
 static void ctx_swap(Ctx *from, Ctx *to) { tcemu_swap(&from->sp, to->sp); }
 #elif defined(__aarch64__) && !defined(TCEMU_UCONTEXT)
 extern "C" __attribute__((visibility("hidden"))) void tcemu_swap(void **save, void *to);
 asm(".text\n.globl tcemu_swap\n.hidden tcemu_swap\n.type tcemu_swap,%function\ntcemu_swap:\n"
-    "sub sp, sp, #176\n"
+    "sub sp, sp, #160\n"
     "stp x19, x20, [sp, #0]\nstp x21, x22, [sp, #16]\nstp x23, x24, [sp, #32]\n"
     "stp x25, x26, [sp, #48]\nstp x27, x28, [sp, #64]\nstp x29, x30, [sp, #80]\n"
     "stp d8, d9, [sp, #96]\nstp d10, d11, [sp, #112]\nstp d12, d13, [sp, #128]\nstp d14, d15, [sp, #144]\n"
-    "mrs x9, fpcr\nstr x9, [sp, #160]\nmov x9, sp\nstr x9, [x0]\nmov sp, x1\n"
-    "ldr x9, [sp, #160]\nmsr fpcr, x9\n"
+    "mov x9, sp\nstr x9, [x0]\nmov sp, x1\n"
     "ldp x19, x20, [sp, #0]\nldp x21, x22, [sp, #16]\nldp x23, x24, [sp, #32]\n"
     "ldp x25, x26, [sp, #48]\nldp x27, x28, [sp, #64]\nldp x29, x30, [sp, #80]\n"
     "ldp d8, d9, [sp, #96]\nldp d10, d11, [sp, #112]\nldp d12, d13, [sp, #128]\nldp d14, d15, [sp, #144]\n"
-    "add sp, sp, #176\nret\n.size tcemu_swap,.-tcemu_swap\n");
+    "add sp, sp, #160\nret\n.size tcemu_swap,.-tcemu_swap\n");
 struct Ctx { void *sp; };
 static void ctx_init(Ctx *c, char *stack, size_t size, void (*fn)()) {
-    uint64_t *p = (uint64_t *)((((uintptr_t)stack + size) & ~(uintptr_t)15) - 176);
-    memset(p, 0, 176);
+    uint64_t *p = (uint64_t *)((((uintptr_t)stack + size) & ~(uintptr_t)15) - 160);
+    memset(p, 0, 160);
     p[11] = (uint64_t)fn; /* x30: where tcemu_swap's ret goes */
-    uint64_t fpcr;
-    asm volatile("mrs %0, fpcr" : "=r"(fpcr));
-    p[20] = fpcr;
     c->sp = p;
 }
 static void ctx_swap(Ctx *from, Ctx *to) { tcemu_swap(&from->sp, to->sp); }
@@ -94,14 +87,15 @@ struct Worker {
     tcemu::state *st = nullptr;
     tcemu::uint3_ bid{};
     unsigned n = 0, cur = 0, ndone = 0, nbar = 0, npred = 0, q[MAXT], qh = 0, qn = 0;
+    unsigned arrived[MAXT / 32], done[MAXT / 32]; /* per warp: lanes at a collective, lanes exited */
     std::string err;
     unsigned char *dyn = nullptr;
     size_t dyn_cap = 0;
     Worker() {
         /* 64 KiB stacks (TC_EMU_STACK_KB) with a guard page below each, so an
          * overflow faults instead of corrupting the neighbour */
-        size_t page = 4096, guard = 65536; /* 64 KiB covers 16 and 64 KiB pages alike */
-        stack_size = ((size_t)env_int("TC_EMU_STACK_KB", 64) * 1024 + page - 1) / page * page;
+        size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+        stack_size = ((size_t)env_int("TC_EMU_STACK_KB", 64) * 1024 + guard - 1) / guard * guard;
         map_size = (stack_size + guard) * MAXT;
         void *m = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) { perror("tcemu: fiber stacks"); abort(); }
@@ -129,7 +123,10 @@ static std::string fmt(const char *f, ...) {
     va_end(ap);
     return b;
 }
-static void push(Worker *w, unsigned i) { w->q[(w->qh + w->qn++) % w->n] = i; }
+static void push(Worker *w, unsigned i) {
+    unsigned t = w->qh + w->qn++;
+    w->q[t >= w->n ? t - w->n : t] = i;
+}
 static void yield(Worker *w) { ctx_swap(&w->fib[w->cur].ctx, &w->sched); }
 
 /* The error of thread w->cur: names the kernel, block and thread. */
@@ -152,15 +149,16 @@ static void fiber_main() {
     Worker *w = tl_w;
     w->L->f->ki->entry(w->L->params);
     Fiber &f = w->fib[w->cur];
+    unsigned wi = w->cur >> 5, bit = 1u << (w->cur & 31);
     f.state = F_DONE;
     w->ndone++;
+    w->done[wi] |= bit;
     if (w->nbar && w->nbar + w->ndone == w->n)
         fail_here(w, fmt("exited while %u threads of its block wait at __syncthreads()", w->nbar));
-    unsigned base = w->cur & ~31u, bit = 1u << (w->cur & 31);
-    for (unsigned l = 0; l < 32 && base + l < w->n; l++)
-        if (w->fib[base + l].state == F_WARP && (w->fib[base + l].mask & bit))
+    for (unsigned l = 0; l < 32; l++)
+        if ((w->arrived[wi] >> l & 1) && (w->fib[32 * wi + l].mask & bit))
             fail_here(w, fmt("exited while lane %u of its warp waits for it at a warp collective (mask 0x%08x)", l,
-                             w->fib[base + l].mask));
+                             w->fib[32 * wi + l].mask));
     yield(w);
     abort();
 }
@@ -184,31 +182,31 @@ static int api_sync(int pred) {
     return (int)f.res;
 }
 
+/* A warp collective completes when every lane of its mask (those the block
+ * has) has arrived; the last one computes everyone's result. */
 static uint64_t api_warp(int op, unsigned mask, uint64_t v, int src) {
     Worker *w = tl_w;
     Fiber &f = w->fib[w->cur];
-    unsigned base = w->cur & ~31u, lane = w->cur & 31, m = mask & lanes_present(w, base), ballot = 0;
+    unsigned wi = w->cur >> 5, base = 32 * wi, lane = w->cur & 31, m = mask & lanes_present(w, base), ballot = 0;
     if (!(m >> lane & 1)) fail_here(w, fmt("warp collective with mask 0x%08x, which leaves out its own lane %u", mask, lane));
-    f.state = F_WARP;
-    f.op = op;
-    f.mask = m;
-    f.val = v;
-    f.src = src;
+    if (m & w->done[wi])
+        fail_here(w, fmt("warp collective with mask 0x%08x, but lane %d exited", mask, __builtin_ctz(m & w->done[wi])));
+    f.state = F_WARP, f.op = op, f.mask = m, f.val = v, f.src = src;
+    w->arrived[wi] |= 1u << lane;
+    if ((w->arrived[wi] & m) != m) { /* wait for the others */
+        yield(w);
+        return f.res;
+    }
     for (unsigned l = 0; l < 32; l++) {
-        if (!(m >> l & 1)) continue;
         Fiber &g = w->fib[base + l];
-        if (g.state == F_DONE) fail_here(w, fmt("warp collective with mask 0x%08x, but lane %u exited", mask, l));
-        if (g.state != F_WARP) { /* not there yet: wait for it */
-            yield(w);
-            return f.res;
-        }
+        if (!(m >> l & 1)) continue;
         if (g.mask != m)
             fail_here(w, fmt("warp collective with mask 0x%08x while lane %u waits in one with mask 0x%08x", m, l, g.mask));
         ballot |= (g.val != 0) << l;
     }
-    for (unsigned l = 0; l < 32; l++) { /* all arrived: everyone's result */
-        if (!(m >> l & 1)) continue;
+    for (unsigned l = 0; l < 32; l++) {
         Fiber &g = w->fib[base + l];
+        if (!(m >> l & 1)) continue;
         unsigned s = (unsigned)g.src & 31;
         g.res = g.op == tcemu::W_SHFL ? (m >> s & 1 ? w->fib[base + s].val : g.val)
               : g.op == tcemu::W_BALLOT ? ballot
@@ -217,17 +215,16 @@ static uint64_t api_warp(int op, unsigned mask, uint64_t v, int src) {
         g.state = F_RUN;
         push(w, base + l);
     }
+    w->arrived[wi] &= ~m;
     yield(w);
     return f.res;
 }
 
 static unsigned api_active() {
     Worker *w = tl_w;
-    unsigned base = w->cur & ~31u, m = 0;
-    for (unsigned l = 0; l < 32 && base + l < w->n; l++) m |= (unsigned)(w->fib[base + l].state != F_DONE) << l;
-    return m;
+    return lanes_present(w, w->cur & ~31u) & ~w->done[w->cur >> 5];
 }
-[[noreturn]] static void api_fail(const char *msg) { fail_here(tl_w, msg); }
+__attribute__((noreturn)) static void api_fail(const char *msg) { fail_here(tl_w, msg); }
 const tcemu::api *simt_api() {
     static const tcemu::api a = {api_sync, api_warp, api_active, api_fail};
     return &a;
@@ -240,6 +237,8 @@ static int run_block(Worker *w, const Launch &L, tcemu::uint3_ bid) {
     w->bid = bid;
     w->n = b[0] * b[1] * b[2];
     w->ndone = w->nbar = w->npred = w->qh = w->qn = 0;
+    memset(w->arrived, 0, sizeof w->arrived);
+    memset(w->done, 0, sizeof w->done);
     w->err.clear();
     w->st = L.f->mod->state();
     w->st->bid = bid;
@@ -263,7 +262,7 @@ static int run_block(Worker *w, const Launch &L, tcemu::uint3_ bid) {
     }
     while (w->qn && w->err.empty()) {
         w->cur = w->q[w->qh];
-        w->qh = (w->qh + 1) % w->n;
+        w->qh = w->qh + 1 == w->n ? 0 : w->qh + 1;
         w->qn--;
         w->st->tid = w->fib[w->cur].tid;
         w->st->lane = w->cur & 31;
@@ -280,34 +279,7 @@ static int run_block(Worker *w, const Launch &L, tcemu::uint3_ bid) {
     return w->err.empty() ? 0 : -1;
 }
 
-/* ---- blocks over OS threads: TC_EMU_THREADS workers, default 1 ---- */
-struct Pool {
-    std::mutex m;
-    std::condition_variable cv, done;
-    std::function<void()> job;
-    unsigned gen = 0, busy = 0, size = 0;
-};
-static Pool *pool_get(unsigned n) {
-    static Pool *p = new Pool; /* never destroyed: its threads live as long as the process */
-    while (p->size + 1 < n) {
-        p->size++;
-        std::thread([] {
-            unsigned seen = 0;
-            for (;;) {
-                std::unique_lock<std::mutex> lk(p->m);
-                p->cv.wait(lk, [&] { return p->gen != seen; });
-                seen = p->gen;
-                auto job = p->job;
-                lk.unlock();
-                job();
-                lk.lock();
-                if (--p->busy == 0) p->done.notify_all();
-            }
-        }).detach();
-    }
-    return p;
-}
-
+/* Runs the grid's blocks in order (TC_EMU_THREADS > 1: on that many threads). */
 int simt_run(const Launch &L, std::string *err) {
     uint64_t nb = (uint64_t)L.grid[0] * L.grid[1] * L.grid[2];
     unsigned nt = (unsigned)env_int("TC_EMU_THREADS", 1);
@@ -329,18 +301,11 @@ int simt_run(const Launch &L, std::string *err) {
         }
         tl_w = saved;
     };
-    if (nt <= 1 || nb == 1) job();
-    else {
-        Pool *p = pool_get(nt);
-        std::unique_lock<std::mutex> lk(p->m);
-        p->job = job;
-        p->busy = p->size;
-        p->gen++;
-        p->cv.notify_all();
-        lk.unlock();
-        job();
-        lk.lock();
-        p->done.wait(lk, [&] { return p->busy == 0; });
-    }
+    /* TC_EMU_THREADS > 1: blocks taken in turn by that many OS threads (made
+     * per launch: it is a test mode; __shared__ is thread_local, so each has its own) */
+    std::vector<std::thread> helpers;
+    for (uint64_t k = 1; k < nt && k < nb; k++) helpers.emplace_back(job);
+    job();
+    for (auto &t : helpers) t.join();
     return err_block == UINT64_MAX ? 0 : -1;
 }
