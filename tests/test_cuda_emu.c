@@ -92,7 +92,7 @@ static const char *kernels_parts[] = {
     "  if (t == 0) out[blockIdx.x] = s[0];\n"
     "}\n"
     "extern \"C\" __global__ void warp_ops(const float *x, float *xsum, float *dsum, unsigned *ballot, int *scan,\n"
-    "                                     double *bd, long long *bl) {\n"
+    "                                     double *bd, long long *bl, float *seg) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;\n"
     "  float v = x[i], u = v;\n"
     "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(" FULL ", v, o);\n"
@@ -109,6 +109,10 @@ static const char *kernels_parts[] = {
     "  scan[i] = s;\n"
     "  bd[i] = __shfl_sync(" FULL ", (double)i * 0.5, 3);\n"
     "  bl[i] = __shfl_sync(" FULL ", (long long)i << 33, 31);\n"
+    "  float g = x[i];\n" /* segments of 8 lanes */
+    "  for (int o = 4; o > 0; o >>= 1) g += __shfl_down_sync(" FULL ", g, o, 8);\n"
+    "  seg[2 * i] = g;\n"
+    "  seg[2 * i + 1] = __shfl_xor_sync(" FULL ", x[i], 2, 2);\n"
     "}\n",
     "extern \"C\" __global__ void reverse_dyn(float *x, int n) {\n"
     "  extern __shared__ float buf[];\n"
@@ -116,6 +120,13 @@ static const char *kernels_parts[] = {
     "  if (t < n) buf[t] = x[blockIdx.x * n + t];\n"
     "  __syncthreads();\n"
     "  if (t < n) x[blockIdx.x * n + t] = buf[n - 1 - t];\n"
+    "}\n"
+    "extern __shared__ float file_scope_dyn[];\n"
+    "extern \"C\" __global__ void rotate_dyn(float *x) {\n"
+    "  int t = threadIdx.x, n = blockDim.x;\n"
+    "  file_scope_dyn[t] = x[t];\n"
+    "  __syncthreads();\n"
+    "  x[t] = file_scope_dyn[(t + 1) % n];\n"
     "}\n"
     "extern \"C\" __global__ void big_dyn(float *out) {\n" /* 64 KiB of dynamic shared memory */
     "  extern __shared__ __align__(16) unsigned char raw[];\n"
@@ -170,6 +181,11 @@ static const char *kernels_parts[] = {
 static const char *bad_src =
     "extern \"C\" __global__ void divergent_sync(float *x) {\n"
     "  if (threadIdx.x < 16) __syncthreads();\n" /* threads 16..31 exit instead */
+    "  x[threadIdx.x] = 1.0f;\n"
+    "}\n"
+    "extern \"C\" __global__ void early_exit(float *x) {\n"
+    "  if (threadIdx.x < 40) return;\n" /* a common bug: the bounds check before a barrier */
+    "  __syncthreads();\n"
     "  x[threadIdx.x] = 1.0f;\n"
     "}\n"
     "extern \"C\" __global__ void lane_exits(float *x) {\n"
@@ -334,17 +350,25 @@ TC_TEST(test_warp_collectives) {
     unsigned ballot[N / 32];
     int scan[N], i, w, l;
     double bd[N];
+    float seg[2 * N], g8[N], t8[N];
+    int o;
     long long bl[N];
     CUdeviceptr dx = dalloc(sizeof x), dxs = dalloc(sizeof xsum), dds = dalloc(sizeof dsum), db = dalloc(sizeof ballot);
     CUdeviceptr dsc = dalloc(sizeof scan), dbd = dalloc(sizeof bd), dbl = dalloc(sizeof bl);
-    void *args[] = {&dx, &dxs, &dds, &db, &dsc, &dbd, &dbl};
+    CUdeviceptr dseg = dalloc(sizeof seg);
+    void *args[] = {&dx, &dxs, &dds, &db, &dsc, &dbd, &dbl, &dseg};
     for (i = 0; i < N; i++) x[i] = (float)((i * 5) % 9) - 3.0f;
     p_cuMemcpyHtoD(dx, x, sizeof x);
     TC_CHECK(launch(fn("warp_ops"), 2, 1, 1, 48, 1, 1, 0, NULL, args) == CUDA_SUCCESS); /* partial warps */
     TC_CHECK(launch(fn("warp_ops"), 3, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_SUCCESS);
     p_cuMemcpyDtoH(xsum, dxs, sizeof xsum), p_cuMemcpyDtoH(dsum, dds, sizeof dsum);
     p_cuMemcpyDtoH(ballot, db, sizeof ballot), p_cuMemcpyDtoH(scan, dsc, sizeof scan);
-    p_cuMemcpyDtoH(bd, dbd, sizeof bd), p_cuMemcpyDtoH(bl, dbl, sizeof bl);
+    p_cuMemcpyDtoH(bd, dbd, sizeof bd), p_cuMemcpyDtoH(bl, dbl, sizeof bl), p_cuMemcpyDtoH(seg, dseg, sizeof seg);
+    for (i = 0; i < N; i++) g8[i] = x[i];
+    for (o = 4; o > 0; o >>= 1) { /* shfl_down in segments of 8: past the segment, a lane reads itself */
+        for (i = 0; i < N; i++) t8[i] = g8[i] + (i % 8 + o < 8 ? g8[i + o] : g8[i]);
+        memcpy(g8, t8, sizeof g8);
+    }
     for (w = 0; w < N / 32; w++) {
         float sum = 0;
         unsigned bits = 0;
@@ -356,10 +380,13 @@ TC_TEST(test_warp_collectives) {
             i = 32 * w + l;
             TC_CHECKF(xsum[i] == sum, "lane %d: shfl_xor sum %g, want %g", i, xsum[i], sum);
             TC_CHECKF(scan[i] == (l + 1) * (l + 2) / 2, "lane %d: shfl_up scan %d", i, scan[i]);
+            /* width 2, lane mask 2: from the earlier pair, or its own value */
+            TC_CHECKF(seg[2 * i] == g8[i] && seg[2 * i + 1] == x[l & 2 ? i ^ 2 : i], "lane %d: width-8 shfl_down %g, want %g; width-2 shfl_xor %g",
+                      i, seg[2 * i], g8[i], seg[2 * i + 1]);
             TC_CHECKF(bd[i] == (32 * w + 3) * 0.5 && bl[i] == (long long)(32 * w + 31) << 33, "lane %d: shfl %g %lld", i, bd[i], bl[i]);
         }
     }
-    p_cuMemFree(dx), p_cuMemFree(dxs), p_cuMemFree(dds), p_cuMemFree(db), p_cuMemFree(dsc), p_cuMemFree(dbd), p_cuMemFree(dbl);
+    p_cuMemFree(dx), p_cuMemFree(dxs), p_cuMemFree(dds), p_cuMemFree(db), p_cuMemFree(dsc), p_cuMemFree(dbd), p_cuMemFree(dbl), p_cuMemFree(dseg);
 }
 
 TC_TEST(test_dynamic_shared) {
@@ -375,6 +402,11 @@ TC_TEST(test_dynamic_shared) {
     p_cuMemcpyDtoH(x, dx, sizeof x);
     for (i = 0; i < N * B; i++) bad += x[i] != (float)((i / N) * N + N - 1 - i % N);
     TC_CHECKF(bad == 0, "%d wrong", bad);
+    /* declared at file scope */
+    TC_CHECK(launch(fn("rotate_dyn"), 1, 1, 1, 100, 1, 1, 100 * sizeof(float), NULL, args) == CUDA_SUCCESS);
+    p_cuMemcpyDtoH(x, dx, sizeof x);
+    for (bad = 0, i = 0; i < 100; i++) bad += x[i] != (float)(N - 1 - (i + 1) % 100);
+    TC_CHECKF(bad == 0, "file scope: %d wrong", bad);
     /* over 48 KiB only after cuFuncSetAttribute, and never past the opt-in limit */
     TC_CHECK(launch(big, 1, 1, 1, 1024, 1, 1, 65536, NULL, args2) == CUDA_ERROR_INVALID_VALUE);
     TC_CHECK(p_cuFuncSetAttribute(big, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 300000) == CUDA_ERROR_INVALID_VALUE);
@@ -562,6 +594,8 @@ TC_TEST(test_launch_errors_are_reported_not_hung) {
     mod = m;
     TC_CHECK(launch(fn("divergent_sync"), 1, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
     TC_CHECKF(strstr(p_last_error(), "divergent_sync") && strstr(p_last_error(), "__syncthreads"), "%s", p_last_error());
+    TC_CHECK(launch(fn("early_exit"), 1, 1, 1, 64, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
+    TC_CHECKF(strstr(p_last_error(), "thread (63,0,0)") && strstr(p_last_error(), "after 40 threads"), "%s", p_last_error());
     TC_CHECK(launch(fn("lane_exits"), 1, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
     TC_CHECKF(strstr(p_last_error(), "lane_exits") && strstr(p_last_error(), "thread (5,0,0)"), "%s", p_last_error());
     TC_CHECK(launch(fn("deadlock"), 1, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
@@ -606,6 +640,38 @@ TC_TEST(test_module_images) {
     p_cuModuleUnload(m);
     unsetenv("TC_EMU_SM");
     free(cubin), free(ptx);
+}
+
+TC_TEST(test_headers_and_options) {
+    const char *hdr[] = {"__device__ inline float twice(float v) { return 2.0f * v; }\n"}, *hname[] = {"lib/twice.h"};
+    const char *src = "#include \"lib/twice.h\"\n"
+                      "extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]) * SCALE; }\n";
+    const char *opts[] = {"--gpu-architecture=sm_90", "--use_fast_math", "-lineinfo", "-Xptxas", "-v", "--define-macro=SCALE=3",
+                          "-std=c++17"};
+    float x[4] = {1, 2, 3, 4};
+    nvrtcProgram p;
+    size_t n = 0;
+    int ok;
+    char *img = NULL, log[1024] = "";
+    CUmodule m;
+    CUfunction f;
+    CUdeviceptr d = dalloc(sizeof x);
+    void *args[] = {&d};
+    TC_CHECK(emu.nvrtcCreateProgram(&p, src, "h.cu", 1, hdr, hname) == NVRTC_SUCCESS);
+    TC_CHECK(emu.nvrtcCompileProgram(p, 7, opts) == NVRTC_SUCCESS);
+    TC_CHECK(emu.nvrtcGetProgramLogSize(p, &n) == NVRTC_SUCCESS && n < sizeof log && emu.nvrtcGetProgramLog(p, log) == NVRTC_SUCCESS);
+    TC_CHECKF(strstr(log, "ptxas info") && strstr(log, "'k'"), "log: %s", log); /* -Xptxas -v */
+    if (emu.nvrtcGetCUBINSize(p, &n) == NVRTC_SUCCESS && n) img = (char *)malloc(n), emu.nvrtcGetCUBIN(p, img);
+    emu.nvrtcDestroyProgram(&p);
+    ok = img && p_cuModuleLoadData(&m, img) == CUDA_SUCCESS && p_cuModuleGetFunction(&f, m, "k") == CUDA_SUCCESS;
+    free(img);
+    TC_CHECK(ok);
+    if (!ok) return;
+    p_cuMemcpyHtoD(d, x, sizeof x);
+    TC_CHECK(launch(f, 1, 1, 1, 4, 1, 1, 0, NULL, args) == CUDA_SUCCESS);
+    p_cuMemcpyDtoH(x, d, sizeof x);
+    TC_CHECKF(x[0] == 6 && x[1] == 12 && x[2] == 18 && x[3] == 24, "%g %g %g %g", x[0], x[1], x[2], x[3]);
+    p_cuModuleUnload(m), p_cuMemFree(d);
 }
 
 TC_TEST(test_memory_errors_and_faults) {
@@ -708,6 +774,7 @@ int main(int argc, char **argv) {
     }
     TC_RUN(test_compile_errors);
     TC_RUN(test_module_images);
+    TC_RUN(test_headers_and_options);
     TC_RUN(test_memory_errors_and_faults);
     TC_RUN(test_kernels_compile_with_real_nvrtc);
     TC_RUN(test_teardown);
