@@ -9,6 +9,9 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <nvrtc.h>
 #include <stdint.h>
 #include "cuda_emu/tcemu.h"
@@ -196,7 +199,10 @@ static const char *bad_src =
     "  if (threadIdx.x == 0) __syncthreads();\n"
     "  else x[threadIdx.x] = __shfl_sync(" FULL ", x[threadIdx.x], 0);\n"
     "}\n"
-    "__global__ void mangled(float *x) { x[0] = 0.0f; }\n";
+    "__global__ void mangled(float *x) { x[0] = 0.0f; }\n"
+    "extern \"C\" __global__ void wild(float *x) {\n"
+    "  if (blockIdx.x == 1 && threadIdx.x == 3) x[0] = 1.0f;\n"
+    "}\n";
 
 /* Line 3 is wrong. */
 static const char *syntax_error_src = "extern \"C\" __global__ void k(float *x) {\n"
@@ -602,6 +608,29 @@ TC_TEST(test_launch_errors_are_reported_not_hung) {
     TC_CHECKF(strstr(p_last_error(), "deadlock") && strstr(p_last_error(), "warp collective"), "%s", p_last_error());
     /* the library is still usable after a failed launch */
     TC_CHECK(launch(fn("divergent_sync"), 1, 1, 1, 16, 1, 1, 0, NULL, args) == CUDA_SUCCESS);
+    /* a fault in a kernel names it (in a child process, which it kills) */
+    {
+        int fds[2], st = 0;
+        char buf[1024] = "";
+        ssize_t k = 0, got;
+        CUdeviceptr bad = 16;
+        void *wargs[] = {&bad};
+        pid_t pid;
+        CUfunction w = fn("wild");
+        TC_CHECK(pipe(fds) == 0);
+        fflush(NULL);
+        if ((pid = fork()) == 0) {
+            dup2(fds[1], 2);
+            launch(w, 2, 1, 1, 32, 1, 1, 0, NULL, wargs);
+            _exit(0);
+        }
+        close(fds[1]);
+        while (k < (ssize_t)sizeof buf - 1 && (got = read(fds[0], buf + k, sizeof buf - 1 - (size_t)k)) > 0) k += got;
+        close(fds[0]);
+        waitpid(pid, &st, 0);
+        TC_CHECKF(!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && strstr(buf, "SIGSEGV in kernel 'wild' block (1,0,0) thread (3,0,0)"),
+                  "status %d, stderr: %.300s", st, buf);
+    }
     /* a kernel without extern "C" has a mangled name, as with the real NVRTC */
     TC_CHECK(p_cuModuleGetFunction(&f, m, "mangled") == CUDA_ERROR_NOT_FOUND);
     mod = keep;

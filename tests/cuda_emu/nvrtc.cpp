@@ -132,12 +132,11 @@ static bool parse_opts(int n, const char *const *o, Opts *r, std::string *log) {
         } else if (value("-arch", "--gpu-architecture")) {
             int a = 0;
             char kind[16] = "", suffix = 0;
-            if (sscanf(v.c_str(), "%15[a-z]_%d%c", kind, &a, &suffix) < 2 || (strcmp(kind, "sm") && strcmp(kind, "compute")) ||
-                (suffix && suffix != 'a' && suffix != 'f')) {
-                return *log = "nvrtc: error: invalid value for --gpu-architecture (-arch): " + v + "\n", false;
-            }
-            bool ok = false;
-            for (int x : archs()) ok |= x == a;
+            bool ok = sscanf(v.c_str(), "%15[a-z]_%d%c", kind, &a, &suffix) >= 2 &&
+                      (suffix == 0 || suffix == 'a' || suffix == 'f') && (!strcmp(kind, "sm") || !strcmp(kind, "compute"));
+            bool supported = false; /* by this NVRTC version */
+            for (int x : archs()) supported |= x == a;
+            ok = ok && supported;
             if (!ok) return *log = "nvrtc: error: invalid value for --gpu-architecture (-arch): " + v + "\n", false;
             r->arch = a, r->virt = !strcmp(kind, "compute");
         } else return *log = "nvrtc: error: unrecognized option " + s + "\n", false;
@@ -289,7 +288,8 @@ static std::string rewrite(const std::string &t, std::vector<Kernel> *ks, std::s
             }
             if (k.name.empty()) *log += "tcemu: warning: cannot find the name of a __global__ function\n";
             else if (decl_tmpl) *log += "tcemu: warning: template kernel '" + k.name + "' is not supported\n";
-            else if (!c_link) *log += "tcemu: warning: kernel '" + k.name + "' is not extern \"C\": its name is mangled and cuModuleGetFunction will not find it as '" + k.name + "'\n";
+            else if (!c_link) /* as with the real NVRTC, whose name for it is mangled */
+                *log += "tcemu: warning: kernel '" + k.name + "' is not extern \"C\": cuModuleGetFunction will not find it\n";
             else {
                 bool dup = false;
                 for (auto &x : *ks) dup |= x.name == k.name;
@@ -443,8 +443,9 @@ TCEMU_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n, const char *
     if (!read_file(D + "prog.ii", &pre)) return p->log = "tcemu: no preprocessed output\n", NVRTC_ERROR_INTERNAL_ERROR;
     std::string text = rewrite(pre, &ks, &warn);
     text += "\n# 1 \"<tcemu trampolines>\"\nextern \"C\" const tcemu::kernel_info tcemu_kernels[] = {\n";
-    for (auto &k : ks)
-        text += "  tcemu::info<&" + k.name + ">(\"" + k.name + "\", " + (k.bounds.empty() ? "1024" : "(int)(" + k.bounds + ")") + "),\n";
+    for (auto &k : ks) /* the bound is an expression of the program's: the compiler evaluates it */
+        text += "  tcemu::info<&" + k.name + ">(\"" + k.name + "\", " + (k.bounds.empty() ? "1024" : "(int)(" + k.bounds + ")") +
+                "),\n";
     text += "  {}};\n";
     a = cxx;
     a.push_back("-std=" + o.std_);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <csignal>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -90,11 +91,12 @@ struct Worker {
     unsigned arrived[MAXT / 32], done[MAXT / 32]; /* per warp: lanes at a collective, lanes exited */
     std::string err;
     unsigned char *dyn = nullptr;
-    size_t dyn_cap = 0;
+    size_t dyn_cap = 0, guard = 0;
+    void *altstack = nullptr;
     Worker() {
         /* 64 KiB stacks (TC_EMU_STACK_KB) with a guard page below each, so an
          * overflow faults instead of corrupting the neighbour */
-        size_t guard = (size_t)sysconf(_SC_PAGESIZE);
+        guard = (size_t)sysconf(_SC_PAGESIZE);
         stack_size = ((size_t)env_int("TC_EMU_STACK_KB", 64) * 1024 + guard - 1) / guard * guard;
         map_size = (stack_size + guard) * MAXT;
         void *m = mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -105,10 +107,52 @@ struct Worker {
             mprotect(base, guard, PROT_NONE);
             fib[i].stack = base + guard;
         }
+        watch_faults();
     }
-    ~Worker() { munmap(stacks, map_size); free(dyn); }
+    ~Worker() {
+        munmap(stacks, map_size);
+        free(dyn);
+        if (!altstack) return;
+        stack_t ss{};
+        ss.ss_flags = SS_DISABLE;
+        sigaltstack(&ss, nullptr);
+        free(altstack);
+    }
+    void watch_faults();
 };
 static thread_local Worker *tl_w;
+
+/* A fault in kernel code (a wild pointer, a fiber stack overflow) names the
+ * kernel, block and thread on stderr; then the previous handler (ASan's, or
+ * the default crash) takes the fault again. */
+static struct sigaction g_prev_segv, g_prev_bus;
+static void on_fault(int sig, siginfo_t *si, void *) {
+    Worker *w = tl_w;
+    if (w && w->L) {
+        Fiber &f = w->fib[w->cur];
+        const char *a = (const char *)si->si_addr;
+        fprintf(stderr, "tcemu: %s in kernel '%s' block (%u,%u,%u) thread (%u,%u,%u), address %p%s\n",
+                sig == SIGBUS ? "SIGBUS" : "SIGSEGV", w->L->f->ki->name, w->bid.x, w->bid.y, w->bid.z, f.tid.x, f.tid.y,
+                f.tid.z, (const void *)a,
+                a < f.stack && a + w->guard >= f.stack ? ": its stack overflowed (TC_EMU_STACK_KB)" : "");
+    }
+    sigaction(sig, sig == SIGBUS ? &g_prev_bus : &g_prev_segv, nullptr);
+}
+void Worker::watch_faults() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction sa {};
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK; /* on this thread's signal stack: the fault may be an overflow */
+        sigaction(SIGSEGV, &sa, &g_prev_segv);
+        sigaction(SIGBUS, &sa, &g_prev_bus);
+    });
+    stack_t cur;
+    if (sigaltstack(nullptr, &cur) || !(cur.ss_flags & SS_DISABLE)) return; /* the thread has one */
+    stack_t ss{};
+    ss.ss_sp = altstack = malloc(ss.ss_size = 65536);
+    sigaltstack(&ss, nullptr);
+}
 static thread_local std::unique_ptr<Worker> tl_own;
 static Worker *worker() {
     if (!tl_own) tl_own.reset(new Worker);
@@ -299,6 +343,7 @@ int simt_run(const Launch &L, std::string *err) {
                 stop = true;
             }
         }
+        w->L = nullptr; /* a fault past here is not the kernel's */
         tl_w = saved;
     };
     /* TC_EMU_THREADS > 1: blocks taken in turn by that many OS threads (made
