@@ -643,8 +643,8 @@ TC_TEST(test_compile_errors) {
     char log[4096], *img;
     const char *bad_opt[] = {"--no-such-option"}, *old_arch[] = {"-arch=sm_20"};
     tcemu_stats_t s0 = stats();
-    TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 0, NULL, 0, &img, log, sizeof log) == NVRTC_ERROR_COMPILATION);
-    TC_CHECKF(strstr(log, "bad.cu:3") && strstr(log, "undeclared_name"), "log: %s", log);
+    TC_CHECK(compile(&emu, syntax_error_src, "src/bad.cu", 0, NULL, 0, &img, log, sizeof log) == NVRTC_ERROR_COMPILATION);
+    TC_CHECKF(strstr(log, "src/bad.cu:3") && strstr(log, "undeclared_name"), "log: %s", log);
     TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 1, bad_opt, 0, &img, log, sizeof log) == NVRTC_ERROR_INVALID_OPTION);
     TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 1, old_arch, 0, &img, log, sizeof log) == NVRTC_ERROR_INVALID_OPTION);
     TC_CHECK(stats().nvrtc_compiles == s0.nvrtc_compiles + 1);

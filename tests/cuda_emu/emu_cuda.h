@@ -155,42 +155,12 @@ template <class T> inline T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) 
     return tcemu::shfl(m, v, (s & ~(w - 1)) > (l & ~(w - 1)) ? l : s);
 }
 
-/* Atomics: relaxed, real atomics (blocks may run on several OS threads). */
-#define TCEMU_AT(T)                                                                                      \
-    inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                \
-    inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                \
-    inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }              \
-    inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }                \
-    inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                  \
-    inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }                \
-    inline T atomicCAS(T *p, T c, T v) {                                                                 \
-        __atomic_compare_exchange_n(p, &c, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);               \
-        return c;                                                                                        \
-    }                                                                                                    \
-    inline T atomicMax(T *p, T v) {                                                                      \
-        T o = __atomic_load_n(p, __ATOMIC_RELAXED);                                                      \
-        while (o < v && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
-            ;                                                                                            \
-        return o;                                                                                        \
-    }                                                                                                    \
-    inline T atomicMin(T *p, T v) {                                                                      \
-        T o = __atomic_load_n(p, __ATOMIC_RELAXED);                                                      \
-        while (o > v && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
-            ;                                                                                            \
-        return o;                                                                                        \
-    }
-TCEMU_AT(int)
-TCEMU_AT(unsigned)
-TCEMU_AT(unsigned long long)
-TCEMU_AT(long long)
-inline unsigned short atomicCAS(unsigned short *p, unsigned short c, unsigned short v) {
-    __atomic_compare_exchange_n(p, &c, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    return c;
-}
-/* Floating-point read-modify-writes as compare-and-swap loops on the bits. */
-template <class F, class U, class Op> inline F tcemu_atomic_fp(F *p, Op op) {
+/* Atomics: relaxed, and real ones (blocks may run on several OS threads);
+ * CUDA's overload set, each a compare-and-swap loop on the bits. */
+template <class T, class Op> inline T tcemu_rmw(T *p, Op op) {
+    using U = std::conditional_t<sizeof(T) == 8, uint64_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
     U o = __atomic_load_n((U *)p, __ATOMIC_RELAXED), n;
-    F f, r;
+    T f, r;
     do {
         std::memcpy(&f, &o, sizeof f);
         r = op(f);
@@ -198,14 +168,27 @@ template <class F, class U, class Op> inline F tcemu_atomic_fp(F *p, Op op) {
     } while (!__atomic_compare_exchange_n((U *)p, &o, n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return f;
 }
-inline float atomicAdd(float *p, float v) { return tcemu_atomic_fp<float, uint32_t>(p, [=](float f) { return f + v; }); }
-inline double atomicAdd(double *p, double v) { return tcemu_atomic_fp<double, uint64_t>(p, [=](double f) { return f + v; }); }
-inline float atomicExch(float *p, float v) { return tcemu_atomic_fp<float, uint32_t>(p, [=](float) { return v; }); }
-inline unsigned atomicInc(unsigned *p, unsigned m) {
-    return tcemu_atomic_fp<unsigned, unsigned>(p, [=](unsigned o) { return o >= m ? 0u : o + 1; });
-}
-inline unsigned atomicDec(unsigned *p, unsigned m) {
-    return tcemu_atomic_fp<unsigned, unsigned>(p, [=](unsigned o) { return o == 0 || o > m ? m : o - 1; });
+#define TCEMU_RMW(T, name, e) \
+    inline T name(T *p, T v) { return tcemu_rmw(p, [=](T o) { return (T)(e); }); }
+#define TCEMU_INT_ATOMICS(T)                                                                              \
+    TCEMU_RMW(T, atomicAdd, o + v) TCEMU_RMW(T, atomicExch, v) TCEMU_RMW(T, atomicMin, o < v ? o : v)     \
+    TCEMU_RMW(T, atomicMax, o > v ? o : v) TCEMU_RMW(T, atomicAnd, o & v) TCEMU_RMW(T, atomicOr, o | v)   \
+    TCEMU_RMW(T, atomicXor, o ^ v)                                                                        \
+    inline T atomicCAS(T *p, T c, T v) { return tcemu_rmw(p, [=](T o) { return o == c ? v : o; }); }
+TCEMU_INT_ATOMICS(int)
+TCEMU_INT_ATOMICS(unsigned)
+TCEMU_INT_ATOMICS(unsigned long long)
+TCEMU_RMW(int, atomicSub, o - v)
+TCEMU_RMW(unsigned, atomicSub, o - v)
+TCEMU_RMW(unsigned, atomicInc, o >= v ? 0u : o + 1)
+TCEMU_RMW(unsigned, atomicDec, o == 0 || o > v ? v : o - 1)
+TCEMU_RMW(long long, atomicMin, o < v ? o : v)
+TCEMU_RMW(long long, atomicMax, o > v ? o : v)
+TCEMU_RMW(float, atomicAdd, o + v)
+TCEMU_RMW(float, atomicExch, v)
+TCEMU_RMW(double, atomicAdd, o + v)
+inline unsigned short atomicCAS(unsigned short *p, unsigned short c, unsigned short v) {
+    return tcemu_rmw(p, [=](unsigned short o) { return o == c ? v : o; });
 }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -24,7 +24,7 @@ asm(".section .rodata\n.globl tcemu_header\n.hidden tcemu_header\ntcemu_header:\
     "\"\n.byte 0\n.previous\n");
 
 struct _nvrtcProgram {
-    std::string src, name, log, cubin, ptx;
+    std::string src, name, file, log, cubin, ptx; /* file: the name made a safe file name */
     std::vector<std::pair<std::string, std::string>> headers; /* include name, text */
     bool compiled = false;
 };
@@ -59,7 +59,7 @@ static std::string make_blob(const std::string &so, int arch, bool ptx) {
 bool parse_blob(const void *image, BlobHdr *h, std::string *so) {
     const char *p = (const char *)image;
     unsigned long long size;
-    if (!memcmp(p, "TCEMUBIN", 8)) {
+    if (!strncmp(p, "TCEMUBIN", 8)) { /* (strncmp: stops at a shorter image's NUL) */
         memcpy(h, p, sizeof *h);
         if (h->abi != tcemu::ABI || h->ptx) return false;
         so->assign(p + sizeof *h, h->size);
@@ -385,8 +385,8 @@ TCEMU_EXPORT nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src,
     if (!src || nh < 0 || (nh && (!headers || !names))) return NVRTC_ERROR_INVALID_INPUT;
     _nvrtcProgram *p = new _nvrtcProgram;
     p->src = src;
-    p->name = name && *name ? name : "default_program";
-    for (char &ch : p->name) /* a file name in the temporary directory */
+    p->file = p->name = name && *name ? name : "default_program";
+    for (char &ch : p->file)
         if (!ident_char(ch) && ch != '.' && ch != '-') ch = '_';
     for (int i = 0; i < nh; i++) {
         if (!names[i] || strstr(names[i], "..") || names[i][0] == '/') { delete p; return NVRTC_ERROR_INVALID_INPUT; }
@@ -422,7 +422,9 @@ TCEMU_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n, const char *
     TempDir d;
     if (d.path.empty()) return p->log = "tcemu: cannot make a temporary directory\n", NVRTC_ERROR_INTERNAL_ERROR;
     std::string D = d.path + "/", hdr = D + "tcemu_cuda.h", log, so;
-    bool ok = write_file(hdr, tcemu_header) && write_file(D + p->name, "#line 1 \"" + p->name + "\"\n" + p->src);
+    std::string quoted;
+    for (char ch : p->name) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+    bool ok = write_file(hdr, tcemu_header) && write_file(D + p->file, "#line 1 \"" + quoted + "\"\n" + p->src);
     for (auto &h : p->headers) { /* at their include names, beside the program */
         std::string path = D + h.first;
         for (size_t s = path.find('/', D.size()); s != std::string::npos; s = path.find('/', s + 1))
@@ -436,7 +438,7 @@ TCEMU_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n, const char *
     a.push_back("-D__CUDA_ARCH__=" + std::to_string(o.arch * 10));
     a.push_back("-include"), a.push_back(hdr), a.push_back("-I" + d.path);
     a.insert(a.end(), o.pp.begin(), o.pp.end());
-    a.push_back(D + p->name), a.push_back("-o"), a.push_back(D + "prog.ii");
+    a.push_back(D + p->file), a.push_back("-o"), a.push_back(D + "prog.ii");
     if (run(a, D + "log", &log)) return p->log = strip_dir(log, d.path), NVRTC_ERROR_COMPILATION;
     std::string pre, warn;
     std::vector<Kernel> ks;

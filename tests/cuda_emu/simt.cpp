@@ -246,7 +246,7 @@ static uint64_t api_warp(int op, unsigned mask, uint64_t v, int src) {
         if (!(m >> l & 1)) continue;
         if (g.mask != m)
             fail_here(w, fmt("warp collective with mask 0x%08x while lane %u waits in one with mask 0x%08x", m, l, g.mask));
-        ballot |= (g.val != 0) << l;
+        ballot |= (unsigned)(g.val != 0) << l;
     }
     for (unsigned l = 0; l < 32; l++) {
         Fiber &g = w->fib[base + l];
