@@ -31,10 +31,12 @@ static int tct_skipped;
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate)           \
     X(cuGraphLaunch) X(cuGraphExecUpdate) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuModuleLoadData)    \
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute) \
-    X(cuGetErrorName)
+    X(cuGetErrorName) X(cuGetErrorString) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery)  \
+    X(cuEventElapsedTime) X(cuEventDestroy) X(cuStreamWaitEvent) X(cuStreamQuery) X(cuCtxGetDevice)           \
+    X(cuMemsetD32) X(cuMemsetD8) X(cuMemcpyDtoD) X(cuMemAllocHost) X(cuMemFreeHost)
 #define NVRTC(X)                                                                                         \
     X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)         \
-    X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcDestroyProgram)
+    X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX) X(nvrtcDestroyProgram) X(nvrtcVersion)
 #define DECL(f) static __typeof__(&f) p_##f;
 DRIVER(DECL)
 typedef struct {
@@ -641,12 +643,17 @@ TC_TEST(test_launch_errors_are_reported_not_hung) {
 
 TC_TEST(test_compile_errors) {
     char log[4096], *img;
-    const char *bad_opt[] = {"--no-such-option"}, *old_arch[] = {"-arch=sm_20"};
+    const char *bad_opt[] = {"--no-such-option"}, *old_arch[] = {"-arch=sm_20"}, *sm70[] = {"-arch=sm_70"};
+    int maj = 0, min = 0;
     tcemu_stats_t s0 = stats();
     TC_CHECK(compile(&emu, syntax_error_src, "src/bad.cu", 0, NULL, 0, &img, log, sizeof log) == NVRTC_ERROR_COMPILATION);
     TC_CHECKF(strstr(log, "src/bad.cu:3") && strstr(log, "undeclared_name"), "log: %s", log);
     TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 1, bad_opt, 0, &img, log, sizeof log) == NVRTC_ERROR_INVALID_OPTION);
     TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 1, old_arch, 0, &img, log, sizeof log) == NVRTC_ERROR_INVALID_OPTION);
+    setenv("TC_EMU_NVRTC_VERSION", "13.0", 1); /* which lists sm_75 and up */
+    TC_CHECK(emu.nvrtcVersion(&maj, &min) == NVRTC_SUCCESS && maj == 13 && min == 0);
+    TC_CHECK(compile(&emu, syntax_error_src, "bad.cu", 1, sm70, 0, &img, log, sizeof log) == NVRTC_ERROR_INVALID_OPTION);
+    unsetenv("TC_EMU_NVRTC_VERSION");
     TC_CHECK(stats().nvrtc_compiles == s0.nvrtc_compiles + 1);
 }
 
@@ -663,6 +670,9 @@ TC_TEST(test_module_images) {
     TC_CHECK(p_cuModuleLoadData(&m, cubin) == CUDA_ERROR_NO_BINARY_FOR_GPU);
     TC_CHECK(p_cuModuleLoadData(&m, ptx) == CUDA_SUCCESS && p_cuModuleGetFunction(&f, m, "k") == CUDA_SUCCESS);
     p_cuModuleUnload(m);
+    setenv("TC_EMU_DRIVER_VERSION", "12000", 1); /* PTX from a newer NVRTC than the driver */
+    TC_CHECK(p_cuModuleLoadData(&m, ptx) == CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+    unsetenv("TC_EMU_DRIVER_VERSION");
     TC_CHECK(p_cuModuleGetFunction(&f, m, "k") == CUDA_ERROR_INVALID_HANDLE);
     setenv("TC_EMU_SM", "86", 1);
     TC_CHECK(p_cuModuleLoadData(&m, cubin) == CUDA_SUCCESS && p_cuModuleGetFunction(&f, m, "k") == CUDA_SUCCESS);
@@ -701,6 +711,38 @@ TC_TEST(test_headers_and_options) {
     p_cuMemcpyDtoH(x, d, sizeof x);
     TC_CHECKF(x[0] == 6 && x[1] == 12 && x[2] == 18 && x[3] == 24, "%g %g %g %g", x[0], x[1], x[2], x[3]);
     p_cuModuleUnload(m), p_cuMemFree(d);
+}
+
+TC_TEST(test_streams_events_and_copies) {
+    CUstream s;
+    CUevent a, b, untimed;
+    CUdevice dev = -1;
+    float ms = -1, *pinned = NULL;
+    unsigned v[4];
+    const char *str = NULL;
+    CUdeviceptr d = dalloc(sizeof v), d2 = dalloc(sizeof v);
+    TC_CHECK(p_cuStreamCreate(&s, 0) == CUDA_SUCCESS && p_cuEventCreate(&a, 0) == CUDA_SUCCESS);
+    TC_CHECK(p_cuEventCreate(&b, 0) == CUDA_SUCCESS && p_cuEventCreate(&untimed, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+    TC_CHECK(p_cuEventElapsedTime(&ms, a, b) == CUDA_ERROR_INVALID_HANDLE); /* not recorded yet */
+    TC_CHECK(p_cuEventRecord(a, s) == CUDA_SUCCESS && p_cuMemsetD32(d, 0xdeadbeef, 4) == CUDA_SUCCESS);
+    TC_CHECK(p_cuMemcpyDtoD(d2, d, sizeof v) == CUDA_SUCCESS && p_cuEventRecord(b, s) == CUDA_SUCCESS);
+    TC_CHECK(p_cuStreamWaitEvent(s, b, 0) == CUDA_SUCCESS && p_cuStreamQuery(s) == CUDA_SUCCESS && p_cuEventQuery(b) == CUDA_SUCCESS);
+    TC_CHECK(p_cuEventSynchronize(b) == CUDA_SUCCESS && p_cuEventElapsedTime(&ms, a, b) == CUDA_SUCCESS && ms >= 0);
+    TC_CHECK(p_cuEventRecord(untimed, s) == CUDA_SUCCESS && p_cuEventElapsedTime(&ms, a, untimed) == CUDA_ERROR_INVALID_HANDLE);
+    TC_CHECK(p_cuMemcpyDtoH(v, d2, sizeof v) == CUDA_SUCCESS && v[0] == 0xdeadbeef && v[3] == 0xdeadbeef);
+    TC_CHECK(p_cuMemsetD8(d2 + 1, 0x11, 2) == CUDA_SUCCESS && p_cuMemcpyDtoH(v, d2, sizeof v) == CUDA_SUCCESS);
+    TC_CHECKF(v[0] == 0xde1111ef && v[1] == 0xdeadbeef, "%08x %08x", v[0], v[1]);
+    TC_CHECK(p_cuMemsetD32(d + 2, 0, 1) == CUDA_ERROR_INVALID_VALUE); /* misaligned */
+    TC_CHECK(p_cuMemAllocHost((void **)&pinned, 64) == CUDA_SUCCESS && p_cuMemFreeHost(pinned) == CUDA_SUCCESS);
+    TC_CHECK(p_cuMemFreeHost(v) == CUDA_ERROR_INVALID_VALUE);
+    TC_CHECK(p_cuCtxGetDevice(&dev) == CUDA_SUCCESS && dev == 0);
+    TC_CHECK(p_cuGetErrorName(CUDA_ERROR_LAUNCH_FAILED, &str) == CUDA_SUCCESS && !strcmp(str, "CUDA_ERROR_LAUNCH_FAILED"));
+    TC_CHECK(p_cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &str) == CUDA_SUCCESS && !strcmp(str, "out of memory"));
+    TC_CHECK(p_cuGetErrorName((CUresult)12345, &str) == CUDA_ERROR_INVALID_VALUE);
+    p_cuEventDestroy(a), p_cuEventDestroy(b), p_cuEventDestroy(untimed);
+    TC_CHECK(p_cuEventDestroy(a) == CUDA_ERROR_INVALID_HANDLE && p_cuStreamDestroy(s) == CUDA_SUCCESS);
+    TC_CHECK(p_cuStreamQuery(s) == CUDA_ERROR_INVALID_HANDLE);
+    p_cuMemFree(d), p_cuMemFree(d2);
 }
 
 TC_TEST(test_memory_errors_and_faults) {
@@ -804,6 +846,7 @@ int main(int argc, char **argv) {
     TC_RUN(test_compile_errors);
     TC_RUN(test_module_images);
     TC_RUN(test_headers_and_options);
+    TC_RUN(test_streams_events_and_copies);
     TC_RUN(test_memory_errors_and_faults);
     TC_RUN(test_kernels_compile_with_real_nvrtc);
     TC_RUN(test_teardown);

@@ -324,6 +324,7 @@ ENTRY(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), sync_op(op(N_CO
 ENTRY(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), sync_op(op(N_COPY, DTOH, (uintptr_t)d, s, n)))
 ENTRY(cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), sync_op(op(N_COPY, DTOD, d, s, n)))
 ENTRY(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), sync_op(op(N_SET, 0, d, 0, n, v)))
+ENTRY(cuMemsetD32_v2, (CUdeviceptr d, unsigned v, size_t n), sync_op(op(N_SET, 0, d, 0, n, v, 4)))
 ENTRY(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream h),
       enqueue(h, op(N_COPY, HTOD, d, (uintptr_t)s, n)))
 ENTRY(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream h),
@@ -363,6 +364,17 @@ TCEMU_EXPORT CUresult cuStreamSynchronize(CUstream h) {
     g_stats.syncs++;
     return CUDA_SUCCESS;
 }
+/* Streams never overlap: waits are met and queries find the work done (a
+ * wait between streams does not join a capture, as a real one would). */
+TCEMU_EXPORT CUresult cuStreamWaitEvent(CUstream h, CUevent e, unsigned) {
+    API_CTX;
+    CUstream_st *s;
+    LIVE(g_events, e);
+    return get_stream(h, &s);
+}
+TCEMU_EXPORT CUresult cuStreamQuery(CUstream h) { API_CTX; CUstream_st *s; return get_stream(h, &s); }
+TCEMU_EXPORT CUresult cuEventQuery(CUevent e) { API_CTX; LIVE(g_events, e); return CUDA_SUCCESS; }
+TCEMU_EXPORT CUresult cuCtxGetDevice(CUdevice *d) { API_CTX; OUT(d, 0); }
 TCEMU_EXPORT CUresult cuCtxSynchronize(void) {
     API_CTX;
     CHECK(unsafe_call());
