@@ -79,9 +79,11 @@ static const char *kernels_parts[] = {
     "extern \"C\" __global__ void saxpy(int n, float a, const float *__restrict__ x, float *__restrict__ y) {\n"
     "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) y[i] = a * x[i] + y[i];\n"
     "}\n"
-    "extern \"C\" __global__ void scale(float *y, int n, float s) {\n"
+    "extern \"C\" {\n"
+    "__global__ void scale(float *y, int n, float s) {\n"
     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "  if (i < n) y[i] *= s;\n"
+    "}\n"
     "}\n"
     "extern \"C\" __global__ void __launch_bounds__(256) block_sum(const float *x, float *out, int n) {\n"
     "  __shared__ float s[256];\n"
@@ -202,6 +204,10 @@ static const char *bad_src =
     "  else x[threadIdx.x] = __shfl_sync(" FULL ", x[threadIdx.x], 0);\n"
     "}\n"
     "__global__ void mangled(float *x) { x[0] = 0.0f; }\n"
+    "extern \"C\" __global__ void asserts(float *x) {\n"
+    "  assert(threadIdx.x < 5);\n"
+    "  x[threadIdx.x] = 0.0f;\n"
+    "}\n"
     "extern \"C\" __global__ void wild(float *x) {\n"
     "  if (blockIdx.x == 1 && threadIdx.x == 3) x[0] = 1.0f;\n"
     "}\n";
@@ -608,6 +614,8 @@ TC_TEST(test_launch_errors_are_reported_not_hung) {
     TC_CHECKF(strstr(p_last_error(), "lane_exits") && strstr(p_last_error(), "thread (5,0,0)"), "%s", p_last_error());
     TC_CHECK(launch(fn("deadlock"), 1, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
     TC_CHECKF(strstr(p_last_error(), "deadlock") && strstr(p_last_error(), "warp collective"), "%s", p_last_error());
+    TC_CHECK(launch(fn("asserts"), 1, 1, 1, 32, 1, 1, 0, NULL, args) == CUDA_ERROR_LAUNCH_FAILED);
+    TC_CHECKF(strstr(p_last_error(), "thread (5,0,0): assertion failed: threadIdx.x < 5"), "%s", p_last_error());
     /* the library is still usable after a failed launch */
     TC_CHECK(launch(fn("divergent_sync"), 1, 1, 1, 16, 1, 1, 0, NULL, args) == CUDA_SUCCESS);
     /* a fault in a kernel names it (in a child process, which it kills) */

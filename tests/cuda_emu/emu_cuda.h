@@ -123,6 +123,9 @@ inline unsigned __ballot_sync(unsigned m, int p) { return (unsigned)tcemu_api->w
 inline int __any_sync(unsigned m, int p) { return (int)tcemu_api->warp(tcemu::W_ANY, m, p != 0, 0); }
 inline int __all_sync(unsigned m, int p) { return (int)tcemu_api->warp(tcemu::W_ALL, m, p != 0, 0); }
 [[noreturn]] inline void __trap() { tcemu_api->fail("__trap() called"); }
+/* a failed assert ends the launch (the real one: CUDA_ERROR_ASSERT), not the process */
+#undef assert
+#define assert(e) ((e) ? (void)0 : tcemu_api->fail("assertion failed: " #e))
 inline void __nanosleep(unsigned) {}
 inline long long clock64() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
