@@ -682,6 +682,7 @@ TC_TEST(test_module_images) {
     TC_CHECK(p_cuModuleLoadData(&m, ptx) == CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
     unsetenv("TC_EMU_DRIVER_VERSION");
     TC_CHECK(p_cuModuleGetFunction(&f, m, "k") == CUDA_ERROR_INVALID_HANDLE);
+    TC_CHECK(launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL) == CUDA_ERROR_INVALID_HANDLE); /* its module is gone */
     setenv("TC_EMU_SM", "86", 1);
     TC_CHECK(p_cuModuleLoadData(&m, cubin) == CUDA_SUCCESS && p_cuModuleGetFunction(&f, m, "k") == CUDA_SUCCESS);
     p_cuModuleUnload(m);

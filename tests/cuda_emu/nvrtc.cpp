@@ -232,7 +232,7 @@ static std::string strip_attrs(std::string s) {
 static std::string rewrite(const std::string &t, std::vector<Kernel> *ks, std::string *log) {
     std::string out;
     std::vector<char> braces;   /* per open brace: 'n' namespace or extern "C" block, 'c' extern "C", 'o' other */
-    std::string prev, prev2;    /* the last two tokens */
+    std::string prev;           /* the last token */
     bool decl_ns = false, decl_c = false, decl_tmpl = false; /* seen since the last ; { } */
     size_t prev_at = 0;         /* where prev starts in out */
     out.reserve(t.size() + 4096);
@@ -324,7 +324,7 @@ static std::string rewrite(const std::string &t, std::vector<Kernel> *ks, std::s
                                : "static tcemu_dyn<" + type + "> " + name + ";";
             for (size_t q = start; q <= semi; q++) out += t[q] == '\n' ? "\n" : "";
             i = semi + 1;
-            prev2 = prev = ";", decl_ns = decl_c = decl_tmpl = false;
+            prev = ";", decl_ns = decl_c = decl_tmpl = false;
             continue;
         }
         if (tok == "__tcemu_shared__") out += prev == "static" ? "thread_local" : "static thread_local";
@@ -335,9 +335,8 @@ static std::string rewrite(const std::string &t, std::vector<Kernel> *ks, std::s
         decl_ns |= tok == "namespace";
         decl_c |= tok == "\"C\"" && prev == "extern";
         decl_tmpl |= tok == "template";
-        prev2 = prev, prev = tok, prev_at = at;
+        prev = tok, prev_at = at;
     }
-    (void)prev2;
     return out;
 }
 
