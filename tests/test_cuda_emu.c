@@ -724,7 +724,7 @@ TC_TEST(test_headers_and_options) {
 
 TC_TEST(test_streams_events_and_copies) {
     CUstream s;
-    CUevent a, b, untimed;
+    CUevent a = NULL, b = NULL, untimed = NULL;
     CUdevice dev = -1;
     float ms = -1, *pinned = NULL;
     unsigned v[4];
