@@ -3576,10 +3576,39 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(3580, "tcompile.h", 3580)
+
+/* ---- device copies -------------------------------------------------------- */
+
+/* A device copy of host tensor x (contiguous), in the current scope. */
+TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
+    tc_tensor *t = tc__tensor_new(ctx);
+    size_t bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
+    void *tmp;
+    tc_result r;
+    if (!t) return NULL;
+    t->dtype = x->dtype;
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->device = TC_CUDA;
+    if (!(t->storage = tc__storage_new_device(ctx, bytes, "a copy to the GPU"))) {
+        t->status = ctx->first_status ? ctx->first_status : TC_ERR_OOM;
+        return t;
+    }
+    if (!(tmp = TC_MALLOC(bytes ? bytes : 1))) {
+        t->status = TC_ERR_OOM;
+        return t;
+    }
+    r = tc__read(x, x->dtype, tmp, bytes, NULL, 0);
+    if (r == TC_OK) r = tc__cuda_copy(ctx, tmp, (tc__CUdeviceptr)(uintptr_t)t->storage->data, bytes, 0, "a copy to the GPU");
+    TC_FREE(tmp);
+    t->status = r;
+    return t;
+}
+#line TC__LINE_AT(3609, "tcompile.h", 3609)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3583)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3612)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3861,10 +3890,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3865, "tcompile.h", 3865)
+#line TC__LINE_AT(3894, "tcompile.h", 3894)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3868)
+#line TC__LINE_AT(1, "src/internal.h", 3897)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3968,6 +3997,7 @@ TC__FN void *tc__block_get(tc_ctx *ctx, size_t bytes, void **raw, size_t *cap);
 TC__FN tc__storage *tc__storage_new(tc_ctx *ctx, size_t bytes);
 TC__FN tc__storage *tc__storage_new_device(tc_ctx *ctx, size_t bytes, const char *what);
 TC__FN tc_result tc__read(const tc_tensor *t, tc_dtype dtype, void *dst, size_t dst_bytes, const char *file, int line);
+TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x);
 TC__FN tc__storage *tc__storage_wrap(void *data);
 TC__FN tc_tensor *tc__tensor_new(tc_ctx *ctx);
 TC__FN void tc__scope_close(tc_ctx *ctx, int floor);
@@ -4108,10 +4138,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4112, "tcompile.h", 4112)
+#line TC__LINE_AT(4142, "tcompile.h", 4142)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4115)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4145)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4232,9 +4262,12 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
-/* Where a checked call's inputs are (all on one device); -1 without any. */
+/* Where a checked call's inputs are (all on one device, scalar arguments
+ * aside); -1 without any. */
 TC__FN int tc__call_device(const tc__call *c) {
     int i;
+    for (i = 0; i < c->nin; i++)
+        if (c->ins[i] && !c->ins[i]->is_wrapped) return (int)c->ins[i]->device;
     for (i = 0; i < c->nin; i++)
         if (c->ins[i]) return (int)c->ins[i]->device;
     return -1;
@@ -4257,6 +4290,7 @@ TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
             tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
+        if (t->is_wrapped) continue; /* a scalar argument (tc_add_scalar's) goes where the op runs */
         if (first < 0) first = i;
         if (t->device != c->ins[first]->device || (c->out_into && c->out_into->device != t->device)) {
             int out = c->out_into && c->out_into->device != t->device;
@@ -4956,10 +4990,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4960, "tcompile.h", 4960)
+#line TC__LINE_AT(4994, "tcompile.h", 4994)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4963)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4997)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5680,10 +5714,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5684, "tcompile.h", 5684)
+#line TC__LINE_AT(5718, "tcompile.h", 5718)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5687)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5721)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6253,7 +6287,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6257, "tcompile.h", 6257)
+#line TC__LINE_AT(6291, "tcompile.h", 6291)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6265,7 +6299,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6269)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6303)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6606,7 +6640,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6610, "tcompile.h", 6610)
+#line TC__LINE_AT(6644, "tcompile.h", 6644)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6623,7 +6657,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6627)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6661)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6964,7 +6998,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6968, "tcompile.h", 6968)
+#line TC__LINE_AT(7002, "tcompile.h", 7002)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6981,7 +7015,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6985)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7019)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7322,7 +7356,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7326, "tcompile.h", 7326)
+#line TC__LINE_AT(7360, "tcompile.h", 7360)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7339,7 +7373,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7343)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7377)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7680,7 +7714,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7684, "tcompile.h", 7684)
+#line TC__LINE_AT(7718, "tcompile.h", 7718)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7688,7 +7722,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7692)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7726)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8303,10 +8337,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8307, "tcompile.h", 8307)
+#line TC__LINE_AT(8341, "tcompile.h", 8341)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8310)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8344)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8577,10 +8611,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8581, "tcompile.h", 8581)
+#line TC__LINE_AT(8615, "tcompile.h", 8615)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8584)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8618)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9225,10 +9259,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9229, "tcompile.h", 9229)
+#line TC__LINE_AT(9263, "tcompile.h", 9263)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9232)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9266)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9633,10 +9667,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9637, "tcompile.h", 9637)
+#line TC__LINE_AT(9671, "tcompile.h", 9671)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9640)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9674)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10369,10 +10403,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10373, "tcompile.h", 10373)
+#line TC__LINE_AT(10407, "tcompile.h", 10407)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10376)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10410)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10810,10 +10844,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10814, "tcompile.h", 10814)
+#line TC__LINE_AT(10848, "tcompile.h", 10848)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10817)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10851)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11721,10 +11755,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11725, "tcompile.h", 11725)
+#line TC__LINE_AT(11759, "tcompile.h", 11759)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11728)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11762)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12279,10 +12313,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12283, "tcompile.h", 12283)
+#line TC__LINE_AT(12317, "tcompile.h", 12317)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12286)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12320)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13236,10 +13270,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13240, "tcompile.h", 13240)
+#line TC__LINE_AT(13274, "tcompile.h", 13274)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13243)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13277)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13341,7 +13375,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13345, "tcompile.h", 13345)
+#line TC__LINE_AT(13379, "tcompile.h", 13379)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13353,7 +13387,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13357)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13391)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13795,7 +13829,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13799, "tcompile.h", 13799)
+#line TC__LINE_AT(13833, "tcompile.h", 13833)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13812,7 +13846,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13816)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13850)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14254,7 +14288,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14258, "tcompile.h", 14258)
+#line TC__LINE_AT(14292, "tcompile.h", 14292)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14271,7 +14305,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14275)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14309)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14713,7 +14747,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14717, "tcompile.h", 14717)
+#line TC__LINE_AT(14751, "tcompile.h", 14751)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14730,7 +14764,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14734)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14768)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15172,7 +15206,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15176, "tcompile.h", 15176)
+#line TC__LINE_AT(15210, "tcompile.h", 15210)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15189,7 +15223,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15193)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15227)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16215,7 +16249,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16219, "tcompile.h", 16219)
+#line TC__LINE_AT(16253, "tcompile.h", 16253)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16232,7 +16266,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16236)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16270)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17258,7 +17292,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17262, "tcompile.h", 17262)
+#line TC__LINE_AT(17296, "tcompile.h", 17296)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17275,7 +17309,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17279)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17313)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18301,7 +18335,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18305, "tcompile.h", 18305)
+#line TC__LINE_AT(18339, "tcompile.h", 18339)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18318,7 +18352,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18322)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18356)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19344,7 +19378,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19348, "tcompile.h", 19348)
+#line TC__LINE_AT(19382, "tcompile.h", 19382)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19352,7 +19386,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19356)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19390)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20325,10 +20359,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20329, "tcompile.h", 20329)
+#line TC__LINE_AT(20363, "tcompile.h", 20363)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20332)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20366)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20654,10 +20688,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20658, "tcompile.h", 20658)
+#line TC__LINE_AT(20692, "tcompile.h", 20692)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20661)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20695)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21420,10 +21454,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21424, "tcompile.h", 21424)
+#line TC__LINE_AT(21458, "tcompile.h", 21458)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21427)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21461)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21485,10 +21519,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21489, "tcompile.h", 21489)
+#line TC__LINE_AT(21523, "tcompile.h", 21523)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21492)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21526)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21905,10 +21939,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21909, "tcompile.h", 21909)
+#line TC__LINE_AT(21943, "tcompile.h", 21943)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21912)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21946)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22190,10 +22224,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22194, "tcompile.h", 22194)
+#line TC__LINE_AT(22228, "tcompile.h", 22228)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22197)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22231)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22815,10 +22849,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22819, "tcompile.h", 22819)
+#line TC__LINE_AT(22853, "tcompile.h", 22853)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 22822)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 22856)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -22873,6 +22907,9 @@ struct tc_fn {
     unsigned logs;             /* TC_LOGS flags                           */
     char tune_dir[512];        /* max-autotune's cache; "" none            */
     tc__tune_mem tune;         /* max-autotune's choices and counts        */
+    tc_tensor **up_src, **up_dev; /* CUDA: host parameters' device copies,
+                                  uploaded once per function (by identity) */
+    int nup, capup;
     char err[TC__MSG_CAP];
 };
 
@@ -22909,10 +22946,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(22913, "tcompile.h", 22913)
+#line TC__LINE_AT(22950, "tcompile.h", 22950)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 22916)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 22953)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23110,10 +23147,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23114, "tcompile.h", 23114)
+#line TC__LINE_AT(23151, "tcompile.h", 23151)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23117)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23154)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -23181,6 +23218,34 @@ TC__FN int tc__trace_input(tc__trace *tr, tc_tensor *t) {
     return id;
 }
 
+/* A host parameter of a function on the GPU: its device copy, uploaded on
+ * first sight and kept by the function (later changes to the host tensor
+ * are not seen, as with freeze).  NULL with the reason in f->err. */
+TC__FN tc_tensor *tc__trace_upload(tc_fn *f, tc_tensor *t) {
+    tc_tensor *d;
+    int i;
+    for (i = 0; i < f->nup; i++)
+        if (f->up_src[i] == t) return f->up_dev[i];
+    if (f->nup == f->capup) {
+        int cap = f->capup ? 2 * f->capup : 8;
+        tc_tensor **a = (tc_tensor **)TC_REALLOC(f->up_src, sizeof(tc_tensor *) * (size_t)cap), **b;
+        if (!a) return NULL;
+        f->up_src = a;
+        if (!(b = (tc_tensor **)TC_REALLOC(f->up_dev, sizeof(tc_tensor *) * (size_t)cap))) return NULL;
+        f->up_dev = b;
+        f->capup = cap;
+    }
+    d = tc__to_device(f->ctx, t);
+    if (!d || d->status != TC_OK) {
+        tc_free(d);
+        return NULL;
+    }
+    d = tc__move_to(d, 0); /* the function's, not the call's scope */
+    f->up_src[f->nup] = t;
+    f->up_dev[f->nup++] = d;
+    return d;
+}
+
 /* tc__run's twin while tracing: validate exactly as eager does, then record. */
 TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     tc__trace *tr = c->ctx->trace;
@@ -23194,6 +23259,16 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
          * the traced tensors, so nothing more is recorded */
         tc__msg(c, tr->status, "not recorded: the trace already failed (%s)", tc_result_string(tr->status));
         return tc__fail(c, tr->status);
+    }
+    for (i = 0; tr->f->be->device == TC_CUDA && c->ins == c->in && i < c->nin; i++) {
+        tc_tensor *t = c->in[i];
+        if (!t || t->lazy || t->device == TC_CUDA || t->status != TC_OK || t->ctx != c->ctx || (t->seg > 0 && t->seg_gen == tr->gen))
+            continue;
+        if (!(c->in[i] = tc__trace_upload(tr->f, t))) {
+            tc__msg(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM, "uploading parameter %d: %s", i,
+                    c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
+            return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
+        }
     }
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);
@@ -23734,10 +23809,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(23738, "tcompile.h", 23738)
+#line TC__LINE_AT(23813, "tcompile.h", 23813)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23741)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23816)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24010,10 +24085,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24014, "tcompile.h", 24014)
+#line TC__LINE_AT(24089, "tcompile.h", 24089)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24017)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24092)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -24080,6 +24155,9 @@ TCDEF void tc_fn_free(tc_fn *f) {
     }
     TC_FREE(f->entries);
     TC_FREE(f->breaks);
+    for (i = 0; i < f->nup; i++) tc_free(f->up_dev[i]);
+    TC_FREE(f->up_src);
+    TC_FREE(f->up_dev);
     tc__tune_mem_free(&f->tune);
     TC_FREE(f);
 }
@@ -24232,10 +24310,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(24236, "tcompile.h", 24236)
+#line TC__LINE_AT(24314, "tcompile.h", 24314)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 24239)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 24317)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -24354,9 +24432,24 @@ TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
                 c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
         return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
     }
-    for (i = 0; i < c->nin; i++)
-        if (c->ins[i]) ins[n++] = c->ins[i];
+    for (i = 0; i < c->nin; i++) {
+        if (!c->ins[i]) continue;
+        if (c->ins[i]->device != TC_CUDA) { /* a scalar argument: its value goes up */
+            tc_tensor *d = tc__to_device(c->ctx, c->ins[i]);
+            if (!d || d->status != TC_OK) {
+                for (i = 0; i < n; i++)
+                    if (ins[i] != c->ins[i] && ins[i]->is_wrapped) tc_free(ins[i]);
+                tc__msg(c, d ? d->status : TC_ERR_OOM, "%s", d ? tc_error(d) : "out of memory");
+                tc_free(d);
+                return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
+            }
+            d->is_wrapped = c->ins[i]->is_wrapped;
+            ins[n++] = d;
+        } else ins[n++] = c->ins[i];
+    }
     r = tc_call(e->f, ins, &out);
+    for (i = 0, n = 0; i < c->nin; i++) /* the scalars' copies */
+        if (c->ins[i] && ins[n++] != c->ins[i]) tc_free(ins[n - 1]);
     if (r != TC_OK) {
         const char *why = tc_fn_error(e->f);
         tc_free(out);
@@ -24421,10 +24514,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(24425, "tcompile.h", 24425)
+#line TC__LINE_AT(24518, "tcompile.h", 24518)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 24428)
+#line TC__LINE_AT(1, "src/license.h", 24521)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -24466,7 +24559,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(24470, "tcompile.h", 24470)
+#line TC__LINE_AT(24563, "tcompile.h", 24563)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -243,6 +243,7 @@ for flavour in opt cxx nothreads; do
     for t in $TESTS; do job unit_test "$flavour" "$t"; done
 done
 job cuda_abi
+job run_counted "tcemu, the SIMT emulator" sh tests/cuda_emu/run.sh "$B/cuda_emu"
 for flavour in opt cxx; do job unit_test "$flavour" test_cuda_nvrtc; done
 for flavour in opt cxx nothreads asan; do job cuda_test "$flavour"; done
 job amalgamation

@@ -232,6 +232,30 @@ TC_TEST(test_devices_of_a_compiled_function) {
     tc_ctx_clear_error(ctx);
 }
 
+static tc_tensor *host_weight;
+static void weighted_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_rms_norm(c, tc_mul(c, in[0], host_weight), 1, host_weight, 1e-6);
+}
+
+/* A function on the GPU reading a host tensor (a weight): uploaded once,
+ * on the first trace, and read from the device after that. */
+TC_TEST(test_host_parameters_are_uploaded_once) {
+    int64_t shape[2] = {6, 50}, row[1] = {50};
+    tc_tensor *x = tc_rand_uniform(ctx, 2, shape, -1, 1, 5), *dx = tc_to(ctx, x, TC_CUDA), *want = NULL, *got = NULL;
+    tc_fn *f = tc_compile(ctx, weighted_fn, NULL, NULL), *ref = tc_compile(ctx, weighted_fn, NULL, NULL);
+    int call;
+    host_weight = tc_rand_uniform(ctx, 1, row, 0.5, 2, 6);
+    TC_CHECK(tc_call(ref, &x, &want) == TC_OK);
+    for (call = 0; call < 3; call++) {
+        TC_CHECKF(tc_call(f, &dx, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
+        TC_CHECKF(tct_maxrel(got, want) <= 2e-5, "call %d: %.3g", call, tct_maxrel(got, want));
+    }
+    tc_fn_free(f);
+    tc_fn_free(ref);
+    tc_free(host_weight);
+}
+
 /* The caching allocator: after the first round, the same sizes make no
  * new device allocations. */
 TC_TEST(test_caching_allocator) {
@@ -321,6 +345,14 @@ TC_TEST(test_eager_ops_on_device) {
     for (i = 0; i < n; i++) {
         TC_CHECKF(tc_status(r[i].gpu) == TC_OK && tc_device_of(r[i].gpu) == TC_CUDA, "%s: %s", r[i].name, tc_error(r[i].gpu));
         TC_CHECKF(tct_maxrel(r[i].gpu, r[i].cpu) <= 2e-5, "%s: %.3g", r[i].name, tct_maxrel(r[i].gpu, r[i].cpu));
+    }
+    /* scalar arguments go with the op to the device */
+    {
+        tc_tensor *g = tc_add_scalar(ctx, tc_mul_scalar(ctx, dx, 0.5), -1.25), *c = tc_add_scalar(ctx, tc_mul_scalar(ctx, x, 0.5), -1.25);
+        TC_CHECKF(tc_status(g) == TC_OK && tc_device_of(g) == TC_CUDA && tct_maxrel(g, c) == 0, "scalar ops: %s", tc_error(g));
+        g = tc_gt_scalar(ctx, dx, 0.25);
+        c = tc_gt_scalar(ctx, x, 0.25);
+        TC_CHECKF(tc_type(g) == TC_BOOL && tct_maxrel(g, c) == 0, "gt_scalar: %s", tc_error(g));
     }
     /* an op with no CUDA kernel yet fails cleanly, naming itself */
     {
@@ -500,6 +532,7 @@ int main(int argc, char **argv) {
     RUN_EMU(test_caching_allocator);
     RUN_EMU(test_compiled_graphs_match_cpu);
     RUN_EMU(test_eager_ops_on_device);
+    RUN_EMU(test_host_parameters_are_uploaded_once);
     RUN_EMU(test_reduce_overhead_replays_a_cuda_graph);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);

@@ -599,6 +599,51 @@ TC_TEST(test_graph_capture_replay_update) {
     p_cuMemFree(dx), p_cuMemFree(dy), p_cuMemFree(dz);
 }
 
+/* Two modules whose kernel and parameter struct share names but not sizes
+ * (two programs of a code generator): each launch, captured or not, must
+ * use its own module's parameter layout.  Before the trampolines moved to
+ * an unnamed namespace the second module read the first one's sizes
+ * (g++'s STB_GNU_UNIQUE) and a replay copied a truncated struct. */
+TC_TEST(test_same_names_in_two_modules) {
+    static const char *src_a = "struct P { float *y; };\n"
+                               "extern \"C\" __global__ void k(const P p) { p.y[threadIdx.x] = 1.0f; }\n";
+    static const char *src_b = "struct P { long long pad[6]; float *y; int n; };\n"
+                               "extern \"C\" __global__ void k(const P p) { if ((int)threadIdx.x < p.n) p.y[threadIdx.x] = 2.0f; }\n";
+    struct { long long pad[6]; CUdeviceptr y; int n; } pb;
+    CUmodule ma = load(src_a, "-arch=sm_90"), mb = load(src_b, "-arch=sm_90");
+    CUfunction fa = NULL, fb = NULL;
+    CUdeviceptr ya = dalloc(32 * sizeof(float)), yb = dalloc(32 * sizeof(float));
+    CUstream s;
+    CUgraph g = NULL;
+    CUgraphExec e = NULL;
+    float out[32];
+    void *aa[1], *ab[1];
+    int i, bad = 0;
+    if (!ma || !mb) return;
+    TC_CHECK(p_cuModuleGetFunction(&fa, ma, "k") == CUDA_SUCCESS && p_cuModuleGetFunction(&fb, mb, "k") == CUDA_SUCCESS);
+    memset(&pb, 0, sizeof pb);
+    pb.y = yb;
+    pb.n = 32;
+    aa[0] = &ya;
+    ab[0] = &pb;
+    p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    TC_CHECK(launch(fa, 1, 1, 1, 32, 1, 1, 0, s, aa) == CUDA_SUCCESS);
+    TC_CHECK(p_cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    TC_CHECK(launch(fb, 1, 1, 1, 32, 1, 1, 0, s, ab) == CUDA_SUCCESS);
+    TC_CHECK(p_cuStreamEndCapture(s, &g) == CUDA_SUCCESS && g);
+    pb.n = 0; /* the capture took its copy */
+    TC_CHECK(p_cuGraphInstantiate(&e, g, 0) == CUDA_SUCCESS && p_cuGraphLaunch(e, s) == CUDA_SUCCESS);
+    p_cuStreamSynchronize(s);
+    p_cuMemcpyDtoH(out, yb, sizeof out);
+    for (i = 0; i < 32; i++) bad += out[i] != 2.0f;
+    TC_CHECKF(!bad, "%d of 32 elements not written by the replay (out[0] = %g)", bad, out[0]);
+    p_cuGraphExecDestroy(e);
+    p_cuGraphDestroy(g);
+    p_cuStreamDestroy(s);
+    p_cuMemFree(ya), p_cuMemFree(yb);
+    p_cuModuleUnload(ma), p_cuModuleUnload(mb);
+}
+
 TC_TEST(test_launch_errors_are_reported_not_hung) {
     CUmodule m = load(bad_src, "-arch=sm_90"), keep = mod;
     CUfunction f;
@@ -850,6 +895,7 @@ int main(int argc, char **argv) {
         TC_RUN(test_2d_3d_grids);
         TC_RUN(test_math);
         TC_RUN(test_graph_capture_replay_update);
+        TC_RUN(test_same_names_in_two_modules);
         TC_RUN(test_launch_errors_are_reported_not_hung);
     }
     TC_RUN(test_compile_errors);

@@ -64,6 +64,9 @@ TCDEF void tc_fn_free(tc_fn *f) {
     }
     TC_FREE(f->entries);
     TC_FREE(f->breaks);
+    for (i = 0; i < f->nup; i++) tc_free(f->up_dev[i]);
+    TC_FREE(f->up_src);
+    TC_FREE(f->up_dev);
     tc__tune_mem_free(&f->tune);
     TC_FREE(f);
 }

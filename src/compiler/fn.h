@@ -52,6 +52,9 @@ struct tc_fn {
     unsigned logs;             /* TC_LOGS flags                           */
     char tune_dir[512];        /* max-autotune's cache; "" none            */
     tc__tune_mem tune;         /* max-autotune's choices and counts        */
+    tc_tensor **up_src, **up_dev; /* CUDA: host parameters' device copies,
+                                  uploaded once per function (by identity) */
+    int nup, capup;
     char err[TC__MSG_CAP];
 };
 

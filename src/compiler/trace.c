@@ -65,6 +65,34 @@ TC__FN int tc__trace_input(tc__trace *tr, tc_tensor *t) {
     return id;
 }
 
+/* A host parameter of a function on the GPU: its device copy, uploaded on
+ * first sight and kept by the function (later changes to the host tensor
+ * are not seen, as with freeze).  NULL with the reason in f->err. */
+TC__FN tc_tensor *tc__trace_upload(tc_fn *f, tc_tensor *t) {
+    tc_tensor *d;
+    int i;
+    for (i = 0; i < f->nup; i++)
+        if (f->up_src[i] == t) return f->up_dev[i];
+    if (f->nup == f->capup) {
+        int cap = f->capup ? 2 * f->capup : 8;
+        tc_tensor **a = (tc_tensor **)TC_REALLOC(f->up_src, sizeof(tc_tensor *) * (size_t)cap), **b;
+        if (!a) return NULL;
+        f->up_src = a;
+        if (!(b = (tc_tensor **)TC_REALLOC(f->up_dev, sizeof(tc_tensor *) * (size_t)cap))) return NULL;
+        f->up_dev = b;
+        f->capup = cap;
+    }
+    d = tc__to_device(f->ctx, t);
+    if (!d || d->status != TC_OK) {
+        tc_free(d);
+        return NULL;
+    }
+    d = tc__move_to(d, 0); /* the function's, not the call's scope */
+    f->up_src[f->nup] = t;
+    f->up_dev[f->nup++] = d;
+    return d;
+}
+
 /* tc__run's twin while tracing: validate exactly as eager does, then record. */
 TC__FN tc_tensor *tc__trace_op(tc__call *c) {
     tc__trace *tr = c->ctx->trace;
@@ -78,6 +106,16 @@ TC__FN tc_tensor *tc__trace_op(tc__call *c) {
          * the traced tensors, so nothing more is recorded */
         tc__msg(c, tr->status, "not recorded: the trace already failed (%s)", tc_result_string(tr->status));
         return tc__fail(c, tr->status);
+    }
+    for (i = 0; tr->f->be->device == TC_CUDA && c->ins == c->in && i < c->nin; i++) {
+        tc_tensor *t = c->in[i];
+        if (!t || t->lazy || t->device == TC_CUDA || t->status != TC_OK || t->ctx != c->ctx || (t->seg > 0 && t->seg_gen == tr->gen))
+            continue;
+        if (!(c->in[i] = tc__trace_upload(tr->f, t))) {
+            tc__msg(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM, "uploading parameter %d: %s", i,
+                    c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
+            return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
+        }
     }
     if ((out = tc__check_inputs(c)) != NULL) return out;
     r = info->shape(c);

@@ -116,9 +116,24 @@ TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
                 c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
         return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
     }
-    for (i = 0; i < c->nin; i++)
-        if (c->ins[i]) ins[n++] = c->ins[i];
+    for (i = 0; i < c->nin; i++) {
+        if (!c->ins[i]) continue;
+        if (c->ins[i]->device != TC_CUDA) { /* a scalar argument: its value goes up */
+            tc_tensor *d = tc__to_device(c->ctx, c->ins[i]);
+            if (!d || d->status != TC_OK) {
+                for (i = 0; i < n; i++)
+                    if (ins[i] != c->ins[i] && ins[i]->is_wrapped) tc_free(ins[i]);
+                tc__msg(c, d ? d->status : TC_ERR_OOM, "%s", d ? tc_error(d) : "out of memory");
+                tc_free(d);
+                return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
+            }
+            d->is_wrapped = c->ins[i]->is_wrapped;
+            ins[n++] = d;
+        } else ins[n++] = c->ins[i];
+    }
     r = tc_call(e->f, ins, &out);
+    for (i = 0, n = 0; i < c->nin; i++) /* the scalars' copies */
+        if (c->ins[i] && ins[n++] != c->ins[i]) tc_free(ins[n - 1]);
     if (r != TC_OK) {
         const char *why = tc_fn_error(e->f);
         tc_free(out);

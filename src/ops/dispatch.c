@@ -118,9 +118,12 @@ TC__FN tc_tensor *tc__make_view(tc__call *c, tc__storage *sto, tc_result *r) {
     return t;
 }
 
-/* Where a checked call's inputs are (all on one device); -1 without any. */
+/* Where a checked call's inputs are (all on one device, scalar arguments
+ * aside); -1 without any. */
 TC__FN int tc__call_device(const tc__call *c) {
     int i;
+    for (i = 0; i < c->nin; i++)
+        if (c->ins[i] && !c->ins[i]->is_wrapped) return (int)c->ins[i]->device;
     for (i = 0; i < c->nin; i++)
         if (c->ins[i]) return (int)c->ins[i]->device;
     return -1;
@@ -143,6 +146,7 @@ TC__FN tc_tensor *tc__check_inputs(tc__call *c) {
             tc__msg(c, TC_ERR_INVALID_ARG, "input %d belongs to another context", i);
             return tc__fail(c, TC_ERR_INVALID_ARG);
         }
+        if (t->is_wrapped) continue; /* a scalar argument (tc_add_scalar's) goes where the op runs */
         if (first < 0) first = i;
         if (t->device != c->ins[first]->device || (c->out_into && c->out_into->device != t->device)) {
             int out = c->out_into && c->out_into->device != t->device;

@@ -643,3 +643,32 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (tc__on_device(t)) return tc__device_elem(t, 0, "tc_item");
     return tc__load(tc__base(t), t->dtype, 0);
 }
+
+/* ---- device copies -------------------------------------------------------- */
+
+/* A device copy of host tensor x (contiguous), in the current scope. */
+TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
+    tc_tensor *t = tc__tensor_new(ctx);
+    size_t bytes = (size_t)tc__numel(x) * tc__dtype_sizes[x->dtype];
+    void *tmp;
+    tc_result r;
+    if (!t) return NULL;
+    t->dtype = x->dtype;
+    t->ndim = x->ndim;
+    memcpy(t->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    tc__contig_strides(t->ndim, t->shape, t->strides);
+    t->device = TC_CUDA;
+    if (!(t->storage = tc__storage_new_device(ctx, bytes, "a copy to the GPU"))) {
+        t->status = ctx->first_status ? ctx->first_status : TC_ERR_OOM;
+        return t;
+    }
+    if (!(tmp = TC_MALLOC(bytes ? bytes : 1))) {
+        t->status = TC_ERR_OOM;
+        return t;
+    }
+    r = tc__read(x, x->dtype, tmp, bytes, NULL, 0);
+    if (r == TC_OK) r = tc__cuda_copy(ctx, tmp, (tc__CUdeviceptr)(uintptr_t)t->storage->data, bytes, 0, "a copy to the GPU");
+    TC_FREE(tmp);
+    t->status = r;
+    return t;
+}

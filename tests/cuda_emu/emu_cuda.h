@@ -285,8 +285,13 @@ template <class T> struct tcemu_dyn {
 };
 
 /* The trampolines tcemu's NVRTC appends: unpack cuLaunchKernel's void **
- * by the kernel's own parameter types (copies, as the real launch does). */
+ * by the kernel's own parameter types (copies, as the real launch does).
+ * In an unnamed namespace: two modules may name a kernel and its parameter
+ * struct alike (a program's tck0 and P_tck0), and g++ makes a template's
+ * static data unique across the process (STB_GNU_UNIQUE, even under
+ * RTLD_LOCAL): the second module would read the first one's parameter sizes. */
 namespace tcemu {
+namespace {
 template <class F> struct sig;
 template <class... A> struct sig<void (*)(A...)> {
     static constexpr unsigned n = sizeof...(A);
@@ -304,6 +309,7 @@ template <auto F> constexpr kernel_info info(const char *name, int max_threads) 
     using S = sig<decltype(F)>;
     return kernel_info{name, &entry<F>, S::n, S::size, S::align, max_threads};
 }
+} // namespace
 } // namespace tcemu
 #endif /* !TCEMU_RUNTIME */
 #endif
