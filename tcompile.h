@@ -4112,6 +4112,7 @@ TC__FN uint64_t tc__fnv1a(const char *s);
 TC__FN void tc__cuda_emit_prelude(tc__text *o);
 TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const tc_dtype *dt, const char *name);
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
+TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
 #endif
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
@@ -4138,10 +4139,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4142, "tcompile.h", 4142)
+#line TC__LINE_AT(4143, "tcompile.h", 4143)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4145)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4146)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4990,10 +4991,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4994, "tcompile.h", 4994)
+#line TC__LINE_AT(4995, "tcompile.h", 4995)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4997)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4998)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5714,10 +5715,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5718, "tcompile.h", 5718)
+#line TC__LINE_AT(5719, "tcompile.h", 5719)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5721)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5722)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6287,7 +6288,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6291, "tcompile.h", 6291)
+#line TC__LINE_AT(6292, "tcompile.h", 6292)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6299,7 +6300,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6303)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6304)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6640,7 +6641,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6644, "tcompile.h", 6644)
+#line TC__LINE_AT(6645, "tcompile.h", 6645)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6657,7 +6658,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6661)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6662)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6998,7 +6999,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7002, "tcompile.h", 7002)
+#line TC__LINE_AT(7003, "tcompile.h", 7003)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7015,7 +7016,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7019)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7020)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7356,7 +7357,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7360, "tcompile.h", 7360)
+#line TC__LINE_AT(7361, "tcompile.h", 7361)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7373,7 +7374,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7377)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7378)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7714,7 +7715,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7718, "tcompile.h", 7718)
+#line TC__LINE_AT(7719, "tcompile.h", 7719)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7722,7 +7723,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7726)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7727)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8337,10 +8338,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8341, "tcompile.h", 8341)
+#line TC__LINE_AT(8342, "tcompile.h", 8342)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8344)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8345)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8611,10 +8612,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8615, "tcompile.h", 8615)
+#line TC__LINE_AT(8616, "tcompile.h", 8616)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8618)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8619)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9259,10 +9260,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9263, "tcompile.h", 9263)
+#line TC__LINE_AT(9264, "tcompile.h", 9264)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9266)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9267)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9667,10 +9668,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9671, "tcompile.h", 9671)
+#line TC__LINE_AT(9672, "tcompile.h", 9672)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9674)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9675)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10403,10 +10404,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10407, "tcompile.h", 10407)
+#line TC__LINE_AT(10408, "tcompile.h", 10408)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10410)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10411)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10844,10 +10845,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10848, "tcompile.h", 10848)
+#line TC__LINE_AT(10849, "tcompile.h", 10849)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10851)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10852)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11755,10 +11756,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11759, "tcompile.h", 11759)
+#line TC__LINE_AT(11760, "tcompile.h", 11760)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11762)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11763)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12313,10 +12314,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12317, "tcompile.h", 12317)
+#line TC__LINE_AT(12318, "tcompile.h", 12318)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12320)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12321)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13270,10 +13271,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13274, "tcompile.h", 13274)
+#line TC__LINE_AT(13275, "tcompile.h", 13275)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13277)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13278)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13375,7 +13376,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13379, "tcompile.h", 13379)
+#line TC__LINE_AT(13380, "tcompile.h", 13380)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13387,7 +13388,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13391)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13392)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13829,7 +13830,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13833, "tcompile.h", 13833)
+#line TC__LINE_AT(13834, "tcompile.h", 13834)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13846,7 +13847,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13850)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13851)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14288,7 +14289,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14292, "tcompile.h", 14292)
+#line TC__LINE_AT(14293, "tcompile.h", 14293)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14305,7 +14306,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14309)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14310)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14747,7 +14748,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14751, "tcompile.h", 14751)
+#line TC__LINE_AT(14752, "tcompile.h", 14752)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14764,7 +14765,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14768)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14769)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15206,7 +15207,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15210, "tcompile.h", 15210)
+#line TC__LINE_AT(15211, "tcompile.h", 15211)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15223,7 +15224,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15227)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15228)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16249,7 +16250,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16253, "tcompile.h", 16253)
+#line TC__LINE_AT(16254, "tcompile.h", 16254)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16266,7 +16267,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16270)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16271)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17292,7 +17293,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17296, "tcompile.h", 17296)
+#line TC__LINE_AT(17297, "tcompile.h", 17297)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17309,7 +17310,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17313)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17314)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18335,7 +18336,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18339, "tcompile.h", 18339)
+#line TC__LINE_AT(18340, "tcompile.h", 18340)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18352,7 +18353,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18356)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18357)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19378,7 +19379,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19382, "tcompile.h", 19382)
+#line TC__LINE_AT(19383, "tcompile.h", 19383)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19386,7 +19387,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19390)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19391)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20359,10 +20360,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20363, "tcompile.h", 20363)
+#line TC__LINE_AT(20364, "tcompile.h", 20364)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20366)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20367)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20688,10 +20689,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20692, "tcompile.h", 20692)
+#line TC__LINE_AT(20693, "tcompile.h", 20693)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20695)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20696)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21454,10 +21455,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21458, "tcompile.h", 21458)
+#line TC__LINE_AT(21459, "tcompile.h", 21459)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21461)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21462)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21519,10 +21520,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21523, "tcompile.h", 21523)
+#line TC__LINE_AT(21524, "tcompile.h", 21524)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21526)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21527)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21939,10 +21940,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21943, "tcompile.h", 21943)
+#line TC__LINE_AT(21944, "tcompile.h", 21944)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21946)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21947)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22217,6 +22218,51 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
     tc__text_printf(o, "}\n");
 }
 
+/* An f32-accumulating GEMM, C[b] = A[b] B[b] (+ bias over columns), every
+ * operand by strides (a transposed weight, broadcast batch dims, 1-D
+ * operands are strides), A, B, C and the bias of any float dtype.  Tiles of
+ * 64 x 64 per block of 256 threads, each thread a 4 x 4 register tile, K in
+ * steps of 16 through shared memory (padded rows: no bank conflicts on the
+ * transposed reads); the batch is the grid's z.  Part 1's kernel: the
+ * tensor-core one is part 2's. */
+TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
+    static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
+    tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; };\n",
+                    name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
+    tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
+                       "  i64 t_ = blockIdx.z, oa = 0, ob = 0, oc = 0;\n"
+                       "  for (int d = (int)p.nb - 1; d >= 0; d--) { i64 i = t_ %% p.bsh[d]; t_ /= p.bsh[d];"
+                       " oa += i * p.bsa[d]; ob += i * p.bsb[d]; oc += i * p.bsc[d]; }\n");
+    tc__text_printf(o, "  const %s *A = (const %s *)p.a + oa;\n  const %s *B = (const %s *)p.b + ob;\n  %s *C = (%s *)p.c + oc;\n",
+                    tc__cu_ctype(da), tc__cu_ctype(da), tc__cu_ctype(db), tc__cu_ctype(db), tc__cu_ctype(dc), tc__cu_ctype(dc));
+    tc__text_printf(o, "  const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n"
+                       "  const i64 m0 = (i64)blockIdx.y * 64, n0 = (i64)blockIdx.x * 64;\n"
+                       "  float acc[4][4];\n  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = 0.f;\n"
+                       "  for (i64 k0 = 0; k0 < p.K; k0 += 16) {\n"
+                       "    for (int e = threadIdx.x; e < 1024; e += 256) {\n"
+                       "      int mm = e >> 4, kk = e & 15; i64 gm = m0 + mm, gk = k0 + kk;\n"
+                       "      As[kk][mm] = gm < p.M && gk < p.K ? %s(A[gm * p.sam + gk * p.sak]) : 0.f;\n"
+                       "      int kb = e >> 6, nn = e & 63; i64 gk2 = k0 + kb, gn = n0 + nn;\n"
+                       "      Bs[kb][nn] = gk2 < p.K && gn < p.N ? %s(B[gk2 * p.sbk + gn * p.sbn]) : 0.f;\n"
+                       "    }\n    __syncthreads();\n"
+                       "#pragma unroll\n    for (int kk = 0; kk < 16; kk++) {\n"
+                       "      float a[4], b[4];\n"
+                       "      for (int i = 0; i < 4; i++) { a[i] = As[kk][ty * 4 + i]; b[i] = Bs[kk][tx * 4 + i]; }\n"
+                       "      for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
+                       "    }\n    __syncthreads();\n  }\n",
+                    cv[da], cv[db]);
+    tc__text_printf(o, "  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) {\n"
+                       "    i64 gm = m0 + ty * 4 + i, gn = n0 + tx * 4 + j;\n"
+                       "    if (gm >= p.M || gn >= p.N) continue;\n"
+                       "    float v = acc[i][j];\n");
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
+    tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n",
+                    dc == TC_F32 ? "" : dc == TC_F16 ? "tc_f2h" : dc == TC_BF16 ? "tc_f2b" : dc == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                    dc == TC_BOOL ? ")" : "");
+}
+
 /* Appends the prelude. */
 TC__FN void tc__cuda_emit_prelude(tc__text *o) {
     int i;
@@ -22224,10 +22270,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22228, "tcompile.h", 22228)
+#line TC__LINE_AT(22274, "tcompile.h", 22274)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22231)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22277)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22322,14 +22368,32 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
 
 /* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
  * TC_FREE; NULL out of memory. */
-/* As tc__cuda_program_source, with xk[0..nx) (kernels of their own,
- * ncode 0: none) named tcx<index>. */
-TC__FN char *tc__cuda_source(const tc__fusion *fu, tc_tensor *const *ref, const tc__kernel *xk, int nx) {
+/* Whether launch l is a contraction the GEMM kernel runs (tcg<launch>). */
+TC__FN int tc__cuda_is_gemm(const tc__launch *l) {
+    return l->kernel < 0 && !l->is_view && (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR);
+}
+
+/* p's CUDA C: its fused kernels (tck<k>), its launches' own pointwise
+ * kernels xk[0..nlaunch) (tcx<launch>, ncode 0: none) and GEMMs
+ * (tcg<launch>). */
+TC__FN char *tc__cuda_source(const tc__program *p, const tc__kernel *xk) {
+    const tc__fusion *fu = &p->fu;
+    tc_tensor *const *ref = p->ref;
+    int nx = p->nlaunch;
     tc__text sb;
     int pass, k, a;
     memset(&sb, 0, sizeof sb);
     for (pass = 0; pass < 2; pass++) { /* measure, then print */
         tc__cuda_emit_prelude(&sb);
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            char name[32];
+            if (!tc__cuda_is_gemm(l)) continue;
+            tc__fmt(name, sizeof name, "tcg%d", k);
+            tc__cuda_emit_gemm(&sb, name, l->call.ins[0]->dtype, l->call.ins[1]->dtype, p->hdr[l->node].dtype,
+                               l->call.op == TC__OP_LINEAR && l->call.ins[2],
+                               l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32);
+        }
         for (k = 0; k < fu->nk + nx; k++) {
             const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
             tc_dtype dt[TC__VM_MAXACC];
@@ -22373,7 +22437,7 @@ TC__FN void tc__cuda_xk_free(tc__kernel *xk, int n) {
 /* The CUDA C the backend compiles for p (to TC_FREE; NULL out of memory). */
 TC__FN char *tc__cuda_program_source(const tc__program *p) {
     tc__kernel *xk = tc__cuda_xk_make(p);
-    char *src = xk ? tc__cuda_source(&p->fu, p->ref, xk, p->nlaunch) : NULL;
+    char *src = xk ? tc__cuda_source(p, xk) : NULL;
     tc__cuda_xk_free(xk, p->nlaunch);
     return src;
 }
@@ -22532,7 +22596,7 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     src = NULL;
     if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->fu.nk + 1))) ||
         !(cp->xfn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1))) ||
-        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(&p->fu, p->ref, cp->xk, cp->nx)))) {
+        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(p, cp->xk)))) {
         tc__cuda_prog_free(cp);
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
@@ -22572,8 +22636,9 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     }
     for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
-        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0) continue;
-        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        int gemm = k >= cp->nk && tc__cuda_is_gemm(&p->launch[k - cp->nk]);
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
         if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
             TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
@@ -22668,10 +22733,66 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     return TC_OK;
 }
 
-/* An op with no fused kernel.  Part 1 runs those that move data (a
- * constant the graph owns, a filled tensor); contractions and the other
- * ops need their CUDA kernels (the tensor-core GEMM, conv and attention
- * come with part 2). */
+/* Launch l's matmul or linear on the GEMM kernel: the operands' strides
+ * as tc__run_matmul / tc__run_linear read them (1-D operands as a row or a
+ * column, linear's weight transposed by strides), batch dims broadcast. */
+TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
+    const tc__call *c = &l->call;
+    const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
+    int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
+    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int and_ = a->ndim, bnd = b->ndim, nb, d;
+    unsigned gx, gy, gz;
+    void *args[1];
+    tc__CUresult cr;
+    (void)p;
+    memcpy(ash, a->shape, sizeof a->shape);
+    memcpy(ast, a->strides, sizeof a->strides);
+    if (c->op == TC__OP_LINEAR) { /* B(k, j) = W[j, k] */
+        bsh[0] = b->shape[1], bsh[1] = b->shape[0];
+        bst[0] = b->strides[1], bst[1] = b->strides[0];
+        bnd = 2;
+    } else {
+        memcpy(bsh, b->shape, sizeof b->shape);
+        memcpy(bst, b->strides, sizeof b->strides);
+    }
+    if (and_ == 1) ash[1] = ash[0], ast[1] = ast[0], ash[0] = 1, ast[0] = 0, and_ = 2;
+    if (bnd == 1) bsh[1] = 1, bst[1] = 0, bnd = 2;
+    nb = c->op == TC__OP_LINEAR ? and_ - 2 : (int)c->a.i[2];
+    M = ash[and_ - 2], K = ash[and_ - 1], N = bsh[bnd - 1];
+    memset(pb, 0, sizeof pb);
+    pb[0] = (int64_t)(uintptr_t)tc__base(a);
+    pb[1] = (int64_t)(uintptr_t)tc__base(b);
+    pb[2] = (int64_t)(uintptr_t)tc__base(out);
+    pb[3] = bias ? (int64_t)(uintptr_t)tc__base(bias) : 0;
+    pb[4] = M, pb[5] = N, pb[6] = K;
+    pb[7] = ast[and_ - 2], pb[8] = ast[and_ - 1], pb[9] = bst[bnd - 2], pb[10] = bst[bnd - 1];
+    pb[11] = N, pb[12] = 1, pb[13] = nb;
+    cstride = M * N;
+    for (d = nb - 1; d >= 0; d--) { /* batch dims: the output's leading ones */
+        int ta = and_ - 2 - nb + d, tb = bnd - 2 - nb + d;
+        int64_t size = c->op == TC__OP_LINEAR ? ash[d] : c->oshape[d];
+        bs[d] = size;
+        bs[TC_MAX_DIMS + d] = ta >= 0 && ash[ta] != 1 ? ast[ta] : 0;
+        bs[2 * TC_MAX_DIMS + d] = tb >= 0 && bsh[tb] != 1 ? bst[tb] : 0;
+        bs[3 * TC_MAX_DIMS + d] = cstride;
+        cstride *= size;
+    }
+    gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
+    if (M == 0 || N == 0 || gz == 0) return TC_OK;
+    if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(fn, gx, gy, gz, 256, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (GEMM %lldx%lldx%lld): %s", (long long)M, (long long)N,
+                       (long long)K, tc__cu_errname(cr));
+    return TC_OK;
+}
+
+/* An op with no fused kernel: a pointwise op of its own, a matmul or
+ * linear (the GEMM kernel, then its epilogue kernel), a constant the graph
+ * owns.  Convolution, attention and the data-movement ops need their CUDA
+ * kernels (part 2). */
 TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
     tc__call *c = &l->call;
     size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
@@ -22681,6 +22802,13 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     cp = (tc__cuda_prog *)p->dev;
     if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
         return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
+    if (tc__cuda_is_gemm(l)) {
+        r = tc__cuda_gemm(p, ctx, l, out, cp->xfn[l - p->launch]);
+        /* the epilogue the fuser attached: its kernel after the GEMM (part 2
+         * fuses it into the GEMM's stores) */
+        if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
+        return r;
+    }
     if (c->op == TC__OP_FROM_DATA) {
         /* data the graph owns (it outlives the copy), uploaded per run: an
          * intermediate may use its memory between runs */
@@ -22849,10 +22977,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22853, "tcompile.h", 22853)
+#line TC__LINE_AT(22981, "tcompile.h", 22981)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 22856)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 22984)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -22946,10 +23074,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(22950, "tcompile.h", 22950)
+#line TC__LINE_AT(23078, "tcompile.h", 23078)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 22953)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23081)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23147,10 +23275,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23151, "tcompile.h", 23151)
+#line TC__LINE_AT(23279, "tcompile.h", 23279)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23154)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23282)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -23809,10 +23937,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(23813, "tcompile.h", 23813)
+#line TC__LINE_AT(23941, "tcompile.h", 23941)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23816)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23944)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24085,10 +24213,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24089, "tcompile.h", 24089)
+#line TC__LINE_AT(24217, "tcompile.h", 24217)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24092)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24220)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -24310,10 +24438,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(24314, "tcompile.h", 24314)
+#line TC__LINE_AT(24442, "tcompile.h", 24442)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 24317)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 24445)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -24514,10 +24642,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(24518, "tcompile.h", 24518)
+#line TC__LINE_AT(24646, "tcompile.h", 24646)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 24521)
+#line TC__LINE_AT(1, "src/license.h", 24649)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -24559,7 +24687,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(24563, "tcompile.h", 24563)
+#line TC__LINE_AT(24691, "tcompile.h", 24691)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -22,7 +22,8 @@ typedef struct cg_case {
 
 enum {
     CG_UNARY, CG_BINARY, CG_BINARY_LEFT, CG_WHERE, CG_CAST, CG_SUM0, CG_SUM1, CG_SUM_ALL, CG_MEAN1, CG_MAX1, CG_MIN0,
-    CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_KINDS
+    CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_MATMUL, CG_LINEAR_GELU,
+    CG_KINDS
 };
 
 static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -51,6 +52,8 @@ static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **
                         tc_sigmoid(ctx, in[1]));
         break;
     case CG_ATTRS: out[0] = tc_softplus(ctx, tc_clamp(ctx, x, -2.0, 3.0), 2.0, 10.0); break;
+    case CG_MATMUL: out[0] = tc_matmul(ctx, x, in[1]); break;
+    case CG_LINEAR_GELU: out[0] = tc_gelu(ctx, tc_linear(ctx, x, in[1], in[2])); break;
     }
 }
 
@@ -117,6 +120,23 @@ static int cg_cases(cg_case *cs) {
     }
     n = cg_add(cs, n, CG_SOFTMAX, 0, "softmax of a transposed view", 1, TC_F32, 130, 20);
     cs[n - 1].transpose0 = 1;
+    /* contractions: edge tiles, a transposed operand, broadcast batches,
+     * 1-D operands, half inputs, a linear with a fused epilogue */
+    n = cg_add(cs, n, CG_MATMUL, 0, "matmul 70x37 @ 37x65", 2, TC_F32, 70, 37);
+    cs[n - 1].shape[1][0] = 37, cs[n - 1].shape[1][1] = 65;
+    n = cg_add(cs, n, CG_MATMUL, 0, "matmul of a transposed A", 2, TC_F32, 37, 70);
+    cs[n - 1].transpose0 = 1;
+    cs[n - 1].shape[1][0] = 37, cs[n - 1].shape[1][1] = 20;
+    n = cg_add(cs, n, CG_MATMUL, 0, "batched matmul, B broadcast", 2, TC_F32, 5, 17);
+    cs[n - 1].ndim[0] = 3, cs[n - 1].shape[0][0] = 3, cs[n - 1].shape[0][1] = 5, cs[n - 1].shape[0][2] = 17;
+    cs[n - 1].ndim[1] = 3, cs[n - 1].shape[1][0] = 1, cs[n - 1].shape[1][1] = 17, cs[n - 1].shape[1][2] = 9;
+    n = cg_add(cs, n, CG_MATMUL, 0, "matrix @ vector", 2, TC_F32, 33, 40);
+    cs[n - 1].ndim[1] = 1, cs[n - 1].shape[1][0] = 40;
+    n = cg_add(cs, n, CG_MATMUL, 0, "f16 matmul", 2, TC_F16, 16, 24);
+    cs[n - 1].shape[1][0] = 24, cs[n - 1].shape[1][1] = 8;
+    n = cg_add(cs, n, CG_LINEAR_GELU, 0, "gelu(linear(x, w, b))", 3, TC_F32, 67, 48);
+    cs[n - 1].shape[1][0] = 80, cs[n - 1].shape[1][1] = 48;
+    cs[n - 1].ndim[2] = 1, cs[n - 1].shape[2][0] = 80;
     n = cg_add(cs, n, CG_GATES, 0, "gelu_tanh(1.5x + 0.25) * sigmoid(y)", 2, TC_F32, 31, 63);
     n = cg_add(cs, n, CG_ATTRS, 0, "softplus(clamp(x))", 1, TC_F32, 31, 63);
     return n;
@@ -137,6 +157,7 @@ static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
         if ((c->kind == CG_BINARY || c->kind == CG_BINARY_LEFT) && binops[c->op].kind == K_CMP)
             t = tc_floor(ctx, t); /* ties */
         if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
+        if (c->kind >= CG_MATMUL) t = tc_mul_scalar(ctx, t, 0.3); /* sums of products stay near 1 */
         in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
     }
 }

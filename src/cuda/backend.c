@@ -92,14 +92,32 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
 
 /* The CUDA C of p's fused kernels (tck0, tck1, ...), NUL-terminated, to
  * TC_FREE; NULL out of memory. */
-/* As tc__cuda_program_source, with xk[0..nx) (kernels of their own,
- * ncode 0: none) named tcx<index>. */
-TC__FN char *tc__cuda_source(const tc__fusion *fu, tc_tensor *const *ref, const tc__kernel *xk, int nx) {
+/* Whether launch l is a contraction the GEMM kernel runs (tcg<launch>). */
+TC__FN int tc__cuda_is_gemm(const tc__launch *l) {
+    return l->kernel < 0 && !l->is_view && (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR);
+}
+
+/* p's CUDA C: its fused kernels (tck<k>), its launches' own pointwise
+ * kernels xk[0..nlaunch) (tcx<launch>, ncode 0: none) and GEMMs
+ * (tcg<launch>). */
+TC__FN char *tc__cuda_source(const tc__program *p, const tc__kernel *xk) {
+    const tc__fusion *fu = &p->fu;
+    tc_tensor *const *ref = p->ref;
+    int nx = p->nlaunch;
     tc__text sb;
     int pass, k, a;
     memset(&sb, 0, sizeof sb);
     for (pass = 0; pass < 2; pass++) { /* measure, then print */
         tc__cuda_emit_prelude(&sb);
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            char name[32];
+            if (!tc__cuda_is_gemm(l)) continue;
+            tc__fmt(name, sizeof name, "tcg%d", k);
+            tc__cuda_emit_gemm(&sb, name, l->call.ins[0]->dtype, l->call.ins[1]->dtype, p->hdr[l->node].dtype,
+                               l->call.op == TC__OP_LINEAR && l->call.ins[2],
+                               l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32);
+        }
         for (k = 0; k < fu->nk + nx; k++) {
             const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
             tc_dtype dt[TC__VM_MAXACC];
@@ -143,7 +161,7 @@ TC__FN void tc__cuda_xk_free(tc__kernel *xk, int n) {
 /* The CUDA C the backend compiles for p (to TC_FREE; NULL out of memory). */
 TC__FN char *tc__cuda_program_source(const tc__program *p) {
     tc__kernel *xk = tc__cuda_xk_make(p);
-    char *src = xk ? tc__cuda_source(&p->fu, p->ref, xk, p->nlaunch) : NULL;
+    char *src = xk ? tc__cuda_source(p, xk) : NULL;
     tc__cuda_xk_free(xk, p->nlaunch);
     return src;
 }
@@ -302,7 +320,7 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     src = NULL;
     if (!cp || !(cp->fn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->fu.nk + 1))) ||
         !(cp->xfn = (tc__CUfunction *)tc__malloc(sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1))) ||
-        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(&p->fu, p->ref, cp->xk, cp->nx)))) {
+        !(cp->xk = tc__cuda_xk_make(p)) || (cp->nx = p->nlaunch, !(src = tc__cuda_source(p, cp->xk)))) {
         tc__cuda_prog_free(cp);
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
@@ -342,8 +360,9 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     }
     for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
-        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0) continue;
-        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        int gemm = k >= cp->nk && tc__cuda_is_gemm(&p->launch[k - cp->nk]);
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
         if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
             TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
@@ -438,10 +457,66 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     return TC_OK;
 }
 
-/* An op with no fused kernel.  Part 1 runs those that move data (a
- * constant the graph owns, a filled tensor); contractions and the other
- * ops need their CUDA kernels (the tensor-core GEMM, conv and attention
- * come with part 2). */
+/* Launch l's matmul or linear on the GEMM kernel: the operands' strides
+ * as tc__run_matmul / tc__run_linear read them (1-D operands as a row or a
+ * column, linear's weight transposed by strides), batch dims broadcast. */
+TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
+    const tc__call *c = &l->call;
+    const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
+    int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
+    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int and_ = a->ndim, bnd = b->ndim, nb, d;
+    unsigned gx, gy, gz;
+    void *args[1];
+    tc__CUresult cr;
+    (void)p;
+    memcpy(ash, a->shape, sizeof a->shape);
+    memcpy(ast, a->strides, sizeof a->strides);
+    if (c->op == TC__OP_LINEAR) { /* B(k, j) = W[j, k] */
+        bsh[0] = b->shape[1], bsh[1] = b->shape[0];
+        bst[0] = b->strides[1], bst[1] = b->strides[0];
+        bnd = 2;
+    } else {
+        memcpy(bsh, b->shape, sizeof b->shape);
+        memcpy(bst, b->strides, sizeof b->strides);
+    }
+    if (and_ == 1) ash[1] = ash[0], ast[1] = ast[0], ash[0] = 1, ast[0] = 0, and_ = 2;
+    if (bnd == 1) bsh[1] = 1, bst[1] = 0, bnd = 2;
+    nb = c->op == TC__OP_LINEAR ? and_ - 2 : (int)c->a.i[2];
+    M = ash[and_ - 2], K = ash[and_ - 1], N = bsh[bnd - 1];
+    memset(pb, 0, sizeof pb);
+    pb[0] = (int64_t)(uintptr_t)tc__base(a);
+    pb[1] = (int64_t)(uintptr_t)tc__base(b);
+    pb[2] = (int64_t)(uintptr_t)tc__base(out);
+    pb[3] = bias ? (int64_t)(uintptr_t)tc__base(bias) : 0;
+    pb[4] = M, pb[5] = N, pb[6] = K;
+    pb[7] = ast[and_ - 2], pb[8] = ast[and_ - 1], pb[9] = bst[bnd - 2], pb[10] = bst[bnd - 1];
+    pb[11] = N, pb[12] = 1, pb[13] = nb;
+    cstride = M * N;
+    for (d = nb - 1; d >= 0; d--) { /* batch dims: the output's leading ones */
+        int ta = and_ - 2 - nb + d, tb = bnd - 2 - nb + d;
+        int64_t size = c->op == TC__OP_LINEAR ? ash[d] : c->oshape[d];
+        bs[d] = size;
+        bs[TC_MAX_DIMS + d] = ta >= 0 && ash[ta] != 1 ? ast[ta] : 0;
+        bs[2 * TC_MAX_DIMS + d] = tb >= 0 && bsh[tb] != 1 ? bst[tb] : 0;
+        bs[3 * TC_MAX_DIMS + d] = cstride;
+        cstride *= size;
+    }
+    gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
+    if (M == 0 || N == 0 || gz == 0) return TC_OK;
+    if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(fn, gx, gy, gz, 256, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (GEMM %lldx%lldx%lld): %s", (long long)M, (long long)N,
+                       (long long)K, tc__cu_errname(cr));
+    return TC_OK;
+}
+
+/* An op with no fused kernel: a pointwise op of its own, a matmul or
+ * linear (the GEMM kernel, then its epilogue kernel), a constant the graph
+ * owns.  Convolution, attention and the data-movement ops need their CUDA
+ * kernels (part 2). */
 TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
     tc__call *c = &l->call;
     size_t bytes = (size_t)tc__numel(out) * tc__dtype_sizes[out->dtype];
@@ -451,6 +526,13 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     cp = (tc__cuda_prog *)p->dev;
     if (l - p->launch < cp->nx && cp->xk[l - p->launch].ncode > 0)
         return tc__cuda_launch(p, ctx, l, &cp->xk[l - p->launch], cp->xfn[l - p->launch]);
+    if (tc__cuda_is_gemm(l)) {
+        r = tc__cuda_gemm(p, ctx, l, out, cp->xfn[l - p->launch]);
+        /* the epilogue the fuser attached: its kernel after the GEMM (part 2
+         * fuses it into the GEMM's stores) */
+        if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
+        return r;
+    }
     if (c->op == TC__OP_FROM_DATA) {
         /* data the graph owns (it outlives the copy), uploaded per run: an
          * intermediate may use its memory between runs */

@@ -272,6 +272,51 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
     tc__text_printf(o, "}\n");
 }
 
+/* An f32-accumulating GEMM, C[b] = A[b] B[b] (+ bias over columns), every
+ * operand by strides (a transposed weight, broadcast batch dims, 1-D
+ * operands are strides), A, B, C and the bias of any float dtype.  Tiles of
+ * 64 x 64 per block of 256 threads, each thread a 4 x 4 register tile, K in
+ * steps of 16 through shared memory (padded rows: no bank conflicts on the
+ * transposed reads); the batch is the grid's z.  Part 1's kernel: the
+ * tensor-core one is part 2's. */
+TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
+    static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
+    tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; };\n",
+                    name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
+    tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
+                       "  i64 t_ = blockIdx.z, oa = 0, ob = 0, oc = 0;\n"
+                       "  for (int d = (int)p.nb - 1; d >= 0; d--) { i64 i = t_ %% p.bsh[d]; t_ /= p.bsh[d];"
+                       " oa += i * p.bsa[d]; ob += i * p.bsb[d]; oc += i * p.bsc[d]; }\n");
+    tc__text_printf(o, "  const %s *A = (const %s *)p.a + oa;\n  const %s *B = (const %s *)p.b + ob;\n  %s *C = (%s *)p.c + oc;\n",
+                    tc__cu_ctype(da), tc__cu_ctype(da), tc__cu_ctype(db), tc__cu_ctype(db), tc__cu_ctype(dc), tc__cu_ctype(dc));
+    tc__text_printf(o, "  const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n"
+                       "  const i64 m0 = (i64)blockIdx.y * 64, n0 = (i64)blockIdx.x * 64;\n"
+                       "  float acc[4][4];\n  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = 0.f;\n"
+                       "  for (i64 k0 = 0; k0 < p.K; k0 += 16) {\n"
+                       "    for (int e = threadIdx.x; e < 1024; e += 256) {\n"
+                       "      int mm = e >> 4, kk = e & 15; i64 gm = m0 + mm, gk = k0 + kk;\n"
+                       "      As[kk][mm] = gm < p.M && gk < p.K ? %s(A[gm * p.sam + gk * p.sak]) : 0.f;\n"
+                       "      int kb = e >> 6, nn = e & 63; i64 gk2 = k0 + kb, gn = n0 + nn;\n"
+                       "      Bs[kb][nn] = gk2 < p.K && gn < p.N ? %s(B[gk2 * p.sbk + gn * p.sbn]) : 0.f;\n"
+                       "    }\n    __syncthreads();\n"
+                       "#pragma unroll\n    for (int kk = 0; kk < 16; kk++) {\n"
+                       "      float a[4], b[4];\n"
+                       "      for (int i = 0; i < 4; i++) { a[i] = As[kk][ty * 4 + i]; b[i] = Bs[kk][tx * 4 + i]; }\n"
+                       "      for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n"
+                       "    }\n    __syncthreads();\n  }\n",
+                    cv[da], cv[db]);
+    tc__text_printf(o, "  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) {\n"
+                       "    i64 gm = m0 + ty * 4 + i, gn = n0 + tx * 4 + j;\n"
+                       "    if (gm >= p.M || gn >= p.N) continue;\n"
+                       "    float v = acc[i][j];\n");
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
+    tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n",
+                    dc == TC_F32 ? "" : dc == TC_F16 ? "tc_f2h" : dc == TC_BF16 ? "tc_f2b" : dc == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                    dc == TC_BOOL ? ")" : "");
+}
+
 /* Appends the prelude. */
 TC__FN void tc__cuda_emit_prelude(tc__text *o) {
     int i;
