@@ -4113,6 +4113,7 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o);
 TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const tc_dtype *dt, const char *name);
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
+TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out);
 #endif
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
@@ -4139,10 +4140,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4143, "tcompile.h", 4143)
+#line TC__LINE_AT(4144, "tcompile.h", 4144)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4146)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4147)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4991,10 +4992,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4995, "tcompile.h", 4995)
+#line TC__LINE_AT(4996, "tcompile.h", 4996)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4998)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4999)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5715,10 +5716,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5719, "tcompile.h", 5719)
+#line TC__LINE_AT(5720, "tcompile.h", 5720)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5722)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5723)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6288,7 +6289,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6292, "tcompile.h", 6292)
+#line TC__LINE_AT(6293, "tcompile.h", 6293)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6300,7 +6301,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6304)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6305)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6641,7 +6642,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6645, "tcompile.h", 6645)
+#line TC__LINE_AT(6646, "tcompile.h", 6646)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6658,7 +6659,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6662)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6663)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6999,7 +7000,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7003, "tcompile.h", 7003)
+#line TC__LINE_AT(7004, "tcompile.h", 7004)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7016,7 +7017,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7020)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7021)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7357,7 +7358,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7361, "tcompile.h", 7361)
+#line TC__LINE_AT(7362, "tcompile.h", 7362)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7374,7 +7375,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7378)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7379)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7715,7 +7716,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7719, "tcompile.h", 7719)
+#line TC__LINE_AT(7720, "tcompile.h", 7720)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7723,7 +7724,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7727)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7728)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8338,10 +8339,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8342, "tcompile.h", 8342)
+#line TC__LINE_AT(8343, "tcompile.h", 8343)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8345)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8346)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8612,10 +8613,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8616, "tcompile.h", 8616)
+#line TC__LINE_AT(8617, "tcompile.h", 8617)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8619)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8620)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9260,10 +9261,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9264, "tcompile.h", 9264)
+#line TC__LINE_AT(9265, "tcompile.h", 9265)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9267)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9268)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9668,10 +9669,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9672, "tcompile.h", 9672)
+#line TC__LINE_AT(9673, "tcompile.h", 9673)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9675)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9676)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10404,10 +10405,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10408, "tcompile.h", 10408)
+#line TC__LINE_AT(10409, "tcompile.h", 10409)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10411)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10412)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10845,10 +10846,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10849, "tcompile.h", 10849)
+#line TC__LINE_AT(10850, "tcompile.h", 10850)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10852)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10853)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11756,10 +11757,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11760, "tcompile.h", 11760)
+#line TC__LINE_AT(11761, "tcompile.h", 11761)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11763)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11764)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12314,10 +12315,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12318, "tcompile.h", 12318)
+#line TC__LINE_AT(12319, "tcompile.h", 12319)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12321)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12322)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13271,10 +13272,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13275, "tcompile.h", 13275)
+#line TC__LINE_AT(13276, "tcompile.h", 13276)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13278)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13279)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13376,7 +13377,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13380, "tcompile.h", 13380)
+#line TC__LINE_AT(13381, "tcompile.h", 13381)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13388,7 +13389,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13392)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13393)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13830,7 +13831,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13834, "tcompile.h", 13834)
+#line TC__LINE_AT(13835, "tcompile.h", 13835)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13847,7 +13848,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13851)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13852)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14289,7 +14290,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14293, "tcompile.h", 14293)
+#line TC__LINE_AT(14294, "tcompile.h", 14294)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14306,7 +14307,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14310)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14311)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14748,7 +14749,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14752, "tcompile.h", 14752)
+#line TC__LINE_AT(14753, "tcompile.h", 14753)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14765,7 +14766,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14769)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14770)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15207,7 +15208,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15211, "tcompile.h", 15211)
+#line TC__LINE_AT(15212, "tcompile.h", 15212)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15224,7 +15225,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15228)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15229)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16250,7 +16251,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16254, "tcompile.h", 16254)
+#line TC__LINE_AT(16255, "tcompile.h", 16255)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16267,7 +16268,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16271)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16272)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17293,7 +17294,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17297, "tcompile.h", 17297)
+#line TC__LINE_AT(17298, "tcompile.h", 17298)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17310,7 +17311,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17314)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17315)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18336,7 +18337,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18340, "tcompile.h", 18340)
+#line TC__LINE_AT(18341, "tcompile.h", 18341)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18353,7 +18354,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18357)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18358)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19379,7 +19380,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19383, "tcompile.h", 19383)
+#line TC__LINE_AT(19384, "tcompile.h", 19384)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19387,7 +19388,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19391)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19392)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20360,10 +20361,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20364, "tcompile.h", 20364)
+#line TC__LINE_AT(20365, "tcompile.h", 20365)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20367)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20368)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20689,10 +20690,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20693, "tcompile.h", 20693)
+#line TC__LINE_AT(20694, "tcompile.h", 20694)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20696)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20697)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21455,10 +21456,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21459, "tcompile.h", 21459)
+#line TC__LINE_AT(21460, "tcompile.h", 21460)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21462)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21463)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21520,10 +21521,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21524, "tcompile.h", 21524)
+#line TC__LINE_AT(21525, "tcompile.h", 21525)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21527)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21528)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21940,10 +21941,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21944, "tcompile.h", 21944)
+#line TC__LINE_AT(21945, "tcompile.h", 21945)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21947)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 21948)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -21971,6 +21972,14 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
 #ifndef TC_NO_CUDA
 
 #define TC__CU_BLOCK 256 /* threads per block (a multiple of the warp)     */
+
+/* A double's bits, for printing it exactly. */
+TC__FN uint64_t tc__f64_bits(double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
 
 /* The prelude: conversions, combiners, the ops as device functions. */
 #define TC__CU_UN_(ID, name, cost, i, f, v)                                                                    \
@@ -22263,6 +22272,273 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                     dc == TC_BOOL ? ")" : "");
 }
 
+/* ---- the ops the fuser leaves alone: one kernel per launch ----------------- */
+
+/* Element k's address expression of input `in` at index variables
+ * <var>0..<var>n (row-major over its own dims, its own strides), baked. */
+TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var) {
+    int d;
+    tc__text_printf(o, "((const %s *)p.in[%d])[0", tc__cu_ctype(t->dtype), k);
+    for (d = 0; d < t->ndim; d++) tc__text_printf(o, " + (i64)%s%d * %lld", var, d, (long long)t->strides[d]);
+    tc__text_printf(o, "]");
+}
+
+/* The float value of an element expression of dtype dt. */
+TC__FN const char *tc__cu_tof(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_h2f" : dt == TC_BF16 ? "tc_b2f" : dt == TC_BOOL ? "(float)(0 != " : "(float)(";
+}
+TC__FN const char *tc__cu_tof_end(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt == TC_BF16 ? "" : ")"; }
+
+/* "out[e] = <value of the element expression printed by fn>" with the
+ * conversion the dtypes need (the bits as they are when they agree). */
+TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
+    if (from == to) tc__text_printf(o, "      out[e] = ");
+    else
+        tc__text_printf(o, "      out[e] = %s(%s", to == TC_F32 ? "" : to == TC_F16 ? "tc_f2h" : to == TC_BF16 ? "tc_f2b" : to == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                        tc__cu_tof(from));
+}
+TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
+    if (from == to) tc__text_printf(o, ";\n");
+    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), to == TC_BOOL ? ")" : "");
+}
+
+/* The grid-stride loop over the output's elements, e and its index o<d>. */
+TC__FN void tc__cu_out_loop(tc__text *o, const char *name, const tc_tensor *out, int nin) {
+    int d;
+    tc__text_printf(o, "\nstruct P_%s { u64 in[%d]; u64 out; u64 flag; };\n", name, nin > 0 ? nin : 1);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const P_%s p) {\n", TC__CU_BLOCK, name, name);
+    tc__text_printf(o, "  %s *out = (%s *)p.out;\n  int *flag = (int *)p.flag; (void)flag;\n  const i64 n = %lldLL;\n",
+                    tc__cu_ctype(out->dtype), tc__cu_ctype(out->dtype), (long long)tc__numel(out));
+    tc__text_printf(o, "  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n"
+                       "    i64 t_ = e;\n");
+    for (d = out->ndim - 1; d >= 0; d--)
+        tc__text_printf(o, "    const i64 o%d = t_ %% %lldLL; t_ /= %lldLL; (void)o%d;\n", d, (long long)out->shape[d],
+                        (long long)(out->shape[d] > 0 ? out->shape[d] : 1), d);
+}
+
+/* The index variable idx<d> of input `idx` read at s<..>, checked against
+ * [0, n): out of range raises the flag and reads index 0 (the call then
+ * fails with TC_ERR_INDEX, as on the CPU). */
+TC__FN void tc__cu_index(tc__text *o, const tc_tensor *idx, int k, const char *var, int64_t n) {
+    tc__text_printf(o, "      i64 ix = ");
+    tc__cu_elem(o, idx, k, var);
+    tc__text_printf(o, ";\n      if (ix < 0 || ix >= %lldLL) { atomicExch(flag, 1); ix = 0; }\n", (long long)n);
+}
+
+/* out[e] = input k at s<0..>, converted. */
+TC__FN void tc__cu_copy_from(tc__text *o, const tc_tensor *t, int k, const tc_tensor *out) {
+    tc__cu_assign_begin(o, t->dtype, out->dtype);
+    tc__cu_elem(o, t, k, "s");
+    tc__cu_assign_end(o, t->dtype, out->dtype);
+}
+
+TC__FN const char *tc__cu_fromf(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_f2h" : dt == TC_BF16 ? "tc_f2b" : dt == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ";
+}
+
+/* A window over the image of x at output (o_{n-2}, o_{n-1}) of channel c:
+ * max or average pooling, or a direct convolution summed over the group's
+ * input channels (part 1's: part 2's is an implicit GEMM on tensor cores). */
+TC__FN void tc__cu_window(tc__text *o, const tc__call *c, const tc_tensor *x, const tc_tensor *out, int conv) {
+    int nd = out->ndim, three = x->ndim == 3;
+    int64_t C = x->shape[x->ndim - 3], H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
+    int64_t kh = c->a.i[0], kw = c->a.i[1], sh = c->a.i[2], sw = c->a.i[3], ph = c->a.i[4], pw = c->a.i[5];
+    int64_t dh = c->a.i[6], dw = c->a.i[7];
+    const tc_tensor *w = conv ? c->ins[1] : NULL, *b = conv ? c->ins[2] : NULL;
+    int64_t groups = conv ? c->a.i[8] : 1, cg = conv ? C / groups : 1, og = conv ? out->shape[nd - 3] / groups : 1;
+    tc__text_printf(o, "    const i64 n_ = %s, ch = o%d, oh = o%d, ow = o%d;\n    float acc = %s;\n", three ? "0" : "o0",
+                    nd - 3, nd - 2, nd - 1, conv || c->op == TC__OP_AVG_POOL2D ? "0.f" : "-TC_INF");
+    tc__text_printf(o, "    (void)n_;\n");
+    if (conv) tc__text_printf(o, "    for (i64 ci = (ch / %lldLL) * %lldLL; ci < (ch / %lldLL + 1) * %lldLL; ci++)\n", (long long)og,
+                              (long long)cg, (long long)og, (long long)cg);
+    else tc__text_printf(o, "    { const i64 ci = ch;\n");
+    tc__text_printf(o, "    for (i64 ki = 0; ki < %lldLL; ki++) for (i64 kj = 0; kj < %lldLL; kj++) {\n"
+                       "      const i64 ih = oh * %lldLL - %lldLL + ki * %lldLL, iw = ow * %lldLL - %lldLL + kj * %lldLL;\n"
+                       "      if (ih < 0 || ih >= %lldLL || iw < 0 || iw >= %lldLL) continue;\n",
+                    (long long)kh, (long long)kw, (long long)sh, (long long)ph, (long long)dh, (long long)sw, (long long)pw,
+                    (long long)dw, (long long)H, (long long)W);
+    tc__text_printf(o, "      const float v = %s(((const %s *)p.in[0])[n_ * %lldLL + ci * %lldLL + ih * %lldLL + iw * %lldLL])%s;\n",
+                    tc__cu_tof(x->dtype), tc__cu_ctype(x->dtype), (long long)(three ? 0 : x->strides[0]),
+                    (long long)x->strides[x->ndim - 3], (long long)x->strides[x->ndim - 2], (long long)x->strides[x->ndim - 1],
+                    tc__cu_tof_end(x->dtype));
+    if (conv)
+        tc__text_printf(o, "      acc = fmaf(v, %s(((const %s *)p.in[1])[ch * %lldLL + (ci %% %lldLL) * %lldLL + ki * %lldLL + kj * %lldLL])%s, acc);\n",
+                        tc__cu_tof(w->dtype), tc__cu_ctype(w->dtype), (long long)w->strides[0], (long long)cg,
+                        (long long)w->strides[1], (long long)w->strides[2], (long long)w->strides[3], tc__cu_tof_end(w->dtype));
+    else if (c->op == TC__OP_MAX_POOL2D) tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n");
+    else tc__text_printf(o, "      acc += v;\n");
+    tc__text_printf(o, "    }\n%s", conv ? "" : "    }\n");
+    if (c->op == TC__OP_AVG_POOL2D) { /* PyTorch's divisor: the window clipped to the padded image, or to the image */
+        tc__text_printf(o, "    {\n      i64 h0 = oh * %lldLL - %lldLL, w0 = ow * %lldLL - %lldLL;\n"
+                           "      i64 h1 = h0 + %lldLL < %lldLL ? h0 + %lldLL : %lldLL, w1 = w0 + %lldLL < %lldLL ? w0 + %lldLL : %lldLL;\n"
+                           "      i64 cnt = (h1 - h0) * (w1 - w0);\n",
+                        (long long)sh, (long long)ph, (long long)sw, (long long)pw, (long long)kh, (long long)(H + ph),
+                        (long long)kh, (long long)(H + ph), (long long)kw, (long long)(W + pw), (long long)kw, (long long)(W + pw));
+        if (c->a.i[10]) /* exclude_pad */
+            tc__text_printf(o, "      h0 = h0 < 0 ? 0 : h0; w0 = w0 < 0 ? 0 : w0; h1 = h1 > %lldLL ? %lldLL : h1; w1 = w1 > %lldLL ? %lldLL : w1;\n"
+                               "      cnt = (h1 - h0) * (w1 - w0);\n",
+                            (long long)H, (long long)H, (long long)W, (long long)W);
+        tc__text_printf(o, "      acc = cnt > 0 ? acc / (float)cnt : 0.f;\n    }\n");
+    }
+    if (b) tc__text_printf(o, "    acc += %s(((const %s *)p.in[2])[ch * %lldLL])%s;\n", tc__cu_tof(b->dtype), tc__cu_ctype(b->dtype),
+                           (long long)b->strides[0], tc__cu_tof_end(b->dtype));
+    tc__text_printf(o, "    out[e] = %s(acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+}
+
+/* A reduction the fuser leaves alone (argmax, var, integer sums, empty
+ * ones): each output element's thread walks its reduced elements in
+ * row-major order, in double (integers in 64 bits), as the eager kernels
+ * define them.  Part 1's; part 2 splits long ones across a block. */
+TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, const tc_tensor *out) {
+    int d, od = 0, keep = (int)c->a.i[TC_MAX_DIMS], ints = !tc__is_float(x->dtype) && c->op != TC__OP_MEAN && c->op != TC__OP_VAR;
+    int64_t rn = 1;
+    for (d = 0; d < x->ndim; d++) { /* kept dims read the output's index, reduced ones loop */
+        if (c->a.i[d]) {
+            rn *= x->shape[d];
+            if (keep) od++;
+        } else tc__text_printf(o, "    const i64 s%d = o%d;\n", d, od++);
+    }
+    tc__text_printf(o, "    %s acc = %s; i64 best = -1, cnt = 0; (void)best; (void)cnt;\n    %s sq = 0; (void)sq;\n",
+                    ints ? "long long" : "double",
+                    c->op == TC__OP_MAX || c->op == TC__OP_ARGMAX ? (ints ? "-9223372036854775807LL - 1" : "-(double)TC_INF")
+                    : c->op == TC__OP_MIN ? (ints ? "9223372036854775807LL" : "(double)TC_INF") : "0",
+                    ints ? "long long" : "double");
+    for (d = 0; d < x->ndim; d++)
+        if (c->a.i[d]) tc__text_printf(o, "    for (i64 s%d = 0; s%d < %lldLL; s%d++)\n", d, d, (long long)x->shape[d], d);
+    tc__text_printf(o, "    {\n      const %s v = (%s)%s", ints ? "long long" : "double", ints ? "long long" : "double", tc__cu_tof(x->dtype));
+    tc__cu_elem(o, x, 0, "s");
+    tc__text_printf(o, "%s;\n", tc__cu_tof_end(x->dtype));
+    switch (c->op) {
+    case TC__OP_MAX: tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n"); break;
+    case TC__OP_MIN: tc__text_printf(o, "      acc = (v < acc || v != v) ? v : acc;\n"); break;
+    case TC__OP_ARGMAX: /* the first NaN, else the first maximum */
+        tc__text_printf(o, "      if (best < 0 || ((v > acc || v != v) && acc == acc)) { acc = v; best = cnt; }\n      cnt++;\n");
+        break;
+    case TC__OP_VAR: tc__text_printf(o, "      acc += v; sq += v * v; cnt++;\n"); break;
+    default: tc__text_printf(o, "      acc += v;\n"); break;
+    }
+    tc__text_printf(o, "    }\n");
+    if (c->op == TC__OP_MEAN) tc__text_printf(o, "    acc = acc / (double)%lldLL;\n", (long long)rn);
+    if (c->op == TC__OP_VAR) /* sum of squared deviations from the mean, in double */
+        tc__text_printf(o, "    { double m = acc / (double)%lldLL; double dev = sq - acc * m; if (dev < 0) dev = 0;"
+                           " acc = dev / (double)(%lldLL - %lldLL); }\n",
+                        (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
+    if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
+    else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
+    else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+}
+
+/* Appends launch c's op (output out) as kernel `name`; 0 when the op has
+ * no CUDA kernel yet.  Shapes, strides and attributes are baked in: these
+ * programs are built per signature. */
+TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out) {
+    const tc_tensor *x = c->nin > 0 ? c->ins[0] : NULL;
+    int d, k, nd = out->ndim;
+    TC__OTHER_OPS_CHECK(41);
+    switch (c->op) {
+    case TC__OP_CONCAT: {
+        int dim = (int)c->a.i[1];
+        int64_t at = 0;
+        if (c->nin > TC__MAX_IN) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        for (k = 0; k < c->nin; k++) {
+            const tc_tensor *xi = c->ins[k];
+            tc__text_printf(o, "    %sif (o%d < %lldLL) {\n", k ? "else " : "", dim, (long long)(at + xi->shape[dim]));
+            for (d = 0; d < nd; d++)
+                tc__text_printf(o, "      const i64 s%d = o%d - %lldLL;\n", d, d, (long long)(d == dim ? at : 0));
+            tc__cu_copy_from(o, xi, k, out);
+            tc__text_printf(o, "    }\n");
+            at += xi->shape[dim];
+        }
+        break;
+    }
+    case TC__OP_PAD:
+        tc__cu_out_loop(o, name, out, 1);
+        tc__text_printf(o, "    int inside = 1;\n");
+        for (d = 0; d < nd; d++)
+            tc__text_printf(o, "    const i64 s%d = o%d - %lldLL; inside &= s%d >= 0 && s%d < %lldLL;\n", d, d,
+                            (long long)c->a.i[2 * d], d, d, (long long)x->shape[d]);
+        tc__text_printf(o, "    if (inside) {\n");
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    } else out[e] = %s(__uint_as_float(0x%08xu))%s;\n", tc__cu_fromf(out->dtype),
+                        (unsigned)tc__f32_to_bits((float)c->a.f[0]), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    case TC__OP_EMBEDDING: { /* out[i.., j] = w[idx[i..], j] */
+        const tc_tensor *idx = c->ins[1];
+        tc__cu_out_loop(o, name, out, 2);
+        tc__text_printf(o, "    {\n");
+        tc__cu_index(o, idx, 1, "o", x->shape[0]);
+        tc__text_printf(o, "      const i64 s0 = ix, s1 = o%d;\n", nd - 1);
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    case TC__OP_INDEX_SELECT:
+    case TC__OP_GATHER: { /* s_dim = idx[o_dim] (index_select) or idx[o..] (gather); s_d = o_d elsewhere */
+        const tc_tensor *idx = c->ins[1];
+        int dim = (int)c->a.i[1];
+        tc__cu_out_loop(o, name, out, 2);
+        tc__text_printf(o, "    {\n");
+        if (c->op == TC__OP_INDEX_SELECT) { /* idx is 0-d or 1-D: read at the output's dim */
+            if (x->ndim > 0 && idx->ndim > 0) tc__text_printf(o, "      const i64 q0 = o%d;\n", dim);
+            else tc__text_printf(o, "      const i64 q0 = 0; (void)q0;\n");
+            tc__cu_index(o, idx, 1, "q", x->ndim > 0 ? x->shape[dim] : 1);
+        } else tc__cu_index(o, idx, 1, "o", x->ndim > 0 ? x->shape[dim] : 1);
+        for (d = 0; d < x->ndim; d++)
+            if (d == dim) tc__text_printf(o, "      const i64 s%d = ix;\n", d);
+            else tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
+        if (x->ndim == 0) tc__text_printf(o, "      (void)ix;\n");
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    case TC__OP_CONV2D:
+    case TC__OP_MAX_POOL2D:
+    case TC__OP_AVG_POOL2D:
+        tc__cu_out_loop(o, name, out, c->op == TC__OP_CONV2D ? 3 : 1);
+        tc__cu_window(o, c, x, out, c->op == TC__OP_CONV2D);
+        break;
+    case TC__OP_ADAPTIVE_AVG_POOL2D: { /* the window [floor(o H / OH), ceil((o + 1) H / OH)) */
+        int64_t H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1], OH = out->shape[nd - 2], OW = out->shape[nd - 1];
+        tc__cu_out_loop(o, name, out, 1);
+        tc__text_printf(o, "    const i64 h0 = o%d * %lldLL / %lldLL, h1 = ((o%d + 1) * %lldLL + %lldLL - 1) / %lldLL;\n"
+                           "    const i64 w0 = o%d * %lldLL / %lldLL, w1 = ((o%d + 1) * %lldLL + %lldLL - 1) / %lldLL;\n"
+                           "    double acc = 0;\n    for (i64 ih = h0; ih < h1; ih++) for (i64 iw = w0; iw < w1; iw++) {\n",
+                        nd - 2, (long long)H, (long long)OH, nd - 2, (long long)H, (long long)OH, (long long)OH, nd - 1,
+                        (long long)W, (long long)OW, nd - 1, (long long)W, (long long)OW, (long long)OW);
+        for (d = 0; d < x->ndim - 2; d++) tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
+        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
+                        tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    }
+    case TC__OP_FULL: /* the value as eager stores it (double, converted once) */
+    case TC__OP_ARANGE:
+        tc__cu_out_loop(o, name, out, 0);
+        if (c->op == TC__OP_FULL) tc__text_printf(o, "    const double v = __longlong_as_double(0x%016llxLL);\n", (unsigned long long)tc__f64_bits(c->a.f[0]));
+        else
+            tc__text_printf(o, "    const double v = __longlong_as_double(0x%016llxLL) + (double)e * __longlong_as_double(0x%016llxLL);\n",
+                            (unsigned long long)tc__f64_bits(c->a.f[0]), (unsigned long long)tc__f64_bits(c->a.f[2]));
+        if (out->dtype == TC_I32)
+            tc__text_printf(o, "    out[e] = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v;\n");
+        else tc__text_printf(o, "    out[e] = %s((float)v)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    case TC__OP_SUM:
+    case TC__OP_MEAN:
+    case TC__OP_MAX:
+    case TC__OP_MIN:
+    case TC__OP_ARGMAX:
+    case TC__OP_VAR:
+        tc__cu_out_loop(o, name, out, 1);
+        tc__cu_reduce(o, c, x, out);
+        break;
+    default: return 0;
+    }
+    tc__text_printf(o, "  }\n}\n");
+    return 1;
+}
+
 /* Appends the prelude. */
 TC__FN void tc__cuda_emit_prelude(tc__text *o) {
     int i;
@@ -22270,10 +22546,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22274, "tcompile.h", 22274)
+#line TC__LINE_AT(22550, "tcompile.h", 22550)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22277)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22553)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22373,6 +22649,15 @@ TC__FN int tc__cuda_is_gemm(const tc__launch *l) {
     return l->kernel < 0 && !l->is_view && (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR);
 }
 
+/* Whether launch l runs a kernel of its own op (tco<launch>): none of the
+ * other kinds, and one cuda/codegen.c knows. */
+TC__FN int tc__cuda_is_op(const tc__program *p, const tc__launch *l, const tc__kernel *xk) {
+    tc__text probe;
+    if (l->kernel >= 0 || l->is_view || tc__cuda_is_gemm(l) || xk[l - p->launch].ncode > 0) return 0;
+    memset(&probe, 0, sizeof probe); /* measures only */
+    return tc__cuda_emit_op(&probe, "probe", &l->call, &p->hdr[l->node]) == 1;
+}
+
 /* p's CUDA C: its fused kernels (tck<k>), its launches' own pointwise
  * kernels xk[0..nlaunch) (tcx<launch>, ncode 0: none) and GEMMs
  * (tcg<launch>). */
@@ -22393,6 +22678,13 @@ TC__FN char *tc__cuda_source(const tc__program *p, const tc__kernel *xk) {
             tc__cuda_emit_gemm(&sb, name, l->call.ins[0]->dtype, l->call.ins[1]->dtype, p->hdr[l->node].dtype,
                                l->call.op == TC__OP_LINEAR && l->call.ins[2],
                                l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32);
+        }
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            char name[32];
+            if (!tc__cuda_is_op(p, l, xk)) continue;
+            tc__fmt(name, sizeof name, "tco%d", k);
+            tc__cuda_emit_op(&sb, name, &l->call, &p->hdr[l->node]);
         }
         for (k = 0; k < fu->nk + nx; k++) {
             const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
@@ -22601,6 +22893,7 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
     cp->nk = p->fu.nk;
+    memset(cp->xfn, 0, sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1));
     if (!(cp->ws = (tc__CUdeviceptr *)tc__malloc(sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1))) ||
         !(cp->ws_cap = (size_t *)tc__malloc(sizeof(size_t) * (size_t)(p->nlaunch + 1)))) {
         TC_FREE(src);
@@ -22637,8 +22930,9 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
         int gemm = k >= cp->nk && tc__cuda_is_gemm(&p->launch[k - cp->nk]);
-        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm) continue;
-        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        int op = k >= cp->nk && tc__cuda_is_op(p, &p->launch[k - cp->nk], cp->xk);
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm && !op) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : op ? "tco%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
         if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
             TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
@@ -22789,6 +23083,49 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return TC_OK;
 }
 
+/* Launch l's own op kernel (cuda/codegen.c's tc__cuda_emit_op): the
+ * inputs' and the output's addresses and, for the index ops, a flag the
+ * kernel raises on an index out of range, read back after the launch
+ * (not inside a capture: a replay checks nothing). */
+TC__FN tc_result tc__cuda_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
+    const tc__call *c = &l->call;
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int64_t pb[TC__MAX_IN + 2], n = tc__numel(out), g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
+    int li = (int)(l - p->launch), k, index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
+    void *args[1];
+    tc__CUresult cr;
+    int flag = 0;
+    tc__CUstreamCaptureStatus cs = TC__CU_STREAM_CAPTURE_STATUS_NONE;
+    if (n == 0) return TC_OK;
+    memset(pb, 0, sizeof pb);
+    for (k = 0; k < c->nin && k < TC__MAX_IN; k++) pb[k] = c->ins[k] ? (int64_t)(uintptr_t)tc__base(c->ins[k]) : 0;
+    pb[c->nin > 0 ? c->nin : 1] = (int64_t)(uintptr_t)tc__base(out);
+    if (index) {
+        if (!cp->ws[li]) {
+            size_t capb;
+            tc__CUdeviceptr f = tc__cuda_alloc(ctx, sizeof(int), &capb, "an index flag");
+            if (!f) return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+            cp->ws[li] = f;
+            cp->ws_cap[li] = capb;
+        }
+        pb[(c->nin > 0 ? c->nin : 1) + 1] = (int64_t)cp->ws[li];
+        if ((cr = tc__cu.cu.MemsetD8Async(cp->ws[li], 0, sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS)
+            return tc__msg(&l->call, tc__cu_result(cr), "clearing the index flag: %s", tc__cu_errname(cr));
+    }
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(fn, (unsigned)(g < cap ? g : cap), 1, 1, TC__CU_BLOCK, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (%s): %s", tc__optable[c->op].name, tc__cu_errname(cr));
+    if (index && tc__cu.cu.StreamIsCapturing(ctx->cuda->stream, &cs) == TC__CUDA_SUCCESS && cs == TC__CU_STREAM_CAPTURE_STATUS_NONE) {
+        if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flag, cp->ws[li], sizeof flag, ctx->cuda->stream)) == TC__CUDA_SUCCESS)
+            cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
+        if (cr != TC__CUDA_SUCCESS)
+            return tc__msg(&l->call, tc__cu_result(cr), "reading the index flag: %s", tc__cu_errname(cr));
+        if (flag) return tc__msg(&l->call, TC_ERR_INDEX, "an index is out of range (checked on the GPU)");
+    }
+    return TC_OK;
+}
+
 /* An op with no fused kernel: a pointwise op of its own, a matmul or
  * linear (the GEMM kernel, then its epilogue kernel), a constant the graph
  * owns.  Convolution, attention and the data-movement ops need their CUDA
@@ -22809,6 +23146,7 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
         return r;
     }
+    if (cp->xfn[l - p->launch]) return tc__cuda_op(p, ctx, l, out, cp->xfn[l - p->launch]);
     if (c->op == TC__OP_FROM_DATA) {
         /* data the graph owns (it outlives the copy), uploaded per run: an
          * intermediate may use its memory between runs */
@@ -22977,10 +23315,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22981, "tcompile.h", 22981)
+#line TC__LINE_AT(23319, "tcompile.h", 23319)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 22984)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 23322)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23074,10 +23412,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23078, "tcompile.h", 23078)
+#line TC__LINE_AT(23416, "tcompile.h", 23416)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23081)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23419)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23275,10 +23613,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23279, "tcompile.h", 23279)
+#line TC__LINE_AT(23617, "tcompile.h", 23617)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23282)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23620)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -23937,10 +24275,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(23941, "tcompile.h", 23941)
+#line TC__LINE_AT(24279, "tcompile.h", 24279)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 23944)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24282)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24213,10 +24551,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24217, "tcompile.h", 24217)
+#line TC__LINE_AT(24555, "tcompile.h", 24555)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24220)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24558)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -24345,7 +24683,11 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         }
 #ifndef TC_NO_CUDA
         /* the first call's inputs choose the device its programs run on */
-        if (i == 0 && f->nentries == 0 && f->calls == 0) f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+        if (i == 0 && f->nentries == 0 && f->calls == 0) {
+            f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+            /* attention has no CUDA kernel before part 2: as matmuls and a softmax */
+            if (f->be == &tc__cuda_backend && f->decompose == 1) f->decompose = 2;
+        }
 #endif
         if (inputs[i]->device != f->be->device) {
             tc__fmt(f->err, sizeof f->err, "tc_call: input %d is on %s but the function runs on %s (its first call's inputs' "
@@ -24438,10 +24780,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(24442, "tcompile.h", 24442)
+#line TC__LINE_AT(24784, "tcompile.h", 24784)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 24445)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 24787)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -24642,10 +24984,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(24646, "tcompile.h", 24646)
+#line TC__LINE_AT(24988, "tcompile.h", 24988)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 24649)
+#line TC__LINE_AT(1, "src/license.h", 24991)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -24687,7 +25029,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(24691, "tcompile.h", 24691)
+#line TC__LINE_AT(25033, "tcompile.h", 25033)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -22,8 +22,9 @@ typedef struct cg_case {
 
 enum {
     CG_UNARY, CG_BINARY, CG_BINARY_LEFT, CG_WHERE, CG_CAST, CG_SUM0, CG_SUM1, CG_SUM_ALL, CG_MEAN1, CG_MAX1, CG_MIN0,
-    CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_MATMUL, CG_LINEAR_GELU,
-    CG_KINDS
+    CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_MATMUL, CG_LINEAR_GELU, CG_SDPA,
+    CG_CONV, CG_MAXPOOL, CG_AVGPOOL, CG_ADAPTIVE, CG_CONCAT, CG_PAD, CG_EMBEDDING, CG_INDEX_SELECT, CG_GATHER,
+    CG_ARGMAX, CG_VAR, CG_ISUM, CG_KINDS
 };
 
 static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -53,6 +54,41 @@ static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **
         break;
     case CG_ATTRS: out[0] = tc_softplus(ctx, tc_clamp(ctx, x, -2.0, 3.0), 2.0, 10.0); break;
     case CG_MATMUL: out[0] = tc_matmul(ctx, x, in[1]); break;
+    case CG_SDPA: out[0] = tc_scaled_dot_product_attention(ctx, x, in[1], in[2], NULL, 1, 0.0); break;
+    case CG_CONV: {
+        tc_conv2d_opts co;
+        memset(&co, 0, sizeof co);
+        co.stride[0] = co.stride[1] = 2, co.padding[0] = co.padding[1] = 1, co.groups = 2;
+        out[0] = tc_conv2d(ctx, x, in[1], in[2], &co);
+        break;
+    }
+    case CG_MAXPOOL:
+    case CG_AVGPOOL: {
+        tc_pool2d_opts po;
+        memset(&po, 0, sizeof po);
+        po.kernel[0] = po.kernel[1] = 3, po.stride[0] = po.stride[1] = 2, po.padding[0] = po.padding[1] = 1;
+        po.ceil_mode = c->kind == CG_AVGPOOL;
+        out[0] = c->kind == CG_MAXPOOL ? tc_max_pool2d(ctx, x, &po) : tc_avg_pool2d(ctx, x, &po);
+        break;
+    }
+    case CG_ADAPTIVE: out[0] = tc_adaptive_avg_pool2d(ctx, x, 3, 2); break;
+    case CG_CONCAT: {
+        tc_tensor *two[2];
+        two[0] = x, two[1] = tc_exp(ctx, in[1]);
+        out[0] = tc_concat(ctx, 2, two, 1);
+        break;
+    }
+    case CG_PAD: {
+        int64_t pd[4] = {1, 2, -1, 3};
+        out[0] = tc_pad(ctx, x, 4, pd, 0.5);
+        break;
+    }
+    case CG_EMBEDDING: out[0] = tc_embedding(ctx, x, in[1]); break;
+    case CG_INDEX_SELECT: out[0] = tc_index_select(ctx, x, 1, in[1]); break;
+    case CG_GATHER: out[0] = tc_gather(ctx, x, 1, in[1]); break;
+    case CG_ARGMAX: out[0] = tc_argmax(ctx, x, 1, ax1, 0); break;
+    case CG_VAR: out[0] = tc_var(ctx, x, 1, ax0, 1, 1); break;
+    case CG_ISUM: out[0] = tc_sum(ctx, x, 1, ax1, 0); break;
     case CG_LINEAR_GELU: out[0] = tc_gelu(ctx, tc_linear(ctx, x, in[1], in[2])); break;
     }
 }
@@ -74,7 +110,7 @@ static int cg_add(cg_case *cs, int n, int kind, int op, const char *name, int ni
     return n + 1;
 }
 
-/* Fills cs (room for 128) and returns how many. */
+/* Fills cs (room for 160) and returns how many. */
 static int cg_cases(cg_case *cs) {
     int n = 0, o;
     char nm[48];
@@ -137,6 +173,29 @@ static int cg_cases(cg_case *cs) {
     n = cg_add(cs, n, CG_LINEAR_GELU, 0, "gelu(linear(x, w, b))", 3, TC_F32, 67, 48);
     cs[n - 1].shape[1][0] = 80, cs[n - 1].shape[1][1] = 48;
     cs[n - 1].ndim[2] = 1, cs[n - 1].shape[2][0] = 80;
+    n = cg_add(cs, n, CG_SDPA, 0, "causal attention (decomposed)", 3, TC_F32, 19, 16);
+    /* images [2, 4, 9, 11]: conv (stride 2, padding 1, 2 groups, bias), pools, adaptive */
+    n = cg_add(cs, n, CG_CONV, 0, "conv2d 3x3 stride 2 groups 2", 3, TC_F32, 9, 11);
+    cs[n - 1].ndim[0] = 4, cs[n - 1].shape[0][0] = 2, cs[n - 1].shape[0][1] = 4, cs[n - 1].shape[0][2] = 9, cs[n - 1].shape[0][3] = 11;
+    cs[n - 1].ndim[1] = 4, cs[n - 1].shape[1][0] = 6, cs[n - 1].shape[1][1] = 2, cs[n - 1].shape[1][2] = 3, cs[n - 1].shape[1][3] = 3;
+    cs[n - 1].ndim[2] = 1, cs[n - 1].shape[2][0] = 6;
+    for (o = 0; o < 3; o++) {
+        static const char *const names[] = {"max_pool2d 3x3 stride 2", "avg_pool2d 3x3 ceil", "adaptive_avg_pool2d 3x2"};
+        n = cg_add(cs, n, CG_MAXPOOL + o, 0, names[o], 1, TC_F32, 9, 11);
+        cs[n - 1].ndim[0] = 4, cs[n - 1].shape[0][0] = 2, cs[n - 1].shape[0][1] = 4, cs[n - 1].shape[0][2] = 9, cs[n - 1].shape[0][3] = 11;
+    }
+    n = cg_add(cs, n, CG_CONCAT, 0, "concat along dim 1", 2, TC_F32, 7, 5);
+    cs[n - 1].shape[1][1] = 3;
+    n = cg_add(cs, n, CG_PAD, 0, "pad (and crop)", 1, TC_F32, 6, 9);
+    n = cg_add(cs, n, CG_EMBEDDING, 0, "embedding", 2, TC_F32, 50, 24);
+    cs[n - 1].dt[1] = TC_I32, cs[n - 1].shape[1][0] = 3, cs[n - 1].shape[1][1] = 7;
+    n = cg_add(cs, n, CG_INDEX_SELECT, 0, "index_select along dim 1", 2, TC_F32, 6, 20);
+    cs[n - 1].dt[1] = TC_I32, cs[n - 1].ndim[1] = 1, cs[n - 1].shape[1][0] = 9;
+    n = cg_add(cs, n, CG_GATHER, 0, "gather along dim 1", 2, TC_F32, 6, 20);
+    cs[n - 1].dt[1] = TC_I32, cs[n - 1].shape[1][1] = 8;
+    n = cg_add(cs, n, CG_ARGMAX, 0, "argmax over dim 1", 1, TC_F32, 13, 77);
+    n = cg_add(cs, n, CG_VAR, 0, "var over dim 0", 1, TC_F32, 40, 9);
+    n = cg_add(cs, n, CG_ISUM, 0, "sum of i32 over dim 1", 1, TC_I32, 9, 31);
     n = cg_add(cs, n, CG_GATES, 0, "gelu_tanh(1.5x + 0.25) * sigmoid(y)", 2, TC_F32, 31, 63);
     n = cg_add(cs, n, CG_ATTRS, 0, "softplus(clamp(x))", 1, TC_F32, 31, 63);
     return n;
@@ -156,7 +215,10 @@ static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
         t = tc_rand_uniform(ctx, c->ndim[i], c->shape[i], lo, hi, 1234u + 7u * (unsigned)i);
         if ((c->kind == CG_BINARY || c->kind == CG_BINARY_LEFT) && binops[c->op].kind == K_CMP)
             t = tc_floor(ctx, t); /* ties */
-        if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
+        if (c->dt[i] == TC_I32 && c->kind >= CG_EMBEDDING && c->kind <= CG_GATHER) { /* valid indices */
+            double range = (double)c->shape[0][c->kind == CG_EMBEDDING ? 0 : 1];
+            t = tc_floor(ctx, tc_mul_scalar(ctx, tc_add_scalar(ctx, t, 3.0), range / 6.0 - 1e-3));
+        } else if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
         if (c->kind >= CG_MATMUL) t = tc_mul_scalar(ctx, t, 0.3); /* sums of products stay near 1 */
         in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
     }

@@ -297,7 +297,7 @@ static double cg_tol(const cg_case *c) {
 }
 
 TC_TEST(test_compiled_graphs_match_cpu) {
-    static cg_case cs[128];
+    static cg_case cs[160];
     int n = cg_cases(cs), i, calls;
     for (i = 0; i < n; i++) {
         const cg_case *c = &cs[i];
@@ -360,13 +360,20 @@ TC_TEST(test_eager_ops_on_device) {
         tc_tensor *m = tc_matmul(ctx, dx, tc_transpose(ctx, dx, 0, 1)), *mc = tc_matmul(ctx, x, tc_transpose(ctx, x, 0, 1));
         TC_CHECKF(tc_status(m) == TC_OK && tct_maxrel_scaled(m, mc) <= 1e-5, "matmul: %s", tc_error(m));
     }
-    /* an op with no CUDA kernel yet fails cleanly, naming itself */
+    /* what the GPU cannot do yet fails cleanly, naming the op and the site */
     {
-        tc_tensor *two[2], *m;
-        two[0] = dx, two[1] = dx;
-        m = tc_concat(ctx, 2, two, 0);
-        TC_CHECKF(tc_status(m) == TC_ERR_UNSUPPORTED && strstr(tc_error(m), "concat") && strstr(tc_error(m), "test_cuda.c:"),
-                  "concat: %s / %s", tc_result_string(tc_status(m)), tc_error(m));
+        tc_tensor *m = tc_copy(ctx, tc_to(ctx, tc_zeros(ctx, TC_F32, 2, shape), TC_CUDA), dx);
+        TC_CHECKF(tc_status(m) == TC_ERR_UNSUPPORTED && strstr(tc_error(m), "tc_copy (") && strstr(tc_error(m), "test_cuda.c:"),
+                  "copy: %s / %s", tc_result_string(tc_status(m)), tc_error(m));
+    }
+    /* an index out of range is TC_ERR_INDEX, checked on the device */
+    {
+        int32_t bad[3] = {1, 70, 2};
+        int64_t three[1] = {3};
+        tc_tensor *idx = tc_to(ctx, tc_from_data(ctx, TC_I32, 1, three, bad), TC_CUDA);
+        tc_tensor *m = tc_index_select(ctx, dx, 1, idx);
+        TC_CHECKF(tc_status(m) == TC_ERR_INDEX && strstr(tc_error(m), "index_select"), "index: %s / %s",
+                  tc_result_string(tc_status(m)), tc_error(m));
     }
     tc_ctx_clear_error(ctx);
 }

@@ -11,7 +11,7 @@
 #include "cuda_graphs.h"
 
 static tc_ctx *ctx;
-static cg_case cases[128];
+static cg_case cases[160];
 static int ncases;
 static char log_buf[1 << 20];
 
@@ -22,6 +22,7 @@ static char *case_source(const cg_case *c) {
     tc_fn *f;
     memset(&o, 0, sizeof o);
     o.num_inputs = c->nin;
+    o.decompose = 1; /* as the CUDA backend decomposes (attention into matmuls and a softmax) */
     f = tc_compile(ctx, cg_model, (void *)c, &o);
     char *src = NULL;
     size_t n;

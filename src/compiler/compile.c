@@ -126,7 +126,11 @@ TC__FN tc_result tc__call_check(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         }
 #ifndef TC_NO_CUDA
         /* the first call's inputs choose the device its programs run on */
-        if (i == 0 && f->nentries == 0 && f->calls == 0) f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+        if (i == 0 && f->nentries == 0 && f->calls == 0) {
+            f->be = inputs[0]->device == TC_CUDA ? &tc__cuda_backend : &tc__cpu_backend;
+            /* attention has no CUDA kernel before part 2: as matmuls and a softmax */
+            if (f->be == &tc__cuda_backend && f->decompose == 1) f->decompose = 2;
+        }
 #endif
         if (inputs[i]->device != f->be->device) {
             tc__fmt(f->err, sizeof f->err, "tc_call: input %d is on %s but the function runs on %s (its first call's inputs' "

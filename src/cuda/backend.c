@@ -97,6 +97,15 @@ TC__FN int tc__cuda_is_gemm(const tc__launch *l) {
     return l->kernel < 0 && !l->is_view && (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR);
 }
 
+/* Whether launch l runs a kernel of its own op (tco<launch>): none of the
+ * other kinds, and one cuda/codegen.c knows. */
+TC__FN int tc__cuda_is_op(const tc__program *p, const tc__launch *l, const tc__kernel *xk) {
+    tc__text probe;
+    if (l->kernel >= 0 || l->is_view || tc__cuda_is_gemm(l) || xk[l - p->launch].ncode > 0) return 0;
+    memset(&probe, 0, sizeof probe); /* measures only */
+    return tc__cuda_emit_op(&probe, "probe", &l->call, &p->hdr[l->node]) == 1;
+}
+
 /* p's CUDA C: its fused kernels (tck<k>), its launches' own pointwise
  * kernels xk[0..nlaunch) (tcx<launch>, ncode 0: none) and GEMMs
  * (tcg<launch>). */
@@ -117,6 +126,13 @@ TC__FN char *tc__cuda_source(const tc__program *p, const tc__kernel *xk) {
             tc__cuda_emit_gemm(&sb, name, l->call.ins[0]->dtype, l->call.ins[1]->dtype, p->hdr[l->node].dtype,
                                l->call.op == TC__OP_LINEAR && l->call.ins[2],
                                l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32);
+        }
+        for (k = 0; k < p->nlaunch; k++) {
+            const tc__launch *l = &p->launch[k];
+            char name[32];
+            if (!tc__cuda_is_op(p, l, xk)) continue;
+            tc__fmt(name, sizeof name, "tco%d", k);
+            tc__cuda_emit_op(&sb, name, &l->call, &p->hdr[l->node]);
         }
         for (k = 0; k < fu->nk + nx; k++) {
             const tc__kernel *kk = k < fu->nk ? &fu->k[k] : &xk[k - fu->nk];
@@ -325,6 +341,7 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
         return tc__msg(&l->call, TC_ERR_OOM, "out of memory generating CUDA code");
     }
     cp->nk = p->fu.nk;
+    memset(cp->xfn, 0, sizeof(tc__CUfunction) * (size_t)(p->nlaunch + 1));
     if (!(cp->ws = (tc__CUdeviceptr *)tc__malloc(sizeof(tc__CUdeviceptr) * (size_t)(p->nlaunch + 1))) ||
         !(cp->ws_cap = (size_t *)tc__malloc(sizeof(size_t) * (size_t)(p->nlaunch + 1)))) {
         TC_FREE(src);
@@ -361,8 +378,9 @@ TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l)
     for (k = 0; k < cp->nk + cp->nx; k++) {
         char name[32];
         int gemm = k >= cp->nk && tc__cuda_is_gemm(&p->launch[k - cp->nk]);
-        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm) continue;
-        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
+        int op = k >= cp->nk && tc__cuda_is_op(p, &p->launch[k - cp->nk], cp->xk);
+        if (k >= cp->nk && cp->xk[k - cp->nk].ncode == 0 && !gemm && !op) continue;
+        tc__fmt(name, sizeof name, k < cp->nk ? "tck%d" : gemm ? "tcg%d" : op ? "tco%d" : "tcx%d", k < cp->nk ? k : k - cp->nk);
         if ((cr = tc__cu.cu.ModuleGetFunction(k < cp->nk ? &cp->fn[k] : &cp->xfn[k - cp->nk], cp->mod, name)) !=
             TC__CUDA_SUCCESS) {
             tc__cuda_prog_free(cp);
@@ -513,6 +531,49 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return TC_OK;
 }
 
+/* Launch l's own op kernel (cuda/codegen.c's tc__cuda_emit_op): the
+ * inputs' and the output's addresses and, for the index ops, a flag the
+ * kernel raises on an index out of range, read back after the launch
+ * (not inside a capture: a replay checks nothing). */
+TC__FN tc_result tc__cuda_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
+    const tc__call *c = &l->call;
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int64_t pb[TC__MAX_IN + 2], n = tc__numel(out), g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
+    int li = (int)(l - p->launch), k, index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
+    void *args[1];
+    tc__CUresult cr;
+    int flag = 0;
+    tc__CUstreamCaptureStatus cs = TC__CU_STREAM_CAPTURE_STATUS_NONE;
+    if (n == 0) return TC_OK;
+    memset(pb, 0, sizeof pb);
+    for (k = 0; k < c->nin && k < TC__MAX_IN; k++) pb[k] = c->ins[k] ? (int64_t)(uintptr_t)tc__base(c->ins[k]) : 0;
+    pb[c->nin > 0 ? c->nin : 1] = (int64_t)(uintptr_t)tc__base(out);
+    if (index) {
+        if (!cp->ws[li]) {
+            size_t capb;
+            tc__CUdeviceptr f = tc__cuda_alloc(ctx, sizeof(int), &capb, "an index flag");
+            if (!f) return tc__msg(&l->call, ctx->first_status ? ctx->first_status : TC_ERR_DEVICE, "%s", ctx->first_err);
+            cp->ws[li] = f;
+            cp->ws_cap[li] = capb;
+        }
+        pb[(c->nin > 0 ? c->nin : 1) + 1] = (int64_t)cp->ws[li];
+        if ((cr = tc__cu.cu.MemsetD8Async(cp->ws[li], 0, sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS)
+            return tc__msg(&l->call, tc__cu_result(cr), "clearing the index flag: %s", tc__cu_errname(cr));
+    }
+    args[0] = pb;
+    cr = tc__cu.cu.LaunchKernel(fn, (unsigned)(g < cap ? g : cap), 1, 1, TC__CU_BLOCK, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    if (cr != TC__CUDA_SUCCESS)
+        return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (%s): %s", tc__optable[c->op].name, tc__cu_errname(cr));
+    if (index && tc__cu.cu.StreamIsCapturing(ctx->cuda->stream, &cs) == TC__CUDA_SUCCESS && cs == TC__CU_STREAM_CAPTURE_STATUS_NONE) {
+        if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flag, cp->ws[li], sizeof flag, ctx->cuda->stream)) == TC__CUDA_SUCCESS)
+            cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
+        if (cr != TC__CUDA_SUCCESS)
+            return tc__msg(&l->call, tc__cu_result(cr), "reading the index flag: %s", tc__cu_errname(cr));
+        if (flag) return tc__msg(&l->call, TC_ERR_INDEX, "an index is out of range (checked on the GPU)");
+    }
+    return TC_OK;
+}
+
 /* An op with no fused kernel: a pointwise op of its own, a matmul or
  * linear (the GEMM kernel, then its epilogue kernel), a constant the graph
  * owns.  Convolution, attention and the data-movement ops need their CUDA
@@ -533,6 +594,7 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
         return r;
     }
+    if (cp->xfn[l - p->launch]) return tc__cuda_op(p, ctx, l, out, cp->xfn[l - p->launch]);
     if (c->op == TC__OP_FROM_DATA) {
         /* data the graph owns (it outlives the copy), uploaded per run: an
          * intermediate may use its memory between runs */

@@ -26,6 +26,14 @@
 
 #define TC__CU_BLOCK 256 /* threads per block (a multiple of the warp)     */
 
+/* A double's bits, for printing it exactly. */
+TC__FN uint64_t tc__f64_bits(double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+
 /* The prelude: conversions, combiners, the ops as device functions. */
 #define TC__CU_UN_(ID, name, cost, i, f, v)                                                                    \
     "__device__ __forceinline__ float tc_" #name "(float x, float p0, float p1) { (void)p0; (void)p1; return (float)(" #f "); }\n",
@@ -315,6 +323,273 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
     tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n",
                     dc == TC_F32 ? "" : dc == TC_F16 ? "tc_f2h" : dc == TC_BF16 ? "tc_f2b" : dc == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
                     dc == TC_BOOL ? ")" : "");
+}
+
+/* ---- the ops the fuser leaves alone: one kernel per launch ----------------- */
+
+/* Element k's address expression of input `in` at index variables
+ * <var>0..<var>n (row-major over its own dims, its own strides), baked. */
+TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var) {
+    int d;
+    tc__text_printf(o, "((const %s *)p.in[%d])[0", tc__cu_ctype(t->dtype), k);
+    for (d = 0; d < t->ndim; d++) tc__text_printf(o, " + (i64)%s%d * %lld", var, d, (long long)t->strides[d]);
+    tc__text_printf(o, "]");
+}
+
+/* The float value of an element expression of dtype dt. */
+TC__FN const char *tc__cu_tof(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_h2f" : dt == TC_BF16 ? "tc_b2f" : dt == TC_BOOL ? "(float)(0 != " : "(float)(";
+}
+TC__FN const char *tc__cu_tof_end(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt == TC_BF16 ? "" : ")"; }
+
+/* "out[e] = <value of the element expression printed by fn>" with the
+ * conversion the dtypes need (the bits as they are when they agree). */
+TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
+    if (from == to) tc__text_printf(o, "      out[e] = ");
+    else
+        tc__text_printf(o, "      out[e] = %s(%s", to == TC_F32 ? "" : to == TC_F16 ? "tc_f2h" : to == TC_BF16 ? "tc_f2b" : to == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
+                        tc__cu_tof(from));
+}
+TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
+    if (from == to) tc__text_printf(o, ";\n");
+    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), to == TC_BOOL ? ")" : "");
+}
+
+/* The grid-stride loop over the output's elements, e and its index o<d>. */
+TC__FN void tc__cu_out_loop(tc__text *o, const char *name, const tc_tensor *out, int nin) {
+    int d;
+    tc__text_printf(o, "\nstruct P_%s { u64 in[%d]; u64 out; u64 flag; };\n", name, nin > 0 ? nin : 1);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const P_%s p) {\n", TC__CU_BLOCK, name, name);
+    tc__text_printf(o, "  %s *out = (%s *)p.out;\n  int *flag = (int *)p.flag; (void)flag;\n  const i64 n = %lldLL;\n",
+                    tc__cu_ctype(out->dtype), tc__cu_ctype(out->dtype), (long long)tc__numel(out));
+    tc__text_printf(o, "  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n"
+                       "    i64 t_ = e;\n");
+    for (d = out->ndim - 1; d >= 0; d--)
+        tc__text_printf(o, "    const i64 o%d = t_ %% %lldLL; t_ /= %lldLL; (void)o%d;\n", d, (long long)out->shape[d],
+                        (long long)(out->shape[d] > 0 ? out->shape[d] : 1), d);
+}
+
+/* The index variable idx<d> of input `idx` read at s<..>, checked against
+ * [0, n): out of range raises the flag and reads index 0 (the call then
+ * fails with TC_ERR_INDEX, as on the CPU). */
+TC__FN void tc__cu_index(tc__text *o, const tc_tensor *idx, int k, const char *var, int64_t n) {
+    tc__text_printf(o, "      i64 ix = ");
+    tc__cu_elem(o, idx, k, var);
+    tc__text_printf(o, ";\n      if (ix < 0 || ix >= %lldLL) { atomicExch(flag, 1); ix = 0; }\n", (long long)n);
+}
+
+/* out[e] = input k at s<0..>, converted. */
+TC__FN void tc__cu_copy_from(tc__text *o, const tc_tensor *t, int k, const tc_tensor *out) {
+    tc__cu_assign_begin(o, t->dtype, out->dtype);
+    tc__cu_elem(o, t, k, "s");
+    tc__cu_assign_end(o, t->dtype, out->dtype);
+}
+
+TC__FN const char *tc__cu_fromf(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_f2h" : dt == TC_BF16 ? "tc_f2b" : dt == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ";
+}
+
+/* A window over the image of x at output (o_{n-2}, o_{n-1}) of channel c:
+ * max or average pooling, or a direct convolution summed over the group's
+ * input channels (part 1's: part 2's is an implicit GEMM on tensor cores). */
+TC__FN void tc__cu_window(tc__text *o, const tc__call *c, const tc_tensor *x, const tc_tensor *out, int conv) {
+    int nd = out->ndim, three = x->ndim == 3;
+    int64_t C = x->shape[x->ndim - 3], H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1];
+    int64_t kh = c->a.i[0], kw = c->a.i[1], sh = c->a.i[2], sw = c->a.i[3], ph = c->a.i[4], pw = c->a.i[5];
+    int64_t dh = c->a.i[6], dw = c->a.i[7];
+    const tc_tensor *w = conv ? c->ins[1] : NULL, *b = conv ? c->ins[2] : NULL;
+    int64_t groups = conv ? c->a.i[8] : 1, cg = conv ? C / groups : 1, og = conv ? out->shape[nd - 3] / groups : 1;
+    tc__text_printf(o, "    const i64 n_ = %s, ch = o%d, oh = o%d, ow = o%d;\n    float acc = %s;\n", three ? "0" : "o0",
+                    nd - 3, nd - 2, nd - 1, conv || c->op == TC__OP_AVG_POOL2D ? "0.f" : "-TC_INF");
+    tc__text_printf(o, "    (void)n_;\n");
+    if (conv) tc__text_printf(o, "    for (i64 ci = (ch / %lldLL) * %lldLL; ci < (ch / %lldLL + 1) * %lldLL; ci++)\n", (long long)og,
+                              (long long)cg, (long long)og, (long long)cg);
+    else tc__text_printf(o, "    { const i64 ci = ch;\n");
+    tc__text_printf(o, "    for (i64 ki = 0; ki < %lldLL; ki++) for (i64 kj = 0; kj < %lldLL; kj++) {\n"
+                       "      const i64 ih = oh * %lldLL - %lldLL + ki * %lldLL, iw = ow * %lldLL - %lldLL + kj * %lldLL;\n"
+                       "      if (ih < 0 || ih >= %lldLL || iw < 0 || iw >= %lldLL) continue;\n",
+                    (long long)kh, (long long)kw, (long long)sh, (long long)ph, (long long)dh, (long long)sw, (long long)pw,
+                    (long long)dw, (long long)H, (long long)W);
+    tc__text_printf(o, "      const float v = %s(((const %s *)p.in[0])[n_ * %lldLL + ci * %lldLL + ih * %lldLL + iw * %lldLL])%s;\n",
+                    tc__cu_tof(x->dtype), tc__cu_ctype(x->dtype), (long long)(three ? 0 : x->strides[0]),
+                    (long long)x->strides[x->ndim - 3], (long long)x->strides[x->ndim - 2], (long long)x->strides[x->ndim - 1],
+                    tc__cu_tof_end(x->dtype));
+    if (conv)
+        tc__text_printf(o, "      acc = fmaf(v, %s(((const %s *)p.in[1])[ch * %lldLL + (ci %% %lldLL) * %lldLL + ki * %lldLL + kj * %lldLL])%s, acc);\n",
+                        tc__cu_tof(w->dtype), tc__cu_ctype(w->dtype), (long long)w->strides[0], (long long)cg,
+                        (long long)w->strides[1], (long long)w->strides[2], (long long)w->strides[3], tc__cu_tof_end(w->dtype));
+    else if (c->op == TC__OP_MAX_POOL2D) tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n");
+    else tc__text_printf(o, "      acc += v;\n");
+    tc__text_printf(o, "    }\n%s", conv ? "" : "    }\n");
+    if (c->op == TC__OP_AVG_POOL2D) { /* PyTorch's divisor: the window clipped to the padded image, or to the image */
+        tc__text_printf(o, "    {\n      i64 h0 = oh * %lldLL - %lldLL, w0 = ow * %lldLL - %lldLL;\n"
+                           "      i64 h1 = h0 + %lldLL < %lldLL ? h0 + %lldLL : %lldLL, w1 = w0 + %lldLL < %lldLL ? w0 + %lldLL : %lldLL;\n"
+                           "      i64 cnt = (h1 - h0) * (w1 - w0);\n",
+                        (long long)sh, (long long)ph, (long long)sw, (long long)pw, (long long)kh, (long long)(H + ph),
+                        (long long)kh, (long long)(H + ph), (long long)kw, (long long)(W + pw), (long long)kw, (long long)(W + pw));
+        if (c->a.i[10]) /* exclude_pad */
+            tc__text_printf(o, "      h0 = h0 < 0 ? 0 : h0; w0 = w0 < 0 ? 0 : w0; h1 = h1 > %lldLL ? %lldLL : h1; w1 = w1 > %lldLL ? %lldLL : w1;\n"
+                               "      cnt = (h1 - h0) * (w1 - w0);\n",
+                            (long long)H, (long long)H, (long long)W, (long long)W);
+        tc__text_printf(o, "      acc = cnt > 0 ? acc / (float)cnt : 0.f;\n    }\n");
+    }
+    if (b) tc__text_printf(o, "    acc += %s(((const %s *)p.in[2])[ch * %lldLL])%s;\n", tc__cu_tof(b->dtype), tc__cu_ctype(b->dtype),
+                           (long long)b->strides[0], tc__cu_tof_end(b->dtype));
+    tc__text_printf(o, "    out[e] = %s(acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+}
+
+/* A reduction the fuser leaves alone (argmax, var, integer sums, empty
+ * ones): each output element's thread walks its reduced elements in
+ * row-major order, in double (integers in 64 bits), as the eager kernels
+ * define them.  Part 1's; part 2 splits long ones across a block. */
+TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, const tc_tensor *out) {
+    int d, od = 0, keep = (int)c->a.i[TC_MAX_DIMS], ints = !tc__is_float(x->dtype) && c->op != TC__OP_MEAN && c->op != TC__OP_VAR;
+    int64_t rn = 1;
+    for (d = 0; d < x->ndim; d++) { /* kept dims read the output's index, reduced ones loop */
+        if (c->a.i[d]) {
+            rn *= x->shape[d];
+            if (keep) od++;
+        } else tc__text_printf(o, "    const i64 s%d = o%d;\n", d, od++);
+    }
+    tc__text_printf(o, "    %s acc = %s; i64 best = -1, cnt = 0; (void)best; (void)cnt;\n    %s sq = 0; (void)sq;\n",
+                    ints ? "long long" : "double",
+                    c->op == TC__OP_MAX || c->op == TC__OP_ARGMAX ? (ints ? "-9223372036854775807LL - 1" : "-(double)TC_INF")
+                    : c->op == TC__OP_MIN ? (ints ? "9223372036854775807LL" : "(double)TC_INF") : "0",
+                    ints ? "long long" : "double");
+    for (d = 0; d < x->ndim; d++)
+        if (c->a.i[d]) tc__text_printf(o, "    for (i64 s%d = 0; s%d < %lldLL; s%d++)\n", d, d, (long long)x->shape[d], d);
+    tc__text_printf(o, "    {\n      const %s v = (%s)%s", ints ? "long long" : "double", ints ? "long long" : "double", tc__cu_tof(x->dtype));
+    tc__cu_elem(o, x, 0, "s");
+    tc__text_printf(o, "%s;\n", tc__cu_tof_end(x->dtype));
+    switch (c->op) {
+    case TC__OP_MAX: tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n"); break;
+    case TC__OP_MIN: tc__text_printf(o, "      acc = (v < acc || v != v) ? v : acc;\n"); break;
+    case TC__OP_ARGMAX: /* the first NaN, else the first maximum */
+        tc__text_printf(o, "      if (best < 0 || ((v > acc || v != v) && acc == acc)) { acc = v; best = cnt; }\n      cnt++;\n");
+        break;
+    case TC__OP_VAR: tc__text_printf(o, "      acc += v; sq += v * v; cnt++;\n"); break;
+    default: tc__text_printf(o, "      acc += v;\n"); break;
+    }
+    tc__text_printf(o, "    }\n");
+    if (c->op == TC__OP_MEAN) tc__text_printf(o, "    acc = acc / (double)%lldLL;\n", (long long)rn);
+    if (c->op == TC__OP_VAR) /* sum of squared deviations from the mean, in double */
+        tc__text_printf(o, "    { double m = acc / (double)%lldLL; double dev = sq - acc * m; if (dev < 0) dev = 0;"
+                           " acc = dev / (double)(%lldLL - %lldLL); }\n",
+                        (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
+    if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
+    else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
+    else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+}
+
+/* Appends launch c's op (output out) as kernel `name`; 0 when the op has
+ * no CUDA kernel yet.  Shapes, strides and attributes are baked in: these
+ * programs are built per signature. */
+TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out) {
+    const tc_tensor *x = c->nin > 0 ? c->ins[0] : NULL;
+    int d, k, nd = out->ndim;
+    TC__OTHER_OPS_CHECK(41);
+    switch (c->op) {
+    case TC__OP_CONCAT: {
+        int dim = (int)c->a.i[1];
+        int64_t at = 0;
+        if (c->nin > TC__MAX_IN) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        for (k = 0; k < c->nin; k++) {
+            const tc_tensor *xi = c->ins[k];
+            tc__text_printf(o, "    %sif (o%d < %lldLL) {\n", k ? "else " : "", dim, (long long)(at + xi->shape[dim]));
+            for (d = 0; d < nd; d++)
+                tc__text_printf(o, "      const i64 s%d = o%d - %lldLL;\n", d, d, (long long)(d == dim ? at : 0));
+            tc__cu_copy_from(o, xi, k, out);
+            tc__text_printf(o, "    }\n");
+            at += xi->shape[dim];
+        }
+        break;
+    }
+    case TC__OP_PAD:
+        tc__cu_out_loop(o, name, out, 1);
+        tc__text_printf(o, "    int inside = 1;\n");
+        for (d = 0; d < nd; d++)
+            tc__text_printf(o, "    const i64 s%d = o%d - %lldLL; inside &= s%d >= 0 && s%d < %lldLL;\n", d, d,
+                            (long long)c->a.i[2 * d], d, d, (long long)x->shape[d]);
+        tc__text_printf(o, "    if (inside) {\n");
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    } else out[e] = %s(__uint_as_float(0x%08xu))%s;\n", tc__cu_fromf(out->dtype),
+                        (unsigned)tc__f32_to_bits((float)c->a.f[0]), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    case TC__OP_EMBEDDING: { /* out[i.., j] = w[idx[i..], j] */
+        const tc_tensor *idx = c->ins[1];
+        tc__cu_out_loop(o, name, out, 2);
+        tc__text_printf(o, "    {\n");
+        tc__cu_index(o, idx, 1, "o", x->shape[0]);
+        tc__text_printf(o, "      const i64 s0 = ix, s1 = o%d;\n", nd - 1);
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    case TC__OP_INDEX_SELECT:
+    case TC__OP_GATHER: { /* s_dim = idx[o_dim] (index_select) or idx[o..] (gather); s_d = o_d elsewhere */
+        const tc_tensor *idx = c->ins[1];
+        int dim = (int)c->a.i[1];
+        tc__cu_out_loop(o, name, out, 2);
+        tc__text_printf(o, "    {\n");
+        if (c->op == TC__OP_INDEX_SELECT) { /* idx is 0-d or 1-D: read at the output's dim */
+            if (x->ndim > 0 && idx->ndim > 0) tc__text_printf(o, "      const i64 q0 = o%d;\n", dim);
+            else tc__text_printf(o, "      const i64 q0 = 0; (void)q0;\n");
+            tc__cu_index(o, idx, 1, "q", x->ndim > 0 ? x->shape[dim] : 1);
+        } else tc__cu_index(o, idx, 1, "o", x->ndim > 0 ? x->shape[dim] : 1);
+        for (d = 0; d < x->ndim; d++)
+            if (d == dim) tc__text_printf(o, "      const i64 s%d = ix;\n", d);
+            else tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
+        if (x->ndim == 0) tc__text_printf(o, "      (void)ix;\n");
+        tc__cu_copy_from(o, x, 0, out);
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    case TC__OP_CONV2D:
+    case TC__OP_MAX_POOL2D:
+    case TC__OP_AVG_POOL2D:
+        tc__cu_out_loop(o, name, out, c->op == TC__OP_CONV2D ? 3 : 1);
+        tc__cu_window(o, c, x, out, c->op == TC__OP_CONV2D);
+        break;
+    case TC__OP_ADAPTIVE_AVG_POOL2D: { /* the window [floor(o H / OH), ceil((o + 1) H / OH)) */
+        int64_t H = x->shape[x->ndim - 2], W = x->shape[x->ndim - 1], OH = out->shape[nd - 2], OW = out->shape[nd - 1];
+        tc__cu_out_loop(o, name, out, 1);
+        tc__text_printf(o, "    const i64 h0 = o%d * %lldLL / %lldLL, h1 = ((o%d + 1) * %lldLL + %lldLL - 1) / %lldLL;\n"
+                           "    const i64 w0 = o%d * %lldLL / %lldLL, w1 = ((o%d + 1) * %lldLL + %lldLL - 1) / %lldLL;\n"
+                           "    double acc = 0;\n    for (i64 ih = h0; ih < h1; ih++) for (i64 iw = w0; iw < w1; iw++) {\n",
+                        nd - 2, (long long)H, (long long)OH, nd - 2, (long long)H, (long long)OH, (long long)OH, nd - 1,
+                        (long long)W, (long long)OW, nd - 1, (long long)W, (long long)OW, (long long)OW);
+        for (d = 0; d < x->ndim - 2; d++) tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
+        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
+                        tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    }
+    case TC__OP_FULL: /* the value as eager stores it (double, converted once) */
+    case TC__OP_ARANGE:
+        tc__cu_out_loop(o, name, out, 0);
+        if (c->op == TC__OP_FULL) tc__text_printf(o, "    const double v = __longlong_as_double(0x%016llxLL);\n", (unsigned long long)tc__f64_bits(c->a.f[0]));
+        else
+            tc__text_printf(o, "    const double v = __longlong_as_double(0x%016llxLL) + (double)e * __longlong_as_double(0x%016llxLL);\n",
+                            (unsigned long long)tc__f64_bits(c->a.f[0]), (unsigned long long)tc__f64_bits(c->a.f[2]));
+        if (out->dtype == TC_I32)
+            tc__text_printf(o, "    out[e] = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v;\n");
+        else tc__text_printf(o, "    out[e] = %s((float)v)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+        break;
+    case TC__OP_SUM:
+    case TC__OP_MEAN:
+    case TC__OP_MAX:
+    case TC__OP_MIN:
+    case TC__OP_ARGMAX:
+    case TC__OP_VAR:
+        tc__cu_out_loop(o, name, out, 1);
+        tc__cu_reduce(o, c, x, out);
+        break;
+    default: return 0;
+    }
+    tc__text_printf(o, "  }\n}\n");
+    return 1;
 }
 
 /* Appends the prelude. */
