@@ -8809,6 +8809,7 @@ struct tc_safetensors {
     uint64_t data_len;
     int n, nmeta;
     tc__sft_entry *e;
+    int *by_name;              /* e's indices in name order (tc_safetensors_find) */
     char **meta;               /* nmeta (key, value) pairs */
     char path[256];            /* for messages (may be cut short) */
 };
@@ -8826,6 +8827,15 @@ static const struct {
     {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
 };
 #define TC__ST_NDTYPES ((int)(sizeof tc__sft_dtypes / sizeof tc__sft_dtypes[0]))
+
+#ifdef TCOMPILE_TESTING
+/* Tests count the name comparisons of lookups and of the writer's check
+ * for repeated names: a lookup must stay logarithmic in the entries. */
+static long tc__sft_name_cmps = 0;
+#define TC__SFT_NAME_CMP_COUNT() (tc__sft_name_cmps++)
+#else
+#define TC__SFT_NAME_CMP_COUNT() ((void)0)
+#endif
 
 /* ---- the header parser --------------------------------------------------------- */
 
@@ -9165,6 +9175,13 @@ TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
             tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
             ok = 0;
         }
+    /* the name order kept: a lookup is a binary search, so loading every
+     * tensor of a file is n log n, not n^2 */
+    if (ok && !(sf->by_name = (int *)tc__malloc(sizeof(int) * (size_t)(sf->n > 0 ? sf->n : 1)))) {
+        tc__fmt(err, errcap, "out of memory");
+        ok = 0;
+    }
+    for (i = 0; i < sf->n && ok; i++) sf->by_name[i] = (int)(ord[i] - sf->e);
     TC_FREE(ord);
     return ok;
 }
@@ -9177,6 +9194,7 @@ TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     for (i = 0; i < sf->n; i++) TC_FREE(sf->e[i].name);
     for (i = 0; i < 2 * sf->nmeta; i++) TC_FREE(sf->meta[i]);
     TC_FREE(sf->e);
+    TC_FREE(sf->by_name);
     TC_FREE(sf->meta);
     tc__unmap_file(&sf->map);
     TC_FREE(sf->heap);
@@ -9266,9 +9284,15 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
 TCDEF int tc_safetensors_count(const tc_safetensors *sf) { return sf ? sf->n : 0; }
 
 TCDEF int tc_safetensors_find(const tc_safetensors *sf, const char *name) {
-    int i;
-    for (i = 0; sf && name && i < sf->n; i++)
-        if (strcmp(sf->e[i].name, name) == 0) return i;
+    int lo = 0, hi = sf ? sf->n : 0;
+    if (!name) return -1;
+    while (lo < hi) { /* in by_name[lo, hi) */
+        int mid = lo + (hi - lo) / 2, c = strcmp(sf->e[sf->by_name[mid]].name, name);
+        TC__SFT_NAME_CMP_COUNT();
+        if (c == 0) return sf->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 
@@ -9448,6 +9472,31 @@ TC__FN char *tc__sft_header(int n, const char *const *names, tc_tensor *const *t
     return t.p;
 }
 
+TC__FN int tc__sft_cmp_str(const void *a, const void *b) {
+    TC__SFT_NAME_CMP_COUNT();
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* TC_OK when the n names are distinct: sorted, not each against all. */
+TC__FN tc_result tc__sft_names_unique(int n, const char *const *names, char *err, size_t errcap) {
+    const char **ord = (const char **)tc__malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
+    tc_result r = TC_OK;
+    int i;
+    if (!ord) {
+        tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
+        return TC_ERR_OOM;
+    }
+    for (i = 0; i < n; i++) ord[i] = names[i];
+    qsort((void *)ord, (size_t)n, sizeof ord[0], tc__sft_cmp_str);
+    for (i = 1; i < n && r == TC_OK; i++)
+        if (strcmp(ord[i - 1], ord[i]) == 0) {
+            tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", ord[i]);
+            r = TC_ERR_INVALID_ARG;
+        }
+    TC_FREE((void *)ord);
+    return r;
+}
+
 TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
                                     const char *const *metadata, char *err, size_t errcap) {
     char dummy[2], *hdr = NULL;
@@ -9455,6 +9504,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     unsigned char len8[8];
     FILE *fp;
     int i, k, ok;
+    tc_result r;
     if (!err || !errcap) err = dummy, errcap = sizeof dummy;
     err[0] = 0;
     if (!path || n < 0 || (n > 0 && (!names || !tensors))) {
@@ -9471,12 +9521,8 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
                     tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
             return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
         }
-        for (k = 0; k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) {
-                tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", names[i]);
-                return TC_ERR_INVALID_ARG;
-            }
     }
+    if ((r = tc__sft_names_unique(n, names, err, errcap)) != TC_OK) return r;
     if (!(hdr = tc__sft_header(n, names, tensors, metadata, &hlen))) {
         tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
         return TC_ERR_OOM;
@@ -9507,10 +9553,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9511, "tcompile.h", 9511)
+#line TC__LINE_AT(9557, "tcompile.h", 9557)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9514)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9560)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9948,10 +9994,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9952, "tcompile.h", 9952)
+#line TC__LINE_AT(9998, "tcompile.h", 9998)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9955)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10001)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10859,10 +10905,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10863, "tcompile.h", 10863)
+#line TC__LINE_AT(10909, "tcompile.h", 10909)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10866)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10912)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11417,10 +11463,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11421, "tcompile.h", 11421)
+#line TC__LINE_AT(11467, "tcompile.h", 11467)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11424)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11470)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12374,10 +12420,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12378, "tcompile.h", 12378)
+#line TC__LINE_AT(12424, "tcompile.h", 12424)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12381)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12427)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12479,7 +12525,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12483, "tcompile.h", 12483)
+#line TC__LINE_AT(12529, "tcompile.h", 12529)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12491,7 +12537,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12495)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12541)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12933,7 +12979,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12937, "tcompile.h", 12937)
+#line TC__LINE_AT(12983, "tcompile.h", 12983)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12950,7 +12996,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12954)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13000)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13392,7 +13438,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13396, "tcompile.h", 13396)
+#line TC__LINE_AT(13442, "tcompile.h", 13442)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13409,7 +13455,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13413)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13459)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13851,7 +13897,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13855, "tcompile.h", 13855)
+#line TC__LINE_AT(13901, "tcompile.h", 13901)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13868,7 +13914,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13872)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13918)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14310,7 +14356,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14314, "tcompile.h", 14314)
+#line TC__LINE_AT(14360, "tcompile.h", 14360)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14327,7 +14373,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14331)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14377)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15353,7 +15399,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15357, "tcompile.h", 15357)
+#line TC__LINE_AT(15403, "tcompile.h", 15403)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15370,7 +15416,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15374)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15420)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16396,7 +16442,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16400, "tcompile.h", 16400)
+#line TC__LINE_AT(16446, "tcompile.h", 16446)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16413,7 +16459,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16417)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16463)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17439,7 +17485,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17443, "tcompile.h", 17443)
+#line TC__LINE_AT(17489, "tcompile.h", 17489)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17456,7 +17502,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17460)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17506)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18482,7 +18528,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18486, "tcompile.h", 18486)
+#line TC__LINE_AT(18532, "tcompile.h", 18532)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18490,7 +18536,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18494)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18540)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19463,10 +19509,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19467, "tcompile.h", 19467)
+#line TC__LINE_AT(19513, "tcompile.h", 19513)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19470)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19516)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19792,10 +19838,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19796, "tcompile.h", 19796)
+#line TC__LINE_AT(19842, "tcompile.h", 19842)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19799)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19845)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20541,10 +20587,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20545, "tcompile.h", 20545)
+#line TC__LINE_AT(20591, "tcompile.h", 20591)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20548)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20594)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20606,10 +20652,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20610, "tcompile.h", 20610)
+#line TC__LINE_AT(20656, "tcompile.h", 20656)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20613)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20659)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21026,10 +21072,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21030, "tcompile.h", 21030)
+#line TC__LINE_AT(21076, "tcompile.h", 21076)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21033)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21079)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21120,10 +21166,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21124, "tcompile.h", 21124)
+#line TC__LINE_AT(21170, "tcompile.h", 21170)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21127)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21173)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21280,10 +21326,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21284, "tcompile.h", 21284)
+#line TC__LINE_AT(21330, "tcompile.h", 21330)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21287)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21333)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21895,10 +21941,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21899, "tcompile.h", 21899)
+#line TC__LINE_AT(21945, "tcompile.h", 21945)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21902)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21948)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22171,10 +22217,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22175, "tcompile.h", 22175)
+#line TC__LINE_AT(22221, "tcompile.h", 22221)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22178)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22224)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22377,10 +22423,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22381, "tcompile.h", 22381)
+#line TC__LINE_AT(22427, "tcompile.h", 22427)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22384)
+#line TC__LINE_AT(1, "src/license.h", 22430)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22422,7 +22468,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22426, "tcompile.h", 22426)
+#line TC__LINE_AT(22472, "tcompile.h", 22472)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -6,7 +6,9 @@
  * FIFO that must not block, thousands of random mutations of a valid file
  * (opened and read under ASan in `make test`), and an independent Python
  * implementation of the format (tests/safetensors_oracle.py, numpy) reading
- * what we write and writing what we read. */
+ * what we write and writing what we read; a file of 60,000 tensors saved,
+ * opened and loaded whole with n log n name comparisons. */
+#define TCOMPILE_TESTING /* the name comparisons' counter (tc__sft_name_cmps) */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
 #include "tc_test.h"
@@ -358,6 +360,59 @@ TC_TEST(test_mutations) {
     free(buf);
 }
 
+/* 60,000 tensors (a large model's checkpoint holds tens of thousands):
+ * saving checks the names for repeats and loading every one looks each up,
+ * both with O(n log n) name comparisons (counted), where the pairwise check
+ * and the linear lookup took n^2 / 2 (1.8e9: 5.2 s to load). */
+TC_TEST(test_many_tensors) {
+    enum { N = 60000 };
+    char path[300], err[300];
+    char(*names)[24] = (char(*)[24])malloc(sizeof(char[24]) * N);
+    const char **np = (const char **)malloc(sizeof(char *) * N);
+    tc_tensor **ts = (tc_tensor **)malloc(sizeof(tc_tensor *) * N);
+    tc_safetensors *st;
+    long cmps, bound = 4L * N * 16; /* 4 n log2(n) */
+    int i, bad = 0;
+    TC_CHECK(names && np && ts);
+    if (!names || !np || !ts) goto done;
+    tc_scope_begin(ctx);
+    for (i = 0; i < N; i++) {
+        /* not in name order, so the index must sort them */
+        snprintf(names[i], sizeof names[i], "layer.%d.w", (int)((i * 7919L) % N));
+        np[i] = names[i];
+        ts[i] = tc_full(ctx, TC_F32, 0, NULL, (double)((i * 7919L) % N));
+    }
+    path_of(path, sizeof path, "many.safetensors");
+    tc__sft_name_cmps = 0;
+    TC_CHECKF(tc_safetensors_save(path, N, np, ts, NULL, err, sizeof err) == TC_OK, "save: %s", err);
+    TC_CHECKF(tc__sft_name_cmps <= bound, "saving %d names took %ld comparisons (bound %ld)", N, tc__sft_name_cmps, bound);
+    tc_scope_end(ctx);
+    st = tc_safetensors_open(ctx, path, err, sizeof err);
+    TC_CHECKF(st != NULL, "open: %s", err);
+    if (!st) goto done;
+    TC_CHECK(tc_safetensors_count(st) == N);
+    tc__sft_name_cmps = 0;
+    tc_scope_begin(ctx);
+    for (i = 0; i < N; i++) {
+        char name[24];
+        tc_tensor *x;
+        snprintf(name, sizeof name, "layer.%d.w", i);
+        x = tc_safetensors_get(st, name);
+        if (tc_status(x) != TC_OK || tc_item(x) != (double)i) bad++;
+    }
+    cmps = tc__sft_name_cmps;
+    tc_scope_end(ctx);
+    TC_CHECKF(bad == 0, "%d of %d tensors not read back", bad, N);
+    TC_CHECKF(cmps <= bound, "loading %d tensors took %ld name comparisons (bound %ld)", N, cmps, bound);
+    TC_CHECK(tc_status(tc_safetensors_get(st, "layer.60000.w")) == TC_ERR_INDEX);
+    TC_CHECK(tc_safetensors_find(st, "layer.0.w") >= 0 && tc_safetensors_find(st, "layer.0.x") == -1);
+    tc_safetensors_close(st);
+done:
+    free(names);
+    free((void *)np);
+    free(ts);
+}
+
 /* The format from an independent implementation (numpy + json). */
 TC_TEST(test_python_oracle) {
     char cmd[600], path[300], err[300];
@@ -430,6 +485,7 @@ int main(void) {
     TC_RUN(test_conversions);
     TC_RUN(test_malformed_headers);
     TC_RUN(test_mutations);
+    TC_RUN(test_many_tensors);
     TC_RUN(test_python_oracle);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) return 1;
