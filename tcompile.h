@@ -190,7 +190,9 @@
  * aligned come back as views of the file (zero copy); F64 converts to f32
  * and the other integer types to i32 (out of range: TC_ERR_OVERFLOW).
  * tc_safetensors_count / _find / _info_of / _metadata list the contents;
- * tc_safetensors_save writes tensors and string metadata.
+ * tc_safetensors_save writes tensors and string metadata.  A mapped file
+ * must not be truncated while open (section 9); tc_safetensors_open_with
+ * and options.copy = 1 read it into memory instead.
  *
  * ===========================================================================
  *  7. TO DEBUG A COMPILED FUNCTION
@@ -265,6 +267,13 @@
  *     alive after the base has been freed.
  *   - Memory wrapped from the user (tc_wrap) is never freed by tcompile and
  *     must outlive every tensor that views it.
+ *   - A safetensors file is mapped: its views are the file's pages until
+ *     tc_safetensors_close.  Truncating the file (or rewriting it shorter)
+ *     while it is open makes the next read of a view past its new end
+ *     SIGBUS, which no check can catch.  Where another process may change
+ *     the file, open it with tc_safetensors_open_with and options.copy = 1:
+ *     the file is read into memory once (its size in RAM) and the views
+ *     are of that copy.
  *   - Freed blocks of 256 KB and more are kept by the context (up to
  *     tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first)
  *     and reused by the next tensor they fit, and so is a default-mode
@@ -384,7 +393,8 @@
  * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
  * they are validated and overflow-checked, and bad values produce errors, not
  * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6).
+ * element by element.  safetensors files are untrusted (section 6); a file
+ * truncated while mapped is not checked (SIGBUS, section 9: copy it).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
  * be one tcompile returned and not yet freed.  Tensor *values* (NaN, inf)
@@ -395,8 +405,8 @@
  *  17. LICENSE: MIT or public domain (Unlicense), at your choice; see the end.
  * ===========================================================================
  */
-#line TC__LINE_AT(399, "tcompile.h", 399)
-#line TC__LINE_AT(1, "src/api.h", 400)
+#line TC__LINE_AT(409, "tcompile.h", 409)
+#line TC__LINE_AT(1, "src/api.h", 410)
 #ifndef TCOMPILE_H
 #define TCOMPILE_H
 
@@ -634,7 +644,11 @@ TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *s
  * I16, I8, U64, U32, U16, U8 -> i32 (a value outside i32 is an error,
  * TC_ERR_OVERFLOW).  A view is valid until tc_safetensors_close; writes
  * into it change this process's copy only.  A missing name is an errored
- * tensor (TC_ERR_INDEX) whose message names the file. */
+ * tensor (TC_ERR_INDEX) whose message names the file.  A mapped file that
+ * is truncated (or rewritten shorter) while open raises SIGBUS at the next
+ * read of a view past its new end: tc_safetensors_open_with with
+ * options.copy = 1 reads the file into memory instead, and its views are
+ * of that copy. */
 typedef struct tc_safetensors tc_safetensors;
 typedef struct tc_safetensors_info {
     const char *name;          /* valid until close                         */
@@ -646,7 +660,13 @@ typedef struct tc_safetensors_info {
     int zero_copy;             /* 1: get views the file's memory            */
     int supported;             /* 0: a dtype get refuses (F8_E4M3, F8_E5M2) */
 } tc_safetensors_info;
+typedef struct tc_safetensors_options {
+    int copy;                  /* 1: read into memory, not mapped (0: mapped) */
+} tc_safetensors_options;
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap);
+/* opts NULL or zeroed: as tc_safetensors_open */
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap);
 TCDEF void tc_safetensors_close(tc_safetensors *st); /* NULL: no-op */
 TCDEF int tc_safetensors_count(const tc_safetensors *st);             /* tensors, in file order */
 TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name); /* index or -1 */
@@ -1033,14 +1053,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1037, "tcompile.h", 1037)
+#line TC__LINE_AT(1057, "tcompile.h", 1057)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1044)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1064)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1229,7 +1249,7 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1233, "tcompile.h", 1233)
+#line TC__LINE_AT(1253, "tcompile.h", 1253)
 
 /* ===== ISA levels (generated by tools/amalgamate.sh from its ISAS list) =====
  * TC__ISA_LEVELS(X): X(level, suffix, lanes, CPU features needed) for each
@@ -1263,10 +1283,10 @@ struct tc_ctx {
 #define TC__ISA_ROW_scalar_(X)
 #endif
 #define TC__ISA_LEVELS(X) TC__ISA_ROW_avx512_(X) TC__ISA_ROW_avx2_(X) TC__ISA_ROW_v128_(X) TC__ISA_ROW_scalar_(X)
-#line TC__LINE_AT(1267, "tcompile.h", 1267)
+#line TC__LINE_AT(1287, "tcompile.h", 1287)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1270)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1290)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1711,10 +1731,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1715, "tcompile.h", 1715)
+#line TC__LINE_AT(1735, "tcompile.h", 1735)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1718)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1738)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -2031,10 +2051,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2035, "tcompile.h", 2035)
+#line TC__LINE_AT(2055, "tcompile.h", 2055)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2038)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2058)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2259,10 +2279,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2263, "tcompile.h", 2263)
+#line TC__LINE_AT(2283, "tcompile.h", 2283)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2266)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2286)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -2779,10 +2799,10 @@ TCDEF double tc_item_at(const tc_tensor *t, const char *file, int line) {
     if (!t || t->status != TC_OK || tc__numel(t) != 1 || tc__host_access(t, "tc_item", file, line)) return NAN;
     return tc__load(tc__base(t), t->dtype, 0);
 }
-#line TC__LINE_AT(2783, "tcompile.h", 2783)
+#line TC__LINE_AT(2803, "tcompile.h", 2803)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 2786)
+#line TC__LINE_AT(1, "src/ops/optable.h", 2806)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3063,10 +3083,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3067, "tcompile.h", 3067)
+#line TC__LINE_AT(3087, "tcompile.h", 3087)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3070)
+#line TC__LINE_AT(1, "src/internal.h", 3090)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3267,10 +3287,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3271, "tcompile.h", 3271)
+#line TC__LINE_AT(3291, "tcompile.h", 3291)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3274)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3294)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4094,10 +4114,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4098, "tcompile.h", 4098)
+#line TC__LINE_AT(4118, "tcompile.h", 4118)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4101)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4121)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4818,10 +4838,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4822, "tcompile.h", 4822)
+#line TC__LINE_AT(4842, "tcompile.h", 4842)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4825)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4845)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5391,7 +5411,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5395, "tcompile.h", 5395)
+#line TC__LINE_AT(5415, "tcompile.h", 5415)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5403,7 +5423,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5407)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5427)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5744,7 +5764,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5748, "tcompile.h", 5748)
+#line TC__LINE_AT(5768, "tcompile.h", 5768)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5761,7 +5781,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5765)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5785)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6102,7 +6122,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6106, "tcompile.h", 6106)
+#line TC__LINE_AT(6126, "tcompile.h", 6126)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6119,7 +6139,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6123)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6143)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6460,7 +6480,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6464, "tcompile.h", 6464)
+#line TC__LINE_AT(6484, "tcompile.h", 6484)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6477,7 +6497,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6481)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6501)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6818,7 +6838,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6822, "tcompile.h", 6822)
+#line TC__LINE_AT(6842, "tcompile.h", 6842)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6826,7 +6846,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6830)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6850)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7441,10 +7461,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7445, "tcompile.h", 7445)
+#line TC__LINE_AT(7465, "tcompile.h", 7465)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7448)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7468)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7715,10 +7735,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7719, "tcompile.h", 7719)
+#line TC__LINE_AT(7739, "tcompile.h", 7739)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7722)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7742)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8363,10 +8383,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8367, "tcompile.h", 8367)
+#line TC__LINE_AT(8387, "tcompile.h", 8387)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8370)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8390)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8771,10 +8791,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8775, "tcompile.h", 8775)
+#line TC__LINE_AT(8795, "tcompile.h", 8795)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8778)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8798)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -8783,7 +8803,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  *
  * The reader maps the file copy-on-write (a write into a tensor that views
  * it changes only this process's pages), or reads it whole where mapping
- * fails.  The header is parsed by a small parser made for this grammar and
+ * fails or the caller asks for a copy (a mapping's pages past a later
+ * truncation of the file fault with SIGBUS).  The header is parsed by a small parser made for this grammar and
  * nothing else, and checked the way the reference implementation checks
  * it: known dtypes, at most TC_MAX_DIMS non-negative integer dims, byte
  * counts that match shape x dtype without overflow, tensors that tile the
@@ -9201,10 +9222,12 @@ TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     TC_FREE(sf);
 }
 
-/* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
+/* The whole file read into memory (where it cannot be mapped, or asked to
+ * copy), in one allocation when it holds the `hint` bytes it held when
+ * mapped; 0 on success. */
+TC__FN int tc__sft_read_whole(const char *path, size_t hint, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
-    size_t cap = 1 << 16, n = 0, got;
+    size_t cap = hint < ((size_t)1 << 16) || hint == SIZE_MAX ? (size_t)1 << 16 : hint + 1, n = 0, got;
     unsigned char *buf = NULL, *nb;
     if (!fp) return -1;
     do {
@@ -9228,6 +9251,11 @@ TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *siz
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
+    return tc_safetensors_open_with(ctx, path, NULL, err, errcap);
+}
+
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap) {
     tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
@@ -9249,10 +9277,16 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
     sf->ctx = ctx;
     tc__fmt(sf->path, sizeof sf->path, "%s", path);
     i = tc__map_file(path, &sf->map, 1);
+    size = sf->map.size;
+    if (i == 0 && opts && opts->copy) {
+        /* mapped only to refuse what is not a regular file (a FIFO would
+         * block the read) and to size the copy: read whole */
+        tc__unmap_file(&sf->map);
+        i = -1;
+    }
     if (i == 0) {
         base = (const unsigned char *)sf->map.data;
-        size = sf->map.size;
-    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+    } else if (i == -1 && tc__sft_read_whole(path, size, &sf->heap, &size) == 0) {
         base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
@@ -9553,10 +9587,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9557, "tcompile.h", 9557)
+#line TC__LINE_AT(9591, "tcompile.h", 9591)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9560)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9594)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9994,10 +10028,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9998, "tcompile.h", 9998)
+#line TC__LINE_AT(10032, "tcompile.h", 10032)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10001)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10035)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10905,10 +10939,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10909, "tcompile.h", 10909)
+#line TC__LINE_AT(10943, "tcompile.h", 10943)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10912)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10946)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11463,10 +11497,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11467, "tcompile.h", 11467)
+#line TC__LINE_AT(11501, "tcompile.h", 11501)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11470)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11504)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12420,10 +12454,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12424, "tcompile.h", 12424)
+#line TC__LINE_AT(12458, "tcompile.h", 12458)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12427)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12461)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12525,7 +12559,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12529, "tcompile.h", 12529)
+#line TC__LINE_AT(12563, "tcompile.h", 12563)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12537,7 +12571,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12541)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12575)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12979,7 +13013,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12983, "tcompile.h", 12983)
+#line TC__LINE_AT(13017, "tcompile.h", 13017)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12996,7 +13030,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13000)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13034)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13438,7 +13472,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13442, "tcompile.h", 13442)
+#line TC__LINE_AT(13476, "tcompile.h", 13476)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13455,7 +13489,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13459)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13493)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13897,7 +13931,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13901, "tcompile.h", 13901)
+#line TC__LINE_AT(13935, "tcompile.h", 13935)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13914,7 +13948,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13918)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13952)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14356,7 +14390,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14360, "tcompile.h", 14360)
+#line TC__LINE_AT(14394, "tcompile.h", 14394)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14373,7 +14407,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14377)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14411)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15399,7 +15433,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15403, "tcompile.h", 15403)
+#line TC__LINE_AT(15437, "tcompile.h", 15437)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15416,7 +15450,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15420)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15454)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16442,7 +16476,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16446, "tcompile.h", 16446)
+#line TC__LINE_AT(16480, "tcompile.h", 16480)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16459,7 +16493,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16463)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16497)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17485,7 +17519,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17489, "tcompile.h", 17489)
+#line TC__LINE_AT(17523, "tcompile.h", 17523)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17502,7 +17536,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17506)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17540)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18528,7 +18562,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18532, "tcompile.h", 18532)
+#line TC__LINE_AT(18566, "tcompile.h", 18566)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18536,7 +18570,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18540)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18574)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19509,10 +19543,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19513, "tcompile.h", 19513)
+#line TC__LINE_AT(19547, "tcompile.h", 19547)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19516)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19550)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19838,10 +19872,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19842, "tcompile.h", 19842)
+#line TC__LINE_AT(19876, "tcompile.h", 19876)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19845)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19879)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20587,10 +20621,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20591, "tcompile.h", 20591)
+#line TC__LINE_AT(20625, "tcompile.h", 20625)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20594)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20628)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20652,10 +20686,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20656, "tcompile.h", 20656)
+#line TC__LINE_AT(20690, "tcompile.h", 20690)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20659)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20693)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21072,10 +21106,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21076, "tcompile.h", 21076)
+#line TC__LINE_AT(21110, "tcompile.h", 21110)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21079)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21113)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21166,10 +21200,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21170, "tcompile.h", 21170)
+#line TC__LINE_AT(21204, "tcompile.h", 21204)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21173)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21207)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21326,10 +21360,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21330, "tcompile.h", 21330)
+#line TC__LINE_AT(21364, "tcompile.h", 21364)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21333)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21367)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21941,10 +21975,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21945, "tcompile.h", 21945)
+#line TC__LINE_AT(21979, "tcompile.h", 21979)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21948)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21982)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22217,10 +22251,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22221, "tcompile.h", 22221)
+#line TC__LINE_AT(22255, "tcompile.h", 22255)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22224)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22258)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22423,10 +22457,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22427, "tcompile.h", 22427)
+#line TC__LINE_AT(22461, "tcompile.h", 22461)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22430)
+#line TC__LINE_AT(1, "src/license.h", 22464)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22468,7 +22502,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22472, "tcompile.h", 22472)
+#line TC__LINE_AT(22506, "tcompile.h", 22506)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -235,7 +235,11 @@ TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *s
  * I16, I8, U64, U32, U16, U8 -> i32 (a value outside i32 is an error,
  * TC_ERR_OVERFLOW).  A view is valid until tc_safetensors_close; writes
  * into it change this process's copy only.  A missing name is an errored
- * tensor (TC_ERR_INDEX) whose message names the file. */
+ * tensor (TC_ERR_INDEX) whose message names the file.  A mapped file that
+ * is truncated (or rewritten shorter) while open raises SIGBUS at the next
+ * read of a view past its new end: tc_safetensors_open_with with
+ * options.copy = 1 reads the file into memory instead, and its views are
+ * of that copy. */
 typedef struct tc_safetensors tc_safetensors;
 typedef struct tc_safetensors_info {
     const char *name;          /* valid until close                         */
@@ -247,7 +251,13 @@ typedef struct tc_safetensors_info {
     int zero_copy;             /* 1: get views the file's memory            */
     int supported;             /* 0: a dtype get refuses (F8_E4M3, F8_E5M2) */
 } tc_safetensors_info;
+typedef struct tc_safetensors_options {
+    int copy;                  /* 1: read into memory, not mapped (0: mapped) */
+} tc_safetensors_options;
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap);
+/* opts NULL or zeroed: as tc_safetensors_open */
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap);
 TCDEF void tc_safetensors_close(tc_safetensors *st); /* NULL: no-op */
 TCDEF int tc_safetensors_count(const tc_safetensors *st);             /* tensors, in file order */
 TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name); /* index or -1 */

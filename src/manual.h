@@ -181,7 +181,9 @@
  * aligned come back as views of the file (zero copy); F64 converts to f32
  * and the other integer types to i32 (out of range: TC_ERR_OVERFLOW).
  * tc_safetensors_count / _find / _info_of / _metadata list the contents;
- * tc_safetensors_save writes tensors and string metadata.
+ * tc_safetensors_save writes tensors and string metadata.  A mapped file
+ * must not be truncated while open (section 9); tc_safetensors_open_with
+ * and options.copy = 1 read it into memory instead.
  *
  * ===========================================================================
  *  7. TO DEBUG A COMPILED FUNCTION
@@ -256,6 +258,13 @@
  *     alive after the base has been freed.
  *   - Memory wrapped from the user (tc_wrap) is never freed by tcompile and
  *     must outlive every tensor that views it.
+ *   - A safetensors file is mapped: its views are the file's pages until
+ *     tc_safetensors_close.  Truncating the file (or rewriting it shorter)
+ *     while it is open makes the next read of a view past its new end
+ *     SIGBUS, which no check can catch.  Where another process may change
+ *     the file, open it with tc_safetensors_open_with and options.copy = 1:
+ *     the file is read into memory once (its size in RAM) and the views
+ *     are of that copy.
  *   - Freed blocks of 256 KB and more are kept by the context (up to
  *     tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first)
  *     and reused by the next tensor they fit, and so is a default-mode
@@ -375,7 +384,8 @@
  * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
  * they are validated and overflow-checked, and bad values produce errors, not
  * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6).
+ * element by element.  safetensors files are untrusted (section 6); a file
+ * truncated while mapped is not checked (SIGBUS, section 9: copy it).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
  * be one tcompile returned and not yet freed.  Tensor *values* (NaN, inf)

@@ -285,6 +285,13 @@ TC_TEST(test_malformed_headers) {
         TC_CHECK(system(cmd) == 0);
         st = tc_safetensors_open(ctx, path, err, sizeof err);
         TC_CHECKF(!st && strstr(err, "not a regular file"), "fifo: %s", st ? "accepted" : err);
+        {   /* nor when asked to copy, which reads rather than maps */
+            tc_safetensors_options o;
+            memset(&o, 0, sizeof o);
+            o.copy = 1;
+            st = tc_safetensors_open_with(ctx, path, &o, err, sizeof err);
+            TC_CHECKF(!st && strstr(err, "not a regular file"), "fifo, copy: %s", st ? "accepted" : err);
+        }
         remove(path);
     }
 #endif
@@ -358,6 +365,50 @@ TC_TEST(test_mutations) {
     TC_CHECKF(opened > 0 && opened < 3000, "%d of 3000 mutants opened", opened);
     free(orig);
     free(buf);
+}
+
+/* options.copy: the file read into memory, so a file truncated (here
+ * emptied: fopen "wb") while open leaves the views readable; mapped, the
+ * same read of a view past the file's new end is SIGBUS. */
+TC_TEST(test_copy_survives_truncation) {
+    char path[300], err[300];
+    int64_t s2[2] = {64, 256};
+    const char *names[2] = {"a", "b"};
+    tc_tensor *t[2], *a, *b;
+    tc_safetensors_options o;
+    tc_safetensors_info info;
+    tc_safetensors *st;
+    FILE *fp;
+    tc_scope_begin(ctx);
+    t[0] = tc_rand_uniform(ctx, 2, s2, -1.0, 1.0, 11);
+    t[1] = tc_cast(ctx, tc_rand_uniform(ctx, 2, s2, -1.0, 1.0, 12), TC_BF16);
+    path_of(path, sizeof path, "trunc.safetensors");
+    TC_CHECK(tc_safetensors_save(path, 2, names, t, NULL, err, sizeof err) == TC_OK);
+    memset(&o, 0, sizeof o);
+    o.copy = 1;
+    st = tc_safetensors_open_with(ctx, path, &o, err, sizeof err);
+    TC_CHECKF(st != NULL, "open with copy: %s", err);
+    if (st) {
+        TC_CHECK(tc_safetensors_info_of(st, 0, &info) == TC_OK && info.zero_copy); /* views of the copy */
+        a = tc_safetensors_get(st, "a");
+        fp = fopen(path, "wb"); /* truncated to 0 bytes */
+        TC_CHECK(fp != NULL);
+        if (fp) fclose(fp);
+        b = tc_safetensors_get(st, "b");
+        TC_CHECKF(maxdiff(a, t[0]) == 0 && maxdiff(b, t[1]) == 0, "after truncation: %g %g", maxdiff(a, t[0]),
+                  maxdiff(b, t[1]));
+        tc_safetensors_close(st);
+    }
+    /* zeroed options and NULL map the file, as tc_safetensors_open */
+    TC_CHECK(tc_safetensors_save(path, 2, names, t, NULL, err, sizeof err) == TC_OK);
+    memset(&o, 0, sizeof o);
+    st = tc_safetensors_open_with(ctx, path, &o, err, sizeof err);
+    TC_CHECKF(st && maxdiff(tc_safetensors_get(st, "b"), t[1]) == 0, "open_with zeroed options: %s", err);
+    tc_safetensors_close(st);
+    st = tc_safetensors_open_with(ctx, path, NULL, err, sizeof err);
+    TC_CHECKF(st && maxdiff(tc_safetensors_get(st, "a"), t[0]) == 0, "open_with NULL options: %s", err);
+    tc_safetensors_close(st);
+    tc_scope_end(ctx);
 }
 
 /* 60,000 tensors (a large model's checkpoint holds tens of thousands):
@@ -485,6 +536,7 @@ int main(void) {
     TC_RUN(test_conversions);
     TC_RUN(test_malformed_headers);
     TC_RUN(test_mutations);
+    TC_RUN(test_copy_survives_truncation);
     TC_RUN(test_many_tensors);
     TC_RUN(test_python_oracle);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -6,7 +6,8 @@
  *
  * The reader maps the file copy-on-write (a write into a tensor that views
  * it changes only this process's pages), or reads it whole where mapping
- * fails.  The header is parsed by a small parser made for this grammar and
+ * fails or the caller asks for a copy (a mapping's pages past a later
+ * truncation of the file fault with SIGBUS).  The header is parsed by a small parser made for this grammar and
  * nothing else, and checked the way the reference implementation checks
  * it: known dtypes, at most TC_MAX_DIMS non-negative integer dims, byte
  * counts that match shape x dtype without overflow, tensors that tile the
@@ -424,10 +425,12 @@ TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     TC_FREE(sf);
 }
 
-/* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
+/* The whole file read into memory (where it cannot be mapped, or asked to
+ * copy), in one allocation when it holds the `hint` bytes it held when
+ * mapped; 0 on success. */
+TC__FN int tc__sft_read_whole(const char *path, size_t hint, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
-    size_t cap = 1 << 16, n = 0, got;
+    size_t cap = hint < ((size_t)1 << 16) || hint == SIZE_MAX ? (size_t)1 << 16 : hint + 1, n = 0, got;
     unsigned char *buf = NULL, *nb;
     if (!fp) return -1;
     do {
@@ -451,6 +454,11 @@ TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *siz
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
+    return tc_safetensors_open_with(ctx, path, NULL, err, errcap);
+}
+
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap) {
     tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
@@ -472,10 +480,16 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
     sf->ctx = ctx;
     tc__fmt(sf->path, sizeof sf->path, "%s", path);
     i = tc__map_file(path, &sf->map, 1);
+    size = sf->map.size;
+    if (i == 0 && opts && opts->copy) {
+        /* mapped only to refuse what is not a regular file (a FIFO would
+         * block the read) and to size the copy: read whole */
+        tc__unmap_file(&sf->map);
+        i = -1;
+    }
     if (i == 0) {
         base = (const unsigned char *)sf->map.data;
-        size = sf->map.size;
-    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+    } else if (i == -1 && tc__sft_read_whole(path, size, &sf->heap, &size) == 0) {
         base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
