@@ -159,6 +159,28 @@ partial_hooks() {
     else fail "partial allocation hooks failed for another reason"; head -n 5 "$W/partial.log"; fi
 }
 
+# 2f. the bench drops (never times) a compiled mode whose calls fail or
+#     whose result is wrong: --plant makes every compiled mode so, and
+#     the CSV must keep eager's rows and none of theirs, each with a reason
+bench_guards() {
+    exe="$W/bench_prog" # (not bench: the bench writes bench/out/ where it runs)
+    if ! $CC -std=c99 -O1 $WARN -I. bench/bench.c -o "$exe" $LIBS -ldl 2> "$W/bench.log"; then
+        fail "bench guards: build bench/bench.c"; head -n 20 "$W/bench.log"; return
+    fi
+    for p in fail wrong; do
+        (cd "$W" && "$exe" -t 1 --plant "$p" -o "$W/$p/results.csv" mlp_small > "$W/$p.out" 2> "$W/$p.err")
+        rc=$?
+        eager=$(grep -c '^mlp_small,[0-9]*,.*,eager,' "$W/$p/results.csv" 2> /dev/null)
+        timed=$(grep -cE ',(default|reduce-overhead|max-autotune|default-unfused),' "$W/$p/results.csv" 2> /dev/null)
+        why=$(grep -c "dropped: " "$W/$p.err")
+        if [ "$rc" -ne 0 ] || [ "${eager:-0}" -ne 3 ] || [ "${timed:-1}" -ne 0 ] || [ "$why" -ne 12 ]; then
+            fail "bench guards ($p): exit $rc, $eager eager rows (3), $timed compiled rows (0), $why reasons (12)"
+            head -n 5 "$W/$p.err"; return
+        fi
+    done
+    pass "bench guards: failing or wrong compiled modes are dropped with a reason, eager kept"
+}
+
 # 2e. a user build carries no test switch: tcompile.h without
 #     TCOMPILE_TESTING (as tests/header_impl.c includes it) must define none
 #     of them.  Built at -O0 -g so that static variables stay in nm's list.
@@ -233,6 +255,7 @@ else
     job skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
 fi
 job partial_hooks
+job bench_guards
 job no_test_switches
 job isa_max
 wait
