@@ -321,7 +321,10 @@
  *     reduced axes (over all axes this is PyTorch's argmax(dim=None)); ties
  *     pick the first index, NaN wins like in PyTorch.
  * Reductions accumulate in f32 blocks summed in double; results may differ
- * from PyTorch in the last bits.
+ * from PyTorch in the last bits.  The norms' sums of squares hold any
+ * finite row (a scaled second sum stands in where the squares overflow
+ * f32); a compiled layer_norm whose row's plain sum overflows (values
+ * within a factor n of FLT_MAX) gives NaN where eager normalises it.
  *
  * ===========================================================================
  *  13. BUILD FLAGS (define before including)

@@ -499,6 +499,7 @@ TC__FN void tc__vstep_init(tc__vstep *step, const tc__vins *in, int m, int len, 
     step->fn = NULL;
     step->in = in;
     step->ac = NULL;
+    step->pair = -1;
     for (j = 0; j < 3; j++) {
         step->p[j] = NULL;
         step->pa[j] = 0;
@@ -585,6 +586,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 if (!tc__vplan_store_src(step, s, reg, in->b)) return 0;
                 tc__vplan_kind(step, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
                 if (in->op == TC__V_STOREL) step->d = s->local[a];
+                if (in->op == TC__V_ACC && in->c == TC__COMB_SUMSQ_LO) step->pair = tc__sumsq_pair(k->code, stg->begin, i);
                 break;
             default: {
                 int uni;
