@@ -609,15 +609,19 @@ typedef struct tc_explain_info {
                                 cache instead of measured                   */
     int frozen_weights;      /* freeze: contractions whose weight is packed
                                 once (GEMV-shaped ones stream it instead)   */
+    int traces;              /* times the function ran to be traced (the
+                                copies tc_mark_dynamic traces included)     */
 } tc_explain_info;
 /* Fills info (may be NULL) and, when text is not NULL, a readable report:
  * counts, each break with its reason and file:line, guards, the graphs. */
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
 /* Marks dim `dim` of input `input` dynamic before any recompile: the first
- * trace of a signature also traces a copy of the input one element longer
- * in that dim (zero padded) to fit the size-dependent attributes at once.
- * Sizes 0 and 1 stay specialised.  Call before tc_call. */
+ * trace of a signature also traces copies of the input one and two elements
+ * longer in that dim (zero padded) to fit the size-dependent attributes and
+ * verify the fit at once: no later size is traced (a size used other than
+ * affinely leaves the dim static).  Sizes 0 and 1 stay specialised.  Call
+ * before tc_call. */
 TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as

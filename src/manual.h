@@ -144,9 +144,12 @@
  *   - A graph compiled for one size is planned again (cheaply) when the
  *     size changes.
  *   - tc_mark_dynamic(f, input, dim) makes a dim dynamic from the first
- *     compile (tcompile traces a zero-padded copy one longer in that dim to
- *     fit the attributes); options.dynamic = 2 marks every input dim that
- *     way; options.dynamic = -1 turns it off (every new size recompiles).
+ *     compile: tcompile traces zero-padded copies one and two longer in
+ *     that dim, to fit the attributes and check the fit, and never traces
+ *     again for a new size (3 traces in all, against automatic dynamic's 3
+ *     spread over the first three sizes); options.dynamic = 2 marks every
+ *     input dim that way; options.dynamic = -1 turns it off (every new
+ *     size recompiles).  tc_explain_info.traces counts the traces.
  *   - One dim per signature is dynamic.
  *
  * ===========================================================================
