@@ -22276,7 +22276,8 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
             int64_t s = inputs[i]->shape[d];
             tc__graph *raw2 = NULL, *raw3 = NULL, *inst = NULL;
             int ok;
-            if (!(f->dyn_marked >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i])) continue;
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || (f->dyn_failed >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i]))
+                continue;
             tc__trace_padded(f, inputs, i, d, 1, &raw2);
             *nsym = raw2 ? tc__graph_fit(raw, raw2, s, s + 1, sym) : -1;
             ok = *nsym >= 0;
@@ -22414,10 +22415,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22418, "tcompile.h", 22418)
+#line TC__LINE_AT(22419, "tcompile.h", 22419)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22421)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22422)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22620,10 +22621,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22624, "tcompile.h", 22624)
+#line TC__LINE_AT(22625, "tcompile.h", 22625)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22627)
+#line TC__LINE_AT(1, "src/license.h", 22628)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22665,7 +22666,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22669, "tcompile.h", 22669)
+#line TC__LINE_AT(22670, "tcompile.h", 22670)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

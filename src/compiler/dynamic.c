@@ -160,7 +160,8 @@ TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *r
             int64_t s = inputs[i]->shape[d];
             tc__graph *raw2 = NULL, *raw3 = NULL, *inst = NULL;
             int ok;
-            if (!(f->dyn_marked >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i])) continue;
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || (f->dyn_failed >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i]))
+                continue;
             tc__trace_padded(f, inputs, i, d, 1, &raw2);
             *nsym = raw2 ? tc__graph_fit(raw, raw2, s, s + 1, sym) : -1;
             ok = *nsym >= 0;
