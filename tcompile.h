@@ -3244,6 +3244,7 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, struct t
 
 /* ---- compiler/kernel.c */
 TC__FN int tc__kernel_tile(const struct tc__kernel *k);
+TC__FN int tc__kernel_tile_choice(const struct tc__kernel *k, int tile);
 TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);
@@ -3298,10 +3299,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3302, "tcompile.h", 3302)
+#line TC__LINE_AT(3303, "tcompile.h", 3303)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3305)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3306)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4125,10 +4126,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4129, "tcompile.h", 4129)
+#line TC__LINE_AT(4130, "tcompile.h", 4130)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4132)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4133)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4849,10 +4850,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4853, "tcompile.h", 4853)
+#line TC__LINE_AT(4854, "tcompile.h", 4854)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4856)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4857)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5427,7 +5428,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5431, "tcompile.h", 5431)
+#line TC__LINE_AT(5432, "tcompile.h", 5432)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5439,7 +5440,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5443)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5444)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5780,7 +5781,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5784, "tcompile.h", 5784)
+#line TC__LINE_AT(5785, "tcompile.h", 5785)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5797,7 +5798,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5801)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5802)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6138,7 +6139,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6142, "tcompile.h", 6142)
+#line TC__LINE_AT(6143, "tcompile.h", 6143)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6155,7 +6156,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6159)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6160)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6496,7 +6497,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6500, "tcompile.h", 6500)
+#line TC__LINE_AT(6501, "tcompile.h", 6501)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6513,7 +6514,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6517)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6518)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6854,7 +6855,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6858, "tcompile.h", 6858)
+#line TC__LINE_AT(6859, "tcompile.h", 6859)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6862,7 +6863,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6866)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6867)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7477,10 +7478,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7481, "tcompile.h", 7481)
+#line TC__LINE_AT(7482, "tcompile.h", 7482)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7484)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7485)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7751,10 +7752,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7755, "tcompile.h", 7755)
+#line TC__LINE_AT(7756, "tcompile.h", 7756)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7758)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7759)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8399,10 +8400,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8403, "tcompile.h", 8403)
+#line TC__LINE_AT(8404, "tcompile.h", 8404)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8406)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8407)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8807,10 +8808,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8811, "tcompile.h", 8811)
+#line TC__LINE_AT(8812, "tcompile.h", 8812)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8814)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8815)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9603,10 +9604,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9607, "tcompile.h", 9607)
+#line TC__LINE_AT(9608, "tcompile.h", 9608)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9610)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9611)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10044,10 +10045,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10048, "tcompile.h", 10048)
+#line TC__LINE_AT(10049, "tcompile.h", 10049)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10051)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10052)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10978,10 +10979,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10982, "tcompile.h", 10982)
+#line TC__LINE_AT(10983, "tcompile.h", 10983)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10985)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10986)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11166,6 +11167,14 @@ TC__FN int tc__kernel_tile(const tc__kernel *k) {
     }
     while (t > TC__VM_TILE && t * (k->nreg > 0 ? k->nreg : 1) > TC__VM_TILE_BUDGET) t /= 2;
     return t;
+}
+
+/* The register tile the executor runs k on when asked for `tile` floats
+ * (max-autotune's choice, maybe from a damaged cache record): only the
+ * sizes max-autotune tries, powers of two from TC__VM_TILE_MIN below the
+ * heuristic's; 0 (the heuristic's) for any other. */
+TC__FN int tc__kernel_tile_choice(const tc__kernel *k, int tile) {
+    return tile >= TC__VM_TILE_MIN && tile < tc__kernel_tile(k) && (tile & (tile - 1)) == 0 ? tile : 0;
 }
 
 TC__FN const char *tc__vop_name(int op) {
@@ -11569,10 +11578,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11573, "tcompile.h", 11573)
+#line TC__LINE_AT(11582, "tcompile.h", 11582)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11576)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11585)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12526,10 +12535,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12530, "tcompile.h", 12530)
+#line TC__LINE_AT(12539, "tcompile.h", 12539)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12533)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12542)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12632,7 +12641,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12636, "tcompile.h", 12636)
+#line TC__LINE_AT(12645, "tcompile.h", 12645)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12644,7 +12653,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12648)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12657)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13086,7 +13095,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13090, "tcompile.h", 13090)
+#line TC__LINE_AT(13099, "tcompile.h", 13099)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13103,7 +13112,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13107)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13116)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13545,7 +13554,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13549, "tcompile.h", 13549)
+#line TC__LINE_AT(13558, "tcompile.h", 13558)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13562,7 +13571,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13566)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13575)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14004,7 +14013,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14008, "tcompile.h", 14008)
+#line TC__LINE_AT(14017, "tcompile.h", 14017)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14021,7 +14030,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14025)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14034)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14463,7 +14472,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14467, "tcompile.h", 14467)
+#line TC__LINE_AT(14476, "tcompile.h", 14476)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14480,7 +14489,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14484)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14493)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15520,7 +15529,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15524, "tcompile.h", 15524)
+#line TC__LINE_AT(15533, "tcompile.h", 15533)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15537,7 +15546,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15541)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15550)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16577,7 +16586,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16581, "tcompile.h", 16581)
+#line TC__LINE_AT(16590, "tcompile.h", 16590)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16594,7 +16603,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16598)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16607)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17634,7 +17643,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17638, "tcompile.h", 17638)
+#line TC__LINE_AT(17647, "tcompile.h", 17647)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17651,7 +17660,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17655)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17664)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18691,7 +18700,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18695, "tcompile.h", 18695)
+#line TC__LINE_AT(18704, "tcompile.h", 18704)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18699,7 +18708,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18703)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18712)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19655,8 +19664,7 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
-    /* only the sizes max-autotune tries (a damaged cache record may hold any) */
-    if (tile >= TC__VM_TILE_MIN && tile < kr.tile && (tile & (tile - 1)) == 0) kr.tile = tile;
+    if (tc__kernel_tile_choice(k, tile)) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
@@ -19674,10 +19682,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19678, "tcompile.h", 19678)
+#line TC__LINE_AT(19686, "tcompile.h", 19686)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19681)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19689)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20003,10 +20011,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20007, "tcompile.h", 20007)
+#line TC__LINE_AT(20015, "tcompile.h", 20015)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20010)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20018)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20752,10 +20760,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20756, "tcompile.h", 20756)
+#line TC__LINE_AT(20764, "tcompile.h", 20764)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20759)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20767)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20817,10 +20825,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20821, "tcompile.h", 20821)
+#line TC__LINE_AT(20829, "tcompile.h", 20829)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20824)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20832)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21097,11 +21105,13 @@ TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return *r == TC_OK ? t_min * 1e3 : -1;
 }
 
-/* Sets l up as choice c says (its thread split is the caller's). */
-TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
+/* Sets l up as choice c says (its thread split is the caller's); a tile
+ * the executor would not run (tc__kernel_tile_choice) is none, so that
+ * tuned_tiles counts only tiles in use. */
+TC__FN void tc__tune_apply(const tc__program *p, tc__launch *l, const tc__tune_choice *c) {
     l->call.blk.kc = c->kc;
     l->call.blk.mc_tiles = c->mc_tiles;
-    l->tile = l->kernel >= 0 ? c->tile : 0;
+    l->tile = l->kernel >= 0 ? tc__kernel_tile_choice(&p->fu.k[l->kernel], c->tile) : 0;
     l->call.blk.isa = tc__launch_is_gemm(l) ? c->isa : 0;
 }
 
@@ -21123,11 +21133,11 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
     if (!ch->kc && !ch->mc_tiles && !ch->tile && !ch->isa && !ch->threads) return TC_OK;
     for (k = 0; k < 3; k++) {
         double t;
-        tc__tune_apply(l, &def);
+        tc__tune_apply(p, l, &def);
         t = tc__tune_measure(p, ctx, l, out, 0, &r);
         if (r != TC_OK) return r;
         if (td < 0 || t < td) td = t;
-        tc__tune_apply(l, ch);
+        tc__tune_apply(p, l, ch);
         t = tc__tune_measure(p, ctx, l, out, ch->threads, &r);
         if (r != TC_OK) return r;
         if (tc < 0 || t < tc) tc = t;
@@ -21137,7 +21147,7 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
         *ch = def;
         *best = td;
     }
-    tc__tune_apply(l, ch);
+    tc__tune_apply(p, l, ch);
     return TC_OK;
 }
 
@@ -21156,7 +21166,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         known = &ch;
     }
     if (known) {
-        tc__tune_apply(l, known);
+        tc__tune_apply(p, l, known);
         l->threads = known->threads;
         if (p->tune_mem && known == &ch) {
             p->tune_mem->tiles += l->tile != 0;
@@ -21237,10 +21247,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21241, "tcompile.h", 21241)
+#line TC__LINE_AT(21251, "tcompile.h", 21251)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21244)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21254)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21332,10 +21342,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21336, "tcompile.h", 21336)
+#line TC__LINE_AT(21346, "tcompile.h", 21346)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21339)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21349)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21494,10 +21504,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21498, "tcompile.h", 21498)
+#line TC__LINE_AT(21508, "tcompile.h", 21508)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21501)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21511)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -22110,10 +22120,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(22114, "tcompile.h", 22114)
+#line TC__LINE_AT(22124, "tcompile.h", 22124)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 22117)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 22127)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22415,10 +22425,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22419, "tcompile.h", 22419)
+#line TC__LINE_AT(22429, "tcompile.h", 22429)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22422)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22432)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22621,10 +22631,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22625, "tcompile.h", 22625)
+#line TC__LINE_AT(22635, "tcompile.h", 22635)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22628)
+#line TC__LINE_AT(1, "src/license.h", 22638)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22666,7 +22676,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22670, "tcompile.h", 22670)
+#line TC__LINE_AT(22680, "tcompile.h", 22680)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

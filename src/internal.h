@@ -145,6 +145,7 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, struct t
 
 /* ---- compiler/kernel.c */
 TC__FN int tc__kernel_tile(const struct tc__kernel *k);
+TC__FN int tc__kernel_tile_choice(const struct tc__kernel *k, int tile);
 TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);

@@ -184,6 +184,14 @@ TC__FN int tc__kernel_tile(const tc__kernel *k) {
     return t;
 }
 
+/* The register tile the executor runs k on when asked for `tile` floats
+ * (max-autotune's choice, maybe from a damaged cache record): only the
+ * sizes max-autotune tries, powers of two from TC__VM_TILE_MIN below the
+ * heuristic's; 0 (the heuristic's) for any other. */
+TC__FN int tc__kernel_tile_choice(const tc__kernel *k, int tile) {
+    return tile >= TC__VM_TILE_MIN && tile < tc__kernel_tile(k) && (tile & (tile - 1)) == 0 ? tile : 0;
+}
+
 TC__FN const char *tc__vop_name(int op) {
     static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
     if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;

@@ -953,8 +953,7 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
-    /* only the sizes max-autotune tries (a damaged cache record may hold any) */
-    if (tile >= TC__VM_TILE_MIN && tile < kr.tile && (tile & (tile - 1)) == 0) kr.tile = tile;
+    if (tc__kernel_tile_choice(k, tile)) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
