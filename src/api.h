@@ -607,8 +607,10 @@ typedef struct tc_explain_info {
                                 microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
-    int frozen_weights;      /* freeze: contractions whose weight is packed
-                                once (GEMV-shaped ones stream it instead)   */
+    int frozen_weights;      /* freeze: contractions whose weight is made
+                                constant: packed once for the GEMM (GEMV-
+                                shaped ones stream it instead), or a conv's
+                                with its batch norm folded in               */
     int traces;              /* times the function ran to be traced (the
                                 copies tc_mark_dynamic traces included)     */
 } tc_explain_info;

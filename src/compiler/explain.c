@@ -82,7 +82,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
-        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+        if (f->freeze && f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
         if (f->entries[i].prog && (int64_t)f->entries[i].prog->arena_bytes > in.arena_bytes)
             in.arena_bytes = (int64_t)f->entries[i].prog->arena_bytes;
     }
@@ -105,7 +105,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
            "breaks %d\n",
            in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces,
            in.graph_breaks);
-    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (f->freeze)
+        TC__W_("  freeze: %d weights frozen (packed once for the GEMM, or a conv's with its batch norm folded in)\n",
+               in.frozen_weights);
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
                "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
