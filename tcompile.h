@@ -153,9 +153,12 @@
  *   - A graph compiled for one size is planned again (cheaply) when the
  *     size changes.
  *   - tc_mark_dynamic(f, input, dim) makes a dim dynamic from the first
- *     compile (tcompile traces a zero-padded copy one longer in that dim to
- *     fit the attributes); options.dynamic = 2 marks every input dim that
- *     way; options.dynamic = -1 turns it off (every new size recompiles).
+ *     compile: tcompile traces zero-padded copies one and two longer in
+ *     that dim, to fit the attributes and check the fit, and never traces
+ *     again for a new size (3 traces in all, against automatic dynamic's 3
+ *     spread over the first three sizes); options.dynamic = 2 marks every
+ *     input dim that way; options.dynamic = -1 turns it off (every new
+ *     size recompiles).  tc_explain_info.traces counts the traces.
  *   - One dim per signature is dynamic.
  *
  * ===========================================================================
@@ -190,7 +193,9 @@
  * aligned come back as views of the file (zero copy); F64 converts to f32
  * and the other integer types to i32 (out of range: TC_ERR_OVERFLOW).
  * tc_safetensors_count / _find / _info_of / _metadata list the contents;
- * tc_safetensors_save writes tensors and string metadata.
+ * tc_safetensors_save writes tensors and string metadata.  A mapped file
+ * must not be truncated while open (section 9); tc_safetensors_open_with
+ * and options.copy = 1 read it into memory instead.
  *
  * ===========================================================================
  *  7. TO DEBUG A COMPILED FUNCTION
@@ -265,6 +270,13 @@
  *     alive after the base has been freed.
  *   - Memory wrapped from the user (tc_wrap) is never freed by tcompile and
  *     must outlive every tensor that views it.
+ *   - A safetensors file is mapped: its views are the file's pages until
+ *     tc_safetensors_close.  Truncating the file (or rewriting it shorter)
+ *     while it is open makes the next read of a view past its new end
+ *     SIGBUS, which no check can catch.  Where another process may change
+ *     the file, open it with tc_safetensors_open_with and options.copy = 1:
+ *     the file is read into memory once (its size in RAM) and the views
+ *     are of that copy.
  *   - Freed blocks of 256 KB and more are kept by the context (up to
  *     tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first)
  *     and reused by the next tensor they fit, and so is a default-mode
@@ -330,7 +342,10 @@
  *     reduced axes (over all axes this is PyTorch's argmax(dim=None)); ties
  *     pick the first index, NaN wins like in PyTorch.
  * Reductions accumulate in f32 blocks summed in double; results may differ
- * from PyTorch in the last bits.
+ * from PyTorch in the last bits.  The norms' sums of squares hold any
+ * finite row (a scaled second sum stands in where the squares overflow
+ * f32); a compiled layer_norm whose row's plain sum overflows (values
+ * within a factor n of FLT_MAX) gives NaN where eager normalises it.
  *
  * ===========================================================================
  *  13. BUILD FLAGS (define before including)
@@ -401,7 +416,8 @@
  * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
  * they are validated and overflow-checked, and bad values produce errors, not
  * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6).
+ * element by element.  safetensors files are untrusted (section 6); a file
+ * truncated while mapped is not checked (SIGBUS, section 9: copy it).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
  * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC
@@ -415,8 +431,8 @@
  *  17. LICENSE: MIT or public domain (Unlicense), at your choice; see the end.
  * ===========================================================================
  */
-#line TC__LINE_AT(419, "tcompile.h", 419)
-#line TC__LINE_AT(1, "src/api.h", 420)
+#line TC__LINE_AT(435, "tcompile.h", 435)
+#line TC__LINE_AT(1, "src/api.h", 436)
 #ifndef TCOMPILE_H
 #define TCOMPILE_H
 
@@ -691,7 +707,11 @@ TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *s
  * I16, I8, U64, U32, U16, U8 -> i32 (a value outside i32 is an error,
  * TC_ERR_OVERFLOW).  A view is valid until tc_safetensors_close; writes
  * into it change this process's copy only.  A missing name is an errored
- * tensor (TC_ERR_INDEX) whose message names the file. */
+ * tensor (TC_ERR_INDEX) whose message names the file.  A mapped file that
+ * is truncated (or rewritten shorter) while open raises SIGBUS at the next
+ * read of a view past its new end: tc_safetensors_open_with with
+ * options.copy = 1 reads the file into memory instead, and its views are
+ * of that copy. */
 typedef struct tc_safetensors tc_safetensors;
 typedef struct tc_safetensors_info {
     const char *name;          /* valid until close                         */
@@ -703,7 +723,13 @@ typedef struct tc_safetensors_info {
     int zero_copy;             /* 1: get views the file's memory            */
     int supported;             /* 0: a dtype get refuses (F8_E4M3, F8_E5M2) */
 } tc_safetensors_info;
+typedef struct tc_safetensors_options {
+    int copy;                  /* 1: read into memory, not mapped (0: mapped) */
+} tc_safetensors_options;
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap);
+/* opts NULL or zeroed: as tc_safetensors_open */
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap);
 TCDEF void tc_safetensors_close(tc_safetensors *st); /* NULL: no-op */
 TCDEF int tc_safetensors_count(const tc_safetensors *st);             /* tensors, in file order */
 TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name); /* index or -1 */
@@ -1053,8 +1079,12 @@ typedef struct tc_explain_info {
                                 microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
-    int frozen_weights;      /* freeze: contractions whose weight is packed
-                                once (GEMV-shaped ones stream it instead)   */
+    int frozen_weights;      /* freeze: contractions whose weight is made
+                                constant: packed once for the GEMM (GEMV-
+                                shaped ones stream it instead), or a conv's
+                                with its batch norm folded in               */
+    int traces;              /* times the function ran to be traced (the
+                                copies tc_mark_dynamic traces included)     */
     tc_device device;        /* where its programs run (its first call's
                                 inputs' device)                             */
     int cuda_graphs;         /* reduce-overhead on CUDA: programs replayed as
@@ -1067,9 +1097,11 @@ typedef struct tc_explain_info {
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
 /* Marks dim `dim` of input `input` dynamic before any recompile: the first
- * trace of a signature also traces a copy of the input one element longer
- * in that dim (zero padded) to fit the size-dependent attributes at once.
- * Sizes 0 and 1 stay specialised.  Call before tc_call. */
+ * trace of a signature also traces copies of the input one and two elements
+ * longer in that dim (zero padded) to fit the size-dependent attributes and
+ * verify the fit at once: no later size is traced (a size used other than
+ * affinely leaves the dim static).  Sizes 0 and 1 stay specialised.  Call
+ * before tc_call. */
 TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as
@@ -1101,14 +1133,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1105, "tcompile.h", 1105)
+#line TC__LINE_AT(1137, "tcompile.h", 1137)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1112)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1144)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1303,7 +1335,7 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1307, "tcompile.h", 1307)
+#line TC__LINE_AT(1339, "tcompile.h", 1339)
 
 /* ===== ISA levels (generated by tools/amalgamate.sh from its ISAS list) =====
  * TC__ISA_LEVELS(X): X(level, suffix, lanes, CPU features needed) for each
@@ -1337,10 +1369,10 @@ struct tc_ctx {
 #define TC__ISA_ROW_scalar_(X)
 #endif
 #define TC__ISA_LEVELS(X) TC__ISA_ROW_avx512_(X) TC__ISA_ROW_avx2_(X) TC__ISA_ROW_v128_(X) TC__ISA_ROW_scalar_(X)
-#line TC__LINE_AT(1341, "tcompile.h", 1341)
+#line TC__LINE_AT(1373, "tcompile.h", 1373)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1344)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1376)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1785,10 +1817,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1789, "tcompile.h", 1789)
+#line TC__LINE_AT(1821, "tcompile.h", 1821)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1792)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1824)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -2132,10 +2164,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2136, "tcompile.h", 2136)
+#line TC__LINE_AT(2168, "tcompile.h", 2168)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2139)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2171)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2360,10 +2392,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2364, "tcompile.h", 2364)
+#line TC__LINE_AT(2396, "tcompile.h", 2396)
 
 /* ===== src/cuda/driver.c ===== */
-#line TC__LINE_AT(1, "src/cuda/driver.c", 2367)
+#line TC__LINE_AT(1, "src/cuda/driver.c", 2399)
 /* The CUDA driver and NVRTC, found at run time.
  *
  * Nothing here needs the CUDA SDK to build: the driver's and NVRTC's ABI is
@@ -2705,10 +2737,10 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2709, "tcompile.h", 2709)
+#line TC__LINE_AT(2741, "tcompile.h", 2741)
 
 /* ===== src/cuda/memory.c ===== */
-#line TC__LINE_AT(1, "src/cuda/memory.c", 2712)
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2744)
 /* A context's CUDA state: its stream, its cache of device blocks, copies.
  *
  * Made when the context first touches the device (tc__cuda_ctx_get) and
@@ -2927,10 +2959,10 @@ TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) { return (void)ctx, 0; }
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2931, "tcompile.h", 2931)
+#line TC__LINE_AT(2963, "tcompile.h", 2963)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2934)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2966)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3605,10 +3637,10 @@ TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
     t->status = r;
     return t;
 }
-#line TC__LINE_AT(3609, "tcompile.h", 3609)
+#line TC__LINE_AT(3641, "tcompile.h", 3641)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3612)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3644)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3890,10 +3922,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3894, "tcompile.h", 3894)
+#line TC__LINE_AT(3926, "tcompile.h", 3926)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3897)
+#line TC__LINE_AT(1, "src/internal.h", 3929)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -4067,9 +4099,11 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, struct t
 
 /* ---- compiler/kernel.c */
 TC__FN int tc__kernel_tile(const struct tc__kernel *k);
+TC__FN int tc__kernel_tile_choice(const struct tc__kernel *k, int tile);
 TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);
+TC__FN int tc__sumsq_pair(const struct tc__vins *code, int begin, int i);
 TC__FN void tc__kernel_mark_fusions(struct tc__vins *code, int begin, int end);
 TC__FN const char *tc__vop_name(int op);
 TC__FN int tc__kernel_emit(struct tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1);
@@ -4140,10 +4174,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4144, "tcompile.h", 4144)
+#line TC__LINE_AT(4178, "tcompile.h", 4178)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4147)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4181)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4992,10 +5026,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4996, "tcompile.h", 4996)
+#line TC__LINE_AT(5030, "tcompile.h", 5030)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4999)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5033)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5716,10 +5750,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5720, "tcompile.h", 5720)
+#line TC__LINE_AT(5754, "tcompile.h", 5754)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5723)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5757)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6120,6 +6154,11 @@ TC__FN void tc__norm_row(const tc__row_job *j, float *x) {
     if (j->op == TC__OP_LAYER_NORM) {
         double mean = tc__sum_f32(x, n) / (double)n;
         double var = tc__sqdev_f32(x, n, (float)mean) / (double)n;
+        if (!(var <= DBL_MAX)) { /* a square past FLT_MAX (|x - mean| over ~1.8e19): in double */
+            var = 0.0;
+            for (i = 0; i < n; i++) var += ((double)x[i] - (double)(float)mean) * ((double)x[i] - (double)(float)mean);
+            var /= (double)n;
+        }
         scale = (float)(1.0 / sqrt(var + j->eps));
         shift = (float)mean;
     } else {
@@ -6289,7 +6328,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6293, "tcompile.h", 6293)
+#line TC__LINE_AT(6332, "tcompile.h", 6332)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6301,7 +6340,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6305)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6344)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6642,7 +6681,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6646, "tcompile.h", 6646)
+#line TC__LINE_AT(6685, "tcompile.h", 6685)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6659,7 +6698,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6663)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6702)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7000,7 +7039,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7004, "tcompile.h", 7004)
+#line TC__LINE_AT(7043, "tcompile.h", 7043)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7017,7 +7056,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7021)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7060)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7358,7 +7397,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7362, "tcompile.h", 7362)
+#line TC__LINE_AT(7401, "tcompile.h", 7401)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7375,7 +7414,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7379)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7418)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7716,7 +7755,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7720, "tcompile.h", 7720)
+#line TC__LINE_AT(7759, "tcompile.h", 7759)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7724,7 +7763,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7728)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7767)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8339,10 +8378,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8343, "tcompile.h", 8343)
+#line TC__LINE_AT(8382, "tcompile.h", 8382)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8346)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8385)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8613,10 +8652,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8617, "tcompile.h", 8617)
+#line TC__LINE_AT(8656, "tcompile.h", 8656)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8620)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8659)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9261,10 +9300,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9265, "tcompile.h", 9265)
+#line TC__LINE_AT(9304, "tcompile.h", 9304)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9268)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9307)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9669,10 +9708,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9673, "tcompile.h", 9673)
+#line TC__LINE_AT(9712, "tcompile.h", 9712)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9676)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9715)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9681,7 +9720,8 @@ TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx
  *
  * The reader maps the file copy-on-write (a write into a tensor that views
  * it changes only this process's pages), or reads it whole where mapping
- * fails.  The header is parsed by a small parser made for this grammar and
+ * fails or the caller asks for a copy (a mapping's pages past a later
+ * truncation of the file fault with SIGBUS).  The header is parsed by a small parser made for this grammar and
  * nothing else, and checked the way the reference implementation checks
  * it: known dtypes, at most TC_MAX_DIMS non-negative integer dims, byte
  * counts that match shape x dtype without overflow, tensors that tile the
@@ -9707,6 +9747,7 @@ struct tc_safetensors {
     uint64_t data_len;
     int n, nmeta;
     tc__sft_entry *e;
+    int *by_name;              /* e's indices in name order (tc_safetensors_find) */
     char **meta;               /* nmeta (key, value) pairs */
     char path[256];            /* for messages (may be cut short) */
 };
@@ -9724,6 +9765,15 @@ static const struct {
     {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
 };
 #define TC__ST_NDTYPES ((int)(sizeof tc__sft_dtypes / sizeof tc__sft_dtypes[0]))
+
+#ifdef TCOMPILE_TESTING
+/* Tests count the name comparisons of lookups and of the writer's check
+ * for repeated names: a lookup must stay logarithmic in the entries. */
+static long tc__sft_name_cmps = 0;
+#define TC__SFT_NAME_CMP_COUNT() (tc__sft_name_cmps++)
+#else
+#define TC__SFT_NAME_CMP_COUNT() ((void)0)
+#endif
 
 /* ---- the header parser --------------------------------------------------------- */
 
@@ -10063,6 +10113,13 @@ TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
             tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
             ok = 0;
         }
+    /* the name order kept: a lookup is a binary search, so loading every
+     * tensor of a file is n log n, not n^2 */
+    if (ok && !(sf->by_name = (int *)tc__malloc(sizeof(int) * (size_t)(sf->n > 0 ? sf->n : 1)))) {
+        tc__fmt(err, errcap, "out of memory");
+        ok = 0;
+    }
+    for (i = 0; i < sf->n && ok; i++) sf->by_name[i] = (int)(ord[i] - sf->e);
     TC_FREE(ord);
     return ok;
 }
@@ -10075,16 +10132,19 @@ TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     for (i = 0; i < sf->n; i++) TC_FREE(sf->e[i].name);
     for (i = 0; i < 2 * sf->nmeta; i++) TC_FREE(sf->meta[i]);
     TC_FREE(sf->e);
+    TC_FREE(sf->by_name);
     TC_FREE(sf->meta);
     tc__unmap_file(&sf->map);
     TC_FREE(sf->heap);
     TC_FREE(sf);
 }
 
-/* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
+/* The whole file read into memory (where it cannot be mapped, or asked to
+ * copy), in one allocation when it holds the `hint` bytes it held when
+ * mapped; 0 on success. */
+TC__FN int tc__sft_read_whole(const char *path, size_t hint, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
-    size_t cap = 1 << 16, n = 0, got;
+    size_t cap = hint < ((size_t)1 << 16) || hint == SIZE_MAX ? (size_t)1 << 16 : hint + 1, n = 0, got;
     unsigned char *buf = NULL, *nb;
     if (!fp) return -1;
     do {
@@ -10108,6 +10168,11 @@ TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *siz
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
+    return tc_safetensors_open_with(ctx, path, NULL, err, errcap);
+}
+
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap) {
     tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
@@ -10129,10 +10194,16 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
     sf->ctx = ctx;
     tc__fmt(sf->path, sizeof sf->path, "%s", path);
     i = tc__map_file(path, &sf->map, 1);
+    size = sf->map.size;
+    if (i == 0 && opts && opts->copy) {
+        /* mapped only to refuse what is not a regular file (a FIFO would
+         * block the read) and to size the copy: read whole */
+        tc__unmap_file(&sf->map);
+        i = -1;
+    }
     if (i == 0) {
         base = (const unsigned char *)sf->map.data;
-        size = sf->map.size;
-    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+    } else if (i == -1 && tc__sft_read_whole(path, size, &sf->heap, &size) == 0) {
         base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
@@ -10164,9 +10235,15 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
 TCDEF int tc_safetensors_count(const tc_safetensors *sf) { return sf ? sf->n : 0; }
 
 TCDEF int tc_safetensors_find(const tc_safetensors *sf, const char *name) {
-    int i;
-    for (i = 0; sf && name && i < sf->n; i++)
-        if (strcmp(sf->e[i].name, name) == 0) return i;
+    int lo = 0, hi = sf ? sf->n : 0;
+    if (!name) return -1;
+    while (lo < hi) { /* in by_name[lo, hi) */
+        int mid = lo + (hi - lo) / 2, c = strcmp(sf->e[sf->by_name[mid]].name, name);
+        TC__SFT_NAME_CMP_COUNT();
+        if (c == 0) return sf->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 
@@ -10346,6 +10423,31 @@ TC__FN char *tc__sft_header(int n, const char *const *names, tc_tensor *const *t
     return t.p;
 }
 
+TC__FN int tc__sft_cmp_str(const void *a, const void *b) {
+    TC__SFT_NAME_CMP_COUNT();
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* TC_OK when the n names are distinct: sorted, not each against all. */
+TC__FN tc_result tc__sft_names_unique(int n, const char *const *names, char *err, size_t errcap) {
+    const char **ord = (const char **)tc__malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
+    tc_result r = TC_OK;
+    int i;
+    if (!ord) {
+        tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
+        return TC_ERR_OOM;
+    }
+    for (i = 0; i < n; i++) ord[i] = names[i];
+    qsort((void *)ord, (size_t)n, sizeof ord[0], tc__sft_cmp_str);
+    for (i = 1; i < n && r == TC_OK; i++)
+        if (strcmp(ord[i - 1], ord[i]) == 0) {
+            tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", ord[i]);
+            r = TC_ERR_INVALID_ARG;
+        }
+    TC_FREE((void *)ord);
+    return r;
+}
+
 TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
                                     const char *const *metadata, char *err, size_t errcap) {
     char dummy[2], *hdr = NULL;
@@ -10353,6 +10455,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     unsigned char len8[8];
     FILE *fp;
     int i, k, ok;
+    tc_result r;
     if (!err || !errcap) err = dummy, errcap = sizeof dummy;
     err[0] = 0;
     if (!path || n < 0 || (n > 0 && (!names || !tensors))) {
@@ -10369,12 +10472,8 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
                     tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
             return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
         }
-        for (k = 0; k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) {
-                tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", names[i]);
-                return TC_ERR_INVALID_ARG;
-            }
     }
+    if ((r = tc__sft_names_unique(n, names, err, errcap)) != TC_OK) return r;
     if (!(hdr = tc__sft_header(n, names, tensors, metadata, &hlen))) {
         tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
         return TC_ERR_OOM;
@@ -10405,10 +10504,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10409, "tcompile.h", 10409)
+#line TC__LINE_AT(10508, "tcompile.h", 10508)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10412)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10511)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10846,10 +10945,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10850, "tcompile.h", 10850)
+#line TC__LINE_AT(10949, "tcompile.h", 10949)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10853)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10952)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11338,9 +11437,10 @@ TC__FN int tc__g_reduce(tc__graph *g, tc__op op, int x, int axis, int corr, cons
 
 /* Mean (and var) over the last k dims of x, keepdim: flatten them first. */
 TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *file, int line) {
-    const tc__node *n = &g->nodes[x];
+    const tc__node *n = x >= 0 ? &g->nodes[x] : NULL;
     tc__attrs a;
     int d;
+    if (!n) return -1;
     memset(&a, 0, sizeof a);
     for (d = n->ndim - k; d < n->ndim; d++) a.i[d] = 1;
     a.i[TC__A_KEEP] = 1;
@@ -11390,6 +11490,29 @@ TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
     return tc__g_binary(g, TC__OP_MATMUL, s, v, f, l);
 }
 
+/* 2^-96: (v * 2^-96)^2 summed over any row of finite f32 values (at most
+ * 2^128 each, 2^64 squared) stays finite for rows of up to 2^64 values,
+ * and any value the sum must count (a row whose plain sum of squares
+ * overflowed holds one of at least 2^64 / sqrt(n)) keeps a normal square.
+ * The executor sums such squares in one step (kernel.c, SUMSQ_LO). */
+#define TC__SUMSQ_LO 1.2621774483536188887e-29f
+
+/* rsqrt(mean(v^2) + eps) over the last k dims of v, as the norms scale
+ * by.  A square past FLT_MAX (|v| over ~1.8e19) makes the mean inf and
+ * the row 0 (eager sums in double): a second mean, of (v * 2^-96)^2,
+ * taken in the same pass over the row, holds any finite row, and stands
+ * in where the first is inf: rsqrt(mean((v 2^-96)^2)) * 2^-96 (eps is
+ * far below such a mean).  A row with inf or NaN gives what eager does. */
+TC__FN int tc__g_rsqrt_mean_sq(tc__graph *g, int v, int k, double eps, const char *f, int l) {
+    int c = tc__g_scalar(g, TC__SUMSQ_LO, f, l), big[3];
+    int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, v, f, l), k, f, l);
+    int ms_lo = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, tc__g_binary(g, TC__OP_MUL, v, c, f, l), f, l), k, f, l);
+    big[0] = tc__g_binary(g, TC__OP_EQ, ms, tc__g_scalar(g, INFINITY, f, l), f, l);
+    big[1] = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_RSQRT, ms_lo, f, l), c, f, l);
+    big[2] = tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, ms, tc__g_scalar(g, eps, f, l), f, l), f, l);
+    return big[0] < 0 || big[1] < 0 || big[2] < 0 ? -1 : tc__g_op(g, TC__OP_WHERE, NULL, big, 3, f, l);
+}
+
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
     int l = nd->line, x = nd->nin > 0 ? in[0] : -1, t, u, level = *(const int *)arg;
@@ -11416,16 +11539,15 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     case TC__OP_LAYER_NORM:
     case TC__OP_RMS_NORM: {
         int k = (int)nd->a.i[0], w = nd->nin > 1 ? in[1] : -1, b = nd->nin > 2 ? in[2] : -1;
-        int eps = tc__g_scalar(g, nd->a.f[0], f, l);
         if (nd->op == TC__OP_LAYER_NORM) {
             /* two passes, mean((x - mean)^2): the fuser keeps x - mean in cache */
-            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), var;
-            t = tc__g_binary(g, TC__OP_SUB, x, mean, f, l);
-            var = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, t, f, l), k, f, l);
-            t = tc__g_binary(g, TC__OP_MUL, t, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, var, eps, f, l), f, l), f, l);
+            t = tc__g_binary(g, TC__OP_SUB, x, tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), f, l);
+            t = tc__g_binary(g, TC__OP_MUL, tc__g_rsqrt_mean_sq(g, t, k, nd->a.f[0], f, l), t, f, l);
         } else {
-            int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, x, f, l), k, f, l);
-            t = tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, ms, eps, f, l), f, l), f, l);
+            /* the row scalar first: the fuser emits operands in order, and
+             * the row read after the scalar's chain is not live across it
+             * (4 registers, a 1024-float row still in one tile) */
+            t = tc__g_binary(g, TC__OP_MUL, tc__g_rsqrt_mean_sq(g, x, k, nd->a.f[0], f, l), x, f, l);
         }
         if (w >= 0) t = tc__g_binary(g, TC__OP_MUL, t, w, f, l);
         if (b >= 0) t = tc__g_binary(g, TC__OP_ADD, t, b, f, l);
@@ -11757,10 +11879,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11761, "tcompile.h", 11761)
+#line TC__LINE_AT(11883, "tcompile.h", 11883)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11764)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11886)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11826,13 +11948,20 @@ enum {
     TC__V_END
 };
 
-/* SUMSQ is an accumulation's combiner only (ACC's c): it sums the
- * squares of its register, and its slot's combiner is SUM. */
-enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ };
+/* SUMSQ and SUMSQ_LO are an accumulation's combiners only (ACC's c): they
+ * sum the squares of their register, SUMSQ_LO of it times TC__SUMSQ_LO
+ * (2^-96, passes.c: a sum no finite f32 row overflows, which the norms
+ * take beside SUMSQ for values past ~1.8e19, whose squares overflow), and
+ * their slot's combiner is SUM.  A SUMSQ_LO is read only where the SUMSQ
+ * of the same register (its pair, tc__sumsq_pair) is inf: where the pair
+ * is finite the executor may skip it (a row in one tile: its one pass
+ * over the row stays one) and leave its slot 0. */
+enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ, TC__COMB_SUMSQ_LO };
+#define TC__COMB_IS_SUM(c) ((c) == TC__COMB_SUM || (c) == TC__COMB_SUMSQ || (c) == TC__COMB_SUMSQ_LO)
 
 /* The combiners, as the eager reductions define them (NaN wins max/min). */
 TC__FN double tc__comb_identity(int comb) {
-    return comb == TC__COMB_SUM || comb == TC__COMB_SUMSQ ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    return TC__COMB_IS_SUM(comb) ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
 }
 TC__FN double tc__comb_apply(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
@@ -11940,6 +12069,14 @@ TC__FN int tc__kernel_tile(const tc__kernel *k) {
     return t;
 }
 
+/* The register tile the executor runs k on when asked for `tile` floats
+ * (max-autotune's choice, maybe from a damaged cache record): only the
+ * sizes max-autotune tries, powers of two from TC__VM_TILE_MIN below the
+ * heuristic's; 0 (the heuristic's) for any other. */
+TC__FN int tc__kernel_tile_choice(const tc__kernel *k, int tile) {
+    return tile >= TC__VM_TILE_MIN && tile < tc__kernel_tile(k) && (tile & (tile - 1)) == 0 ? tile : 0;
+}
+
 TC__FN const char *tc__vop_name(int op) {
     static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
     if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;
@@ -11998,9 +12135,22 @@ TC__FN void tc__kernel_free(tc__kernel *k) {
 TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
     const tc__vins *ac = &code[i];
     int j = i - 1;
+    /* not SUMSQ_LO: beside a SUMSQ of the same value (its one use), a loop
+     * of its own over the tile, as the executor's as-stored forms leave it out */
     if (ac->op != TC__V_ACC || (ac->c != TC__COMB_SUM && ac->c != TC__COMB_SUMSQ)) return 0;
     if (j > begin && code[j].op == TC__V_STOREL && code[j].b == ac->b) j--;
     return j >= begin && code[j].op < TC__OP_COUNT && code[j].dst == ac->b && tc__vins_fuses_acc(&code[j]);
+}
+
+/* The slot of the SUMSQ of the register SUMSQ_LO code[i] sums, earlier in
+ * its stage code[begin, i), or -1. */
+TC__FN int tc__sumsq_pair(const tc__vins *code, int begin, int i) {
+    int j;
+    for (j = i - 1; j >= begin; j--) {
+        if (code[j].op == TC__V_ACC && code[j].c == TC__COMB_SUMSQ && code[j].b == code[i].b) return code[j].a;
+        if (code[j].dst == code[i].b) break; /* the register's value begins here */
+    }
+    return -1;
 }
 
 /* Sets the TC__FZ_* marks of the stage code[begin, end), its final code
@@ -12086,8 +12236,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
             case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
             case TC__V_ACC:
-                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
-                                v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
+                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[TC__COMB_IS_SUM(v->c) ? 0 : v->c],
+                                v->c == TC__COMB_SUMSQ ? "square(" : v->c == TC__COMB_SUMSQ_LO ? "square(2^-96*" : "", v->b,
+                                v->c != TC__COMB_SUM && TC__COMB_IS_SUM(v->c) ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "",
                                 tc__acc_as_stored(k->code, stg->begin, i) ? " (as stored)" : "");
                 break;
@@ -12114,6 +12265,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
 typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
+    int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
+    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
+    float cval;
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
@@ -12186,6 +12340,8 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
     if (in->as < 0 && in->at < 0 && (op == TC__OP_SQUARE || (op == TC__OP_MUL && in->a == in->b))) v[in->dst].sq = in->a;
+    if (op == TC__OP_SQUARE && in->as >= 0 && in->at < 0 && v[in->as].cst && v[in->as].cval == TC__SUMSQ_LO)
+        v[in->dst].sqlo = in->a;
 }
 
 /* Drops the instructions of code[begin, ncode) marked dead (TC__V_END). */
@@ -12285,18 +12441,25 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         memcpy(old, k->code + begin, sizeof(tc__vins) * (size_t)n);
         k->ncode = begin;
         for (i = 0; i < cap; i++) {
-            p.v[i].x = p.v[i].sq = -1;
-            p.v[i].uni = p.v[i].kept = 0;
+            p.v[i].x = p.v[i].sq = p.v[i].sqlo = -1;
+            p.v[i].uni = p.v[i].kept = p.v[i].cst = 0;
+            p.v[i].cval = 0;
             uses[i] = 0;
         }
         for (i = 0; i < n; i++) /* folding a value that is kept saves no pass, and may cost one (a square) */
             if (old[i].op == TC__V_STORE || old[i].op == TC__V_STOREL || old[i].op == TC__V_ACC) p.v[old[i].b].kept = 1;
         for (i = 0; i < n && !p.oom; i++) {
             tc__vins in = old[i];
-            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) p.v[in.dst].uni = 1;
-            else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
+            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) {
+                p.v[in.dst].uni = 1;
+                p.v[in.dst].cst = in.op == TC__V_CONST;
+                p.v[in.dst].cval = in.f0;
+            } else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
                 in.b = p.v[in.b].sq;
                 in.c = TC__COMB_SUMSQ;
+            } else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sqlo >= 0) {
+                in.b = p.v[in.b].sqlo;
+                in.c = TC__COMB_SUMSQ_LO;
             } else if (in.op < TC__OP_COUNT) tc__vsimp_compute(&p, &in);
             if (tc__kernel_emit(k, in.op, in.dst, in.a, in.b, in.c, in.f0, in.f1) != 0) p.oom = 1;
             else {
@@ -12315,10 +12478,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12319, "tcompile.h", 12319)
+#line TC__LINE_AT(12482, "tcompile.h", 12482)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12322)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12485)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12970,7 +13133,7 @@ TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     }
     st->end = f->k->ncode;
     for (i = st->begin; i < st->end; i++)
-        st->sums |= f->k->code[i].op == TC__V_ACC && (f->k->code[i].c == TC__COMB_SUM || f->k->code[i].c == TC__COMB_SUMSQ);
+        st->sums |= f->k->code[i].op == TC__V_ACC && TC__COMB_IS_SUM(f->k->code[i].c);
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     tc__kernel_mark_fusions(f->k->code, st->begin, st->end);
     f->k->nstage++;
@@ -13272,10 +13435,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13276, "tcompile.h", 13276)
+#line TC__LINE_AT(13439, "tcompile.h", 13439)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13279)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13442)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13364,6 +13527,7 @@ typedef struct tc__vstep {
     int fin;                         /* as tc__vst.fin                       */
     int kind;                        /* TC__VS_*: what fn does               */
     int n;                           /* steps this one runs (a UBLOCK's run) */
+    int pair;                        /* a SUMSQ_LO's: its SUMSQ's slot, or -1 */
 } tc__vstep;
 
 #ifdef TC__HAVE_VEXEC
@@ -13377,7 +13541,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13381, "tcompile.h", 13381)
+#line TC__LINE_AT(13545, "tcompile.h", 13545)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13389,7 +13553,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13393)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13557)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13831,7 +13995,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13835, "tcompile.h", 13835)
+#line TC__LINE_AT(13999, "tcompile.h", 13999)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13848,7 +14012,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13852)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14016)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14290,7 +14454,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14294, "tcompile.h", 14294)
+#line TC__LINE_AT(14458, "tcompile.h", 14458)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14307,7 +14471,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14311)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14475)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14749,7 +14913,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14753, "tcompile.h", 14753)
+#line TC__LINE_AT(14917, "tcompile.h", 14917)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14766,7 +14930,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14770)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14934)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15208,7 +15372,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15212, "tcompile.h", 15212)
+#line TC__LINE_AT(15376, "tcompile.h", 15376)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15225,7 +15389,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15229)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15393)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15602,6 +15766,11 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
 #define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_SUMSQ_LO(a, v) TC__VFN(tc__vacc_sumsq_lo_)(a, v)
+TC__INL TC__VF TC__VFN(tc__vacc_sumsq_lo_)(TC__VF a, TC__VF v) {
+    TC__VF t = v * TC__SPL(TC__SUMSQ_LO);
+    return TC__VFN(tc__vfma_)(t, t, a);
+}
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -15784,6 +15953,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (comb == TC__COMB_SUMSQ_LO) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ_LO)
     } else if (trv) { /* NaN wins in each lane on its own */
         if (comb == TC__COMB_MAX) {
             TC__VACC_LOOP(TC__VACC_MAX)
@@ -16108,6 +16279,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
     int a = step->k;
+    /* a SUMSQ_LO whose SUMSQ beside it (its pair) is finite: its value is
+     * not read (kernel.c), and the row's one pass stays one */
+    if (step->pair >= 0 && step->fin && !s->tr && !(s->slot[step->pair] > FLT_MAX)) {
+        s->slot[a] = 0.0f;
+        return;
+    }
     TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
                        step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
@@ -16185,6 +16362,7 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
+#undef TC__VACC_SUMSQ_LO
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 #undef TC__VACC_BEGIN
@@ -16251,7 +16429,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16255, "tcompile.h", 16255)
+#line TC__LINE_AT(16433, "tcompile.h", 16433)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16268,7 +16446,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16272)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16450)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16645,6 +16823,11 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
 #define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_SUMSQ_LO(a, v) TC__VFN(tc__vacc_sumsq_lo_)(a, v)
+TC__INL TC__VF TC__VFN(tc__vacc_sumsq_lo_)(TC__VF a, TC__VF v) {
+    TC__VF t = v * TC__SPL(TC__SUMSQ_LO);
+    return TC__VFN(tc__vfma_)(t, t, a);
+}
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -16827,6 +17010,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (comb == TC__COMB_SUMSQ_LO) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ_LO)
     } else if (trv) { /* NaN wins in each lane on its own */
         if (comb == TC__COMB_MAX) {
             TC__VACC_LOOP(TC__VACC_MAX)
@@ -17151,6 +17336,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
     int a = step->k;
+    /* a SUMSQ_LO whose SUMSQ beside it (its pair) is finite: its value is
+     * not read (kernel.c), and the row's one pass stays one */
+    if (step->pair >= 0 && step->fin && !s->tr && !(s->slot[step->pair] > FLT_MAX)) {
+        s->slot[a] = 0.0f;
+        return;
+    }
     TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
                        step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
@@ -17228,6 +17419,7 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
+#undef TC__VACC_SUMSQ_LO
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 #undef TC__VACC_BEGIN
@@ -17294,7 +17486,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17298, "tcompile.h", 17298)
+#line TC__LINE_AT(17490, "tcompile.h", 17490)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17311,7 +17503,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17315)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17507)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17688,6 +17880,11 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
 #define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_SUMSQ_LO(a, v) TC__VFN(tc__vacc_sumsq_lo_)(a, v)
+TC__INL TC__VF TC__VFN(tc__vacc_sumsq_lo_)(TC__VF a, TC__VF v) {
+    TC__VF t = v * TC__SPL(TC__SUMSQ_LO);
+    return TC__VFN(tc__vfma_)(t, t, a);
+}
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -17870,6 +18067,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (comb == TC__COMB_SUMSQ_LO) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ_LO)
     } else if (trv) { /* NaN wins in each lane on its own */
         if (comb == TC__COMB_MAX) {
             TC__VACC_LOOP(TC__VACC_MAX)
@@ -18194,6 +18393,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
     int a = step->k;
+    /* a SUMSQ_LO whose SUMSQ beside it (its pair) is finite: its value is
+     * not read (kernel.c), and the row's one pass stays one */
+    if (step->pair >= 0 && step->fin && !s->tr && !(s->slot[step->pair] > FLT_MAX)) {
+        s->slot[a] = 0.0f;
+        return;
+    }
     TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
                        step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
@@ -18271,6 +18476,7 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
+#undef TC__VACC_SUMSQ_LO
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 #undef TC__VACC_BEGIN
@@ -18337,7 +18543,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18341, "tcompile.h", 18341)
+#line TC__LINE_AT(18547, "tcompile.h", 18547)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18354,7 +18560,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18358)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18564)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18731,6 +18937,11 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
 #define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_SUMSQ_LO(a, v) TC__VFN(tc__vacc_sumsq_lo_)(a, v)
+TC__INL TC__VF TC__VFN(tc__vacc_sumsq_lo_)(TC__VF a, TC__VF v) {
+    TC__VF t = v * TC__SPL(TC__SUMSQ_LO);
+    return TC__VFN(tc__vfma_)(t, t, a);
+}
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -18913,6 +19124,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (comb == TC__COMB_SUMSQ_LO) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ_LO)
     } else if (trv) { /* NaN wins in each lane on its own */
         if (comb == TC__COMB_MAX) {
             TC__VACC_LOOP(TC__VACC_MAX)
@@ -19237,6 +19450,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
     int a = step->k;
+    /* a SUMSQ_LO whose SUMSQ beside it (its pair) is finite: its value is
+     * not read (kernel.c), and the row's one pass stays one */
+    if (step->pair >= 0 && step->fin && !s->tr && !(s->slot[step->pair] > FLT_MAX)) {
+        s->slot[a] = 0.0f;
+        return;
+    }
     TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
                        step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
@@ -19314,6 +19533,7 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
+#undef TC__VACC_SUMSQ_LO
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 #undef TC__VACC_BEGIN
@@ -19380,7 +19600,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19384, "tcompile.h", 19384)
+#line TC__LINE_AT(19604, "tcompile.h", 19604)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19388,7 +19608,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19392)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19612)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19890,6 +20110,7 @@ TC__FN void tc__vstep_init(tc__vstep *step, const tc__vins *in, int m, int len, 
     step->fn = NULL;
     step->in = in;
     step->ac = NULL;
+    step->pair = -1;
     for (j = 0; j < 3; j++) {
         step->p[j] = NULL;
         step->pa[j] = 0;
@@ -19976,6 +20197,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 if (!tc__vplan_store_src(step, s, reg, in->b)) return 0;
                 tc__vplan_kind(step, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
                 if (in->op == TC__V_STOREL) step->d = s->local[a];
+                if (in->op == TC__V_ACC && in->c == TC__COMB_SUMSQ_LO) step->pair = tc__sumsq_pair(k->code, stg->begin, i);
                 break;
             default: {
                 int uni;
@@ -20342,8 +20564,7 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
-    /* only the sizes max-autotune tries (a damaged cache record may hold any) */
-    if (tile >= TC__VM_TILE_MIN && tile < kr.tile && (tile & (tile - 1)) == 0) kr.tile = tile;
+    if (tc__kernel_tile_choice(k, tile)) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;
@@ -20361,10 +20582,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20365, "tcompile.h", 20365)
+#line TC__LINE_AT(20586, "tcompile.h", 20586)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20368)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20589)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20690,10 +20911,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20694, "tcompile.h", 20694)
+#line TC__LINE_AT(20915, "tcompile.h", 20915)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20697)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20918)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21302,11 +21523,20 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
-/* Launches whose weight really is packed once (a GEMV-shaped one streams
- * its weight instead and never packs it). */
+/* Contractions whose weight freeze made constant: a matmul/linear whose
+ * weight really is packed once (a GEMV-shaped one streams its weight
+ * instead and never packs it), and a conv whose batch norm was folded into
+ * its weight (the fold's data: a conv's weight is not packed ahead). */
 TC__FN int tc__program_frozen(const tc__program *p) {
     int k, n = 0;
-    for (k = 0; k < p->nlaunch; k++) n += p->launch[k].call.prepack && p->launch[k].call.prepack->valid;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__launch *l = &p->launch[k];
+        const tc__node *nd = &p->g->nodes[l->node];
+        int w = nd->nin > 1 ? nd->in[1] : -1;
+        if (l->call.prepack) n += l->call.prepack->valid;
+        else if (l->kernel < 0 && !l->is_view && nd->kind == TC__NODE_OP && nd->op == TC__OP_CONV2D && w >= 0)
+            n += p->g->nodes[w].kind == TC__NODE_OP && p->g->nodes[w].op == TC__OP_FROM_DATA;
+    }
     return n;
 }
 
@@ -21456,10 +21686,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21460, "tcompile.h", 21460)
+#line TC__LINE_AT(21690, "tcompile.h", 21690)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21463)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21693)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21521,10 +21751,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21525, "tcompile.h", 21525)
+#line TC__LINE_AT(21755, "tcompile.h", 21755)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21528)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21758)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21801,11 +22031,13 @@ TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return *r == TC_OK ? t_min * 1e3 : -1;
 }
 
-/* Sets l up as choice c says (its thread split is the caller's). */
-TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
+/* Sets l up as choice c says (its thread split is the caller's); a tile
+ * the executor would not run (tc__kernel_tile_choice) is none, so that
+ * tuned_tiles counts only tiles in use. */
+TC__FN void tc__tune_apply(const tc__program *p, tc__launch *l, const tc__tune_choice *c) {
     l->call.blk.kc = c->kc;
     l->call.blk.mc_tiles = c->mc_tiles;
-    l->tile = l->kernel >= 0 ? c->tile : 0;
+    l->tile = l->kernel >= 0 ? tc__kernel_tile_choice(&p->fu.k[l->kernel], c->tile) : 0;
     l->call.blk.isa = tc__launch_is_gemm(l) ? c->isa : 0;
 }
 
@@ -21827,11 +22059,11 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
     if (!ch->kc && !ch->mc_tiles && !ch->tile && !ch->isa && !ch->threads) return TC_OK;
     for (k = 0; k < 3; k++) {
         double t;
-        tc__tune_apply(l, &def);
+        tc__tune_apply(p, l, &def);
         t = tc__tune_measure(p, ctx, l, out, 0, &r);
         if (r != TC_OK) return r;
         if (td < 0 || t < td) td = t;
-        tc__tune_apply(l, ch);
+        tc__tune_apply(p, l, ch);
         t = tc__tune_measure(p, ctx, l, out, ch->threads, &r);
         if (r != TC_OK) return r;
         if (tc < 0 || t < tc) tc = t;
@@ -21841,7 +22073,7 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
         *ch = def;
         *best = td;
     }
-    tc__tune_apply(l, ch);
+    tc__tune_apply(p, l, ch);
     return TC_OK;
 }
 
@@ -21860,7 +22092,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         known = &ch;
     }
     if (known) {
-        tc__tune_apply(l, known);
+        tc__tune_apply(p, l, known);
         l->threads = known->threads;
         if (p->tune_mem && known == &ch) {
             p->tune_mem->tiles += l->tile != 0;
@@ -21941,10 +22173,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21945, "tcompile.h", 21945)
+#line TC__LINE_AT(22177, "tcompile.h", 22177)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 21948)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 22180)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22546,10 +22778,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22550, "tcompile.h", 22550)
+#line TC__LINE_AT(22782, "tcompile.h", 22782)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22553)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22785)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -23315,10 +23547,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23319, "tcompile.h", 23319)
+#line TC__LINE_AT(23551, "tcompile.h", 23551)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23322)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 23554)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23365,6 +23597,7 @@ struct tc_fn {
     tc__entry *entries;
     int nentries;
     int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
+    int traces;                /* runs of the user's function to trace it */
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
     uint64_t dyn_marked;       /* bit 8*input+dim: tc_mark_dynamic          */
     tc__break *breaks;
@@ -23412,10 +23645,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23416, "tcompile.h", 23416)
+#line TC__LINE_AT(23649, "tcompile.h", 23649)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23419)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23652)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23510,6 +23743,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.cached_calls = f->cached_calls;
     in.eager_calls = f->eager_calls;
     in.recorded_calls = f->recorded_calls;
+    in.traces = f->traces;
     for (i = 0; i < f->nentries; i++) {
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
@@ -23518,7 +23752,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
-        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+        if (f->freeze && f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
 #ifndef TC_NO_CUDA
         if (f->entries[i].prog) {
             const char *why;
@@ -23546,10 +23780,13 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
-           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, graph "
+           "breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces,
            in.graph_breaks);
-    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (f->freeze)
+        TC__W_("  freeze: %d weights frozen (packed once for the GEMM, or a conv's with its batch norm folded in)\n",
+               in.frozen_weights);
     if (in.device == TC_CUDA) {
         TC__W_("  device cuda%s", f->mode == TC_MODE_REDUCE_OVERHEAD ? ": " : "\n");
         if (f->mode == TC_MODE_REDUCE_OVERHEAD)
@@ -23613,10 +23850,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23617, "tcompile.h", 23617)
+#line TC__LINE_AT(23854, "tcompile.h", 23854)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23620)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23857)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24222,6 +24459,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_result r;
     *gout = NULL;
     *rawout = NULL;
+    f->traces++;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
@@ -24275,17 +24513,17 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24279, "tcompile.h", 24279)
+#line TC__LINE_AT(24517, "tcompile.h", 24517)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24282)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24520)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
  * affine in that size become symbolic); a trace at a third size verifies the
  * fit, and from then on a new size instantiates the template (no trace, no
- * call of the user's function).  tc_mark_dynamic fits up front by tracing a
- * copy one longer in the marked dim. */
+ * call of the user's function).  tc_mark_dynamic fits and verifies up front
+ * by tracing copies one and two longer in the marked dim. */
 
 /* Checks entry e's guards against the inputs; on a miss writes why. */
 TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, char *why, size_t cap) {
@@ -24401,37 +24639,65 @@ TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *con
     return found;
 }
 
-/* For a marked dim of the inputs (size >= 2, contiguous input): traces a
- * zero-padded copy one longer in that dim and fits raw against it. */
+/* Traces the inputs with input i zero-padded by `pad` elements at the end
+ * of dim d; its template (raw, before the passes) in *raw2, or NULL. */
+TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, int pad, tc__graph **raw2) {
+    tc_ctx *ctx = f->ctx;
+    tc_tensor **alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout)), *padded;
+    tc__graph *g2 = NULL;
+    tc__segcache *segs = NULL;
+    tc__call pc;
+    int k, floor;
+    *raw2 = NULL;
+    if (!alt) return;
+    floor = tc__scope_open(ctx);
+    tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
+    pc.a.i[2 * d + 1] = pad; /* zeros after the end of dim d */
+    padded = tc__run(&pc);
+    for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
+    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &segs) != TC_OK) {
+        tc__graph_free(*raw2);
+        *raw2 = NULL;
+    }
+    tc__graph_free(g2);
+    tc__segcache_free(segs);
+    tc__scope_close(ctx, floor);
+    TC_FREE(alt);
+}
+
+/* For a marked dim of the inputs (size s >= 2, contiguous input): traces
+ * zero-padded copies of sizes s + 1 and s + 2, fits raw (size s) against
+ * the first and verifies the fit on the second, so the entry is dynamic
+ * and verified from the first call on: no trace at any later size.  A fit
+ * that does not hold (a size used other than affinely) leaves the dim
+ * static, as automatic dynamic shapes do. */
 TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *raw, int *di, int *dd, tc__sym **sym,
                           int *nsym) {
-    tc_ctx *ctx = f->ctx;
-    int i, d, k, ok = 0, floor;
+    int i, d;
     for (i = 0; i < f->nin && i < 8; i++)
         for (d = 0; d < inputs[i]->ndim; d++) {
-            tc_tensor **alt, **outs, *padded;
-            tc__call pc;
-            tc__graph *g2 = NULL, *raw2 = NULL;
-            tc__segcache *segs = NULL;
-            if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
-            alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
-            if (!alt) return 0;
-            outs = alt + f->nin;
-            floor = tc__scope_open(ctx);
-            tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
-            pc.a.i[2 * d + 1] = 1; /* one zero after the end of dim d */
-            padded = tc__run(&pc);
-            for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
-            if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
-                *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);
-            else
-                *nsym = -1;
+            int64_t s = inputs[i]->shape[d];
+            tc__graph *raw2 = NULL, *raw3 = NULL, *inst = NULL;
+            int ok;
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || (f->dyn_failed >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i]))
+                continue;
+            tc__trace_padded(f, inputs, i, d, 1, &raw2);
+            *nsym = raw2 ? tc__graph_fit(raw, raw2, s, s + 1, sym) : -1;
             ok = *nsym >= 0;
-            tc__graph_free(g2);
+            if (ok) tc__trace_padded(f, inputs, i, d, 2, &raw3);
+            if (ok && raw3) inst = tc__graph_instantiate(raw, *sym, *nsym, s + 2);
+            if (ok && inst && !tc__graph_equal(inst, raw3)) {
+                tc__log(f->ctx, TC_LOG_INFO, "tc_mark_dynamic: input %d dim %d is not affine; recompiling per size", i, d);
+                f->dyn_failed |= (uint64_t)1 << (8 * i + d);
+            }
+            if (ok && !(inst && tc__graph_equal(inst, raw3))) { /* not affine, or out of memory */
+                TC_FREE(*sym);
+                *sym = NULL;
+                ok = 0;
+            }
             tc__graph_free(raw2);
-            tc__segcache_free(segs);
-            tc__scope_close(ctx, floor);
-            TC_FREE(alt);
+            tc__graph_free(raw3);
+            tc__graph_free(inst);
             if (ok) {
                 *di = i;
                 *dd = d;
@@ -24543,6 +24809,7 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
             ne->nsym = nsym;
             ne->cur = ne->fit_a = inputs[di]->shape[dd];
             ne->fit_b = ne->cur + 1;
+            ne->verified = 1; /* on size + 2, by tc__marked_fit */
         } else {
             TC_FREE(sym); /* out of memory: the entry was not added */
         }
@@ -24551,10 +24818,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24555, "tcompile.h", 24555)
+#line TC__LINE_AT(24822, "tcompile.h", 24822)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24558)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24825)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -24780,10 +25047,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(24784, "tcompile.h", 24784)
+#line TC__LINE_AT(25051, "tcompile.h", 25051)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 24787)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 25054)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -24984,10 +25251,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(24988, "tcompile.h", 24988)
+#line TC__LINE_AT(25255, "tcompile.h", 25255)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 24991)
+#line TC__LINE_AT(1, "src/license.h", 25258)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25029,7 +25296,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25033, "tcompile.h", 25033)
+#line TC__LINE_AT(25300, "tcompile.h", 25300)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -17,7 +17,12 @@
  * bytes at the STREAM-style copy bandwidth measured at start-up.  The
  * `handwritten` rows (ew, softmax_ln) run the same math as hand-written
  * register-resident vector C (bench/ref_isa.h) on the same threads: the
- * floor the math itself sets, which the bandwidth line does not show. */
+ * floor the math itself sets, which the bandwidth line does not show.
+ *
+ * A candidate whose call fails (tc_call's result) or whose result differs
+ * from eager's is not timed: its row is dropped, with the reason on
+ * stderr.  `--plant fail|wrong` makes the compiled modes fail or be wrong
+ * on purpose (tests/run_all.sh checks that their rows go). */
 #define _POSIX_C_SOURCE 200809L /* setenv, dlopen under -std=c99 */
 #define TCOMPILE_IMPLEMENTATION
 #include "../tcompile.h"
@@ -502,7 +507,10 @@ static void add_row(const char *w, int batch, const char *mode, int threads, dou
 
 typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                          const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*sgemv_fn)(int order, int ta, int m, int n, float alpha, const float *a, int lda, const float *x, int incx,
+                         float beta, float *y, int incy);
 static sgemm_fn openblas_sgemm;
+static sgemv_fn openblas_sgemv; /* M = 1: a matrix-vector product is sgemv's, not a 1-row sgemm */
 
 /* dlopen'ed so that building the bench needs no BLAS; its idle threads
  * are told to sleep at once, or they would spin on the cores the other
@@ -516,6 +524,7 @@ static void openblas_load(int threads) {
         void (*set_threads)(int);
         if (!h) continue;
         *(void **)&openblas_sgemm = dlsym(h, "cblas_sgemm");
+        *(void **)&openblas_sgemv = dlsym(h, "cblas_sgemv");
         *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
         if (set_threads) set_threads(threads);
     }
@@ -613,7 +622,7 @@ static int ref_setup(tc_ctx *ctx, workload *w, tc_tensor **in, ref_job *j) {
 /* Sets j up for OpenBLAS's sgemm on w (a GEMM workload); 0 when absent. */
 static int blas_setup(workload *w, tc_tensor **in, ref_job *j) {
     memset(j, 0, sizeof *j);
-    if (!openblas_sgemm || w->fn != model_matmul) return 0;
+    if (!openblas_sgemm || w->fn != model_matmul || (w->shape[0][0] == 1 && !openblas_sgemv)) return 0;
     j->blas = 1;
     j->x = (const float *)tc_data(in[0]);
     j->b = (const float *)tc_data(in[1]);
@@ -625,7 +634,10 @@ static int blas_setup(workload *w, tc_tensor **in, ref_job *j) {
 }
 
 static void ref_run(tc_ctx *ctx, ref_job *j) {
-    if (j->blas) /* CblasRowMajor = 101, CblasNoTrans = 111 */
+    /* CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 */
+    if (j->blas && j->m == 1) /* y[N] = x[K] B[K, N] = B^T x */
+        openblas_sgemv(101, 112, j->k, j->n_, 1.0f, j->b, j->n_, j->x, 1, 0.0f, j->y, 1);
+    else if (j->blas)
         openblas_sgemm(101, 111, 111, j->m, j->n_, j->k, 1.0f, j->x, j->k, j->b, j->n_, 0.0f, j->y, j->n_);
     else tc__parallel_for(ctx, j->count, j->work, j->copy ? copy_range : ref_part, j);
 }
@@ -640,6 +652,7 @@ typedef struct cand {
     double first;  /* compiled: the first call's ms              */
     double t[400];
     int n;
+    int failed;    /* a call failed while timed: the row is dropped */
 } cand;
 
 static void *bench_user; /* the running workload's parameters */
@@ -697,8 +710,10 @@ static double run_once(tc_ctx *ctx, workload *w, cand *c, tc_tensor **in, int co
     tc_scope_begin(ctx);
     t0 = now_ms();
     if (c->ref) ref_run(ctx, c->ref);
-    else if (c->f) tc_call(c->f, in, out);
-    else w->fn(ctx, bench_user, in, out);
+    else if (c->f && tc_call(c->f, in, out) != TC_OK && !c->failed) {
+        c->failed = 1;
+        fprintf(stderr, "bench: %s %s dropped: a timed call failed: %s\n", w->name, c->mode, tc_fn_error(c->f));
+    } else if (!c->f) w->fn(ctx, bench_user, in, out);
     if (out[0]) (void)tc_data(out[0]);
     t0 = now_ms() - t0;
     tc_scope_end(ctx);
@@ -743,21 +758,47 @@ static double rel_err(const float *pe, const float *pc, int64_t n) {
 }
 
 /* Checks a compiled (f) or hand-written (ref) result against eager before
- * timing: a benchmark of wrong answers measures nothing. */
-static double max_rel_err(tc_ctx *ctx, workload *w, tc_fn *f, ref_job *ref, tc_tensor **in) {
+ * timing: a benchmark of failed calls or wrong answers measures nothing.
+ * 1 when `mode` may be timed; else 0, and why on stderr. */
+static int check_result(tc_ctx *ctx, workload *w, const char *mode, tc_fn *f, ref_job *ref, tc_tensor **in) {
     tc_tensor *e[1] = {NULL}, *c[1] = {NULL};
-    double m;
+    double m = 0;
+    int ok = 1;
     tc_scope_begin(ctx);
     w->fn(ctx, bench_user, in, e);
-    if (ref) {
+    if (tc_status(e[0]) != TC_OK) {
+        fprintf(stderr, "bench: %s %s dropped: eager failed: %s\n", w->name, mode, tc_error(e[0]));
+        ok = 0;
+    } else if (ref) {
         ref_run(ctx, ref);
         m = rel_err((const float *)tc_data(e[0]), ref->y, tc_numel(e[0]));
+    } else if (tc_call(f, in, c) != TC_OK) {
+        fprintf(stderr, "bench: %s %s dropped: the call failed: %s\n", w->name, mode, tc_fn_error(f));
+        ok = 0;
+    } else if (tc_numel(c[0]) != tc_numel(e[0]) || tc_type(c[0]) != TC_F32) {
+        fprintf(stderr, "bench: %s %s dropped: its result is not eager's size or dtype\n", w->name, mode);
+        ok = 0;
     } else {
-        tc_call(f, in, c);
         m = rel_err((const float *)tc_data(e[0]), (const float *)tc_data(c[0]), tc_numel(e[0]));
     }
     tc_scope_end(ctx);
-    return m;
+    if (ok && !(m <= 1e-3)) {
+        fprintf(stderr, "bench: %s %s dropped: differs from eager (max rel err %g)\n", w->name, mode, m);
+        ok = 0;
+    }
+    return ok;
+}
+
+/* --plant: the compiled modes run the workload with a planted fault, so
+ * that the checks above can be seen to drop their rows. */
+static enum { PLANT_NONE, PLANT_FAIL, PLANT_WRONG } plant;
+static tc_model_fn plant_inner;
+
+static void model_planted(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    int64_t bad = -7;
+    plant_inner(ctx, user, in, out);
+    if (plant == PLANT_FAIL) out[0] = tc_reshape(ctx, out[0], 1, &bad); /* an errored output */
+    else out[0] = tc_add_scalar(ctx, out[0], 1.0);
 }
 
 static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
@@ -781,11 +822,24 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         tc_persist(in[i]);
     }
     bench_user = w->setup ? w->setup(ctx) : NULL;
+    {   /* eager is every row's reference: without it there is nothing to compare */
+        tc_tensor *e[1] = {NULL};
+        tc_scope_begin(ctx);
+        w->fn(ctx, bench_user, in, e);
+        if (tc_status(e[0]) != TC_OK) fprintf(stderr, "bench: %s dropped: eager failed: %s\n", w->name, tc_error(e[0]));
+        i = tc_status(e[0]) != TC_OK;
+        tc_scope_end(ctx);
+        if (i) {
+            for (i = 0; i < w->nin; i++) tc_free(in[i]);
+            return;
+        }
+    }
     memset(c, 0, sizeof c);
     c[nc++].mode = "eager";
     for (m = 0; m < (int)(sizeof modes / sizeof modes[0]); m++) {
         tc_compile_options o;
-        double t0, err;
+        double t0;
+        tc_result r;
         tc_tensor *out[1] = {NULL};
         memset(&o, 0, sizeof o);
         o.mode = modes[m].mode;
@@ -794,26 +848,32 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         o.num_inputs = w->nin;
         o.cache_dir = "bench/out/tune-cache"; /* max-autotune's choices: rm -rf to measure again */
         c[nc].mode = modes[m].name;
-        c[nc].f = tc_compile(ctx, w->fn, bench_user, &o);
+        plant_inner = w->fn;
+        c[nc].f = tc_compile(ctx, plant != PLANT_NONE ? model_planted : w->fn, bench_user, &o);
         tc_scope_begin(ctx);
         t0 = now_ms();
-        tc_call(c[nc].f, in, out);
+        r = tc_call(c[nc].f, in, out);
         c[nc].first = now_ms() - t0;
         tc_scope_end(ctx);
-        err = max_rel_err(ctx, w, c[nc].f, NULL, in);
-        if (err > 1e-3) fprintf(stderr, "bench: %s %s differs from eager (max rel err %g)\n", w->name, modes[m].name, err);
+        if (r != TC_OK) {
+            fprintf(stderr, "bench: %s %s dropped: the first call failed: %s\n", w->name, modes[m].name, tc_fn_error(c[nc].f));
+            tc_fn_free(c[nc].f);
+            memset(&c[nc], 0, sizeof c[nc]);
+            continue;
+        }
+        if (!check_result(ctx, w, modes[m].name, c[nc].f, NULL, in)) {
+            tc_fn_free(c[nc].f);
+            memset(&c[nc], 0, sizeof c[nc]);
+            continue;
+        }
         nc++;
     }
     memset(&blas, 0, sizeof blas);
-    if (ref_setup(ctx, w, in, &ref)) {
-        double err = max_rel_err(ctx, w, NULL, &ref, in);
-        if (err > 1e-3) fprintf(stderr, "bench: %s handwritten differs from eager (max rel err %g)\n", w->name, err);
+    if (ref_setup(ctx, w, in, &ref) && check_result(ctx, w, "handwritten", NULL, &ref, in)) {
         c[nc].mode = "handwritten";
         c[nc++].ref = &ref;
     }
-    if (blas_setup(w, in, &blas)) {
-        double err = max_rel_err(ctx, w, NULL, &blas, in);
-        if (err > 1e-3) fprintf(stderr, "bench: %s openblas differs from eager (max rel err %g)\n", w->name, err);
+    if (blas_setup(w, in, &blas) && check_result(ctx, w, "openblas", NULL, &blas, in)) {
         c[nc].mode = "openblas";
         c[nc++].ref = &blas;
     }
@@ -824,7 +884,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     /* the workloads with a copy floor stream memory: timed from a cold cache, as that floor is */
     time_interleaved(ctx, w, c, nc, in, copy.copy);
     for (i = 0; i < nc; i++) {
-        add_row(w->name, w->batch, c[i].mode, threads, c[i].t[c[i].n / 2], c[i].first);
+        if (!c[i].failed) add_row(w->name, w->batch, c[i].mode, threads, c[i].t[c[i].n / 2], c[i].first);
         tc_fn_free(c[i].f);
     }
     free(ref.yraw);
@@ -1022,7 +1082,14 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) csv = argv[++i];
-        else if (nsel < 64) sel[nsel++] = argv[i];
+        else if (strcmp(argv[i], "--plant") == 0 && i + 1 < argc) {
+            i++;
+            plant = strcmp(argv[i], "fail") == 0 ? PLANT_FAIL : strcmp(argv[i], "wrong") == 0 ? PLANT_WRONG : PLANT_NONE;
+            if (plant == PLANT_NONE) {
+                fprintf(stderr, "bench: --plant takes fail or wrong\n");
+                return 2;
+            }
+        } else if (nsel < 64) sel[nsel++] = argv[i];
     }
     for (i = 0; i < nsel; i++) {
         int ok = 0;

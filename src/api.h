@@ -272,7 +272,11 @@ TCDEF tc_tensor *tc_wrap_at(tc_ctx *ctx, tc_dtype dt, int ndim, const int64_t *s
  * I16, I8, U64, U32, U16, U8 -> i32 (a value outside i32 is an error,
  * TC_ERR_OVERFLOW).  A view is valid until tc_safetensors_close; writes
  * into it change this process's copy only.  A missing name is an errored
- * tensor (TC_ERR_INDEX) whose message names the file. */
+ * tensor (TC_ERR_INDEX) whose message names the file.  A mapped file that
+ * is truncated (or rewritten shorter) while open raises SIGBUS at the next
+ * read of a view past its new end: tc_safetensors_open_with with
+ * options.copy = 1 reads the file into memory instead, and its views are
+ * of that copy. */
 typedef struct tc_safetensors tc_safetensors;
 typedef struct tc_safetensors_info {
     const char *name;          /* valid until close                         */
@@ -284,7 +288,13 @@ typedef struct tc_safetensors_info {
     int zero_copy;             /* 1: get views the file's memory            */
     int supported;             /* 0: a dtype get refuses (F8_E4M3, F8_E5M2) */
 } tc_safetensors_info;
+typedef struct tc_safetensors_options {
+    int copy;                  /* 1: read into memory, not mapped (0: mapped) */
+} tc_safetensors_options;
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap);
+/* opts NULL or zeroed: as tc_safetensors_open */
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap);
 TCDEF void tc_safetensors_close(tc_safetensors *st); /* NULL: no-op */
 TCDEF int tc_safetensors_count(const tc_safetensors *st);             /* tensors, in file order */
 TCDEF int tc_safetensors_find(const tc_safetensors *st, const char *name); /* index or -1 */
@@ -634,8 +644,12 @@ typedef struct tc_explain_info {
                                 microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
-    int frozen_weights;      /* freeze: contractions whose weight is packed
-                                once (GEMV-shaped ones stream it instead)   */
+    int frozen_weights;      /* freeze: contractions whose weight is made
+                                constant: packed once for the GEMM (GEMV-
+                                shaped ones stream it instead), or a conv's
+                                with its batch norm folded in               */
+    int traces;              /* times the function ran to be traced (the
+                                copies tc_mark_dynamic traces included)     */
     tc_device device;        /* where its programs run (its first call's
                                 inputs' device)                             */
     int cuda_graphs;         /* reduce-overhead on CUDA: programs replayed as
@@ -648,9 +662,11 @@ typedef struct tc_explain_info {
 TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, size_t cap);
 
 /* Marks dim `dim` of input `input` dynamic before any recompile: the first
- * trace of a signature also traces a copy of the input one element longer
- * in that dim (zero padded) to fit the size-dependent attributes at once.
- * Sizes 0 and 1 stay specialised.  Call before tc_call. */
+ * trace of a signature also traces copies of the input one and two elements
+ * longer in that dim (zero padded) to fit the size-dependent attributes and
+ * verify the fit at once: no later size is traced (a size used other than
+ * affinely leaves the dim static).  Sizes 0 and 1 stay specialised.  Call
+ * before tc_call. */
 TCDEF tc_result tc_mark_dynamic(tc_fn *f, int input, int dim);
 
 /* The compiled graph of cache entry `entry` (0 = the first signature) as

@@ -171,9 +171,11 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, struct t
 
 /* ---- compiler/kernel.c */
 TC__FN int tc__kernel_tile(const struct tc__kernel *k);
+TC__FN int tc__kernel_tile_choice(const struct tc__kernel *k, int tile);
 TC__FN int tc__kernel_simplify(struct tc__kernel *k, int begin, int *nvreg);
 TC__FN double tc__comb_identity(int comb);
 TC__FN double tc__comb_apply(double a, double v, int comb);
+TC__FN int tc__sumsq_pair(const struct tc__vins *code, int begin, int i);
 TC__FN void tc__kernel_mark_fusions(struct tc__vins *code, int begin, int end);
 TC__FN const char *tc__vop_name(int op);
 TC__FN int tc__kernel_emit(struct tc__kernel *k, int op, int dst, int a, int b, int c, float f0, float f1);

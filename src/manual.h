@@ -144,9 +144,12 @@
  *   - A graph compiled for one size is planned again (cheaply) when the
  *     size changes.
  *   - tc_mark_dynamic(f, input, dim) makes a dim dynamic from the first
- *     compile (tcompile traces a zero-padded copy one longer in that dim to
- *     fit the attributes); options.dynamic = 2 marks every input dim that
- *     way; options.dynamic = -1 turns it off (every new size recompiles).
+ *     compile: tcompile traces zero-padded copies one and two longer in
+ *     that dim, to fit the attributes and check the fit, and never traces
+ *     again for a new size (3 traces in all, against automatic dynamic's 3
+ *     spread over the first three sizes); options.dynamic = 2 marks every
+ *     input dim that way; options.dynamic = -1 turns it off (every new
+ *     size recompiles).  tc_explain_info.traces counts the traces.
  *   - One dim per signature is dynamic.
  *
  * ===========================================================================
@@ -181,7 +184,9 @@
  * aligned come back as views of the file (zero copy); F64 converts to f32
  * and the other integer types to i32 (out of range: TC_ERR_OVERFLOW).
  * tc_safetensors_count / _find / _info_of / _metadata list the contents;
- * tc_safetensors_save writes tensors and string metadata.
+ * tc_safetensors_save writes tensors and string metadata.  A mapped file
+ * must not be truncated while open (section 9); tc_safetensors_open_with
+ * and options.copy = 1 read it into memory instead.
  *
  * ===========================================================================
  *  7. TO DEBUG A COMPILED FUNCTION
@@ -256,6 +261,13 @@
  *     alive after the base has been freed.
  *   - Memory wrapped from the user (tc_wrap) is never freed by tcompile and
  *     must outlive every tensor that views it.
+ *   - A safetensors file is mapped: its views are the file's pages until
+ *     tc_safetensors_close.  Truncating the file (or rewriting it shorter)
+ *     while it is open makes the next read of a view past its new end
+ *     SIGBUS, which no check can catch.  Where another process may change
+ *     the file, open it with tc_safetensors_open_with and options.copy = 1:
+ *     the file is read into memory once (its size in RAM) and the views
+ *     are of that copy.
  *   - Freed blocks of 256 KB and more are kept by the context (up to
  *     tc_ctx_options.cache_bytes, 256 MiB by default, oldest dropped first)
  *     and reused by the next tensor they fit, and so is a default-mode
@@ -321,7 +333,10 @@
  *     reduced axes (over all axes this is PyTorch's argmax(dim=None)); ties
  *     pick the first index, NaN wins like in PyTorch.
  * Reductions accumulate in f32 blocks summed in double; results may differ
- * from PyTorch in the last bits.
+ * from PyTorch in the last bits.  The norms' sums of squares hold any
+ * finite row (a scaled second sum stands in where the squares overflow
+ * f32); a compiled layer_norm whose row's plain sum overflows (values
+ * within a factor n of FLT_MAX) gives NaN where eager normalises it.
  *
  * ===========================================================================
  *  13. BUILD FLAGS (define before including)
@@ -392,7 +407,8 @@
  * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
  * they are validated and overflow-checked, and bad values produce errors, not
  * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6).
+ * element by element.  safetensors files are untrusted (section 6); a file
+ * truncated while mapped is not checked (SIGBUS, section 9: copy it).
  * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
  * or tc_write must be valid for the sizes given, and a tensor pointer must
  * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC

@@ -1,13 +1,13 @@
 #!/bin/sh
 # The example models against PyTorch (tests/models_oracle.py).
 #     sh tests/models_oracle.sh [BUILD_DIR]
-# Needs a python3 that can import torch; without one the test is skipped,
-# not failed.  ORACLE_SANITIZE=1 builds the examples with ASan + UBSan.
+# Needs a python3 that can import torch; without one the comparison is
+# skipped, not failed (under CI=true it fails), but the examples are built
+# either way.  ORACLE_SANITIZE=1 builds them with ASan + UBSan.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 . tests/oracle_lib.sh
-oracle_python "models oracle" "torch, numpy"
 oracle_dirs tc_models "${1:-}"
 for ex in resnet gpt2 vit; do
     # $extra is deliberately unquoted: it holds several flags
@@ -17,4 +17,6 @@ for ex in resnet gpt2 vit; do
         exit 1
     fi
 done
+echo "ok models oracle: examples resnet, gpt2 and vit build"
+oracle_python "models oracle" "torch, numpy" 1
 "$py" tests/models_oracle.py "$tmp"

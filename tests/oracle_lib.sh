@@ -1,19 +1,28 @@
 # Shared by the PyTorch oracles (tests/oracle.sh, tests/models_oracle.sh),
 # sourced with `.` from the repository root after `set -u`.
 
-# oracle_python NAME MODULES: sets $py to a python3 that can import MODULES
-# (comma-separated), else prints NAME's skip lines and exits the caller
-# with 0: without torch an oracle is skipped, not failed.
+# oracle_python NAME MODULES [BUILT]: sets $py to a python3 that can import
+# MODULES (comma-separated), else prints NAME's result and exits the
+# caller: without torch an oracle is skipped, not failed (BUILT: the passes
+# of what was built before, counted all the same) -- except under CI
+# (CI=true), where .ci/run installs torch, and a missing one fails.
+# ORACLE_PYTHONS lists the interpreters tried (default /usr/bin/python3
+# python3).
 oracle_python() {
     py=""
-    for cand in /usr/bin/python3 python3; do
+    for cand in ${ORACLE_PYTHONS:-/usr/bin/python3 python3}; do
         if command -v "$cand" >/dev/null 2>&1 && "$cand" -c "import $2" >/dev/null 2>&1; then
             py=$cand
             return 0
         fi
     done
-    echo "SKIP $1: python3-torch not installed (apt-get install python3-torch)"
-    echo "0 passed, 0 failed, 1 skipped"
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL $1: python3 cannot import $2 under CI, where .ci/run installs it (apt-get install python3-torch python3-numpy)"
+        echo "${3:-0} passed, 1 failed, 0 skipped"
+        exit 1
+    fi
+    echo "SKIP $1: python3 cannot import $2 (apt-get install python3-torch python3-numpy)"
+    echo "${3:-0} passed, 0 failed, 1 skipped"
     exit 0
 }
 

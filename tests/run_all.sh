@@ -6,6 +6,11 @@
 # cache; their output is printed in a fixed order at the end.
 #   CC / CXX / CLANG / CLANGXX override the compilers; a missing clang is a
 #   skipped step with the reason printed, never a silent pass.
+#   RUN_ALL_ONLY=REGEX runs only the jobs whose command matches (grep -E),
+#   e.g. RUN_ALL_ONLY='unit_test opt test_safetensors'.
+#   A job that dies (killed, crashed) or reports no result is a failure.
+#   Under CI (CI=true) a missing oracle (python3-torch, numpy) fails: .ci/run
+#   installs it.
 set -u
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build/test}
@@ -58,19 +63,59 @@ mkfifo "$J/pool" || { echo "cannot make a FIFO in $J"; echo "0 passed, 1 failed,
 exec 3<> "$J/pool"
 i=0; while [ "$i" -lt "$JOBS" ]; do echo >&3; i=$((i + 1)); done
 njob=0
+ONLY=${RUN_ALL_ONLY:-}
 # job CMD...: runs CMD in the background once a slot is free, with W its
 # own scratch directory, which also holds its max-autotune cache: a fresh
-# one per job, never the user's.
+# one per job, never the user's.  CMD runs in a subshell of its own that
+# writes $n.end (its exit status) when it returns: a job killed or crashed
+# has none, and its slot is freed all the same.
 job() {
+    if [ -n "$ONLY" ] && ! echo "$*" | grep -qE -- "$ONLY"; then return; fi
     njob=$((njob + 1))
     n=$(printf %03d "$njob")
+    echo "$*" > "$J/$n.cmd"
     read -r _ <&3
     (
-        W="$J/$n.d"; mkdir -p "$W"
-        TC_CACHE_DIR="$W/tune-cache"; export TC_CACHE_DIR
-        "$@" > "$J/$n.out" 2>&1
+        (
+            W="$J/$n.d"; mkdir -p "$W"
+            TC_CACHE_DIR="$W/tune-cache"; export TC_CACHE_DIR
+            "$@" > "$J/$n.out" 2>&1
+            echo $? > "$J/$n.end"
+        )
         echo >&3
     ) &
+}
+
+# The runner's own checks: a planted job that dies, one that reports
+# nothing, a test that skips (counted as a skip, not a pass) and a missing
+# oracle under CI must each show as such.
+planted_killed() { sh -c 'kill -9 $PPID'; pass "planted: still alive"; }
+planted_silent() { :; }
+runner_selfcheck() {
+    for p in killed silent; do
+        out=$(RUN_ALL_ONLY="^planted_$p\$" RUN_ALL_PLANT=$p BUILD_DIR="$W/$p" JOBS=1 sh tests/run_all.sh 2>&1)
+        rc=$?
+        case "$rc:$out" in
+        0:*) fail "runner: a planted $p job passed"; return ;;
+        *"planted_$p"*"0 passed, 1 failed, 0 skipped") ;;
+        *) fail "runner: a planted $p job was not one failure"; echo "$out" | tail -n 5; return ;;
+        esac
+    done
+    printf '#include "tests/tc_test.h"\nTC_TEST(a) { TC_CHECK(1); }\nTC_TEST(b) { TC_SKIP("planted"); }\n'"int main(void) { TC_RUN(a); TC_RUN(b); return TC_TEST_SUMMARY(); }\n" > "$W/skip.c"
+    if ! $CC -std=c99 $WARN -I. "$W/skip.c" -o "$W/skip" -lm 2> "$W/skip.log"; then fail "runner: build the planted skip"; return; fi
+    case "$(run_counted "planted skip" "$W/skip" | head -n 1)" in
+    "@@ 1 0 1") ;;
+    *) fail "runner: a skipped test was not counted as a skip"; return ;;
+    esac
+    for ci in true false; do
+        out=$(CI=$ci ORACLE_PYTHONS=/nonexistent/python3 sh -c '. tests/oracle_lib.sh; oracle_python planted torch' 2>&1)
+        rc=$?
+        case "$ci:$rc:$out" in
+        true:1:*"0 passed, 1 failed, 0 skipped"|false:0:*"0 passed, 0 failed, 1 skipped") ;;
+        *) fail "runner: a missing oracle with CI=$ci gave exit $rc: $out"; return ;;
+        esac
+    done
+    pass "runner: a killed or silent job fails the run, a skip counts as a skip, a missing oracle fails under CI"
 }
 
 # 1. the amalgamation is in sync with src/
@@ -159,10 +204,32 @@ partial_hooks() {
     else fail "partial allocation hooks failed for another reason"; head -n 5 "$W/partial.log"; fi
 }
 
+# 2f. the bench drops (never times) a compiled mode whose calls fail or
+#     whose result is wrong: --plant makes every compiled mode so, and
+#     the CSV must keep eager's rows and none of theirs, each with a reason
+bench_guards() {
+    exe="$W/bench_prog" # (not bench: the bench writes bench/out/ where it runs)
+    if ! $CC -std=c99 -O1 $WARN -I. bench/bench.c -o "$exe" $LIBS -ldl 2> "$W/bench.log"; then
+        fail "bench guards: build bench/bench.c"; head -n 20 "$W/bench.log"; return
+    fi
+    for p in fail wrong; do
+        (cd "$W" && "$exe" -t 1 --plant "$p" -o "$W/$p/results.csv" mlp_small > "$W/$p.out" 2> "$W/$p.err")
+        rc=$?
+        eager=$(grep -c '^mlp_small,[0-9]*,.*,eager,' "$W/$p/results.csv" 2> /dev/null)
+        timed=$(grep -cE ',(default|reduce-overhead|max-autotune|default-unfused),' "$W/$p/results.csv" 2> /dev/null)
+        why=$(grep -c "dropped: " "$W/$p.err")
+        if [ "$rc" -ne 0 ] || [ "${eager:-0}" -ne 3 ] || [ "${timed:-1}" -ne 0 ] || [ "$why" -ne 12 ]; then
+            fail "bench guards ($p): exit $rc, $eager eager rows (3), $timed compiled rows (0), $why reasons (12)"
+            head -n 5 "$W/$p.err"; return
+        fi
+    done
+    pass "bench guards: failing or wrong compiled modes are dropped with a reason, eager kept"
+}
+
 # 2e. a user build carries no test switch: tcompile.h without
 #     TCOMPILE_TESTING (as tests/header_impl.c includes it) must define none
 #     of them.  Built at -O0 -g so that static variables stay in nm's list.
-TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook"
+TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook|sft_name_cmps"
 no_test_switches() {
     if ! have nm; then skip "no test switch in a user build: nm not installed"; return; fi
     if ! $CC -std=c99 -O0 -g $WARN -c tests/header_impl.c -o "$W/user.o" 2> "$W/user.log"; then
@@ -259,15 +326,28 @@ if have "$MINGW"; then
 else
     job skip "Windows cross-compile: $MINGW not installed (apt-get install gcc-mingw-w64-x86-64)"
 fi
+case "${RUN_ALL_PLANT:-}" in killed|silent) job "planted_$RUN_ALL_PLANT" ;; esac
+job runner_selfcheck
 job partial_hooks
+job bench_guards
 job no_test_switches
 job isa_max
 wait
 exec 3>&-
 
-for f in "$J"/*.out; do grep -v '^@@ ' "$f"; done
-set -- $(cat "$J"/*.out | awk '/^@@ / { p += $2; f += $3; s += $4 } END { print p + 0, f + 0, s + 0 }')
-passed=$1 failed=$2 skipped=$3
-[ "$njob" -eq "$(ls "$J"/*.out | wc -l)" ] || { echo "FAIL  a job wrote no output"; failed=$((failed + 1)); }
+passed=0 failed=0 skipped=0
+i=1
+while [ "$i" -le "$njob" ]; do
+    n=$(printf %03d "$i")
+    [ -f "$J/$n.out" ] && grep -v '^@@ ' "$J/$n.out"
+    set -- $(cat "$J/$n.out" 2> /dev/null | awk '/^@@ / { c++; p += $2; f += $3; s += $4 } END { print c + 0, p + 0, f + 0, s + 0 }')
+    passed=$((passed + $2)) failed=$((failed + $3)) skipped=$((skipped + $4))
+    if [ ! -f "$J/$n.end" ]; then
+        echo "FAIL  job $n ($(cat "$J/$n.cmd")) died before it ended (killed or crashed)"; failed=$((failed + 1))
+    elif [ "$1" -eq 0 ]; then
+        echo "FAIL  job $n ($(cat "$J/$n.cmd")) reported no result (exit $(cat "$J/$n.end"))"; failed=$((failed + 1))
+    fi
+    i=$((i + 1))
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,6 +1,8 @@
 /* Minimal test harness shared by the test programs.  Each program ends with
- * TC_TEST_SUMMARY(), which prints "N passed, N failed" and returns nonzero on
- * any failure; tests/run_all.sh adds the counts up. */
+ * TC_TEST_SUMMARY(), which prints "N passed, N failed, N skipped" and
+ * returns nonzero on any failure; tests/run_all.sh adds the counts up.  A
+ * test that cannot run here calls TC_SKIP with the reason: it counts as
+ * skipped, never as passed. */
 #ifndef TC_TEST_H
 #define TC_TEST_H
 #include <math.h>
@@ -8,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int tct_passed, tct_failed, tct_tests_failed;
+static int tct_passed, tct_failed, tct_tests_failed, tct_skipped, tct_skipping;
 static const char *tct_current = "";
 
 #define TC_TEST(name) static void name(void)
@@ -16,9 +18,37 @@ static const char *tct_current = "";
     do {                                                                    \
         int f0_ = tct_failed;                                               \
         tct_current = #name;                                                \
+        tct_skipping = 0;                                                   \
         name();                                                             \
-        if (tct_failed == f0_) tct_passed++;                                \
-        else { tct_tests_failed++; fprintf(stderr, "FAIL %s\n", #name); } \
+        if (tct_failed != f0_) {                                            \
+            tct_tests_failed++;                                             \
+            fprintf(stderr, "FAIL %s\n", #name);                            \
+        } else if (tct_skipping) tct_skipped++;                             \
+        else tct_passed++;                                                  \
+    } while (0)
+
+/* Marks the running test skipped (the caller returns), printing
+ * "SKIP test: reason"; a check that failed before it still fails it. */
+#define TC_SKIP(...)                                                        \
+    do {                                                                    \
+        printf("SKIP %s: ", tct_current);                                   \
+        printf(__VA_ARGS__);                                                \
+        printf("\n");                                                       \
+        tct_skipping = 1;                                                   \
+    } while (0)
+
+/* Under CI (CI=true) .ci/run installs every optional tool a test needs
+ * (python3-numpy, python3-torch): a test missing one fails there, and
+ * skips elsewhere. */
+#define tct_under_ci() (getenv("CI") && strcmp(getenv("CI"), "true") == 0)
+#define TC_SKIP_UNLESS_CI(...)                                              \
+    do {                                                                    \
+        if (tct_under_ci()) {                                               \
+            fprintf(stderr, "  %s: needed under CI: ", tct_current);        \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+            tct_failed++;                                                   \
+        } else TC_SKIP(__VA_ARGS__);                                        \
     } while (0)
 
 /* A failed check counts once per test (TC_RUN), but each failing check prints. */
@@ -42,8 +72,8 @@ static const char *tct_current = "";
         }                                                                   \
     } while (0)
 
-#define TC_TEST_SUMMARY()                                                   \
-    (printf("%d passed, %d failed\n", tct_passed, tct_tests_failed),      \
+#define TC_TEST_SUMMARY()                                                              \
+    (printf("%d passed, %d failed, %d skipped\n", tct_passed, tct_tests_failed, tct_skipped), \
      tct_tests_failed != 0)
 #ifdef TCOMPILE_H
 /* The largest difference of two f32-readable tensors, measured as `how`

@@ -168,8 +168,9 @@ TC_TEST(test_automatic_dynamic) {
      * trace; T=7..12 instantiated without running block_fn */
     TC_CHECKF(m.calls == calls_before, "block_fn ran %d times for T=7..12", m.calls - calls_before);
     tc_explain(f, &info, text, sizeof text);
-    TC_CHECKF(info.recompiles == 1 && info.graphs == 1 && info.dynamic_dims == 1,
-              "recompiles %d graphs %d dynamic %d\n%s", info.recompiles, info.graphs, info.dynamic_dims, text);
+    TC_CHECKF(info.recompiles == 1 && info.graphs == 1 && info.dynamic_dims == 1 && info.traces == 3,
+              "recompiles %d graphs %d dynamic %d traces %d\n%s", info.recompiles, info.graphs, info.dynamic_dims,
+              info.traces, text);
     TC_CHECK(strstr(text, "in0=f32[2,*,16]") != NULL && strstr(text, "verified") != NULL);
     {
         /* size 1 is specialised: a separate, static entry */
@@ -184,25 +185,37 @@ TC_TEST(test_automatic_dynamic) {
     tc_fn_free(f);
 }
 
-/* A dim marked up front is dynamic from the first compile: no recompile. */
+/* A dim marked up front is dynamic from the first compile: no recompile,
+ * and every trace (the size, and padded copies one and two longer to fit
+ * and verify) in the first call: lengths 4..12 trace 3 times, where the
+ * mark traced 4 (4, the padded 5, 5 again, 6) and automatic dynamic 3. */
 TC_TEST(test_mark_dynamic_up_front) {
     block m = make_block(16, 2);
     tc_fn *f = tc_compile(ctx, block_fn, &m, NULL);
     tc_tensor *y, *ye;
     tc_explain_info info;
     int64_t t;
+    int calls_after_first = 0;
     TC_CHECK(tc_mark_dynamic(f, 0, 1) == TC_OK);
     TC_CHECK(tc_mark_dynamic(f, 3, 0) == TC_ERR_AXIS && tc_mark_dynamic(NULL, 0, 0) == TC_ERR_NULL);
     tc_scope_begin(ctx);
-    for (t = 4; t <= 8; t++) {
+    for (t = 4; t <= 12; t++) {
         tc_tensor *x = randn(3, 2, t, 16, (uint64_t)(200 + t));
         TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        if (t == 4) calls_after_first = m.calls;
+        m.calls--; /* do not count the eager reference below */
         block_fn(ctx, &m, &x, &ye);
         TC_CHECKF(maxdiff(ye, y) < 1e-5, "T=%d: differs by %g (%s)", (int)t, maxdiff(ye, y), tc_fn_error(f));
+        if (t == 4) {
+            tc_explain(f, &info, NULL, 0);
+            TC_CHECKF(info.traces == 3, "first call: %d traces", info.traces);
+        }
     }
     tc_explain(f, &info, NULL, 0);
-    TC_CHECKF(info.recompiles == 0 && info.graphs == 1 && info.dynamic_dims == 1, "recompiles %d graphs %d dynamic %d",
-              info.recompiles, info.graphs, info.dynamic_dims);
+    TC_CHECKF(info.recompiles == 0 && info.graphs == 1 && info.dynamic_dims == 1 && info.traces == 3,
+              "recompiles %d graphs %d dynamic %d traces %d", info.recompiles, info.graphs, info.dynamic_dims,
+              info.traces);
+    TC_CHECKF(m.calls == calls_after_first, "block_fn ran %d times for T=5..12", m.calls - calls_after_first);
     tc_fn_free(f);
     {
         /* dynamic = 2 ("on") marks every dim; dim 0 (batch) fits first */
@@ -247,6 +260,20 @@ TC_TEST(test_dynamic_not_affine_falls_back) {
     }
     tc_explain(f, &info, NULL, 0);
     TC_CHECKF(info.dynamic_dims == 0, "dynamic dims %d", info.dynamic_dims);
+    tc_fn_free(f);
+    /* marked: the verification at the first call catches it */
+    f = tc_compile(ctx, square_size_fn, NULL, NULL);
+    TC_CHECK(tc_mark_dynamic(f, 0, 0) == TC_OK);
+    for (n = 2; n <= 6; n++) {
+        tc_tensor *x = randn(1, n, 0, 0, (uint64_t)n);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        square_size_fn(ctx, NULL, &x, &ye);
+        TC_CHECKF(maxdiff(ye, y) < 1e-3, "marked, n=%d differs by %g", (int)n, maxdiff(ye, y));
+    }
+    tc_explain(f, &info, NULL, 0);
+    /* 3 traces at n = 2 (the fit fails on the copy of 4), 1 for each size after */
+    TC_CHECKF(info.dynamic_dims == 0 && info.traces == 3 + 4, "marked: dynamic dims %d, traces %d", info.dynamic_dims,
+              info.traces);
     tc_scope_end(ctx);
     tc_fn_free(f);
 }

@@ -260,6 +260,8 @@ static void model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) 
     }
 }
 
+static int g_frozen; /* the last compiled_launches's tc_explain_info.frozen_weights */
+
 /* Launches per call, and compiled vs eager, for the model in g_model. */
 static int compiled_launches(int freeze, double *err) {
     int64_t sx[4] = {2, 12, 20, 19};
@@ -282,6 +284,7 @@ static int compiled_launches(int freeze, double *err) {
         info.kernels = -1;
     } else {
         *err = 0;
+        g_frozen = info.frozen_weights;
         for (k = 0; k < nout; k++)
             if (tct_maxrel(got[k], eager[k]) > *err) *err = tct_maxrel(got[k], eager[k]);
     }
@@ -315,17 +318,26 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     g_model = 1;
     n = compiled_launches(0, &err);
     TC_CHECKF(n >= 2 && n <= 3 && err < 1e-5, "bn(conv) + x, not frozen: %d launches (want 2-3), error %.3g", n, err);
-    /* frozen: the norm is in the conv's weights; residual and relu remain */
+    TC_CHECKF(g_frozen == 0, "bn(conv) + x, not frozen: %d weights counted frozen", g_frozen);
+    /* frozen: the norm is in the conv's weights (a weight frozen, as
+     * tc_explain counts it); residual and relu remain */
     n = compiled_launches(1, &err);
     TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, frozen: %d launches (want 1), error %.3g", n, err);
+    TC_CHECKF(g_frozen == 1, "bn(conv) + x, frozen: %d weights counted frozen (want the conv's)", g_frozen);
     /* stats and weight made by fills in the function fold the same way */
     g_model = 4;
     n = compiled_launches(1, &err);
     TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, filled stats, frozen: %d launches (want 1), error %.3g", n, err);
+    TC_CHECKF(g_frozen == 1, "filled stats, frozen: %d weights counted frozen", g_frozen);
     /* the raw conv is an output too: no folding, both results right */
     g_model = 3;
     n = compiled_launches(1, &err);
     TC_CHECKF(n >= 2 && err < 1e-5, "bn(conv) with conv an output: %d launches (want >= 2), error %.3g", n, err);
+    TC_CHECKF(g_frozen == 0, "bn(conv) with conv an output: %d weights counted frozen", g_frozen);
+    /* frozen, no norm to fold: a conv's weight is not packed ahead */
+    g_model = 0;
+    n = compiled_launches(1, &err);
+    TC_CHECKF(g_frozen == 0 && err < 1e-5, "conv + bias, frozen: %d weights counted frozen", g_frozen);
     /* the fold adds nodes while it reads the conv's: across every graph size
      * where the node array grows (ASan in make test sees a stale read) */
     g_model = 1;

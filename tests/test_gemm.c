@@ -483,7 +483,8 @@ TC_TEST(test_autotune_disk_cache) {
 
 /* Fused kernels' register tiles: max-autotune measures smaller ones, the
  * record carries the winner, and a tile read from the cache is the one run
- * (a planted tile=64 on every record: counted, and the results unchanged). */
+ * (a planted tile=64 on every record: counted, and the results unchanged;
+ * planted tiles the executor ignores: not counted). */
 static void tiles_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
     (void)u;
     out[0] = tc_mul(c, tc_softmax(c, in[0], -1), tc_sigmoid(c, in[0]));
@@ -541,6 +542,19 @@ TC_TEST(test_autotune_kernel_tiles) {
     b = tiles_once(dir, x, want);
     TC_CHECKF(b.tuned_cached == a.tuned_launches && b.tuned_tiles == a.tuned_launches,
               "from the cache %d of %d, %d on the planted tile", b.tuned_cached, a.tuned_launches, b.tuned_tiles);
+    {   /* tiles the executor does not run (not below the heuristic's, at
+         * most 4096, not a power of two, under the smallest tried) are not
+         * counted */
+        static const char *const ignored[] = {"4096", "100", "96", "32"};
+        int t;
+        for (t = 0; t < 4; t++) {
+            snprintf(cmd, sizeof cmd, "sed -i 's/ tile=[0-9]* / tile=%s /' '%.200s'/tune-*.txt", ignored[t], dir);
+            TC_CHECK(system(cmd) == 0);
+            b = tiles_once(dir, x, want);
+            TC_CHECKF(b.tuned_cached == a.tuned_launches && b.tuned_tiles == 0, "tile=%s: %d of %d cached, %d counted",
+                      ignored[t], b.tuned_cached, a.tuned_launches, b.tuned_tiles);
+        }
+    }
     tc_free(want[0]), tc_free(want[1]);
     snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
     TC_CHECK(system(cmd) == 0);

@@ -216,7 +216,7 @@ TC_TEST(test_failed_resize_keeps_pool) {
     o.num_threads = 2;
     ctx = tc_ctx_create(&o);
     if (tc_ctx_num_threads(ctx) < 2) { /* TC_NO_THREADS */
-        printf("SKIP test_failed_resize_keeps_pool: a build without threads\n");
+        TC_SKIP("a build without threads");
         tc_ctx_destroy(ctx);
         return;
     }

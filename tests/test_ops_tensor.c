@@ -687,7 +687,7 @@ TC_TEST(test_storage_cache_faults) {
     tc_ctx_destroy(ctx);
     tc_ctx_destroy(none);
 #else
-    printf("  test_storage_cache_faults skipped: counts page faults with getrusage (Linux only)\n");
+    TC_SKIP("counts page faults with getrusage (Linux only)");
 #endif
 }
 

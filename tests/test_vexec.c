@@ -1749,6 +1749,143 @@ TC_TEST(test_norm_of_large_mean) {
     tc_scope_end(ctx);
 }
 
+/* rms_norm and layer_norm of rows whose squares overflow f32 (|x| past
+ * ~1.8e19, up to FLT_MAX) against a double reference, on every ISA level,
+ * for short rows (a row per lane), rows in one tile, and long rows (tiles
+ * folded), through the pre-decoded steps and the interpreter: the
+ * compiled sum of squares was inf and the row 0.  Rows of ordinary and
+ * tiny values beside them keep their precision (eps dominates the tiny
+ * ones), and rows holding inf or NaN give what eager gives. */
+static void norms_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_rms_norm(c, in[0], 1, in[1], 1e-6);
+    out[1] = tc_layer_norm(c, in[0], 1, NULL, in[1], 1e-5);
+}
+
+static void rms_fn(tc_ctx *c, void *u, tc_tensor *const *in, tc_tensor **out) {
+    (void)u;
+    out[0] = tc_rms_norm(c, in[0], 1, NULL, 1e-6);
+}
+
+/* max over elements of |y - ref| / (1 + |ref|), ref the norm in double */
+static double norm_err(tc_tensor *y, const float *x, const float *b, int64_t rows, int64_t n, int ln) {
+    float *yv = (float *)malloc(sizeof(float) * (size_t)(rows * n));
+    double worst = 0;
+    int64_t r, i;
+    if (!yv || tc_read(y, TC_F32, yv, sizeof(float) * (size_t)(rows * n)) != TC_OK) {
+        free(yv);
+        return INFINITY;
+    }
+    for (r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        double mean = 0, ss = 0, scale;
+        for (i = 0; ln && i < n; i++) mean += xr[i];
+        mean /= (double)n;
+        for (i = 0; i < n; i++) ss += ((double)xr[i] - mean) * ((double)xr[i] - mean);
+        scale = 1.0 / sqrt(ss / (double)n + (ln ? 1e-5 : 1e-6));
+        for (i = 0; i < n; i++) {
+            double ref = ln ? ((double)xr[i] - mean) * scale + b[i] : (double)xr[i] * scale * b[i];
+            double e = fabs((double)yv[r * n + i] - ref) / (1.0 + fabs(ref));
+            if (!(e <= worst)) worst = e;
+        }
+    }
+    free(yv);
+    return worst;
+}
+
+TC_TEST(test_norms_of_large_values) {
+    static const int64_t lens[] = {7, 37, 1024, 5000};
+    /* rows' scales: the sums of x stay finite (layer_norm's mean of values
+     * near FLT_MAX / n overflows: the manual says so), their squares not */
+    static const double scales[] = {1.0, 3e19, 1e30, 1e34, 1e-20, 1.0, 5e18, 1.0};
+    int isa, li, mode;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (li = 0; li < (int)(sizeof lens / sizeof lens[0]); li++) {
+            int64_t n = lens[li], rows = 8, shape[2], r, i;
+            float *x = (float *)malloc(sizeof(float) * (size_t)(rows * n)), *b = (float *)malloc(sizeof(float) * (size_t)n);
+            uint64_t seed = 77 + (uint64_t)li;
+            tc_tensor *in[2], *ye[2];
+            TC_CHECK(x && b);
+            if (!x || !b) {
+                free(x);
+                free(b);
+                continue;
+            }
+            shape[0] = rows;
+            shape[1] = n;
+            for (r = 0; r < rows; r++)
+                for (i = 0; i < n; i++) {
+                    double u = (double)((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) / 9007199254740992.0;
+                    /* values in [-1, 1), a row's scale on them; the last row
+                     * ordinary but for one value of 1e30 */
+                    x[r * n + i] = (float)((2.0 * u - 1.0) * (r == rows - 1 && i == n / 2 ? 1e30 : scales[r]));
+                }
+            for (i = 0; i < n; i++) b[i] = 0.5f + (float)(i % 5) * 0.25f;
+            tc_scope_begin(ctx);
+            in[0] = tc_from_data(ctx, TC_F32, 2, shape, x);
+            in[1] = tc_from_data(ctx, TC_F32, 1, shape + 1, b);
+            norms_fn(ctx, NULL, in, ye);
+            TC_CHECKF(norm_err(ye[0], x, b, rows, n, 0) < 1e-5 && norm_err(ye[1], x, b, rows, n, 1) < 1e-5,
+                      "eager n=%lld: rms %g, layer %g", (long long)n, norm_err(ye[0], x, b, rows, n, 0),
+                      norm_err(ye[1], x, b, rows, n, 1));
+            for (mode = 0; mode < 3; mode++) { /* pre-decoded steps, the interpreter, op by op */
+                tc_compile_options o;
+                tc_tensor *y[2] = {NULL, NULL};
+                tc_fn *f;
+                double e0, e1;
+                memset(&o, 0, sizeof o);
+                o.num_inputs = 2;
+                o.num_outputs = 2;
+                o.fusion = mode == 2 ? -1 : 0;
+                f = tc_compile(ctx, norms_fn, NULL, &o);
+                tc__vplan_off = mode == 1;
+                TC_CHECK(tc_call(f, in, y) == TC_OK);
+                tc__vplan_off = 0;
+                e0 = norm_err(y[0], x, b, rows, n, 0);
+                e1 = norm_err(y[1], x, b, rows, n, 1);
+                TC_CHECKF(e0 < 1e-5 && e1 < 1e-5, "%s n=%lld %s: rms_norm %g, layer_norm %g", tc_isa_name((tc_isa)isa),
+                          (long long)n, mode == 0 ? "steps" : mode == 1 ? "interpreter" : "op by op", e0, e1);
+                /* inf and NaN in rows 1 and 2: as eager (NaN where it has NaN) */
+                if (mode == 0) {
+                    tc_tensor *z[2] = {NULL, NULL}, *ze[2];
+                    int64_t at[2];
+                    at[0] = 1;
+                    at[1] = n - 1;
+                    tc_set(in[0], at, INFINITY);
+                    at[0] = 2;
+                    at[1] = 0;
+                    tc_set(in[0], at, NAN);
+                    norms_fn(ctx, NULL, in, ze);
+                    TC_CHECK(tc_call(f, in, z) == TC_OK);
+                    TC_CHECKF(tct_maxdiff(z[0], ze[0]) < 1e-4 && tct_maxdiff(z[1], ze[1]) < 1e-4,
+                              "%s n=%lld with inf and NaN: %g %g from eager", tc_isa_name((tc_isa)isa), (long long)n,
+                              tct_maxdiff(z[0], ze[0]), tct_maxdiff(z[1], ze[1]));
+                    tc_free(in[0]);
+                    in[0] = tc_from_data(ctx, TC_F32, 2, shape, x);
+                }
+                tc_fn_free(f);
+            }
+            {   /* rms_norm up to FLT_MAX (no mean to overflow) */
+                tc_tensor *y[1] = {NULL};
+                tc_fn *f = tc_compile(ctx, rms_fn, NULL, NULL);
+                for (i = 0; i < rows * n; i++) x[i] = x[i] < 0 ? -3.4e38f : 3.0e38f;
+                in[0] = tc_from_data(ctx, TC_F32, 2, shape, x);
+                for (i = 0; i < n; i++) b[i] = 1.0f;
+                TC_CHECK(tc_call(f, in, y) == TC_OK);
+                TC_CHECKF(norm_err(y[0], x, b, rows, n, 0) < 1e-5, "%s n=%lld, |x| near FLT_MAX: rms_norm %g",
+                          tc_isa_name((tc_isa)isa), (long long)n, norm_err(y[0], x, b, rows, n, 0));
+                tc_fn_free(f);
+            }
+            tc_scope_end(ctx);
+            free(x);
+            free(b);
+        }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
 int main(void) {
     tc_ctx_options o;
     memset(&o, 0, sizeof o);
@@ -1772,6 +1909,7 @@ int main(void) {
     TC_RUN(test_ratio_gate_products);
     TC_RUN(test_rows_across_lanes);
     TC_RUN(test_norm_of_large_mean);
+    TC_RUN(test_norms_of_large_values);
     TC_RUN(test_rows_fetched_ahead);
     TC_RUN(test_streams_fetched_ahead);
     TC_RUN(test_exp_masked_no_underflow);

@@ -3,8 +3,8 @@
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
  * affine in that size become symbolic); a trace at a third size verifies the
  * fit, and from then on a new size instantiates the template (no trace, no
- * call of the user's function).  tc_mark_dynamic fits up front by tracing a
- * copy one longer in the marked dim. */
+ * call of the user's function).  tc_mark_dynamic fits and verifies up front
+ * by tracing copies one and two longer in the marked dim. */
 
 /* Checks entry e's guards against the inputs; on a miss writes why. */
 TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const *in, char *why, size_t cap) {
@@ -120,37 +120,65 @@ TC__FN int tc__size_only_miss(const tc_fn *f, const tc__entry *e, tc_tensor *con
     return found;
 }
 
-/* For a marked dim of the inputs (size >= 2, contiguous input): traces a
- * zero-padded copy one longer in that dim and fits raw against it. */
+/* Traces the inputs with input i zero-padded by `pad` elements at the end
+ * of dim d; its template (raw, before the passes) in *raw2, or NULL. */
+TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, int pad, tc__graph **raw2) {
+    tc_ctx *ctx = f->ctx;
+    tc_tensor **alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout)), *padded;
+    tc__graph *g2 = NULL;
+    tc__segcache *segs = NULL;
+    tc__call pc;
+    int k, floor;
+    *raw2 = NULL;
+    if (!alt) return;
+    floor = tc__scope_open(ctx);
+    tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
+    pc.a.i[2 * d + 1] = pad; /* zeros after the end of dim d */
+    padded = tc__run(&pc);
+    for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
+    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &segs) != TC_OK) {
+        tc__graph_free(*raw2);
+        *raw2 = NULL;
+    }
+    tc__graph_free(g2);
+    tc__segcache_free(segs);
+    tc__scope_close(ctx, floor);
+    TC_FREE(alt);
+}
+
+/* For a marked dim of the inputs (size s >= 2, contiguous input): traces
+ * zero-padded copies of sizes s + 1 and s + 2, fits raw (size s) against
+ * the first and verifies the fit on the second, so the entry is dynamic
+ * and verified from the first call on: no trace at any later size.  A fit
+ * that does not hold (a size used other than affinely) leaves the dim
+ * static, as automatic dynamic shapes do. */
 TC__FN int tc__marked_fit(tc_fn *f, tc_tensor *const *inputs, const tc__graph *raw, int *di, int *dd, tc__sym **sym,
                           int *nsym) {
-    tc_ctx *ctx = f->ctx;
-    int i, d, k, ok = 0, floor;
+    int i, d;
     for (i = 0; i < f->nin && i < 8; i++)
         for (d = 0; d < inputs[i]->ndim; d++) {
-            tc_tensor **alt, **outs, *padded;
-            tc__call pc;
-            tc__graph *g2 = NULL, *raw2 = NULL;
-            tc__segcache *segs = NULL;
-            if (!(f->dyn_marked >> (8 * i + d) & 1) || inputs[i]->shape[d] < 2 || !tc__contig(inputs[i])) continue;
-            alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout));
-            if (!alt) return 0;
-            outs = alt + f->nin;
-            floor = tc__scope_open(ctx);
-            tc__unary_call(ctx, TC__OP_PAD, inputs[i], f->file, f->line, &pc);
-            pc.a.i[2 * d + 1] = 1; /* one zero after the end of dim d */
-            padded = tc__run(&pc);
-            for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
-            if (padded->status == TC_OK && tc__trace_call(f, alt, outs, &g2, &raw2, &segs) == TC_OK && raw2)
-                *nsym = tc__graph_fit(raw, raw2, inputs[i]->shape[d], inputs[i]->shape[d] + 1, sym);
-            else
-                *nsym = -1;
+            int64_t s = inputs[i]->shape[d];
+            tc__graph *raw2 = NULL, *raw3 = NULL, *inst = NULL;
+            int ok;
+            if (!(f->dyn_marked >> (8 * i + d) & 1) || (f->dyn_failed >> (8 * i + d) & 1) || s < 2 || !tc__contig(inputs[i]))
+                continue;
+            tc__trace_padded(f, inputs, i, d, 1, &raw2);
+            *nsym = raw2 ? tc__graph_fit(raw, raw2, s, s + 1, sym) : -1;
             ok = *nsym >= 0;
-            tc__graph_free(g2);
+            if (ok) tc__trace_padded(f, inputs, i, d, 2, &raw3);
+            if (ok && raw3) inst = tc__graph_instantiate(raw, *sym, *nsym, s + 2);
+            if (ok && inst && !tc__graph_equal(inst, raw3)) {
+                tc__log(f->ctx, TC_LOG_INFO, "tc_mark_dynamic: input %d dim %d is not affine; recompiling per size", i, d);
+                f->dyn_failed |= (uint64_t)1 << (8 * i + d);
+            }
+            if (ok && !(inst && tc__graph_equal(inst, raw3))) { /* not affine, or out of memory */
+                TC_FREE(*sym);
+                *sym = NULL;
+                ok = 0;
+            }
             tc__graph_free(raw2);
-            tc__segcache_free(segs);
-            tc__scope_close(ctx, floor);
-            TC_FREE(alt);
+            tc__graph_free(raw3);
+            tc__graph_free(inst);
             if (ok) {
                 *di = i;
                 *dd = d;
@@ -262,6 +290,7 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
             ne->nsym = nsym;
             ne->cur = ne->fit_a = inputs[di]->shape[dd];
             ne->fit_b = ne->cur + 1;
+            ne->verified = 1; /* on size + 2, by tc__marked_fit */
         } else {
             TC_FREE(sym); /* out of memory: the entry was not added */
         }

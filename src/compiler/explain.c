@@ -92,6 +92,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.cached_calls = f->cached_calls;
     in.eager_calls = f->eager_calls;
     in.recorded_calls = f->recorded_calls;
+    in.traces = f->traces;
     for (i = 0; i < f->nentries; i++) {
         const tc__graph *g = f->entries[i].g;
         const tc__segcache *sc = f->entries[i].segs;
@@ -100,7 +101,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
         in.dynamic_dims += f->entries[i].dyn_in >= 0;
         if (!g) continue;
         tc__count_graph(g, f->entries[i].prog, &in);
-        if (f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
+        if (f->freeze && f->entries[i].prog) in.frozen_weights += tc__program_frozen(f->entries[i].prog);
 #ifndef TC_NO_CUDA
         if (f->entries[i].prog) {
             const char *why;
@@ -128,10 +129,13 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, graph breaks %d\n",
-           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles,
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, graph "
+           "breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces,
            in.graph_breaks);
-    if (f->freeze) TC__W_("  freeze: %d weights packed once for the GEMM\n", in.frozen_weights);
+    if (f->freeze)
+        TC__W_("  freeze: %d weights frozen (packed once for the GEMM, or a conv's with its batch norm folded in)\n",
+               in.frozen_weights);
     if (in.device == TC_CUDA) {
         TC__W_("  device cuda%s", f->mode == TC_MODE_REDUCE_OVERHEAD ? ": " : "\n");
         if (f->mode == TC_MODE_REDUCE_OVERHEAD)

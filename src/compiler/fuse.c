@@ -649,7 +649,7 @@ TC__FN int tc__fuse_stage_end(tc__fuse *f) {
     }
     st->end = f->k->ncode;
     for (i = st->begin; i < st->end; i++)
-        st->sums |= f->k->code[i].op == TC__V_ACC && (f->k->code[i].c == TC__COMB_SUM || f->k->code[i].c == TC__COMB_SUMSQ);
+        st->sums |= f->k->code[i].op == TC__V_ACC && TC__COMB_IS_SUM(f->k->code[i].c);
     if (tc__fuse_regalloc(f, st->begin, st->end) != 0) return -1;
     tc__kernel_mark_fusions(f->k->code, st->begin, st->end);
     f->k->nstage++;

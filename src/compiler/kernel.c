@@ -63,13 +63,20 @@ enum {
     TC__V_END
 };
 
-/* SUMSQ is an accumulation's combiner only (ACC's c): it sums the
- * squares of its register, and its slot's combiner is SUM. */
-enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ };
+/* SUMSQ and SUMSQ_LO are an accumulation's combiners only (ACC's c): they
+ * sum the squares of their register, SUMSQ_LO of it times TC__SUMSQ_LO
+ * (2^-96, passes.c: a sum no finite f32 row overflows, which the norms
+ * take beside SUMSQ for values past ~1.8e19, whose squares overflow), and
+ * their slot's combiner is SUM.  A SUMSQ_LO is read only where the SUMSQ
+ * of the same register (its pair, tc__sumsq_pair) is inf: where the pair
+ * is finite the executor may skip it (a row in one tile: its one pass
+ * over the row stays one) and leave its slot 0. */
+enum { TC__COMB_SUM = 0, TC__COMB_MAX, TC__COMB_MIN, TC__COMB_SUMSQ, TC__COMB_SUMSQ_LO };
+#define TC__COMB_IS_SUM(c) ((c) == TC__COMB_SUM || (c) == TC__COMB_SUMSQ || (c) == TC__COMB_SUMSQ_LO)
 
 /* The combiners, as the eager reductions define them (NaN wins max/min). */
 TC__FN double tc__comb_identity(int comb) {
-    return comb == TC__COMB_SUM || comb == TC__COMB_SUMSQ ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
+    return TC__COMB_IS_SUM(comb) ? 0.0 : comb == TC__COMB_MAX ? -INFINITY : INFINITY;
 }
 TC__FN double tc__comb_apply(double a, double v, int comb) {
     if (comb == TC__COMB_SUM) return a + v;
@@ -177,6 +184,14 @@ TC__FN int tc__kernel_tile(const tc__kernel *k) {
     return t;
 }
 
+/* The register tile the executor runs k on when asked for `tile` floats
+ * (max-autotune's choice, maybe from a damaged cache record): only the
+ * sizes max-autotune tries, powers of two from TC__VM_TILE_MIN below the
+ * heuristic's; 0 (the heuristic's) for any other. */
+TC__FN int tc__kernel_tile_choice(const tc__kernel *k, int tile) {
+    return tile >= TC__VM_TILE_MIN && tile < tc__kernel_tile(k) && (tile & (tile - 1)) == 0 ? tile : 0;
+}
+
 TC__FN const char *tc__vop_name(int op) {
     static const char *const pseudo[] = {"load", "const", "slot", "loadl", "storel", "store", "acc"};
     if (op >= 0 && op < TC__OP_COUNT) return tc__optable[op].name;
@@ -235,9 +250,22 @@ TC__FN void tc__kernel_free(tc__kernel *k) {
 TC__FN int tc__acc_as_stored(const tc__vins *code, int begin, int i) {
     const tc__vins *ac = &code[i];
     int j = i - 1;
+    /* not SUMSQ_LO: beside a SUMSQ of the same value (its one use), a loop
+     * of its own over the tile, as the executor's as-stored forms leave it out */
     if (ac->op != TC__V_ACC || (ac->c != TC__COMB_SUM && ac->c != TC__COMB_SUMSQ)) return 0;
     if (j > begin && code[j].op == TC__V_STOREL && code[j].b == ac->b) j--;
     return j >= begin && code[j].op < TC__OP_COUNT && code[j].dst == ac->b && tc__vins_fuses_acc(&code[j]);
+}
+
+/* The slot of the SUMSQ of the register SUMSQ_LO code[i] sums, earlier in
+ * its stage code[begin, i), or -1. */
+TC__FN int tc__sumsq_pair(const tc__vins *code, int begin, int i) {
+    int j;
+    for (j = i - 1; j >= begin; j--) {
+        if (code[j].op == TC__V_ACC && code[j].c == TC__COMB_SUMSQ && code[j].b == code[i].b) return code[j].a;
+        if (code[j].dst == code[i].b) break; /* the register's value begins here */
+    }
+    return -1;
 }
 
 /* Sets the TC__FZ_* marks of the stage code[begin, end), its final code
@@ -323,8 +351,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
             case TC__V_STOREL: tc__text_printf(sb, "    local%d = r%d\n", v->a, v->b); break;
             case TC__V_STORE: tc__text_printf(sb, "    out%d = r%d\n", v->a, v->b); break;
             case TC__V_ACC:
-                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[v->c == TC__COMB_SUMSQ ? 0 : v->c],
-                                v->c == TC__COMB_SUMSQ ? "square(" : "", v->b, v->c == TC__COMB_SUMSQ ? ")" : "",
+                tc__text_printf(sb, "    slot%d %s= %sr%d%s%s%s\n", v->a, comb[TC__COMB_IS_SUM(v->c) ? 0 : v->c],
+                                v->c == TC__COMB_SUMSQ ? "square(" : v->c == TC__COMB_SUMSQ_LO ? "square(2^-96*" : "", v->b,
+                                v->c != TC__COMB_SUM && TC__COMB_IS_SUM(v->c) ? ")" : "",
                                 k->slot_scale[v->a] != 1.0f ? " (then scaled)" : "",
                                 tc__acc_as_stored(k->code, stg->begin, i) ? " (as stored)" : "");
                 break;
@@ -351,6 +380,9 @@ TC__FN void tc__kernel_print(const tc__kernel *k, int index, tc__text *sb) {
 typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
+    int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
+    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
+    float cval;
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
@@ -423,6 +455,8 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
     if (in->as < 0 && in->at < 0 && (op == TC__OP_SQUARE || (op == TC__OP_MUL && in->a == in->b))) v[in->dst].sq = in->a;
+    if (op == TC__OP_SQUARE && in->as >= 0 && in->at < 0 && v[in->as].cst && v[in->as].cval == TC__SUMSQ_LO)
+        v[in->dst].sqlo = in->a;
 }
 
 /* Drops the instructions of code[begin, ncode) marked dead (TC__V_END). */
@@ -522,18 +556,25 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         memcpy(old, k->code + begin, sizeof(tc__vins) * (size_t)n);
         k->ncode = begin;
         for (i = 0; i < cap; i++) {
-            p.v[i].x = p.v[i].sq = -1;
-            p.v[i].uni = p.v[i].kept = 0;
+            p.v[i].x = p.v[i].sq = p.v[i].sqlo = -1;
+            p.v[i].uni = p.v[i].kept = p.v[i].cst = 0;
+            p.v[i].cval = 0;
             uses[i] = 0;
         }
         for (i = 0; i < n; i++) /* folding a value that is kept saves no pass, and may cost one (a square) */
             if (old[i].op == TC__V_STORE || old[i].op == TC__V_STOREL || old[i].op == TC__V_ACC) p.v[old[i].b].kept = 1;
         for (i = 0; i < n && !p.oom; i++) {
             tc__vins in = old[i];
-            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) p.v[in.dst].uni = 1;
-            else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
+            if (in.op == TC__V_CONST || in.op == TC__V_SLOT) {
+                p.v[in.dst].uni = 1;
+                p.v[in.dst].cst = in.op == TC__V_CONST;
+                p.v[in.dst].cval = in.f0;
+            } else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sq >= 0) {
                 in.b = p.v[in.b].sq;
                 in.c = TC__COMB_SUMSQ;
+            } else if (in.op == TC__V_ACC && in.c == TC__COMB_SUM && p.v[in.b].sqlo >= 0) {
+                in.b = p.v[in.b].sqlo;
+                in.c = TC__COMB_SUMSQ_LO;
             } else if (in.op < TC__OP_COUNT) tc__vsimp_compute(&p, &in);
             if (tc__kernel_emit(k, in.op, in.dst, in.a, in.b, in.c, in.f0, in.f1) != 0) p.oom = 1;
             else {

@@ -486,9 +486,10 @@ TC__FN int tc__g_reduce(tc__graph *g, tc__op op, int x, int axis, int corr, cons
 
 /* Mean (and var) over the last k dims of x, keepdim: flatten them first. */
 TC__FN int tc__g_row_stat(tc__graph *g, tc__op op, int x, int k, const char *file, int line) {
-    const tc__node *n = &g->nodes[x];
+    const tc__node *n = x >= 0 ? &g->nodes[x] : NULL;
     tc__attrs a;
     int d;
+    if (!n) return -1;
     memset(&a, 0, sizeof a);
     for (d = n->ndim - k; d < n->ndim; d++) a.i[d] = 1;
     a.i[TC__A_KEEP] = 1;
@@ -538,6 +539,29 @@ TC__FN int tc__decompose_sdpa(tc__graph *g, const tc__node *nd, const int *in) {
     return tc__g_binary(g, TC__OP_MATMUL, s, v, f, l);
 }
 
+/* 2^-96: (v * 2^-96)^2 summed over any row of finite f32 values (at most
+ * 2^128 each, 2^64 squared) stays finite for rows of up to 2^64 values,
+ * and any value the sum must count (a row whose plain sum of squares
+ * overflowed holds one of at least 2^64 / sqrt(n)) keeps a normal square.
+ * The executor sums such squares in one step (kernel.c, SUMSQ_LO). */
+#define TC__SUMSQ_LO 1.2621774483536188887e-29f
+
+/* rsqrt(mean(v^2) + eps) over the last k dims of v, as the norms scale
+ * by.  A square past FLT_MAX (|v| over ~1.8e19) makes the mean inf and
+ * the row 0 (eager sums in double): a second mean, of (v * 2^-96)^2,
+ * taken in the same pass over the row, holds any finite row, and stands
+ * in where the first is inf: rsqrt(mean((v 2^-96)^2)) * 2^-96 (eps is
+ * far below such a mean).  A row with inf or NaN gives what eager does. */
+TC__FN int tc__g_rsqrt_mean_sq(tc__graph *g, int v, int k, double eps, const char *f, int l) {
+    int c = tc__g_scalar(g, TC__SUMSQ_LO, f, l), big[3];
+    int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, v, f, l), k, f, l);
+    int ms_lo = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, tc__g_binary(g, TC__OP_MUL, v, c, f, l), f, l), k, f, l);
+    big[0] = tc__g_binary(g, TC__OP_EQ, ms, tc__g_scalar(g, INFINITY, f, l), f, l);
+    big[1] = tc__g_binary(g, TC__OP_MUL, tc__g_unary(g, TC__OP_RSQRT, ms_lo, f, l), c, f, l);
+    big[2] = tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, ms, tc__g_scalar(g, eps, f, l), f, l), f, l);
+    return big[0] < 0 || big[1] < 0 || big[2] < 0 ? -1 : tc__g_op(g, TC__OP_WHERE, NULL, big, 3, f, l);
+}
+
 TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, void *arg) {
     const char *f = nd->file;
     int l = nd->line, x = nd->nin > 0 ? in[0] : -1, t, u, level = *(const int *)arg;
@@ -564,16 +588,15 @@ TC__FN int tc__decompose_node(tc__graph *g, const tc__node *nd, const int *in, v
     case TC__OP_LAYER_NORM:
     case TC__OP_RMS_NORM: {
         int k = (int)nd->a.i[0], w = nd->nin > 1 ? in[1] : -1, b = nd->nin > 2 ? in[2] : -1;
-        int eps = tc__g_scalar(g, nd->a.f[0], f, l);
         if (nd->op == TC__OP_LAYER_NORM) {
             /* two passes, mean((x - mean)^2): the fuser keeps x - mean in cache */
-            int mean = tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), var;
-            t = tc__g_binary(g, TC__OP_SUB, x, mean, f, l);
-            var = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, t, f, l), k, f, l);
-            t = tc__g_binary(g, TC__OP_MUL, t, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, var, eps, f, l), f, l), f, l);
+            t = tc__g_binary(g, TC__OP_SUB, x, tc__g_row_stat(g, TC__OP_MEAN, x, k, f, l), f, l);
+            t = tc__g_binary(g, TC__OP_MUL, tc__g_rsqrt_mean_sq(g, t, k, nd->a.f[0], f, l), t, f, l);
         } else {
-            int ms = tc__g_row_stat(g, TC__OP_MEAN, tc__g_unary(g, TC__OP_SQUARE, x, f, l), k, f, l);
-            t = tc__g_binary(g, TC__OP_MUL, x, tc__g_unary(g, TC__OP_RSQRT, tc__g_binary(g, TC__OP_ADD, ms, eps, f, l), f, l), f, l);
+            /* the row scalar first: the fuser emits operands in order, and
+             * the row read after the scalar's chain is not live across it
+             * (4 registers, a 1024-float row still in one tile) */
+            t = tc__g_binary(g, TC__OP_MUL, tc__g_rsqrt_mean_sq(g, x, k, nd->a.f[0], f, l), x, f, l);
         }
         if (w >= 0) t = tc__g_binary(g, TC__OP_MUL, t, w, f, l);
         if (b >= 0) t = tc__g_binary(g, TC__OP_ADD, t, b, f, l);

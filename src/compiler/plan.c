@@ -606,11 +606,20 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
-/* Launches whose weight really is packed once (a GEMV-shaped one streams
- * its weight instead and never packs it). */
+/* Contractions whose weight freeze made constant: a matmul/linear whose
+ * weight really is packed once (a GEMV-shaped one streams its weight
+ * instead and never packs it), and a conv whose batch norm was folded into
+ * its weight (the fold's data: a conv's weight is not packed ahead). */
 TC__FN int tc__program_frozen(const tc__program *p) {
     int k, n = 0;
-    for (k = 0; k < p->nlaunch; k++) n += p->launch[k].call.prepack && p->launch[k].call.prepack->valid;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__launch *l = &p->launch[k];
+        const tc__node *nd = &p->g->nodes[l->node];
+        int w = nd->nin > 1 ? nd->in[1] : -1;
+        if (l->call.prepack) n += l->call.prepack->valid;
+        else if (l->kernel < 0 && !l->is_view && nd->kind == TC__NODE_OP && nd->op == TC__OP_CONV2D && w >= 0)
+            n += p->g->nodes[w].kind == TC__NODE_OP && p->g->nodes[w].op == TC__OP_FROM_DATA;
+    }
     return n;
 }
 

@@ -603,6 +603,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_result r;
     *gout = NULL;
     *rawout = NULL;
+    f->traces++;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;

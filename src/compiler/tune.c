@@ -274,11 +274,13 @@ TC__FN double tc__tune_measure(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     return *r == TC_OK ? t_min * 1e3 : -1;
 }
 
-/* Sets l up as choice c says (its thread split is the caller's). */
-TC__FN void tc__tune_apply(tc__launch *l, const tc__tune_choice *c) {
+/* Sets l up as choice c says (its thread split is the caller's); a tile
+ * the executor would not run (tc__kernel_tile_choice) is none, so that
+ * tuned_tiles counts only tiles in use. */
+TC__FN void tc__tune_apply(const tc__program *p, tc__launch *l, const tc__tune_choice *c) {
     l->call.blk.kc = c->kc;
     l->call.blk.mc_tiles = c->mc_tiles;
-    l->tile = l->kernel >= 0 ? c->tile : 0;
+    l->tile = l->kernel >= 0 ? tc__kernel_tile_choice(&p->fu.k[l->kernel], c->tile) : 0;
     l->call.blk.isa = tc__launch_is_gemm(l) ? c->isa : 0;
 }
 
@@ -300,11 +302,11 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
     if (!ch->kc && !ch->mc_tiles && !ch->tile && !ch->isa && !ch->threads) return TC_OK;
     for (k = 0; k < 3; k++) {
         double t;
-        tc__tune_apply(l, &def);
+        tc__tune_apply(p, l, &def);
         t = tc__tune_measure(p, ctx, l, out, 0, &r);
         if (r != TC_OK) return r;
         if (td < 0 || t < td) td = t;
-        tc__tune_apply(l, ch);
+        tc__tune_apply(p, l, ch);
         t = tc__tune_measure(p, ctx, l, out, ch->threads, &r);
         if (r != TC_OK) return r;
         if (tc < 0 || t < tc) tc = t;
@@ -314,7 +316,7 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
         *ch = def;
         *best = td;
     }
-    tc__tune_apply(l, ch);
+    tc__tune_apply(p, l, ch);
     return TC_OK;
 }
 
@@ -333,7 +335,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         known = &ch;
     }
     if (known) {
-        tc__tune_apply(l, known);
+        tc__tune_apply(p, l, known);
         l->threads = known->threads;
         if (p->tune_mem && known == &ch) {
             p->tune_mem->tiles += l->tile != 0;

@@ -499,6 +499,7 @@ TC__FN void tc__vstep_init(tc__vstep *step, const tc__vins *in, int m, int len, 
     step->fn = NULL;
     step->in = in;
     step->ac = NULL;
+    step->pair = -1;
     for (j = 0; j < 3; j++) {
         step->p[j] = NULL;
         step->pa[j] = 0;
@@ -585,6 +586,7 @@ TC__FN int tc__vplan_build(const tc__krun *kr, const tc__vst *s, tc__vplan *pl, 
                 if (!tc__vplan_store_src(step, s, reg, in->b)) return 0;
                 tc__vplan_kind(step, fn, in->op == TC__V_STOREL ? TC__VS_STOREL : in->op == TC__V_STORE ? TC__VS_STORE : TC__VS_ACC);
                 if (in->op == TC__V_STOREL) step->d = s->local[a];
+                if (in->op == TC__V_ACC && in->c == TC__COMB_SUMSQ_LO) step->pair = tc__sumsq_pair(k->code, stg->begin, i);
                 break;
             default: {
                 int uni;
@@ -951,8 +953,7 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     int d, saved_cap;
     int64_t outer = 1, numel = 1;
     tc__krun_prepare(&kr, ctx, k, ref);
-    /* only the sizes max-autotune tries (a damaged cache record may hold any) */
-    if (tile >= TC__VM_TILE_MIN && tile < kr.tile && (tile & (tile - 1)) == 0) kr.tile = tile;
+    if (tc__kernel_tile_choice(k, tile)) kr.tile = tile;
     for (d = 0; d < k->ndim; d++) numel *= k->shape[d];
     for (d = 0; d < kr.row0; d++) outer *= kr.shape[d];
     kr.ws = ws;

@@ -374,6 +374,11 @@ TC__INL void TC__VFN(tc__vstore_)(tc__vst *s, int k, const float *v, int len) {
 #define TC__VACC_MAX(a, v) TC__SEL(((v) > (a)) | ((v) != (v)), v, a)
 #define TC__VACC_MIN(a, v) TC__SEL(((v) < (a)) | ((v) != (v)), v, a)
 #define TC__VACC_SUMSQ(a, v) TC__VFN(tc__vfma_)(v, v, a)
+#define TC__VACC_SUMSQ_LO(a, v) TC__VFN(tc__vacc_sumsq_lo_)(a, v)
+TC__INL TC__VF TC__VFN(tc__vacc_sumsq_lo_)(TC__VF a, TC__VF v) {
+    TC__VF t = v * TC__SPL(TC__SUMSQ_LO);
+    return TC__VFN(tc__vfma_)(t, t, a);
+}
 #define TC__VACC_LOOP(F)                                                                          \
     for (; i + 4 <= nv; i += 4) {                                                                 \
         a0 = F(a0, TC__LD(x + i * TC__W));                                                        \
@@ -556,6 +561,8 @@ TC__INL void TC__VFN(tc__vacc_)(float *acc, const float *x, int len, int comb, f
         TC__VACC_LOOP(TC__VACC_SUM)
     } else if (comb == TC__COMB_SUMSQ) {
         TC__VACC_LOOP(TC__VACC_SUMSQ)
+    } else if (comb == TC__COMB_SUMSQ_LO) {
+        TC__VACC_LOOP(TC__VACC_SUMSQ_LO)
     } else if (trv) { /* NaN wins in each lane on its own */
         if (comb == TC__COMB_MAX) {
             TC__VACC_LOOP(TC__VACC_MAX)
@@ -880,6 +887,12 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_store_)(const tc__vstep *step
 }
 static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vs_acc_)(const tc__vstep *step, tc__vst *s) {
     int a = step->k;
+    /* a SUMSQ_LO whose SUMSQ beside it (its pair) is finite: its value is
+     * not read (kernel.c), and the row's one pass stays one */
+    if (step->pair >= 0 && step->fin && !s->tr && !(s->slot[step->pair] > FLT_MAX)) {
+        s->slot[a] = 0.0f;
+        return;
+    }
     TC__VFN(tc__vacc_)(s->acc[a], TC__VFN(tc__vs_src_)(step, s), step->len, step->in->c, step->fin ? &s->slot[a] : NULL,
                        step->fin ? s->slot_comb[a] : 0, step->fin ? s->slot_scale[a] : 1.0f, s->tr ? s->slotv[a] : NULL);
 }
@@ -957,6 +970,7 @@ static const tc__vstep_fn TC__VFN(tc__vsteps_)[TC__VS_COUNT] = {
 
 #undef TC__VACC_SUM
 #undef TC__VACC_SUMSQ
+#undef TC__VACC_SUMSQ_LO
 #undef TC__VACC_MAX
 #undef TC__VACC_MIN
 #undef TC__VACC_BEGIN

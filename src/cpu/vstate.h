@@ -86,6 +86,7 @@ typedef struct tc__vstep {
     int fin;                         /* as tc__vst.fin                       */
     int kind;                        /* TC__VS_*: what fn does               */
     int n;                           /* steps this one runs (a UBLOCK's run) */
+    int pair;                        /* a SUMSQ_LO's: its SUMSQ's slot, or -1 */
 } tc__vstep;
 
 #ifdef TC__HAVE_VEXEC

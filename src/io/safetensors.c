@@ -6,7 +6,8 @@
  *
  * The reader maps the file copy-on-write (a write into a tensor that views
  * it changes only this process's pages), or reads it whole where mapping
- * fails.  The header is parsed by a small parser made for this grammar and
+ * fails or the caller asks for a copy (a mapping's pages past a later
+ * truncation of the file fault with SIGBUS).  The header is parsed by a small parser made for this grammar and
  * nothing else, and checked the way the reference implementation checks
  * it: known dtypes, at most TC_MAX_DIMS non-negative integer dims, byte
  * counts that match shape x dtype without overflow, tensors that tile the
@@ -32,6 +33,7 @@ struct tc_safetensors {
     uint64_t data_len;
     int n, nmeta;
     tc__sft_entry *e;
+    int *by_name;              /* e's indices in name order (tc_safetensors_find) */
     char **meta;               /* nmeta (key, value) pairs */
     char path[256];            /* for messages (may be cut short) */
 };
@@ -49,6 +51,15 @@ static const struct {
     {"U64", TC_I32, 8, 3},  {"F8_E4M3", TC_F32, 1, -1}, {"F8_E5M2", TC_F32, 1, -1},
 };
 #define TC__ST_NDTYPES ((int)(sizeof tc__sft_dtypes / sizeof tc__sft_dtypes[0]))
+
+#ifdef TCOMPILE_TESTING
+/* Tests count the name comparisons of lookups and of the writer's check
+ * for repeated names: a lookup must stay logarithmic in the entries. */
+static long tc__sft_name_cmps = 0;
+#define TC__SFT_NAME_CMP_COUNT() (tc__sft_name_cmps++)
+#else
+#define TC__SFT_NAME_CMP_COUNT() ((void)0)
+#endif
 
 /* ---- the header parser --------------------------------------------------------- */
 
@@ -388,6 +399,13 @@ TC__FN int tc__sft_validate(tc_safetensors *sf, char *err, size_t errcap) {
             tc__fmt(err, errcap, "tensor name '%s' appears twice", ord[i]->name);
             ok = 0;
         }
+    /* the name order kept: a lookup is a binary search, so loading every
+     * tensor of a file is n log n, not n^2 */
+    if (ok && !(sf->by_name = (int *)tc__malloc(sizeof(int) * (size_t)(sf->n > 0 ? sf->n : 1)))) {
+        tc__fmt(err, errcap, "out of memory");
+        ok = 0;
+    }
+    for (i = 0; i < sf->n && ok; i++) sf->by_name[i] = (int)(ord[i] - sf->e);
     TC_FREE(ord);
     return ok;
 }
@@ -400,16 +418,19 @@ TCDEF void tc_safetensors_close(tc_safetensors *sf) {
     for (i = 0; i < sf->n; i++) TC_FREE(sf->e[i].name);
     for (i = 0; i < 2 * sf->nmeta; i++) TC_FREE(sf->meta[i]);
     TC_FREE(sf->e);
+    TC_FREE(sf->by_name);
     TC_FREE(sf->meta);
     tc__unmap_file(&sf->map);
     TC_FREE(sf->heap);
     TC_FREE(sf);
 }
 
-/* The whole file read into memory (where it cannot be mapped); 0 on success. */
-TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *size) {
+/* The whole file read into memory (where it cannot be mapped, or asked to
+ * copy), in one allocation when it holds the `hint` bytes it held when
+ * mapped; 0 on success. */
+TC__FN int tc__sft_read_whole(const char *path, size_t hint, unsigned char **out, size_t *size) {
     FILE *fp = fopen(path, "rb");
-    size_t cap = 1 << 16, n = 0, got;
+    size_t cap = hint < ((size_t)1 << 16) || hint == SIZE_MAX ? (size_t)1 << 16 : hint + 1, n = 0, got;
     unsigned char *buf = NULL, *nb;
     if (!fp) return -1;
     do {
@@ -433,6 +454,11 @@ TC__FN int tc__sft_read_whole(const char *path, unsigned char **out, size_t *siz
 }
 
 TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *err, size_t errcap) {
+    return tc_safetensors_open_with(ctx, path, NULL, err, errcap);
+}
+
+TCDEF tc_safetensors *tc_safetensors_open_with(tc_ctx *ctx, const char *path, const tc_safetensors_options *opts,
+                                               char *err, size_t errcap) {
     tc_safetensors *sf;
     const unsigned char *base;
     size_t size;
@@ -454,10 +480,16 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
     sf->ctx = ctx;
     tc__fmt(sf->path, sizeof sf->path, "%s", path);
     i = tc__map_file(path, &sf->map, 1);
+    size = sf->map.size;
+    if (i == 0 && opts && opts->copy) {
+        /* mapped only to refuse what is not a regular file (a FIFO would
+         * block the read) and to size the copy: read whole */
+        tc__unmap_file(&sf->map);
+        i = -1;
+    }
     if (i == 0) {
         base = (const unsigned char *)sf->map.data;
-        size = sf->map.size;
-    } else if (i == -1 && tc__sft_read_whole(path, &sf->heap, &size) == 0) {
+    } else if (i == -1 && tc__sft_read_whole(path, size, &sf->heap, &size) == 0) {
         base = sf->heap;
     } else {
         tc__fmt(err, errcap, "tc_safetensors_open: cannot read %s%s", path, i == -2 ? " (not a regular file)" : "");
@@ -489,9 +521,15 @@ TCDEF tc_safetensors *tc_safetensors_open(tc_ctx *ctx, const char *path, char *e
 TCDEF int tc_safetensors_count(const tc_safetensors *sf) { return sf ? sf->n : 0; }
 
 TCDEF int tc_safetensors_find(const tc_safetensors *sf, const char *name) {
-    int i;
-    for (i = 0; sf && name && i < sf->n; i++)
-        if (strcmp(sf->e[i].name, name) == 0) return i;
+    int lo = 0, hi = sf ? sf->n : 0;
+    if (!name) return -1;
+    while (lo < hi) { /* in by_name[lo, hi) */
+        int mid = lo + (hi - lo) / 2, c = strcmp(sf->e[sf->by_name[mid]].name, name);
+        TC__SFT_NAME_CMP_COUNT();
+        if (c == 0) return sf->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
 }
 
@@ -671,6 +709,31 @@ TC__FN char *tc__sft_header(int n, const char *const *names, tc_tensor *const *t
     return t.p;
 }
 
+TC__FN int tc__sft_cmp_str(const void *a, const void *b) {
+    TC__SFT_NAME_CMP_COUNT();
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* TC_OK when the n names are distinct: sorted, not each against all. */
+TC__FN tc_result tc__sft_names_unique(int n, const char *const *names, char *err, size_t errcap) {
+    const char **ord = (const char **)tc__malloc(sizeof(char *) * (size_t)(n > 0 ? n : 1));
+    tc_result r = TC_OK;
+    int i;
+    if (!ord) {
+        tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
+        return TC_ERR_OOM;
+    }
+    for (i = 0; i < n; i++) ord[i] = names[i];
+    qsort((void *)ord, (size_t)n, sizeof ord[0], tc__sft_cmp_str);
+    for (i = 1; i < n && r == TC_OK; i++)
+        if (strcmp(ord[i - 1], ord[i]) == 0) {
+            tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", ord[i]);
+            r = TC_ERR_INVALID_ARG;
+        }
+    TC_FREE((void *)ord);
+    return r;
+}
+
 TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
                                     const char *const *metadata, char *err, size_t errcap) {
     char dummy[2], *hdr = NULL;
@@ -678,6 +741,7 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     unsigned char len8[8];
     FILE *fp;
     int i, k, ok;
+    tc_result r;
     if (!err || !errcap) err = dummy, errcap = sizeof dummy;
     err[0] = 0;
     if (!path || n < 0 || (n > 0 && (!names || !tensors))) {
@@ -694,12 +758,8 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
                     tc_status(tensors[i]) != TC_OK ? "is an errored tensor" : "has a dtype safetensors cannot hold");
             return tc_status(tensors[i]) != TC_OK ? tc_status(tensors[i]) : TC_ERR_DTYPE;
         }
-        for (k = 0; k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) {
-                tc__fmt(err, errcap, "tc_safetensors_save: name '%s' given twice", names[i]);
-                return TC_ERR_INVALID_ARG;
-            }
     }
+    if ((r = tc__sft_names_unique(n, names, err, errcap)) != TC_OK) return r;
     if (!(hdr = tc__sft_header(n, names, tensors, metadata, &hlen))) {
         tc__fmt(err, errcap, "tc_safetensors_save: out of memory");
         return TC_ERR_OOM;

@@ -398,6 +398,11 @@ TC__FN void tc__norm_row(const tc__row_job *j, float *x) {
     if (j->op == TC__OP_LAYER_NORM) {
         double mean = tc__sum_f32(x, n) / (double)n;
         double var = tc__sqdev_f32(x, n, (float)mean) / (double)n;
+        if (!(var <= DBL_MAX)) { /* a square past FLT_MAX (|x - mean| over ~1.8e19): in double */
+            var = 0.0;
+            for (i = 0; i < n; i++) var += ((double)x[i] - (double)(float)mean) * ((double)x[i] - (double)(float)mean);
+            var /= (double)n;
+        }
         scale = (float)(1.0 / sqrt(var + j->eps));
         shift = (float)mean;
     } else {
