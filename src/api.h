@@ -222,6 +222,9 @@ typedef struct tc_cuda_info {
 TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info); /* TC_ERR_DEVICE when unavailable */
 /* Device bytes the context keeps cached for reuse, and the cuMemAlloc
  * calls it has made (after warm-up, calls make none). */
+/* Waits for the context's queued GPU work (calls return once their kernels
+ * are queued; a host read waits by itself): for timing. */
+TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx);
 TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx);
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx);
 

@@ -94,13 +94,25 @@ TC_TEST(test_loader_default_names) {
 
 static tc_ctx *ctx;
 
-/* Runs a test that needs the emulator, or prints why it is skipped (a
- * skip is not a pass). */
+/* Runs a test on the device under test: the emulator when it is built
+ * (TCEMU_LIB), else a real GPU when one is here; or prints why it is
+ * skipped (a skip is not a pass).  RUN_EMU: tests of the emulator's
+ * counters and fault injection, which a real driver has not. */
+static int real_gpu;
+#define RUN_DEV(name)                                                                                         \
+    do {                                                                                                      \
+        if (emu_lib || real_gpu) TC_RUN(name);                                                                \
+        else {                                                                                                \
+            printf("SKIP  %s: no device: the SIMT emulator is not built (TCEMU_LIB unset; tests/run_all.sh "   \
+                   "builds it) and no GPU is here\n", #name);                                                 \
+            tct_skipped++;                                                                                    \
+        }                                                                                                     \
+    } while (0)
 #define RUN_EMU(name)                                                                                         \
     do {                                                                                                      \
         if (emu_lib) TC_RUN(name);                                                                            \
         else {                                                                                                \
-            printf("SKIP  %s: the SIMT emulator is not built (TCEMU_LIB unset; tests/run_all.sh builds it)\n", #name); \
+            printf("SKIP  %s: needs the SIMT emulator's counters or fault injection (TCEMU_LIB unset)\n", #name); \
             tct_skipped++;                                                                                    \
         }                                                                                                     \
     } while (0)
@@ -111,7 +123,7 @@ TC_TEST(test_device_info) {
     TC_CHECK(tc_cuda_available(&why) == 1 && why && !*why);
     TC_CHECK(tc_cuda_device_info(&info) == TC_OK);
     TC_CHECK(info.sm >= 80 && info.multiprocessors > 0 && info.nvrtc_max_sm >= 80);
-    TC_CHECK(strstr(info.driver_path, "tcemu") != NULL);
+    TC_CHECK(!emu_lib || strstr(info.driver_path, "tcemu") != NULL);
 }
 
 TC_TEST(test_round_trip) {
@@ -254,6 +266,94 @@ TC_TEST(test_host_parameters_are_uploaded_once) {
     tc_fn_free(f);
     tc_fn_free(ref);
     tc_free(host_weight);
+}
+
+/* Two small models, as the examples build them, with their weights on the
+ * device: a GPT-2 block (embedding, layer norms, linear layers, causal
+ * attention, GELU, residuals) and a CNN (conv, batch norm, ReLU, pooling,
+ * linear); compiled on CUDA in each mode against the CPU. */
+typedef struct model_w {
+    tc_tensor *wte, *ln1w, *ln1b, *qkv_w, *qkv_b, *proj_w, *fc_w, *fc_b, *out_w;
+    tc_tensor *c1w, *c1b, *bn_m, *bn_v, *bn_g, *bn_b, *c2w, *head_w;
+} model_w;
+
+static void gpt_block(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    int64_t qshape[4] = {1, 8, 4, 8}, oshape[3] = {1, 8, 32};
+    static const int perm[4] = {0, 2, 1, 3};
+    tc_tensor *h = tc_embedding(c, w->wte, in[0]); /* [1, 8, 32] */
+    tc_tensor *a = tc_layer_norm(c, h, 1, w->ln1w, w->ln1b, 1e-5);
+    tc_tensor *qkv = tc_linear(c, a, w->qkv_w, w->qkv_b), *parts[3];
+    tc_split(c, qkv, 32, 2, parts, 3);
+    parts[0] = tc_permute(c, tc_reshape(c, parts[0], 4, qshape), perm);
+    parts[1] = tc_permute(c, tc_reshape(c, parts[1], 4, qshape), perm);
+    parts[2] = tc_permute(c, tc_reshape(c, parts[2], 4, qshape), perm);
+    a = tc_scaled_dot_product_attention(c, parts[0], parts[1], parts[2], NULL, 1, 0.0);
+    a = tc_reshape(c, tc_permute(c, a, perm), 3, oshape);
+    h = tc_add(c, h, tc_linear(c, a, w->proj_w, NULL));
+    h = tc_add(c, h, tc_linear(c, tc_gelu(c, tc_linear(c, tc_layer_norm(c, h, 1, w->ln1w, NULL, 1e-5), w->fc_w, w->fc_b)), w->out_w, NULL));
+    out[0] = h;
+}
+
+static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    tc_conv2d_opts co;
+    tc_pool2d_opts po;
+    tc_tensor *x;
+    memset(&co, 0, sizeof co);
+    memset(&po, 0, sizeof po);
+    co.padding[0] = co.padding[1] = 1;
+    po.kernel[0] = po.kernel[1] = 2;
+    x = tc_relu(c, tc_batch_norm(c, tc_conv2d(c, in[0], w->c1w, w->c1b, &co), w->bn_m, w->bn_v, w->bn_g, w->bn_b, 1e-5));
+    x = tc_max_pool2d(c, x, &po);
+    x = tc_relu(c, tc_conv2d(c, x, w->c2w, NULL, &co));
+    x = tc_flatten(c, tc_adaptive_avg_pool2d(c, x, 1, 1), 1, -1);
+    out[0] = tc_linear(c, x, w->head_w, NULL);
+}
+
+static tc_tensor *rnd(int nd, const int64_t *shape, unsigned seed, double lo, double hi) {
+    return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
+}
+
+TC_TEST(test_models_on_device) {
+    model_w w, dw;
+    tc_tensor **src = (tc_tensor **)&w, **dst = (tc_tensor **)&dw;
+    int32_t tok[8] = {3, 14, 15, 9, 2, 6, 5, 35};
+    int64_t tshape[2] = {1, 8}, ishape[4] = {2, 3, 12, 12};
+    tc_tensor *toks = tc_from_data(ctx, TC_I32, 2, tshape, tok), *img = tc_rand_uniform(ctx, 4, ishape, -1, 1, 77);
+    int i, m, mode;
+    w.wte = rnd(2, (int64_t[]){40, 32}, 1, -0.5, 0.5);
+    w.ln1w = rnd(1, (int64_t[]){32}, 2, 0.5, 1.5), w.ln1b = rnd(1, (int64_t[]){32}, 3, -0.1, 0.1);
+    w.qkv_w = rnd(2, (int64_t[]){96, 32}, 4, -0.2, 0.2), w.qkv_b = rnd(1, (int64_t[]){96}, 5, -0.1, 0.1);
+    w.proj_w = rnd(2, (int64_t[]){32, 32}, 6, -0.2, 0.2);
+    w.fc_w = rnd(2, (int64_t[]){64, 32}, 7, -0.2, 0.2), w.fc_b = rnd(1, (int64_t[]){64}, 8, -0.1, 0.1);
+    w.out_w = rnd(2, (int64_t[]){32, 64}, 9, -0.2, 0.2);
+    w.c1w = rnd(4, (int64_t[]){8, 3, 3, 3}, 10, -0.3, 0.3), w.c1b = rnd(1, (int64_t[]){8}, 11, -0.1, 0.1);
+    w.bn_m = rnd(1, (int64_t[]){8}, 12, -0.1, 0.1), w.bn_v = rnd(1, (int64_t[]){8}, 13, 0.5, 1.5);
+    w.bn_g = rnd(1, (int64_t[]){8}, 14, 0.5, 1.5), w.bn_b = rnd(1, (int64_t[]){8}, 15, -0.1, 0.1);
+    w.c2w = rnd(4, (int64_t[]){16, 8, 3, 3}, 16, -0.2, 0.2), w.head_w = rnd(2, (int64_t[]){10, 16}, 17, -0.3, 0.3);
+    for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) dst[i] = tc_persist(tc_to(ctx, src[i], TC_CUDA));
+    for (m = 0; m < 2; m++)
+        for (mode = 0; mode < 2; mode++) {
+            tc_model_fn fn = m ? cnn : gpt_block;
+            tc_tensor *x = m ? img : toks, *dx = tc_to(ctx, x, TC_CUDA), *want = NULL, *got = NULL;
+            tc_compile_options o;
+            tc_fn *fc, *fg;
+            int call;
+            memset(&o, 0, sizeof o);
+            o.mode = mode ? TC_MODE_REDUCE_OVERHEAD : TC_MODE_DEFAULT;
+            fc = tc_compile(ctx, fn, &w, NULL);
+            fg = tc_compile(ctx, fn, &dw, &o);
+            TC_CHECKF(tc_call(fc, &x, &want) == TC_OK, "%s on the CPU: %s", m ? "cnn" : "gpt", tc_fn_error(fc));
+            for (call = 0; call < 4; call++) {
+                TC_CHECKF(tc_call(fg, &dx, &got) == TC_OK, "%s mode %d call %d: %s", m ? "cnn" : "gpt", mode, call, tc_fn_error(fg));
+                TC_CHECKF(tct_maxrel_scaled(got, want) <= 2e-5, "%s mode %d call %d: %.3g", m ? "cnn" : "gpt", mode, call,
+                          tct_maxrel_scaled(got, want));
+            }
+            tc_fn_free(fc);
+            tc_fn_free(fg);
+        }
+    for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) tc_free(src[i]), tc_free(dst[i]);
 }
 
 /* The caching allocator: after the first round, the same sizes make no
@@ -427,16 +527,16 @@ TC_TEST(test_reduce_overhead_replays_a_cuda_graph) {
         tc_scope_begin(ctx);
         x = tc_rand_uniform(ctx, 2, shape, -4, 4, 100u + (unsigned)call);
         dx = tc_to(ctx, x, TC_CUDA); /* new memory each call */
-        if (call == 3) s0 = emu_stats();
+        if (call == 3 && emu_lib) s0 = emu_stats();
         TC_CHECKF(tc_call(f, &dx, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
         TC_CHECK(tc_call(ref, &x, &want) == TC_OK);
         TC_CHECKF(tct_maxrel(got, want) <= 2e-5, "call %d: %.3g", call, tct_maxrel(got, want));
         tc_scope_end(ctx);
     }
-    s1 = emu_stats();
-    TC_CHECKF(s1.graph_launches - s0.graph_launches == 3, "%lld graph launches in calls 4-6",
+    s1 = emu_lib ? emu_stats() : s0;
+    TC_CHECKF(!emu_lib || s1.graph_launches - s0.graph_launches == 3, "%lld graph launches in calls 4-6",
               s1.graph_launches - s0.graph_launches);
-    TC_CHECKF(s1.launches == s0.launches, "%lld kernels launched one by one after the capture", s1.launches - s0.launches);
+    TC_CHECKF(!emu_lib || s1.launches == s0.launches, "%lld kernels launched one by one after the capture", s1.launches - s0.launches);
     TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK && info.device == TC_CUDA && info.cuda_graphs == 1 &&
              info.cuda_graph_failures == 0);
     tc_fn_free(f);
@@ -537,18 +637,20 @@ int main(int argc, char **argv) {
         setenv("TC_CUDA_LIB", emu_lib, 1);
         setenv("TC_NVRTC_LIB", emu_lib, 1);
     }
+    if (!emu_lib && tc_cuda_available(NULL)) real_gpu = 1; /* the loader's children ran first */
     ctx = tc_ctx_create(NULL);
-    RUN_EMU(test_device_info);
-    RUN_EMU(test_round_trip);
-    RUN_EMU(test_views_and_dtypes);
-    RUN_EMU(test_item_and_empty);
-    RUN_EMU(test_mixed_devices_rejected);
-    RUN_EMU(test_devices_of_a_compiled_function);
-    RUN_EMU(test_caching_allocator);
-    RUN_EMU(test_compiled_graphs_match_cpu);
-    RUN_EMU(test_eager_ops_on_device);
-    RUN_EMU(test_host_parameters_are_uploaded_once);
-    RUN_EMU(test_reduce_overhead_replays_a_cuda_graph);
+    RUN_DEV(test_device_info);
+    RUN_DEV(test_round_trip);
+    RUN_DEV(test_views_and_dtypes);
+    RUN_DEV(test_item_and_empty);
+    RUN_DEV(test_mixed_devices_rejected);
+    RUN_DEV(test_devices_of_a_compiled_function);
+    RUN_DEV(test_caching_allocator);
+    RUN_DEV(test_compiled_graphs_match_cpu);
+    RUN_DEV(test_eager_ops_on_device);
+    RUN_DEV(test_host_parameters_are_uploaded_once);
+    RUN_DEV(test_reduce_overhead_replays_a_cuda_graph);
+    RUN_DEV(test_models_on_device);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

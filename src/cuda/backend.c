@@ -594,7 +594,12 @@ TC__FN tc_result tc__cuda_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
         return r;
     }
-    if (cp->xfn[l - p->launch]) return tc__cuda_op(p, ctx, l, out, cp->xfn[l - p->launch]);
+    if (cp->xfn[l - p->launch]) {
+        r = tc__cuda_op(p, ctx, l, out, cp->xfn[l - p->launch]);
+        /* a conv's epilogue (the fuser attaches one to convs too) */
+        if (r == TC_OK && l->epi >= 0) r = tc__cuda_launch(p, ctx, l, &p->fu.k[l->epi], cp->fn[l->epi]);
+        return r;
+    }
     if (c->op == TC__OP_FROM_DATA) {
         /* data the graph owns (it outlives the copy), uploaded per run: an
          * intermediate may use its memory between runs */

@@ -183,6 +183,15 @@ TC__FN TC__UNUSED tc_result tc__cuda_copy_d2d(tc_ctx *ctx, tc__CUdeviceptr dst, 
     return TC_OK;
 }
 
+TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx) {
+    tc__CUresult r;
+    if (!ctx) return TC_ERR_NULL;
+    if (!ctx->cuda) return TC_OK; /* nothing was ever queued */
+    tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+    r = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
+    return r == TC__CUDA_SUCCESS ? TC_OK : tc__ctx_fail(ctx, tc__cu_result(r), "tc_cuda_synchronize: %s", tc__cu_errname(r));
+}
+
 TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) {
     return ctx && ctx->cuda ? (int64_t)ctx->cuda->cached_bytes : 0;
 }
@@ -213,6 +222,7 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
     return info ? TC_ERR_DEVICE : TC_ERR_NULL;
 }
 TCDEF int64_t tc_cuda_cached_bytes(const tc_ctx *ctx) { return (void)ctx, 0; }
+TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx) { return ctx ? TC_OK : TC_ERR_NULL; }
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
