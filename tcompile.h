@@ -394,13 +394,13 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - on the GPU (CUDA backend, part 1): pointwise ops, casts, reductions,
- *     softmax and the norms, eager and compiled; matmul, convolution,
- *     attention and the data-movement ops (concat, gather, pad, ...) are
- *     not there yet and fail with TC_ERR_UNSUPPORTED naming the op, and so
- *     does i32 arithmetic; a compiled function runs on the device of its
- *     first call's inputs; no C-source backend (kernels compiled by the
- *     system compiler) yet;
+ *   - on the GPU (CUDA backend, part 1) every op runs, with simple kernels
+ *     for convolution and indexing and an f32 GEMM (part 2 brings the
+ *     tensor-core ones); tc_copy into a GPU tensor and i32 arithmetic in
+ *     fused kernels are TC_ERR_UNSUPPORTED naming the op; a compiled
+ *     function runs on the device of its first call's inputs, and host
+ *     tensors it reads are uploaded once (later changes are not seen);
+ *     no C-source backend (kernels compiled by the system compiler) yet;
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels;
  *   - compilers without GNU C vector extensions (MSVC) have no SIMD
@@ -25110,7 +25110,9 @@ TC__FN void tc__eager_model(tc_ctx *ctx, void *user, tc_tensor *const *inputs, t
 
 TC__FN int tc__eager_same(const tc__call *a, const tc__call *b) {
     int i;
-    if (a->op != b->op || a->nin != b->nin || a->name != b->name || memcmp(&a->a, &b->a, sizeof a->a) != 0) return 0;
+    if (a->op != b->op || a->nin != b->nin || a->name != b->name || a->optional != b->optional ||
+        memcmp(&a->a, &b->a, sizeof a->a) != 0)
+        return 0;
     for (i = 0; i < a->nin; i++)
         if (!a->in[i] != !b->in[i]) return 0;
     return 1;
@@ -25150,6 +25152,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     e->key.op = c->op;
     e->key.name = c->name;
     e->key.nin = c->nin;
+    e->key.optional = c->optional;
     e->key.a = c->a;
     e->key.file = c->file;
     e->key.line = c->line;
@@ -25269,10 +25272,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25273, "tcompile.h", 25273)
+#line TC__LINE_AT(25276, "tcompile.h", 25276)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25276)
+#line TC__LINE_AT(1, "src/license.h", 25279)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25314,7 +25317,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25318, "tcompile.h", 25318)
+#line TC__LINE_AT(25321, "tcompile.h", 25321)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

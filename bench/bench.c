@@ -656,6 +656,15 @@ typedef struct cand {
 } cand;
 
 static void *bench_user; /* the running workload's parameters */
+/* --device cuda: the workloads' inputs on the GPU, every mode's calls timed
+ * to the end of their GPU work (tc_cuda_synchronize); rows named cuda:<mode> */
+static tc_device bench_dev = TC_CPU;
+
+/* A result's floats on the host (valid until the scope ends), NULL on error. */
+static const float *host_f32(tc_ctx *ctx, tc_tensor *t) {
+    if (tc_device_of(t) != TC_CPU) t = tc_to(ctx, t, TC_CPU);
+    return tc_status(t) == TC_OK && tc_type(t) == TC_F32 ? (const float *)tc_data(t) : NULL;
+}
 
 /* ---- a cold last-level cache before each call of a streaming workload ----------- */
 
@@ -714,7 +723,8 @@ static double run_once(tc_ctx *ctx, workload *w, cand *c, tc_tensor **in, int co
         c->failed = 1;
         fprintf(stderr, "bench: %s %s dropped: a timed call failed: %s\n", w->name, c->mode, tc_fn_error(c->f));
     } else if (!c->f) w->fn(ctx, bench_user, in, out);
-    if (out[0]) (void)tc_data(out[0]);
+    if (bench_dev == TC_CUDA) tc_cuda_synchronize(ctx); /* the call's GPU work, not just its queueing */
+    else if (out[0]) (void)tc_data(out[0]);
     t0 = now_ms() - t0;
     tc_scope_end(ctx);
     return t0;
@@ -771,7 +781,7 @@ static int check_result(tc_ctx *ctx, workload *w, const char *mode, tc_fn *f, re
         ok = 0;
     } else if (ref) {
         ref_run(ctx, ref);
-        m = rel_err((const float *)tc_data(e[0]), ref->y, tc_numel(e[0]));
+        m = rel_err(host_f32(ctx, e[0]), ref->y, tc_numel(e[0]));
     } else if (tc_call(f, in, c) != TC_OK) {
         fprintf(stderr, "bench: %s %s dropped: the call failed: %s\n", w->name, mode, tc_fn_error(f));
         ok = 0;
@@ -779,7 +789,7 @@ static int check_result(tc_ctx *ctx, workload *w, const char *mode, tc_fn *f, re
         fprintf(stderr, "bench: %s %s dropped: its result is not eager's size or dtype\n", w->name, mode);
         ok = 0;
     } else {
-        m = rel_err((const float *)tc_data(e[0]), (const float *)tc_data(c[0]), tc_numel(e[0]));
+        m = rel_err(host_f32(ctx, e[0]), host_f32(ctx, c[0]), tc_numel(e[0]));
     }
     tc_scope_end(ctx);
     if (ok && !(m <= 1e-3)) {
@@ -816,9 +826,16 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     tc_tensor *in[4];
     ref_job ref, blas, copy;
     int i, m, nc = 0;
+    static const char *const cuda_modes[] = {"cuda:eager", "cuda:default", "cuda:reduce-overhead", "cuda:max-autotune",
+                                             "cuda:default-unfused"};
+    if (bench_dev == TC_CUDA && w->setup) { /* its weights are host tensors, which eager cannot mix with GPU inputs */
+        printf("bench: %s skipped on cuda: its weights are set up on the host\n", w->name);
+        return;
+    }
     for (i = 0; i < w->nin; i++) {
         in[i] = i == 0 && w->ids > 0 ? tc_cast(ctx, tc_rand_uniform(ctx, w->ndim[i], w->shape[i], 0.0, w->ids - 1.0, 42), TC_I32)
                                      : tc_rand_normal(ctx, w->ndim[i], w->shape[i], 0.0, 1.0, 42 + (uint64_t)i);
+        if (bench_dev == TC_CUDA) in[i] = tc_to(ctx, in[i], TC_CUDA);
         tc_persist(in[i]);
     }
     bench_user = w->setup ? w->setup(ctx) : NULL;
@@ -835,7 +852,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         }
     }
     memset(c, 0, sizeof c);
-    c[nc++].mode = "eager";
+    c[nc++].mode = bench_dev == TC_CUDA ? cuda_modes[0] : "eager";
     for (m = 0; m < (int)(sizeof modes / sizeof modes[0]); m++) {
         tc_compile_options o;
         double t0;
@@ -847,7 +864,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         o.freeze = w->setup != NULL; /* inference: the parameters are constant */
         o.num_inputs = w->nin;
         o.cache_dir = "bench/out/tune-cache"; /* max-autotune's choices: rm -rf to measure again */
-        c[nc].mode = modes[m].name;
+        c[nc].mode = bench_dev == TC_CUDA ? cuda_modes[m + 1] : modes[m].name;
         plant_inner = w->fn;
         c[nc].f = tc_compile(ctx, plant != PLANT_NONE ? model_planted : w->fn, bench_user, &o);
         tc_scope_begin(ctx);
@@ -869,6 +886,17 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         nc++;
     }
     memset(&blas, 0, sizeof blas);
+    memset(&ref, 0, sizeof ref);
+    memset(&copy, 0, sizeof copy);
+    if (bench_dev == TC_CUDA) { /* the CPU's references measure another machine */
+        time_interleaved(ctx, w, c, nc, in, 0);
+        for (i = 0; i < nc; i++) {
+            if (!c[i].failed) add_row(w->name, w->batch, c[i].mode, threads, c[i].t[c[i].n / 2], c[i].first);
+            tc_fn_free(c[i].f);
+        }
+        for (i = 0; i < w->nin; i++) tc_free(in[i]);
+        return;
+    }
     if (ref_setup(ctx, w, in, &ref) && check_result(ctx, w, "handwritten", NULL, &ref, in)) {
         c[nc].mode = "handwritten";
         c[nc++].ref = &ref;
@@ -939,8 +967,8 @@ static void write_outputs(const char *csv, const char *cpu) {
         int j;
         for (j = 0; j < nrows; j++)
             if (strcmp(rows[j].workload, rows[i].workload) == 0 && rows[j].batch == rows[i].batch &&
-                strcmp(rows[j].mode, "eager") == 0)
-                eager = rows[j].ms;
+                strcmp(rows[j].mode, strncmp(rows[i].mode, "cuda:", 5) == 0 ? "cuda:eager" : "eager") == 0)
+                eager = rows[j].ms; /* the same device's eager */
         const workload *w = find_workload(rows[i].workload, rows[i].batch);
         double sec = rows[i].ms * 1e-3;
         printf("%-18s %5d %-16s %7d %10.3f %11.2f %8.2fx", rows[i].workload, rows[i].batch, rows[i].mode,
@@ -1089,6 +1117,17 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench: --plant takes fail or wrong\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+            const char *why = "";
+            if (strcmp(argv[++i], "cuda") != 0) {
+                fprintf(stderr, "bench: --device takes cuda\n");
+                return 2;
+            }
+            if (!tc_cuda_available(&why)) {
+                fprintf(stderr, "bench: --device cuda: no GPU: %s\n", why);
+                return 3;
+            }
+            bench_dev = TC_CUDA;
         } else if (nsel < 64) sel[nsel++] = argv[i];
     }
     for (i = 0; i < nsel; i++) {

@@ -385,13 +385,13 @@
  *
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
- *   - on the GPU (CUDA backend, part 1): pointwise ops, casts, reductions,
- *     softmax and the norms, eager and compiled; matmul, convolution,
- *     attention and the data-movement ops (concat, gather, pad, ...) are
- *     not there yet and fail with TC_ERR_UNSUPPORTED naming the op, and so
- *     does i32 arithmetic; a compiled function runs on the device of its
- *     first call's inputs; no C-source backend (kernels compiled by the
- *     system compiler) yet;
+ *   - on the GPU (CUDA backend, part 1) every op runs, with simple kernels
+ *     for convolution and indexing and an f32 GEMM (part 2 brings the
+ *     tensor-core ones); tc_copy into a GPU tensor and i32 arithmetic in
+ *     fused kernels are TC_ERR_UNSUPPORTED naming the op; a compiled
+ *     function runs on the device of its first call's inputs, and host
+ *     tensors it reads are uploaded once (later changes are not seen);
+ *     no C-source backend (kernels compiled by the system compiler) yet;
  *   - fused kernels compute in f32: i32 arithmetic, f16/bf16 results and
  *     argmax/var run as their own eager kernels;
  *   - compilers without GNU C vector extensions (MSVC) have no SIMD

@@ -39,7 +39,9 @@ TC__FN void tc__eager_model(tc_ctx *ctx, void *user, tc_tensor *const *inputs, t
 
 TC__FN int tc__eager_same(const tc__call *a, const tc__call *b) {
     int i;
-    if (a->op != b->op || a->nin != b->nin || a->name != b->name || memcmp(&a->a, &b->a, sizeof a->a) != 0) return 0;
+    if (a->op != b->op || a->nin != b->nin || a->name != b->name || a->optional != b->optional ||
+        memcmp(&a->a, &b->a, sizeof a->a) != 0)
+        return 0;
     for (i = 0; i < a->nin; i++)
         if (!a->in[i] != !b->in[i]) return 0;
     return 1;
@@ -79,6 +81,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     e->key.op = c->op;
     e->key.name = c->name;
     e->key.nin = c->nin;
+    e->key.optional = c->optional;
     e->key.a = c->a;
     e->key.file = c->file;
     e->key.line = c->line;
