@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int tct_skipped;
 static const char *emu_lib; /* the emulator, when built */
 
 /* ---- the loader, one process per scenario ---------------------------------- */
@@ -311,7 +310,12 @@ static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     out[0] = tc_linear(c, x, w->head_w, NULL);
 }
 
-static tc_tensor *rnd(int nd, const int64_t *shape, unsigned seed, double lo, double hi) {
+/* A uniform random host tensor of up to 4 dims (0 ends the shape), kept at the root. */
+static tc_tensor *rnd(int64_t d0, int64_t d1, int64_t d2, int64_t d3, unsigned seed, double lo, double hi) {
+    int64_t shape[4];
+    int nd = 0;
+    shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
+    while (nd < 4 && shape[nd] > 0) nd++;
     return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
 }
 
@@ -322,16 +326,16 @@ TC_TEST(test_models_on_device) {
     int64_t tshape[2] = {1, 8}, ishape[4] = {2, 3, 12, 12};
     tc_tensor *toks = tc_from_data(ctx, TC_I32, 2, tshape, tok), *img = tc_rand_uniform(ctx, 4, ishape, -1, 1, 77);
     int i, m, mode;
-    w.wte = rnd(2, (int64_t[]){40, 32}, 1, -0.5, 0.5);
-    w.ln1w = rnd(1, (int64_t[]){32}, 2, 0.5, 1.5), w.ln1b = rnd(1, (int64_t[]){32}, 3, -0.1, 0.1);
-    w.qkv_w = rnd(2, (int64_t[]){96, 32}, 4, -0.2, 0.2), w.qkv_b = rnd(1, (int64_t[]){96}, 5, -0.1, 0.1);
-    w.proj_w = rnd(2, (int64_t[]){32, 32}, 6, -0.2, 0.2);
-    w.fc_w = rnd(2, (int64_t[]){64, 32}, 7, -0.2, 0.2), w.fc_b = rnd(1, (int64_t[]){64}, 8, -0.1, 0.1);
-    w.out_w = rnd(2, (int64_t[]){32, 64}, 9, -0.2, 0.2);
-    w.c1w = rnd(4, (int64_t[]){8, 3, 3, 3}, 10, -0.3, 0.3), w.c1b = rnd(1, (int64_t[]){8}, 11, -0.1, 0.1);
-    w.bn_m = rnd(1, (int64_t[]){8}, 12, -0.1, 0.1), w.bn_v = rnd(1, (int64_t[]){8}, 13, 0.5, 1.5);
-    w.bn_g = rnd(1, (int64_t[]){8}, 14, 0.5, 1.5), w.bn_b = rnd(1, (int64_t[]){8}, 15, -0.1, 0.1);
-    w.c2w = rnd(4, (int64_t[]){16, 8, 3, 3}, 16, -0.2, 0.2), w.head_w = rnd(2, (int64_t[]){10, 16}, 17, -0.3, 0.3);
+    w.wte = rnd(40, 32, 0, 0, 1, -0.5, 0.5);
+    w.ln1w = rnd(32, 0, 0, 0, 2, 0.5, 1.5), w.ln1b = rnd(32, 0, 0, 0, 3, -0.1, 0.1);
+    w.qkv_w = rnd(96, 32, 0, 0, 4, -0.2, 0.2), w.qkv_b = rnd(96, 0, 0, 0, 5, -0.1, 0.1);
+    w.proj_w = rnd(32, 32, 0, 0, 6, -0.2, 0.2);
+    w.fc_w = rnd(64, 32, 0, 0, 7, -0.2, 0.2), w.fc_b = rnd(64, 0, 0, 0, 8, -0.1, 0.1);
+    w.out_w = rnd(32, 64, 0, 0, 9, -0.2, 0.2);
+    w.c1w = rnd(8, 3, 3, 3, 10, -0.3, 0.3), w.c1b = rnd(8, 0, 0, 0, 11, -0.1, 0.1);
+    w.bn_m = rnd(8, 0, 0, 0, 12, -0.1, 0.1), w.bn_v = rnd(8, 0, 0, 0, 13, 0.5, 1.5);
+    w.bn_g = rnd(8, 0, 0, 0, 14, 0.5, 1.5), w.bn_b = rnd(8, 0, 0, 0, 15, -0.1, 0.1);
+    w.c2w = rnd(16, 8, 3, 3, 16, -0.2, 0.2), w.head_w = rnd(10, 16, 0, 0, 17, -0.3, 0.3);
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) dst[i] = tc_persist(tc_to(ctx, src[i], TC_CUDA));
     for (m = 0; m < 2; m++)
         for (mode = 0; mode < 2; mode++) {
@@ -561,7 +565,8 @@ TC_TEST(test_failed_capture_falls_back) {
         tc_tensor *x, *want = NULL, *got = NULL;
         tc_scope_begin(ctx);
         x = tc_rand_uniform(ctx, 2, shape, -4, 4, 7u + (unsigned)call);
-        TC_CHECKF(tc_call(f, (tc_tensor *[]){tc_to(ctx, x, TC_CUDA)}, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
+        tc_tensor *dx = tc_to(ctx, x, TC_CUDA);
+        TC_CHECKF(tc_call(f, &dx, &got) == TC_OK, "call %d: %s", call, tc_fn_error(f));
         TC_CHECK(tc_call(ref, &x, &want) == TC_OK);
         TC_CHECKF(tct_maxrel(got, want) <= 2e-5, "call %d: %.3g", call, tct_maxrel(got, want));
         tc_scope_end(ctx);
@@ -654,6 +659,5 @@ int main(int argc, char **argv) {
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);
-    printf("%d passed, %d failed, %d skipped\n", tct_passed, tct_tests_failed, tct_skipped);
-    return tct_tests_failed != 0;
+    return TC_TEST_SUMMARY();
 }
