@@ -22293,6 +22293,20 @@ TC__FN const char *tc__cu_ctype(tc_dtype dt) {
     return dt == TC_F32 ? "float" : dt == TC_I32 ? "int" : dt == TC_BOOL ? "unsigned char" : "unsigned short";
 }
 
+/* The float value of an element expression of dtype dt. */
+TC__FN const char *tc__cu_tof(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_h2f" : dt == TC_BF16 ? "tc_b2f" : dt == TC_BOOL ? "(float)(0 != " : "(float)(";
+}
+TC__FN const char *tc__cu_tof_end(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt == TC_BF16 ? "" : ")"; }
+
+/* A float's conversion to dtype dt, as a prefix of "(value)"; a bool's
+ * closes with ")" after the value (tc__cu_fromf_end). */
+TC__FN const char *tc__cu_fromf(tc_dtype dt) {
+    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_f2h" : dt == TC_BF16 ? "tc_f2b" : dt == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ";
+}
+
+TC__FN const char *tc__cu_fromf_end(tc_dtype dt) { return dt == TC_BOOL ? ")" : ""; }
+
 /* The element offset of access a at the domain index i0.. (the row dims
  * at 0 when `row0_only`: the scalar stage). */
 TC__FN void tc__cu_offset(tc__text *o, const tc__kernel *k, int a, int row0_only) {
@@ -22333,10 +22347,9 @@ TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, con
     case TC__V_LOAD:
         d = dt[in->a];
         tc__text_printf(o, "%sr%d = ", ind, in->dst);
-        tc__text_printf(o, d == TC_F32 ? "" : d == TC_F16 ? "tc_h2f(" : d == TC_BF16 ? "tc_b2f(" : d == TC_BOOL ? "(float)(0 != " : "(float)(");
-        tc__text_printf(o, "((const %s *)p.b[%d])[", tc__cu_ctype(d), in->a);
+        tc__text_printf(o, "%s%s((const %s *)p.b[%d])[", tc__cu_tof(d), d == TC_F16 || d == TC_BF16 ? "(" : "", tc__cu_ctype(d), in->a);
         tc__cu_offset(o, k, in->a, scalar);
-        tc__text_printf(o, "]%s;\n", d == TC_F32 ? "" : ")");
+        tc__text_printf(o, "]%s;\n", d == TC_F16 || d == TC_BF16 ? ")" : tc__cu_tof_end(d));
         return;
     case TC__V_CONST: tc__text_printf(o, "%sr%d = __uint_as_float(0x%08xu);\n", ind, in->dst, (unsigned)tc__f32_to_bits(in->f0)); return;
     case TC__V_SLOT: tc__text_printf(o, "%sr%d = s%d;\n", ind, in->dst, in->a); return;
@@ -22346,9 +22359,7 @@ TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, con
         d = dt[in->a];
         tc__text_printf(o, "%s((%s *)p.b[%d])[", ind, tc__cu_ctype(d), in->a);
         tc__cu_offset(o, k, in->a, scalar);
-        tc__text_printf(o, "] = %s(r%d)%s;\n",
-                        d == TC_F32 ? "" : d == TC_F16 ? "tc_f2h" : d == TC_BF16 ? "tc_f2b" : d == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
-                        in->b, d == TC_BOOL ? ")" : "");
+        tc__text_printf(o, "] = %s(r%d)%s;\n", tc__cu_fromf(d), in->b, tc__cu_fromf_end(d));
         return;
     case TC__V_ACC:
         if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
@@ -22385,12 +22396,17 @@ TC__FN void tc__cu_stage_code(tc__text *o, const tc__kernel *k, const tc_dtype *
     for (i = stg->begin; i < stg->end; i++) tc__cu_ins(o, k, dt, &k->code[i], stg->scalar);
 }
 
-TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+/* The grid-stride loop over a kernel's domain, e and its index i<d>. */
+TC__FN void tc__cu_domain_loop(tc__text *o, const tc__kernel *k) {
     int d;
     tc__text_printf(o, "  i64 n = 1");
     for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
     tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
     tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+}
+
+TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
+    tc__cu_domain_loop(o, k);
     tc__cu_stage_code(o, k, dt, &k->stage[0]);
     tc__text_printf(o, "  }\n");
 }
@@ -22398,11 +22414,7 @@ TC__FN void tc__cu_pointwise(tc__text *o, const tc__kernel *k, const tc_dtype *d
 /* A copy kernel (one STORE of access 0's element, of the same dtype):
  * the bits moved as they are, no float round trip. */
 TC__FN void tc__cu_copy(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
-    int d;
-    tc__text_printf(o, "  i64 n = 1");
-    for (d = 0; d < k->ndim; d++) tc__text_printf(o, " * p.sh[%d]", d);
-    tc__text_printf(o, ";\n  for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (i64)gridDim.x * blockDim.x) {\n");
-    tc__cu_unravel(o, "    ", "e", 0, k->ndim);
+    tc__cu_domain_loop(o, k);
     tc__text_printf(o, "    ((%s *)p.b[%d])[", tc__cu_ctype(dt[k->code[0].a]), k->code[0].a);
     tc__cu_offset(o, k, k->code[0].a, 0);
     tc__text_printf(o, "] = ((const %s *)p.b[0])[", tc__cu_ctype(dt[0]));
@@ -22512,9 +22524,7 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                        "    if (gm >= p.M || gn >= p.N) continue;\n"
                        "    float v = acc[i][j];\n");
     if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
-    tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n",
-                    dc == TC_F32 ? "" : dc == TC_F16 ? "tc_f2h" : dc == TC_BF16 ? "tc_f2b" : dc == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
-                    dc == TC_BOOL ? ")" : "");
+    tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
 }
 
 /* ---- the ops the fuser leaves alone: one kernel per launch ----------------- */
@@ -22528,23 +22538,17 @@ TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var)
     tc__text_printf(o, "]");
 }
 
-/* The float value of an element expression of dtype dt. */
-TC__FN const char *tc__cu_tof(tc_dtype dt) {
-    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_h2f" : dt == TC_BF16 ? "tc_b2f" : dt == TC_BOOL ? "(float)(0 != " : "(float)(";
-}
-TC__FN const char *tc__cu_tof_end(tc_dtype dt) { return dt == TC_F32 || dt == TC_F16 || dt == TC_BF16 ? "" : ")"; }
 
 /* "out[e] = <value of the element expression printed by fn>" with the
  * conversion the dtypes need (the bits as they are when they agree). */
 TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, "      out[e] = ");
     else
-        tc__text_printf(o, "      out[e] = %s(%s", to == TC_F32 ? "" : to == TC_F16 ? "tc_f2h" : to == TC_BF16 ? "tc_f2b" : to == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ",
-                        tc__cu_tof(from));
+        tc__text_printf(o, "      out[e] = %s(%s", tc__cu_fromf(to), tc__cu_tof(from));
 }
 TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, ";\n");
-    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), to == TC_BOOL ? ")" : "");
+    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
 }
 
 /* The grid-stride loop over the output's elements, e and its index o<d>. */
@@ -22575,10 +22579,6 @@ TC__FN void tc__cu_copy_from(tc__text *o, const tc_tensor *t, int k, const tc_te
     tc__cu_assign_begin(o, t->dtype, out->dtype);
     tc__cu_elem(o, t, k, "s");
     tc__cu_assign_end(o, t->dtype, out->dtype);
-}
-
-TC__FN const char *tc__cu_fromf(tc_dtype dt) {
-    return dt == TC_F32 ? "" : dt == TC_F16 ? "tc_f2h" : dt == TC_BF16 ? "tc_f2b" : dt == TC_I32 ? "tc_f2i" : "(unsigned char)(0.f != ";
 }
 
 /* A window over the image of x at output (o_{n-2}, o_{n-1}) of channel c:
@@ -22627,7 +22627,7 @@ TC__FN void tc__cu_window(tc__text *o, const tc__call *c, const tc_tensor *x, co
     }
     if (b) tc__text_printf(o, "    acc += %s(((const %s *)p.in[2])[ch * %lldLL])%s;\n", tc__cu_tof(b->dtype), tc__cu_ctype(b->dtype),
                            (long long)b->strides[0], tc__cu_tof_end(b->dtype));
-    tc__text_printf(o, "    out[e] = %s(acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+    tc__text_printf(o, "    out[e] = %s(acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
 }
 
 /* A reduction the fuser leaves alone (argmax, var, integer sums, empty
@@ -22670,7 +22670,7 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
                         (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
     if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
     else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
-    else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+    else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
 }
 
 /* Appends launch c's op (output out) as kernel `name`; 0 when the op has
@@ -22706,7 +22706,7 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__text_printf(o, "    if (inside) {\n");
         tc__cu_copy_from(o, x, 0, out);
         tc__text_printf(o, "    } else out[e] = %s(__uint_as_float(0x%08xu))%s;\n", tc__cu_fromf(out->dtype),
-                        (unsigned)tc__f32_to_bits((float)c->a.f[0]), out->dtype == TC_BOOL ? ")" : "");
+                        (unsigned)tc__f32_to_bits((float)c->a.f[0]), tc__cu_fromf_end(out->dtype));
         break;
     case TC__OP_EMBEDDING: { /* out[i.., j] = w[idx[i..], j] */
         const tc_tensor *idx = c->ins[1];
@@ -22755,7 +22755,7 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
         tc__cu_elem(o, x, 0, "s");
         tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
-                        tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+                        tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
         break;
     }
     case TC__OP_FULL: /* the value as eager stores it (double, converted once) */
@@ -22767,7 +22767,7 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
                             (unsigned long long)tc__f64_bits(c->a.f[0]), (unsigned long long)tc__f64_bits(c->a.f[2]));
         if (out->dtype == TC_I32)
             tc__text_printf(o, "    out[e] = v != v ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? (-2147483647 - 1) : (int)v;\n");
-        else tc__text_printf(o, "    out[e] = %s((float)v)%s;\n", tc__cu_fromf(out->dtype), out->dtype == TC_BOOL ? ")" : "");
+        else tc__text_printf(o, "    out[e] = %s((float)v)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
         break;
     case TC__OP_SUM:
     case TC__OP_MEAN:
