@@ -23330,8 +23330,8 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
 
 /* Launch l's own op kernel (cuda/codegen.c's tc__cuda_emit_op): the
  * inputs' and the output's addresses and, for the index ops, a flag the
- * kernel raises on an index out of range, read back after the launch
- * (not inside a capture: a replay checks nothing). */
+ * kernel raises on an index out of range, read back after the launch (in a
+ * capture, after each replay: tc__cuda_check_flags). */
 TC__FN tc_result tc__cuda_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
     const tc__call *c = &l->call;
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
@@ -23459,6 +23459,38 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     return TC_OK;
 }
 
+/* After a replay: the index flags its launches raised (the graph cleared
+ * and set them), read back in one synchronisation; TC_ERR_INDEX naming the
+ * first op whose index was out of range. */
+TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int k, flags[8], idx[8], n = 0, i;
+    tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__call *c = &p->launch[k].call;
+        int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
+        if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
+        if (n == 8) break; /* the first eight are read; a program has seldom more */
+        flags[n] = 0;
+        idx[n] = k;
+        if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
+        n++;
+    }
+    if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
+        return tc__cu_result(cr);
+    }
+    for (i = 0; i < n; i++)
+        if (flags[i]) {
+            const tc__call *c = &p->launch[idx[i]].call;
+            tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
+                    c->file ? c->file : "?", c->line);
+            return TC_ERR_INDEX;
+        }
+    return TC_OK;
+}
+
 /* The launches captured into a graph (the second run: the first built
  * the module and the workspaces, which capture must not allocate). */
 TC__FN void tc__cuda_capture(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
@@ -23513,7 +23545,7 @@ TC__FN tc_result tc__cuda_replay(tc__program *p, tc_ctx *ctx, char *err, size_t 
         tc__fmt(err, errcap, "cuGraphLaunch: %s", tc__cu_errname(cr));
         return tc__cu_result(cr);
     }
-    return TC_OK;
+    return tc__cuda_check_flags(p, ctx, err, errcap);
 }
 
 /* For tc_explain: 1 when p replays as a CUDA graph, -1 when capture
@@ -23565,10 +23597,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23569, "tcompile.h", 23569)
+#line TC__LINE_AT(23601, "tcompile.h", 23601)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23572)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 23604)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23663,10 +23695,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23667, "tcompile.h", 23667)
+#line TC__LINE_AT(23699, "tcompile.h", 23699)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23670)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23702)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23868,10 +23900,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23872, "tcompile.h", 23872)
+#line TC__LINE_AT(23904, "tcompile.h", 23904)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23875)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23907)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24531,10 +24563,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24535, "tcompile.h", 24535)
+#line TC__LINE_AT(24567, "tcompile.h", 24567)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24538)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24570)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24836,10 +24868,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24840, "tcompile.h", 24840)
+#line TC__LINE_AT(24872, "tcompile.h", 24872)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24843)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24875)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -25065,10 +25097,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(25069, "tcompile.h", 25069)
+#line TC__LINE_AT(25101, "tcompile.h", 25101)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 25072)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 25104)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -25272,10 +25304,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25276, "tcompile.h", 25276)
+#line TC__LINE_AT(25308, "tcompile.h", 25308)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25279)
+#line TC__LINE_AT(1, "src/license.h", 25311)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25317,7 +25349,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25321, "tcompile.h", 25321)
+#line TC__LINE_AT(25353, "tcompile.h", 25353)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

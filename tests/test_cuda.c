@@ -547,6 +547,41 @@ TC_TEST(test_reduce_overhead_replays_a_cuda_graph) {
     tc_fn_free(ref);
 }
 
+static tc_tensor *emb_table;
+static void embed_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_mul_scalar(c, tc_embedding(c, emb_table, in[0]), 2.0);
+}
+
+/* An index out of range inside a replayed CUDA graph is TC_ERR_INDEX too:
+ * the graph's flags are read back after each replay. */
+TC_TEST(test_index_checked_in_a_replay) {
+    int64_t wshape[2] = {10, 4}, ishape[1] = {3};
+    int32_t good[3] = {1, 9, 0}, bad[3] = {1, 10, 0};
+    tc_compile_options o;
+    tc_fn *f;
+    tc_tensor *out = NULL;
+    int call;
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_REDUCE_OVERHEAD;
+    emb_table = tc_persist(tc_to(ctx, tc_rand_uniform(ctx, 2, wshape, -1, 1, 3), TC_CUDA));
+    f = tc_compile(ctx, embed_fn, NULL, &o);
+    for (call = 0; call < 5; call++) {
+        tc_tensor *idx;
+        tc_scope_begin(ctx);
+        idx = tc_to(ctx, tc_from_data(ctx, TC_I32, 1, ishape, call == 4 ? bad : good), TC_CUDA);
+        if (call < 4) TC_CHECKF(tc_call(f, &idx, &out) == TC_OK, "call %d: %s", call, tc_fn_error(f));
+        else {
+            TC_CHECK(tc_call(f, &idx, &out) == TC_ERR_INDEX);
+            TC_CHECKF(strstr(tc_fn_error(f), "embedding") != NULL, "%s", tc_fn_error(f));
+        }
+        tc_scope_end(ctx);
+    }
+    tc_fn_free(f);
+    tc_free(emb_table);
+    tc_ctx_clear_error(ctx);
+}
+
 /* A capture that fails falls back to launching kernel by kernel, with the
  * reason in tc_explain, and the results stay right. */
 TC_TEST(test_failed_capture_falls_back) {
@@ -656,6 +691,7 @@ int main(int argc, char **argv) {
     RUN_DEV(test_host_parameters_are_uploaded_once);
     RUN_DEV(test_reduce_overhead_replays_a_cuda_graph);
     RUN_DEV(test_models_on_device);
+    RUN_DEV(test_index_checked_in_a_replay);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

@@ -533,8 +533,8 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
 
 /* Launch l's own op kernel (cuda/codegen.c's tc__cuda_emit_op): the
  * inputs' and the output's addresses and, for the index ops, a flag the
- * kernel raises on an index out of range, read back after the launch
- * (not inside a capture: a replay checks nothing). */
+ * kernel raises on an index out of range, read back after the launch (in a
+ * capture, after each replay: tc__cuda_check_flags). */
 TC__FN tc_result tc__cuda_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, tc__CUfunction fn) {
     const tc__call *c = &l->call;
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
@@ -662,6 +662,38 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     return TC_OK;
 }
 
+/* After a replay: the index flags its launches raised (the graph cleared
+ * and set them), read back in one synchronisation; TC_ERR_INDEX naming the
+ * first op whose index was out of range. */
+TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
+    tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
+    int k, flags[8], idx[8], n = 0, i;
+    tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) {
+        const tc__call *c = &p->launch[k].call;
+        int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
+        if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
+        if (n == 8) break; /* the first eight are read; a program has seldom more */
+        flags[n] = 0;
+        idx[n] = k;
+        if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
+        n++;
+    }
+    if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
+    if (cr != TC__CUDA_SUCCESS) {
+        tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
+        return tc__cu_result(cr);
+    }
+    for (i = 0; i < n; i++)
+        if (flags[i]) {
+            const tc__call *c = &p->launch[idx[i]].call;
+            tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
+                    c->file ? c->file : "?", c->line);
+            return TC_ERR_INDEX;
+        }
+    return TC_OK;
+}
+
 /* The launches captured into a graph (the second run: the first built
  * the module and the workspaces, which capture must not allocate). */
 TC__FN void tc__cuda_capture(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
@@ -716,7 +748,7 @@ TC__FN tc_result tc__cuda_replay(tc__program *p, tc_ctx *ctx, char *err, size_t 
         tc__fmt(err, errcap, "cuGraphLaunch: %s", tc__cu_errname(cr));
         return tc__cu_result(cr);
     }
-    return TC_OK;
+    return tc__cuda_check_flags(p, ctx, err, errcap);
 }
 
 /* For tc_explain: 1 when p replays as a CUDA graph, -1 when capture
