@@ -3,6 +3,8 @@
  *     make demo
  *     # or: cc -O2 examples/quickstart.c -o quickstart -lm -lpthread
  *     ./quickstart [num_threads]        (default: one per CPU)
+ *     ./quickstart --cuda               the same on an NVIDIA GPU: the one
+ *                                       change is tc_to on weights and inputs
  *
  * An MLP (784 -> 512 -> 512 -> 10, ReLU, batch 64) and one GPT-2 block
  * (d=384, 6 heads, T=128, batch 4), with random weights.  Each forward pass
@@ -17,9 +19,26 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define RUNS 10
+
+/* --cuda: weights and inputs live on the GPU (TC_CPU: the host).  Ops and
+ * compiled calls then run there; nothing else in the program changes. */
+static tc_device dev = TC_CPU;
+
+/* The tensor on `dev` (itself when already there), kept at the root. */
+static tc_tensor *on_dev(tc_ctx *ctx, tc_tensor *t) {
+    tc_tensor *d = tc_to(ctx, t, dev);
+    if (d != t) tc_free(t);
+    return d;
+}
+
+/* GPU work is queued: a timer waits for it to finish. */
+static void wait_done(tc_ctx *ctx) {
+    if (dev == TC_CUDA) tc_cuda_synchronize(ctx);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Models                                                                    */
@@ -79,13 +98,13 @@ static uint64_t next_seed = 1;   /* a distinct seed per tensor, reproducible */
 static tc_tensor *randn2(tc_ctx *ctx, int64_t rows, int64_t cols, double std) {
     int64_t shape[2];
     shape[0] = rows; shape[1] = cols;
-    return tc_rand_normal(ctx, 2, shape, 0.0, std, next_seed++);
+    return on_dev(ctx, tc_rand_normal(ctx, 2, shape, 0.0, std, next_seed++));
 }
 static tc_tensor *randn1(tc_ctx *ctx, int64_t n, double std) {
-    return tc_rand_normal(ctx, 1, &n, 0.0, std, next_seed++);
+    return on_dev(ctx, tc_rand_normal(ctx, 1, &n, 0.0, std, next_seed++));
 }
 static tc_tensor *full1(tc_ctx *ctx, int64_t n, double value) {
-    return tc_full(ctx, TC_F32, 1, &n, value);
+    return on_dev(ctx, tc_full(ctx, TC_F32, 1, &n, value));
 }
 
 static mlp mlp_init(tc_ctx *ctx) {
@@ -180,6 +199,7 @@ static int bench(tc_ctx *ctx, const char *title, model_kind kind, const void *mo
     for (i = 0; i < RUNS; i++) {
         double t0 = now_ms();
         tc_free(run_once(ctx, kind, model, x));
+        wait_done(ctx);
         ms[i] = now_ms() - t0;
     }
     median = median_of(ms);
@@ -199,6 +219,7 @@ static int bench(tc_ctx *ctx, const char *title, model_kind kind, const void *mo
         tc_scope_begin(ctx);
         first = now_ms();
         tc_call(f, &x, &yc);
+        wait_done(ctx);
         first = now_ms() - first;
         ye = run_once(ctx, kind, model, x);
         diff = tc_item(tc_max(ctx, tc_abs(ctx, tc_sub(ctx, yc, ye)), 0, NULL, 0));
@@ -208,6 +229,7 @@ static int bench(tc_ctx *ctx, const char *title, model_kind kind, const void *mo
             tc_scope_begin(ctx);
             t0 = now_ms();
             tc_call(f, &x, &yc);
+            wait_done(ctx);
             ms[i] = now_ms() - t0;
             tc_scope_end(ctx);
         }
@@ -234,25 +256,38 @@ int main(int argc, char **argv) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
-    if (argc > 1 && tc_ctx_set_num_threads(ctx, atoi(argv[1])) != TC_OK) {
+    if (argc > 1 && strcmp(argv[1], "--cuda") == 0) {
+        const char *why;
+        if (!tc_cuda_available(&why)) {
+            fprintf(stderr, "no GPU: %s\n", why);
+            tc_ctx_destroy(ctx);
+            return 1;
+        }
+        dev = TC_CUDA;
+    } else if (argc > 1 && tc_ctx_set_num_threads(ctx, atoi(argv[1])) != TC_OK) {
         fprintf(stderr, "bad thread count: %s\n", argv[1]);
         tc_ctx_destroy(ctx);
         return 1;
     }
-    printf("tcompile %s, %d thread(s), executor %s\n\n", TC_VERSION_STRING, tc_ctx_num_threads(ctx),
-           tc_isa_name(tc_ctx_isa(ctx)));
+    if (dev == TC_CUDA) {
+        tc_cuda_info gpu;
+        tc_cuda_device_info(&gpu);
+        printf("tcompile %s, on %s (sm_%d)\n\n", TC_VERSION_STRING, gpu.name, gpu.sm);
+    } else
+        printf("tcompile %s, %d thread(s), executor %s\n\n", TC_VERSION_STRING, tc_ctx_num_threads(ctx),
+               tc_isa_name(tc_ctx_isa(ctx)));
 
     /* With no scope open, weights and inputs belong to the root and live
      * until tc_ctx_destroy. */
     net = mlp_init(ctx);
     xs[0] = 64; xs[1] = 784;
-    x = tc_rand_normal(ctx, 2, xs, 0.0, 1.0, 100);
+    x = on_dev(ctx, tc_rand_normal(ctx, 2, xs, 0.0, 1.0, 100));
     gflop = 2.0 * 64 * (784 * 512 + 512 * 512 + 512 * 10) * 1e-9;
     failed |= bench(ctx, "MLP 784-512-512-10, B=64", MODEL_MLP, &net, x, gflop);
 
     block = gpt2_init(ctx, 384, 6);
     xs[0] = 4; xs[1] = 128; xs[2] = 384;
-    x = tc_rand_normal(ctx, 3, xs, 0.0, 1.0, 200);
+    x = on_dev(ctx, tc_rand_normal(ctx, 3, xs, 0.0, 1.0, 200));
     /* the four linears, plus q@k^T and att@v (counted in full, no causal skip) */
     gflop = 2.0 * 4 * 128 * (384.0 * 3 * 384 + 384 * 384 + 2 * 384 * 4 * 384) * 1e-9 +
             2.0 * 2 * 4 * 128 * 128 * 384 * 1e-9;
