@@ -306,7 +306,9 @@ TCDEF const char *tc_safetensors_metadata(const tc_safetensors *st, const char *
 TCDEF tc_tensor *tc_safetensors_get_at(tc_safetensors *st, const char *name, TC_AT_);
 #define tc_safetensors_get(st, name) tc_safetensors_get_at(st, name, TC_HERE_)
 /* Writes n tensors (F32, F16, BF16, I32, BOOL; any strides) under names, with
- * optional string metadata as a NULL-terminated list of key, value. */
+ * optional string metadata as a NULL-terminated list of key, value.  On
+ * failure (TC_ERR_OOM, TC_ERR_IO, ...) err says why, and a file it had
+ * begun to write is removed. */
 TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *names, tc_tensor *const *tensors,
                                     const char *const *metadata, char *err, size_t errcap);
 

@@ -231,11 +231,50 @@ TC_TEST(test_failed_resize_keeps_pool) {
     tc_ctx_destroy(ctx);
 }
 
+/* Every allocation of a checkpoint save failed in turn: TC_ERR_OOM with a
+ * message saying so and no file left, never TC_ERR_IO (the buffer of a
+ * tensor's bytes failing after the file was opened said "cannot write"
+ * and returned TC_ERR_IO; found by tests/check_faults.c). */
+TC_TEST(test_save_oom_is_oom) {
+    int64_t s[2] = {5, 7};
+    const char *names[3] = {"a", "b", "c"};
+    char path[64], err[300];
+    long n, total;
+    tc_ctx *ctx = tc_ctx_create(NULL);
+    tc_tensor *t[3];
+    FILE *fp;
+    t[0] = tc_rand_uniform(ctx, 2, s, -1, 1, 1);
+    t[1] = tc_transpose(ctx, tc_rand_uniform(ctx, 2, s, -1, 1, 2), 0, 1);
+    t[2] = tc_arange(ctx, TC_I32, 0, 10, 1);
+    snprintf(path, sizeof path, "/tmp/tc-hooks-save-%ld.safetensors", (long)tc__pid());
+    hook_calls = 0;
+    TC_CHECK(tc_safetensors_save(path, 3, names, t, NULL, err, sizeof err) == TC_OK);
+    total = hook_calls;
+    TC_CHECKF(total >= 4, "only %ld allocations in a save", total);
+    for (n = 0; n < total; n++) {
+        tc_result r;
+        remove(path);
+        hook_calls = 0;
+        hook_fail_after = n;
+        r = tc_safetensors_save(path, 3, names, t, NULL, err, sizeof err);
+        hook_fail_after = -1;
+        TC_CHECKF(r == TC_ERR_OOM && strstr(err, "out of memory"), "allocation %ld of %ld failed: %s: %s", n, total,
+                  tc_result_string(r), err);
+        fp = fopen(path, "rb");
+        TC_CHECKF(fp == NULL, "allocation %ld of %ld failed: a file left behind", n, total);
+        if (fp) fclose(fp);
+    }
+    remove(path);
+    tc_ctx_destroy(ctx);
+    TC_CHECKF(hook_live == 0, "%ld blocks leaked", hook_live);
+}
+
 int main(void) {
     TC_RUN(test_hooks_balance);
     TC_RUN(test_hooks_oom_everywhere);
     TC_RUN(test_reduce_overhead_allocates_nothing);
     TC_RUN(test_first_call_oom_writes_outputs);
     TC_RUN(test_failed_resize_keeps_pool);
+    TC_RUN(test_save_oom_is_oom);
     return TC_TEST_SUMMARY();
 }

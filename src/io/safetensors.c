@@ -771,7 +771,8 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     for (i = 0; ok && i < n; i++) {
         size_t w = tc_dtype_size(tc_type(tensors[i])), bytes = (size_t)tc_numel(tensors[i]) * w, b;
         unsigned char *buf = (unsigned char *)tc__malloc(bytes ? bytes : 1);
-        ok = buf && tc_read(tensors[i], tc_type(tensors[i]), buf, bytes) == TC_OK;
+        r = buf ? tc_read(tensors[i], tc_type(tensors[i]), buf, bytes) : TC_ERR_OOM;
+        ok = r == TC_OK;
         if (ok && !tc__little_endian() && w > 1) /* the file is little-endian */
             for (b = 0; b < bytes; b += w)
                 for (k = 0; k < (int)w / 2; k++) {
@@ -783,10 +784,13 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
         TC_FREE(buf);
     }
     if (fp && fclose(fp) != 0) ok = 0;
-    if (!ok) {
+    if (!ok) { /* out of memory is not an I/O error: the caller may retry with less in use */
         if (fp) remove(path);
-        tc__fmt(err, errcap, "tc_safetensors_save: cannot write %s", path);
-        return TC_ERR_IO;
+        if (r != TC_OK)
+            tc__fmt(err, errcap, "tc_safetensors_save: %s while writing tensor '%s' to %s",
+                    r == TC_ERR_OOM ? "out of memory" : tc_result_string(r), names[i - 1], path);
+        else tc__fmt(err, errcap, "tc_safetensors_save: cannot write %s", path);
+        return r != TC_OK ? r : TC_ERR_IO;
     }
     return TC_OK;
 }
