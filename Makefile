@@ -8,7 +8,7 @@ BUILD    = build
 
 SRC = $(wildcard src/*.h src/*/*.c src/*/*.h)
 
-.PHONY: all demo test header examples clean bench fuzz
+.PHONY: all demo test header examples clean bench fuzz check-faults
 
 all: header examples
 
@@ -46,6 +46,18 @@ fuzz: tcompile.h
 	$(CC) -std=c99 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/fuzz_fusion.c -o $(BUILD)/fuzz $(LIBS)
 	rm -rf $(BUILD)/fuzz-tune-cache
 	TC_CACHE_DIR=$(BUILD)/fuzz-tune-cache ./$(BUILD)/fuzz $(FUZZ_GRAPHS)
+
+# The allocation-failure sweep (tests/check_faults.c) under ASan + UBSan +
+# LeakSanitizer: every failure point of every scenario on one thread, then
+# every third on two threads (make test runs every 13th on one).
+# FAULTS_ARGS="--only mlp" for a subset.
+FAULTS_ARGS ?=
+SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+check-faults: tcompile.h
+	@mkdir -p $(BUILD)
+	$(CC) $(WARN) -O0 -g $(SANITIZE) -I. tests/check_faults.c -o $(BUILD)/check_faults $(LIBS)
+	ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/check_faults $(FAULTS_ARGS)
+	ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/check_faults --threads 2 --every 3 $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -262,6 +262,16 @@ unit_test() { # flavour, test
     else fail "build $label"; head -n 30 "$exe.build.log"; fi
 }
 
+# 4b. the allocation-failure sweep, bounded: every 13th failure point of
+#     each scenario (`make check-faults` sweeps them all), under ASan + UBSan
+#     + LeakSanitizer
+check_faults() {
+    exe="$W/check_faults"
+    if $CC -std=c99 -O0 -g $SAN $WARN -I. tests/check_faults.c -o "$exe" $LIBS 2> "$W/check_faults.log"; then
+        ASAN_OPTIONS=detect_leaks=1 run_counted "allocation-failure sweep (every 13th point, ASan+UBSan+LSan)" "$exe" --every 13
+    else fail "build tests/check_faults.c"; head -n 30 "$W/check_faults.log"; fi
+}
+
 oracles() { # "" or "asan"
     if [ "$1" = asan ]; then
         ORACLE_SANITIZE=1 run_counted "oracle vs PyTorch (ASan+UBSan)" sh tests/oracle.sh "$B/oracle_asan"
@@ -305,6 +315,7 @@ else
     job skip "AArch64/NEON under emulation: $ARMCC or qemu-aarch64 not installed (apt-get install gcc-aarch64-linux-gnu qemu-user)"
 fi
 for t in $TESTS; do job unit_test asan "$t"; done
+job check_faults
 job oracles ""
 for flavour in opt cxx nothreads; do
     for t in $TESTS; do job unit_test "$flavour" "$t"; done
