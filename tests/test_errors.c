@@ -300,6 +300,10 @@ TC_TEST(test_shape_errors) {
     /* indexing */
     EXPECT(E(TC_ERR_SHAPE), "tc_embedding", tc_embedding(g_ctx, f32(1, 10, 0, 0, 0), typed(TC_I32, 1, 3, 0, 0, 0)));
     EXPECT(E(TC_ERR_SHAPE), "tc_index_select", tc_index_select(g_ctx, f32(2, 4, 5, 0, 0), 0, typed(TC_I32, 2, 2, 2, 0, 0)));
+    /* a 0-d input has one element: 3 indices wrote 3 into its 1-element result
+     * (a heap overflow found by tests/fuzz/ops.c); 0 indices, none */
+    EXPECT(E(TC_ERR_SHAPE), "tc_index_select", tc_index_select(g_ctx, f32(0, 0, 0, 0, 0), 0, typed(TC_I32, 1, 3, 0, 0, 0)));
+    EXPECT(E(TC_ERR_SHAPE), "tc_index_select", tc_index_select(g_ctx, f32(0, 0, 0, 0, 0), 0, typed(TC_I32, 1, 0, 0, 0, 0)));
     EXPECT(E(TC_ERR_SHAPE), "tc_gather", tc_gather(g_ctx, f32(2, 4, 5, 0, 0), 1, typed(TC_I32, 1, 3, 0, 0, 0)));
     EXPECT(E(TC_ERR_SHAPE), "tc_gather", tc_gather(g_ctx, f32(2, 4, 5, 0, 0), 1, typed(TC_I32, 2, 5, 2, 0, 0)));
     /* views */

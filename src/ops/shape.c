@@ -319,6 +319,8 @@ TC__FN tc_result tc__shape_index_select(tc__call *c) {
     if (r != TC_OK) return r;
     if (d < 0) return tc__bad_axis(c, (int)c->a.i[0], x->ndim);
     if (idx->ndim > 1) return tc__msg(c, TC_ERR_SHAPE, "indices must be 0-d or 1-D, got %s", tc__shp(idx).s);
+    if (x->ndim == 0 && tc__numel(idx) != 1) /* (as PyTorch: its one element, selected once) */
+        return tc__msg(c, TC_ERR_SHAPE, "a 0-d input takes exactly one index, got %lld", (long long)tc__numel(idx));
     tc__shape_same(c);
     if (x->ndim > 0) c->oshape[d] = tc__numel(idx);
     c->a.i[1] = d;
