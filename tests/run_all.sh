@@ -272,6 +272,25 @@ check_faults() {
     else fail "build tests/check_faults.c"; head -n 30 "$W/check_faults.log"; fi
 }
 
+# 4c. ThreadSanitizer (clang): tests whose kernels run on the thread pool,
+#     test_gemm (the GEMM's threads, max-autotune's cache written from 4
+#     threads) and test_compile with kernels split from 64 elements on (its
+#     fused kernels are small), a data race fails the step.  No suppressions:
+#     no report has been a false positive.
+tsan_test() { # test, extra flags, label
+    if ! have "$CLANG"; then skip "$1 under TSan: $CLANG not installed"; return; fi
+    printf '#include <pthread.h>\nstatic void *f(void *a) { return a; }\nint main(void) { pthread_t t; return pthread_create(&t, 0, f, 0) || pthread_join(t, 0); }\n' > "$W/probe.c"
+    if ! $CLANG -fsanitize=thread "$W/probe.c" -o "$W/probe" -lpthread > "$W/probe.log" 2>&1 || ! "$W/probe" >> "$W/probe.log" 2>&1; then
+        skip "$1 under TSan: $CLANG -fsanitize=thread does not build or run here: $(head -n 1 "$W/probe.log")"; return
+    fi
+    exe="$W/$1.tsan"
+    if $CLANG -std=c99 -O1 -g -fsanitize=thread $2 $WARN -I. "tests/$1.c" -o "$exe" $LIBS 2> "$exe.log"; then
+        name="$1 (TSan$3)"
+        TSAN_OPTIONS="halt_on_error=0 exitcode=66" run_counted "$name" "$exe"
+        grep -m 2 -A 14 'WARNING: ThreadSanitizer' "$B/$(echo "$name" | tr ' /()+' '_____').log"
+    else fail "build $1 with -fsanitize=thread"; head -n 30 "$exe.log"; fi
+}
+
 oracles() { # "" or "asan"
     if [ "$1" = asan ]; then
         ORACLE_SANITIZE=1 run_counted "oracle vs PyTorch (ASan+UBSan)" sh tests/oracle.sh "$B/oracle_asan"
@@ -316,6 +335,8 @@ else
 fi
 for t in $TESTS; do job unit_test asan "$t"; done
 job check_faults
+job tsan_test test_gemm "" ""
+job tsan_test test_compile -DTC_PARALLEL_MIN_WORK=64 ", kernels split from 64 elements"
 job oracles ""
 for flavour in opt cxx nothreads; do
     for t in $TESTS; do job unit_test "$flavour" "$t"; done
