@@ -250,13 +250,14 @@ TC__FN void tc__win_planes(void *arg, int64_t pb, int64_t pe) {
     size_t fl = (size_t)(j->Hp * rowlen + TC__WIN_SLACK), tb = (sizeof(const float *) * (size_t)ntaps + 63) / 64 * 64;
     /* the tap pointers first, the plane on a cache line after them */
     const float **taps = (const float **)tc__scratch_get(j->ctx, tb + sizeof(float) * (fl + (size_t)g->OW));
-    float *buf = (float *)(void *)((char *)taps + tb);
-    float *colsz = buf + fl;   /* avg: the divisor's column factor */
+    float *buf, *colsz;        /* (set once taps is known not NULL: NULL + tb is UB) */
     int64_t p, m, oh, ow, ki, kj;
     if (!taps) {
         tc__flag_raise(&j->failed);
         return;
     }
+    buf = (float *)(void *)((char *)taps + tb);
+    colsz = buf + fl;          /* avg: the divisor's column factor */
     for (ow = 0; ow < TC__WIN_SLACK; ow++) buf[fl - TC__WIN_SLACK + ow] = 0.0f;
     for (ow = 0; ow < g->OW && j->kind == TC__WIN_AVG; ow++)
         colsz[ow] = (float)tc__avg_span(ow, g->kw, g->sw, g->pw, g->W, j->exclude_pad);
