@@ -8,7 +8,7 @@ BUILD    = build
 
 SRC = $(wildcard src/*.h src/*/*.c src/*/*.h)
 
-.PHONY: all demo test header examples clean bench fuzz check-faults
+.PHONY: all demo test header examples clean bench fuzz fuzz-lib check-faults
 
 all: header examples
 
@@ -46,6 +46,15 @@ fuzz: tcompile.h
 	$(CC) -std=c99 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/fuzz_fusion.c -o $(BUILD)/fuzz $(LIBS)
 	rm -rf $(BUILD)/fuzz-tune-cache
 	TC_CACHE_DIR=$(BUILD)/fuzz-tune-cache ./$(BUILD)/fuzz $(FUZZ_GRAPHS)
+
+# The libFuzzer targets (tests/fuzz/: the safetensors parser, the op API,
+# compiled vs eager) with clang's fuzzer runtime, FUZZ_TIME seconds each;
+# the corpus grows in build/fuzz-lib/corpus/, crashers land in
+# build/fuzz-lib/ (make test runs 10 s of each).
+FUZZ_TIME ?= 600
+FUZZ_TARGETS ?= safetensors ops compile
+fuzz-lib: tcompile.h
+	sh tests/fuzz/run.sh $(BUILD)/fuzz-lib $(FUZZ_TIME) -O1 $(FUZZ_TARGETS)
 
 # The allocation-failure sweep (tests/check_faults.c) under ASan + UBSan +
 # LeakSanitizer: every failure point of every scenario on one thread, then

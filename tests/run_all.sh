@@ -291,6 +291,40 @@ tsan_test() { # test, extra flags, label
     else fail "build $1 with -fsanitize=thread"; head -n 30 "$exe.log"; fi
 }
 
+# 4d. libFuzzer (clang's runtime; Debian: libclang-rt-14-dev): the
+#     safetensors parser, the op API on fuzzed shapes and arguments, and
+#     compiled vs eager on fuzzed graphs (tests/fuzz/), 10 s each from their
+#     committed corpora (seeds and former crashers) at -O0 (`make fuzz-lib`
+#     runs them long).  Without the runtime the fuzzing is a skip, and a gcc
+#     ASan build replays the corpora instead.
+fuzz_lib() {
+    out=$(sh tests/fuzz/run.sh "$W/fuzz" 10 -O0 2>&1)
+    rc=$?
+    if [ "$rc" -eq 3 ]; then
+        skip "libFuzzer targets: $out"
+        fuzz_replay
+        return
+    fi
+    echo "$out" | while IFS= read -r line; do
+        case "$line" in
+        *": "[0-9]*" runs in "*) pass "libFuzzer $line (ASan+UBSan)" ;;
+        *": crashed"*|*": build failed"*|"build "*) fail "libFuzzer $line" ;;
+        *) echo "      $line" ;;
+        esac
+    done
+    [ "$rc" -eq 0 ] || [ -n "$(echo "$out" | grep -E ': (crashed|build failed)|^build ')" ] || fail "libFuzzer: exit $rc"
+}
+fuzz_replay() {
+    if ! $CC -std=c99 -O0 -g $SAN $WARN -c tests/fuzz/fuzz_impl.c -o "$W/fuzz_impl.o" 2> "$W/fuzz_impl.log"; then
+        fail "build tests/fuzz/fuzz_impl.c"; head -n 20 "$W/fuzz_impl.log"; return
+    fi
+    for t in safetensors ops compile; do
+        if $CC -std=c99 -O0 -g $SAN $WARN "tests/fuzz/$t.c" tests/fuzz/replay.c "$W/fuzz_impl.o" -o "$W/replay_$t" $LIBS 2> "$W/replay_$t.log"; then
+            ASAN_OPTIONS=detect_leaks=1 run_counted "fuzz corpus $t replayed (ASan+UBSan)" "$W/replay_$t" "tests/fuzz/corpus/$t"
+        else fail "build the $t replayer"; head -n 20 "$W/replay_$t.log"; fi
+    done
+}
+
 oracles() { # "" or "asan"
     if [ "$1" = asan ]; then
         ORACLE_SANITIZE=1 run_counted "oracle vs PyTorch (ASan+UBSan)" sh tests/oracle.sh "$B/oracle_asan"
@@ -334,6 +368,7 @@ else
     job skip "AArch64/NEON under emulation: $ARMCC or qemu-aarch64 not installed (apt-get install gcc-aarch64-linux-gnu qemu-user)"
 fi
 for t in $TESTS; do job unit_test asan "$t"; done
+job fuzz_lib
 job check_faults
 job tsan_test test_gemm "" ""
 job tsan_test test_compile -DTC_PARALLEL_MIN_WORK=64 ", kernels split from 64 elements"
