@@ -443,6 +443,9 @@ TC_TEST(test_size_errors) {
         EXPECT(E(TC_ERR_OVERFLOW), "tc_from_data", tc_from_data(g_ctx, TC_F32, 3, z, d));
         EXPECT(E(TC_ERR_OVERFLOW), "tc_wrap", tc_wrap(g_ctx, TC_F32, 3, z, NULL, d));
         EXPECT(E(TC_ERR_OVERFLOW), "tc_wrap", tc_wrap(g_ctx, TC_F32, 2, ws, wst, d));
+        /* an empty tensor reshaped to such sizes (the strides overflowed in
+         * tc__contig_strides; found by tests/fuzz/ops.c) */
+        EXPECT(E(TC_ERR_OVERFLOW), "tc_reshape", tc_reshape(g_ctx, tc_zeros(g_ctx, TC_F32, 1, z), 3, z));
         wst[0] = 3;
         TC_CHECK(tc_status(tc_wrap(g_ctx, TC_F32, 2, ws, wst, d)) == TC_OK);
         wst[0] = INT64_MAX / 2;

@@ -553,6 +553,8 @@ TC__FN tc_result tc__resolve_shape(tc__call *c, const tc_tensor *x, int64_t *sha
                        tc__shape_str(x->ndim, x->shape, b1, sizeof b1), (long long)numel,
                        tc__shape_str(ndim, shape, b2, sizeof b2));
     }
+    /* an empty x fits any shape with a 0: the others' strides must not overflow */
+    if (tc__numel_of(ndim, shape) < 0) return tc__msg(c, TC_ERR_OVERFLOW, "the strides of the sizes overflow");
     *ndim_out = ndim;
     return TC_OK;
 }
