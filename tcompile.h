@@ -4175,6 +4175,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const 
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
 TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out);
+TC__FN const char *tc__cu_int_expr(int op);
 #endif
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
@@ -4201,10 +4202,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4205, "tcompile.h", 4205)
+#line TC__LINE_AT(4206, "tcompile.h", 4206)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4208)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4209)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5053,10 +5054,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5057, "tcompile.h", 5057)
+#line TC__LINE_AT(5058, "tcompile.h", 5058)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5060)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5061)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5777,10 +5778,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5781, "tcompile.h", 5781)
+#line TC__LINE_AT(5782, "tcompile.h", 5782)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5784)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5785)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6355,7 +6356,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6359, "tcompile.h", 6359)
+#line TC__LINE_AT(6360, "tcompile.h", 6360)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6367,7 +6368,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6371)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6372)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6708,7 +6709,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6712, "tcompile.h", 6712)
+#line TC__LINE_AT(6713, "tcompile.h", 6713)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6725,7 +6726,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6729)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6730)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7066,7 +7067,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7070, "tcompile.h", 7070)
+#line TC__LINE_AT(7071, "tcompile.h", 7071)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7083,7 +7084,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7087)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7088)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7424,7 +7425,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7428, "tcompile.h", 7428)
+#line TC__LINE_AT(7429, "tcompile.h", 7429)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7441,7 +7442,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7445)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7446)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7782,7 +7783,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7786, "tcompile.h", 7786)
+#line TC__LINE_AT(7787, "tcompile.h", 7787)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7790,7 +7791,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7794)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7795)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8405,10 +8406,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8409, "tcompile.h", 8409)
+#line TC__LINE_AT(8410, "tcompile.h", 8410)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8412)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8413)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8679,10 +8680,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8683, "tcompile.h", 8683)
+#line TC__LINE_AT(8684, "tcompile.h", 8684)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8686)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8687)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9327,10 +9328,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9331, "tcompile.h", 9331)
+#line TC__LINE_AT(9332, "tcompile.h", 9332)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9334)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9335)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9735,10 +9736,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9739, "tcompile.h", 9739)
+#line TC__LINE_AT(9740, "tcompile.h", 9740)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9742)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9743)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10531,10 +10532,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10535, "tcompile.h", 10535)
+#line TC__LINE_AT(10536, "tcompile.h", 10536)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10538)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10539)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10972,10 +10973,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10976, "tcompile.h", 10976)
+#line TC__LINE_AT(10977, "tcompile.h", 10977)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10979)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 10980)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11906,10 +11907,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11910, "tcompile.h", 11910)
+#line TC__LINE_AT(11911, "tcompile.h", 11911)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11913)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11914)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12505,10 +12506,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12509, "tcompile.h", 12509)
+#line TC__LINE_AT(12510, "tcompile.h", 12510)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12512)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12513)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -13462,10 +13463,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(13466, "tcompile.h", 13466)
+#line TC__LINE_AT(13467, "tcompile.h", 13467)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13469)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 13470)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13568,7 +13569,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13572, "tcompile.h", 13572)
+#line TC__LINE_AT(13573, "tcompile.h", 13573)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13580,7 +13581,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13584)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13585)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14022,7 +14023,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14026, "tcompile.h", 14026)
+#line TC__LINE_AT(14027, "tcompile.h", 14027)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14039,7 +14040,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14043)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14044)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14481,7 +14482,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14485, "tcompile.h", 14485)
+#line TC__LINE_AT(14486, "tcompile.h", 14486)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14498,7 +14499,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14502)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14503)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14940,7 +14941,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14944, "tcompile.h", 14944)
+#line TC__LINE_AT(14945, "tcompile.h", 14945)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14957,7 +14958,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14961)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14962)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15399,7 +15400,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15403, "tcompile.h", 15403)
+#line TC__LINE_AT(15404, "tcompile.h", 15404)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15416,7 +15417,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15420)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15421)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16456,7 +16457,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16460, "tcompile.h", 16460)
+#line TC__LINE_AT(16461, "tcompile.h", 16461)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16473,7 +16474,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16477)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16478)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17513,7 +17514,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17517, "tcompile.h", 17517)
+#line TC__LINE_AT(17518, "tcompile.h", 17518)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17530,7 +17531,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17534)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17535)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18570,7 +18571,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18574, "tcompile.h", 18574)
+#line TC__LINE_AT(18575, "tcompile.h", 18575)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18587,7 +18588,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18591)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18592)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19627,7 +19628,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19631, "tcompile.h", 19631)
+#line TC__LINE_AT(19632, "tcompile.h", 19632)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19635,7 +19636,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19639)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 19640)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20609,10 +20610,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20613, "tcompile.h", 20613)
+#line TC__LINE_AT(20614, "tcompile.h", 20614)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20616)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 20617)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20938,10 +20939,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20942, "tcompile.h", 20942)
+#line TC__LINE_AT(20943, "tcompile.h", 20943)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20945)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 20946)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21713,10 +21714,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21717, "tcompile.h", 21717)
+#line TC__LINE_AT(21718, "tcompile.h", 21718)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21720)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 21721)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21778,10 +21779,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21782, "tcompile.h", 21782)
+#line TC__LINE_AT(21783, "tcompile.h", 21783)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21785)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 21786)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -22200,10 +22201,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(22204, "tcompile.h", 22204)
+#line TC__LINE_AT(22205, "tcompile.h", 22205)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 22207)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 22208)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22296,6 +22297,13 @@ static const char *const tc__cu_prelude[] = {
     "  return v;\n"
     "}\n"
     "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "__device__ __forceinline__ int32_t tc__ipow(int32_t a, int32_t b) {\n"
+    "  uint32_t r = 1, base = (uint32_t)a;\n"
+    "  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }\n"
+    "  return (int32_t)r;\n"
+    "}\n",
     TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
 #undef TC__CU_UN_
 #undef TC__CU_BIN_
@@ -22687,6 +22695,36 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
     else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
 }
 
+/* A pointwise op's integer form (the op table's int column), as text over
+ * int32_t x or a, b; NULL when it has none. */
+#define TC__CU_STR_(x) #x
+#define TC__CU_STR(x) TC__CU_STR_(x)
+TC__FN const char *tc__cu_int_expr(int op) {
+    switch (op) {
+#define TC__CU_INT_(ID, name, cost, i, f, v)                                                                   \
+    case TC__OP_##ID: return TC__HAS_INT(i) ? TC__CU_STR(TC__INT_EXPR(i)) : NULL;
+        TC__UNARY_OPS(TC__CU_INT_) TC__BINARY_OPS(TC__CU_INT_) TC__COMPARE_OPS(TC__CU_INT_)
+#undef TC__CU_INT_
+    default: return NULL;
+    }
+}
+
+/* An i32 pointwise op (the fuser computes in f32, which rounds past 2^24):
+ * its integer form per element, the operands broadcast by their shapes. */
+TC__FN void tc__cu_int_pointwise(tc__text *o, const tc__call *c, const tc_tensor *out, const char *expr) {
+    int k, d, nd = out->ndim;
+    static const char *const names[] = {"a", "b"};
+    for (k = 0; k < c->nin; k++) {
+        const tc_tensor *t = c->ins[k];
+        int lead = nd - t->ndim;
+        tc__text_printf(o, "    const int32_t %s = ((const int *)p.in[%d])[0", c->nin == 1 ? "x" : names[k], k);
+        for (d = 0; d < t->ndim; d++)
+            if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+        tc__text_printf(o, "];\n");
+    }
+    tc__text_printf(o, "    out[e] = %s(%s);\n", out->dtype == TC_BOOL ? "(unsigned char)" : "(int)", expr);
+}
+
 /* Appends launch c's op (output out) as kernel `name`; 0 when the op has
  * no CUDA kernel yet.  Shapes, strides and attributes are baked in: these
  * programs are built per signature. */
@@ -22792,7 +22830,36 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__cu_out_loop(o, name, out, 1);
         tc__cu_reduce(o, c, x, out);
         break;
-    default: return 0;
+    case TC__OP_WHERE: { /* any dtype: the selected operand's bits (converted when its dtype differs) */
+        tc__cu_out_loop(o, name, out, 3);
+        for (k = 0; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            int lead = nd - t->ndim;
+            tc__text_printf(o, "    const i64 w%d = 0", k);
+            for (d = 0; d < t->ndim; d++)
+                if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+            tc__text_printf(o, ";\n");
+        }
+        tc__text_printf(o, "    if (((const unsigned char *)p.in[0])[w0]) {\n");
+        for (k = 1; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            if (k == 2) tc__text_printf(o, "    } else {\n");
+            tc__cu_assign_begin(o, t->dtype, out->dtype);
+            tc__text_printf(o, "((const %s *)p.in[%d])[w%d]", tc__cu_ctype(t->dtype), k, k);
+            tc__cu_assign_end(o, t->dtype, out->dtype);
+        }
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    default: {
+        const char *expr = tc__cu_int_expr(c->op);
+        int k2, ints = c->nin >= 1 && c->nin <= 2;
+        for (k2 = 0; k2 < c->nin && ints; k2++) ints = c->ins[k2] && c->ins[k2]->dtype == TC_I32;
+        if (!expr || !ints || (out->dtype != TC_I32 && out->dtype != TC_BOOL)) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        tc__cu_int_pointwise(o, c, out, expr);
+        break;
+    }
     }
     tc__text_printf(o, "  }\n}\n");
     return 1;
@@ -22805,10 +22872,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22809, "tcompile.h", 22809)
+#line TC__LINE_AT(22876, "tcompile.h", 22876)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22812)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22879)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22860,6 +22927,11 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
     if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
         return 0;
     if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
+    if (!copy && tc__cu_int_expr(c->op)) { /* integer operands of an op with an integer form: exact, in tco<launch> */
+        int ints = 1;
+        for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
+        if (ints) return 0;
+    }
     k->ndim = k->row0 = out->ndim;
     memcpy(k->shape, out->shape, sizeof k->shape);
     for (j = 0; j < nd->nin; j++)
@@ -23611,10 +23683,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23615, "tcompile.h", 23615)
+#line TC__LINE_AT(23687, "tcompile.h", 23687)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23618)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 23690)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23709,10 +23781,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23713, "tcompile.h", 23713)
+#line TC__LINE_AT(23785, "tcompile.h", 23785)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23716)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23788)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23914,10 +23986,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23918, "tcompile.h", 23918)
+#line TC__LINE_AT(23990, "tcompile.h", 23990)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23921)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 23993)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24577,10 +24649,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24581, "tcompile.h", 24581)
+#line TC__LINE_AT(24653, "tcompile.h", 24653)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24584)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24656)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24882,10 +24954,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24886, "tcompile.h", 24886)
+#line TC__LINE_AT(24958, "tcompile.h", 24958)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24889)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24961)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -25111,10 +25183,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(25115, "tcompile.h", 25115)
+#line TC__LINE_AT(25187, "tcompile.h", 25187)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 25118)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 25190)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -25318,10 +25390,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25322, "tcompile.h", 25322)
+#line TC__LINE_AT(25394, "tcompile.h", 25394)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25325)
+#line TC__LINE_AT(1, "src/license.h", 25397)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25363,7 +25435,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25367, "tcompile.h", 25367)
+#line TC__LINE_AT(25439, "tcompile.h", 25439)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

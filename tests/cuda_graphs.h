@@ -24,7 +24,7 @@ enum {
     CG_UNARY, CG_BINARY, CG_BINARY_LEFT, CG_WHERE, CG_CAST, CG_SUM0, CG_SUM1, CG_SUM_ALL, CG_MEAN1, CG_MAX1, CG_MIN0,
     CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_MATMUL, CG_LINEAR_GELU, CG_SDPA,
     CG_CONV, CG_MAXPOOL, CG_AVGPOOL, CG_ADAPTIVE, CG_CONCAT, CG_PAD, CG_EMBEDDING, CG_INDEX_SELECT, CG_GATHER,
-    CG_ARGMAX, CG_VAR, CG_ISUM, CG_KINDS
+    CG_ARGMAX, CG_VAR, CG_ISUM, CG_IARITH, CG_KINDS
 };
 
 static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -89,6 +89,10 @@ static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **
     case CG_ARGMAX: out[0] = tc_argmax(ctx, x, 1, ax1, 0); break;
     case CG_VAR: out[0] = tc_var(ctx, x, 1, ax0, 1, 1); break;
     case CG_ISUM: out[0] = tc_sum(ctx, x, 1, ax1, 0); break;
+    case CG_IARITH: /* i32 arithmetic, a power, a compare, both operand sides broadcast */
+        out[0] = tc_where(ctx, tc_lt(ctx, in[1], x), tc_pow(ctx, tc_sub(ctx, in[1], tc_mul(ctx, x, x)), in[2]),
+                          tc_maximum(ctx, tc_neg(ctx, x), in[1]));
+        break;
     case CG_LINEAR_GELU: out[0] = tc_gelu(ctx, tc_linear(ctx, x, in[1], in[2])); break;
     }
 }
@@ -196,6 +200,9 @@ static int cg_cases(cg_case *cs) {
     n = cg_add(cs, n, CG_ARGMAX, 0, "argmax over dim 1", 1, TC_F32, 13, 77);
     n = cg_add(cs, n, CG_VAR, 0, "var over dim 0", 1, TC_F32, 40, 9);
     n = cg_add(cs, n, CG_ISUM, 0, "sum of i32 over dim 1", 1, TC_I32, 9, 31);
+    n = cg_add(cs, n, CG_IARITH, 0, "i32 arithmetic past 2^24", 3, TC_I32, 9, 31);
+    cs[n - 1].shape[1][0] = 1; /* [1, 31] */
+    cs[n - 1].shape[2][1] = 1; /* [9, 1]: small exponents */
     n = cg_add(cs, n, CG_GATES, 0, "gelu_tanh(1.5x + 0.25) * sigmoid(y)", 2, TC_F32, 31, 63);
     n = cg_add(cs, n, CG_ATTRS, 0, "softplus(clamp(x))", 1, TC_F32, 31, 63);
     return n;
@@ -218,7 +225,9 @@ static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
         if (c->dt[i] == TC_I32 && c->kind >= CG_EMBEDDING && c->kind <= CG_GATHER) { /* valid indices */
             double range = (double)c->shape[0][c->kind == CG_EMBEDDING ? 0 : 1];
             t = tc_floor(ctx, tc_mul_scalar(ctx, tc_add_scalar(ctx, t, 3.0), range / 6.0 - 1e-3));
-        } else if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
+        } else if (c->dt[i] == TC_I32 && c->kind == CG_IARITH) /* values past 2^24, and exponents 0..2 */
+            t = tc_floor(ctx, i == 2 ? tc_add_scalar(ctx, tc_mul_scalar(ctx, t, 0.4), 1.2) : tc_mul_scalar(ctx, t, 3e6));
+        else if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
         if (c->kind >= CG_MATMUL) t = tc_mul_scalar(ctx, t, 0.3); /* sums of products stay near 1 */
         in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
     }

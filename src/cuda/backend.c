@@ -49,6 +49,11 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
     if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
         return 0;
     if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
+    if (!copy && tc__cu_int_expr(c->op)) { /* integer operands of an op with an integer form: exact, in tco<launch> */
+        int ints = 1;
+        for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
+        if (ints) return 0;
+    }
     k->ndim = k->row0 = out->ndim;
     memcpy(k->shape, out->shape, sizeof k->shape);
     for (j = 0; j < nd->nin; j++)

@@ -90,6 +90,13 @@ static const char *const tc__cu_prelude[] = {
     "  return v;\n"
     "}\n"
     "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "__device__ __forceinline__ int32_t tc__ipow(int32_t a, int32_t b) {\n"
+    "  uint32_t r = 1, base = (uint32_t)a;\n"
+    "  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }\n"
+    "  return (int32_t)r;\n"
+    "}\n",
     TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
 #undef TC__CU_UN_
 #undef TC__CU_BIN_
@@ -481,6 +488,36 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
     else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
 }
 
+/* A pointwise op's integer form (the op table's int column), as text over
+ * int32_t x or a, b; NULL when it has none. */
+#define TC__CU_STR_(x) #x
+#define TC__CU_STR(x) TC__CU_STR_(x)
+TC__FN const char *tc__cu_int_expr(int op) {
+    switch (op) {
+#define TC__CU_INT_(ID, name, cost, i, f, v)                                                                   \
+    case TC__OP_##ID: return TC__HAS_INT(i) ? TC__CU_STR(TC__INT_EXPR(i)) : NULL;
+        TC__UNARY_OPS(TC__CU_INT_) TC__BINARY_OPS(TC__CU_INT_) TC__COMPARE_OPS(TC__CU_INT_)
+#undef TC__CU_INT_
+    default: return NULL;
+    }
+}
+
+/* An i32 pointwise op (the fuser computes in f32, which rounds past 2^24):
+ * its integer form per element, the operands broadcast by their shapes. */
+TC__FN void tc__cu_int_pointwise(tc__text *o, const tc__call *c, const tc_tensor *out, const char *expr) {
+    int k, d, nd = out->ndim;
+    static const char *const names[] = {"a", "b"};
+    for (k = 0; k < c->nin; k++) {
+        const tc_tensor *t = c->ins[k];
+        int lead = nd - t->ndim;
+        tc__text_printf(o, "    const int32_t %s = ((const int *)p.in[%d])[0", c->nin == 1 ? "x" : names[k], k);
+        for (d = 0; d < t->ndim; d++)
+            if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+        tc__text_printf(o, "];\n");
+    }
+    tc__text_printf(o, "    out[e] = %s(%s);\n", out->dtype == TC_BOOL ? "(unsigned char)" : "(int)", expr);
+}
+
 /* Appends launch c's op (output out) as kernel `name`; 0 when the op has
  * no CUDA kernel yet.  Shapes, strides and attributes are baked in: these
  * programs are built per signature. */
@@ -586,7 +623,36 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__cu_out_loop(o, name, out, 1);
         tc__cu_reduce(o, c, x, out);
         break;
-    default: return 0;
+    case TC__OP_WHERE: { /* any dtype: the selected operand's bits (converted when its dtype differs) */
+        tc__cu_out_loop(o, name, out, 3);
+        for (k = 0; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            int lead = nd - t->ndim;
+            tc__text_printf(o, "    const i64 w%d = 0", k);
+            for (d = 0; d < t->ndim; d++)
+                if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+            tc__text_printf(o, ";\n");
+        }
+        tc__text_printf(o, "    if (((const unsigned char *)p.in[0])[w0]) {\n");
+        for (k = 1; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            if (k == 2) tc__text_printf(o, "    } else {\n");
+            tc__cu_assign_begin(o, t->dtype, out->dtype);
+            tc__text_printf(o, "((const %s *)p.in[%d])[w%d]", tc__cu_ctype(t->dtype), k, k);
+            tc__cu_assign_end(o, t->dtype, out->dtype);
+        }
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    default: {
+        const char *expr = tc__cu_int_expr(c->op);
+        int k2, ints = c->nin >= 1 && c->nin <= 2;
+        for (k2 = 0; k2 < c->nin && ints; k2++) ints = c->ins[k2] && c->ins[k2]->dtype == TC_I32;
+        if (!expr || !ints || (out->dtype != TC_I32 && out->dtype != TC_BOOL)) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        tc__cu_int_pointwise(o, c, out, expr);
+        break;
+    }
     }
     tc__text_printf(o, "  }\n}\n");
     return 1;
