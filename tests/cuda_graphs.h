@@ -232,4 +232,68 @@ static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
         in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
     }
 }
+/* Two small models as the examples build them: a GPT-2 block (embedding,
+ * layer norms, linear layers, causal attention, GELU, residuals) and a CNN
+ * (conv, batch norm, ReLU, pooling, linear). */
+typedef struct model_w {
+    tc_tensor *wte, *ln1w, *ln1b, *qkv_w, *qkv_b, *proj_w, *fc_w, *fc_b, *out_w;
+    tc_tensor *c1w, *c1b, *bn_m, *bn_v, *bn_g, *bn_b, *c2w, *head_w;
+} model_w;
+
+static void gpt_block(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    int64_t qshape[4] = {1, 8, 4, 8}, oshape[3] = {1, 8, 32};
+    static const int perm[4] = {0, 2, 1, 3};
+    tc_tensor *h = tc_embedding(c, w->wte, in[0]); /* [1, 8, 32] */
+    tc_tensor *a = tc_layer_norm(c, h, 1, w->ln1w, w->ln1b, 1e-5);
+    tc_tensor *qkv = tc_linear(c, a, w->qkv_w, w->qkv_b), *parts[3];
+    tc_split(c, qkv, 32, 2, parts, 3);
+    parts[0] = tc_permute(c, tc_reshape(c, parts[0], 4, qshape), perm);
+    parts[1] = tc_permute(c, tc_reshape(c, parts[1], 4, qshape), perm);
+    parts[2] = tc_permute(c, tc_reshape(c, parts[2], 4, qshape), perm);
+    a = tc_scaled_dot_product_attention(c, parts[0], parts[1], parts[2], NULL, 1, 0.0);
+    a = tc_reshape(c, tc_permute(c, a, perm), 3, oshape);
+    h = tc_add(c, h, tc_linear(c, a, w->proj_w, NULL));
+    h = tc_add(c, h, tc_linear(c, tc_gelu(c, tc_linear(c, tc_layer_norm(c, h, 1, w->ln1w, NULL, 1e-5), w->fc_w, w->fc_b)), w->out_w, NULL));
+    out[0] = h;
+}
+
+static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    tc_conv2d_opts co;
+    tc_pool2d_opts po;
+    tc_tensor *x;
+    memset(&co, 0, sizeof co);
+    memset(&po, 0, sizeof po);
+    co.padding[0] = co.padding[1] = 1;
+    po.kernel[0] = po.kernel[1] = 2;
+    x = tc_relu(c, tc_batch_norm(c, tc_conv2d(c, in[0], w->c1w, w->c1b, &co), w->bn_m, w->bn_v, w->bn_g, w->bn_b, 1e-5));
+    x = tc_max_pool2d(c, x, &po);
+    x = tc_relu(c, tc_conv2d(c, x, w->c2w, NULL, &co));
+    x = tc_flatten(c, tc_adaptive_avg_pool2d(c, x, 1, 1), 1, -1);
+    out[0] = tc_linear(c, x, w->head_w, NULL);
+}
+
+/* A uniform random host tensor of up to 4 dims (0 ends the shape), kept at the root. */
+static tc_tensor *cg_rnd(tc_ctx *ctx, int64_t d0, int64_t d1, int64_t d2, int64_t d3, unsigned seed, double lo, double hi) {
+    int64_t shape[4];
+    int nd = 0;
+    shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
+    while (nd < 4 && shape[nd] > 0) nd++;
+    return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
+}
+
+/* The two models' weights on the host (tc_free each when done). */
+static void cg_model_weights(tc_ctx *ctx, model_w *w) {
+    w->wte = cg_rnd(ctx, 40, 32, 0, 0, 1, -0.5, 0.5);
+    w->ln1w = cg_rnd(ctx, 32, 0, 0, 0, 2, 0.5, 1.5), w->ln1b = cg_rnd(ctx, 32, 0, 0, 0, 3, -0.1, 0.1);
+    w->qkv_w = cg_rnd(ctx, 96, 32, 0, 0, 4, -0.2, 0.2), w->qkv_b = cg_rnd(ctx, 96, 0, 0, 0, 5, -0.1, 0.1);
+    w->proj_w = cg_rnd(ctx, 32, 32, 0, 0, 6, -0.2, 0.2);
+    w->fc_w = cg_rnd(ctx, 64, 32, 0, 0, 7, -0.2, 0.2), w->fc_b = cg_rnd(ctx, 64, 0, 0, 0, 8, -0.1, 0.1);
+    w->out_w = cg_rnd(ctx, 32, 64, 0, 0, 9, -0.2, 0.2);
+    w->c1w = cg_rnd(ctx, 8, 3, 3, 3, 10, -0.3, 0.3), w->c1b = cg_rnd(ctx, 8, 0, 0, 0, 11, -0.1, 0.1);
+    w->bn_m = cg_rnd(ctx, 8, 0, 0, 0, 12, -0.1, 0.1), w->bn_v = cg_rnd(ctx, 8, 0, 0, 0, 13, 0.5, 1.5);
+    w->bn_g = cg_rnd(ctx, 8, 0, 0, 0, 14, 0.5, 1.5), w->bn_b = cg_rnd(ctx, 8, 0, 0, 0, 15, -0.1, 0.1);
+    w->c2w = cg_rnd(ctx, 16, 8, 3, 3, 16, -0.2, 0.2), w->head_w = cg_rnd(ctx, 10, 16, 0, 0, 17, -0.3, 0.3);
+}
 #endif

@@ -267,58 +267,9 @@ TC_TEST(test_host_parameters_are_uploaded_once) {
     tc_free(host_weight);
 }
 
-/* Two small models, as the examples build them, with their weights on the
- * device: a GPT-2 block (embedding, layer norms, linear layers, causal
- * attention, GELU, residuals) and a CNN (conv, batch norm, ReLU, pooling,
- * linear); compiled on CUDA in each mode against the CPU. */
-typedef struct model_w {
-    tc_tensor *wte, *ln1w, *ln1b, *qkv_w, *qkv_b, *proj_w, *fc_w, *fc_b, *out_w;
-    tc_tensor *c1w, *c1b, *bn_m, *bn_v, *bn_g, *bn_b, *c2w, *head_w;
-} model_w;
-
-static void gpt_block(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
-    const model_w *w = (const model_w *)user;
-    int64_t qshape[4] = {1, 8, 4, 8}, oshape[3] = {1, 8, 32};
-    static const int perm[4] = {0, 2, 1, 3};
-    tc_tensor *h = tc_embedding(c, w->wte, in[0]); /* [1, 8, 32] */
-    tc_tensor *a = tc_layer_norm(c, h, 1, w->ln1w, w->ln1b, 1e-5);
-    tc_tensor *qkv = tc_linear(c, a, w->qkv_w, w->qkv_b), *parts[3];
-    tc_split(c, qkv, 32, 2, parts, 3);
-    parts[0] = tc_permute(c, tc_reshape(c, parts[0], 4, qshape), perm);
-    parts[1] = tc_permute(c, tc_reshape(c, parts[1], 4, qshape), perm);
-    parts[2] = tc_permute(c, tc_reshape(c, parts[2], 4, qshape), perm);
-    a = tc_scaled_dot_product_attention(c, parts[0], parts[1], parts[2], NULL, 1, 0.0);
-    a = tc_reshape(c, tc_permute(c, a, perm), 3, oshape);
-    h = tc_add(c, h, tc_linear(c, a, w->proj_w, NULL));
-    h = tc_add(c, h, tc_linear(c, tc_gelu(c, tc_linear(c, tc_layer_norm(c, h, 1, w->ln1w, NULL, 1e-5), w->fc_w, w->fc_b)), w->out_w, NULL));
-    out[0] = h;
-}
-
-static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
-    const model_w *w = (const model_w *)user;
-    tc_conv2d_opts co;
-    tc_pool2d_opts po;
-    tc_tensor *x;
-    memset(&co, 0, sizeof co);
-    memset(&po, 0, sizeof po);
-    co.padding[0] = co.padding[1] = 1;
-    po.kernel[0] = po.kernel[1] = 2;
-    x = tc_relu(c, tc_batch_norm(c, tc_conv2d(c, in[0], w->c1w, w->c1b, &co), w->bn_m, w->bn_v, w->bn_g, w->bn_b, 1e-5));
-    x = tc_max_pool2d(c, x, &po);
-    x = tc_relu(c, tc_conv2d(c, x, w->c2w, NULL, &co));
-    x = tc_flatten(c, tc_adaptive_avg_pool2d(c, x, 1, 1), 1, -1);
-    out[0] = tc_linear(c, x, w->head_w, NULL);
-}
-
-/* A uniform random host tensor of up to 4 dims (0 ends the shape), kept at the root. */
-static tc_tensor *rnd(int64_t d0, int64_t d1, int64_t d2, int64_t d3, unsigned seed, double lo, double hi) {
-    int64_t shape[4];
-    int nd = 0;
-    shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
-    while (nd < 4 && shape[nd] > 0) nd++;
-    return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
-}
-
+/* Two small models (tests/cuda_graphs.h's gpt_block and cnn), as the
+ * examples build them, with their weights on the device: compiled on CUDA
+ * in each mode against the CPU. */
 TC_TEST(test_models_on_device) {
     model_w w, dw;
     tc_tensor **src = (tc_tensor **)&w, **dst = (tc_tensor **)&dw;
@@ -326,16 +277,7 @@ TC_TEST(test_models_on_device) {
     int64_t tshape[2] = {1, 8}, ishape[4] = {2, 3, 12, 12};
     tc_tensor *toks = tc_from_data(ctx, TC_I32, 2, tshape, tok), *img = tc_rand_uniform(ctx, 4, ishape, -1, 1, 77);
     int i, m, mode;
-    w.wte = rnd(40, 32, 0, 0, 1, -0.5, 0.5);
-    w.ln1w = rnd(32, 0, 0, 0, 2, 0.5, 1.5), w.ln1b = rnd(32, 0, 0, 0, 3, -0.1, 0.1);
-    w.qkv_w = rnd(96, 32, 0, 0, 4, -0.2, 0.2), w.qkv_b = rnd(96, 0, 0, 0, 5, -0.1, 0.1);
-    w.proj_w = rnd(32, 32, 0, 0, 6, -0.2, 0.2);
-    w.fc_w = rnd(64, 32, 0, 0, 7, -0.2, 0.2), w.fc_b = rnd(64, 0, 0, 0, 8, -0.1, 0.1);
-    w.out_w = rnd(32, 64, 0, 0, 9, -0.2, 0.2);
-    w.c1w = rnd(8, 3, 3, 3, 10, -0.3, 0.3), w.c1b = rnd(8, 0, 0, 0, 11, -0.1, 0.1);
-    w.bn_m = rnd(8, 0, 0, 0, 12, -0.1, 0.1), w.bn_v = rnd(8, 0, 0, 0, 13, 0.5, 1.5);
-    w.bn_g = rnd(8, 0, 0, 0, 14, 0.5, 1.5), w.bn_b = rnd(8, 0, 0, 0, 15, -0.1, 0.1);
-    w.c2w = rnd(16, 8, 3, 3, 16, -0.2, 0.2), w.head_w = rnd(10, 16, 0, 0, 17, -0.3, 0.3);
+    cg_model_weights(ctx, &w);
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) dst[i] = tc_persist(tc_to(ctx, src[i], TC_CUDA));
     for (m = 0; m < 2; m++)
         for (mode = 0; mode < 2; mode++) {
