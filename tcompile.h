@@ -22448,7 +22448,11 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
     for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
-    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    /* the row's values several stages read: in shared memory when they fit
+     * (the launch gives it), else in the block's slice of the workspace */
+    if (k->nlocal > 0)
+        tc__text_printf(o, "  extern __shared__ float tc_smem[];\n"
+                           "  float *L = p.ws ? (float *)p.ws + (i64)blockIdx.x * %d * rowlen : tc_smem;\n", k->nlocal);
     tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
     tc__cu_unravel(o, "    ", "row", 0, k->row0);
     for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
@@ -22872,10 +22876,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22876, "tcompile.h", 22876)
+#line TC__LINE_AT(22880, "tcompile.h", 22880)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22879)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 22883)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22889,6 +22893,8 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
  * context's block cache (cuda/memory.c). */
 
 #ifndef TC_NO_CUDA
+
+#define TC__CU_SMEM_ROW (40u * 1024u)
 
 typedef struct tc__cuda_prog {
     tc__CUmodule mod;
@@ -23316,6 +23322,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    unsigned smem = 0;
     (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
@@ -23331,6 +23338,13 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         /* a short row needs fewer threads: whole warps, at least one */
         if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
         ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+        /* a row's locals in shared memory when they fit the 48 KiB every
+         * device gives without opting in (TC__CU_SMEM_ROW: room left for
+         * the reduction's buffer) */
+        if ((size_t)k->nlocal * (size_t)rowlen * sizeof(float) <= TC__CU_SMEM_ROW) {
+            smem = (unsigned)((size_t)k->nlocal * (size_t)rowlen * sizeof(float));
+            ws_bytes = 0;
+        }
     } else {
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
@@ -23351,7 +23365,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, ctx->cuda->stream, args, NULL);
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));
@@ -23683,10 +23697,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23687, "tcompile.h", 23687)
+#line TC__LINE_AT(23701, "tcompile.h", 23701)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23690)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 23704)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23781,10 +23795,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23785, "tcompile.h", 23785)
+#line TC__LINE_AT(23799, "tcompile.h", 23799)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23788)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 23802)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23986,10 +24000,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23990, "tcompile.h", 23990)
+#line TC__LINE_AT(24004, "tcompile.h", 24004)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23993)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24007)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24649,10 +24663,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24653, "tcompile.h", 24653)
+#line TC__LINE_AT(24667, "tcompile.h", 24667)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24656)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24670)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24954,10 +24968,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24958, "tcompile.h", 24958)
+#line TC__LINE_AT(24972, "tcompile.h", 24972)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24961)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 24975)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -25183,10 +25197,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(25187, "tcompile.h", 25187)
+#line TC__LINE_AT(25201, "tcompile.h", 25201)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 25190)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 25204)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -25390,10 +25404,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25394, "tcompile.h", 25394)
+#line TC__LINE_AT(25408, "tcompile.h", 25408)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25397)
+#line TC__LINE_AT(1, "src/license.h", 25411)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25435,7 +25449,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25439, "tcompile.h", 25439)
+#line TC__LINE_AT(25453, "tcompile.h", 25453)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

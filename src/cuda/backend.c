@@ -12,6 +12,8 @@
 
 #ifndef TC_NO_CUDA
 
+#define TC__CU_SMEM_ROW (40u * 1024u)
+
 typedef struct tc__cuda_prog {
     tc__CUmodule mod;
     tc__CUfunction *fn;        /* one per fused kernel                      */
@@ -438,6 +440,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    unsigned smem = 0;
     (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
@@ -453,6 +456,13 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         /* a short row needs fewer threads: whole warps, at least one */
         if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
         ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+        /* a row's locals in shared memory when they fit the 48 KiB every
+         * device gives without opting in (TC__CU_SMEM_ROW: room left for
+         * the reduction's buffer) */
+        if ((size_t)k->nlocal * (size_t)rowlen * sizeof(float) <= TC__CU_SMEM_ROW) {
+            smem = (unsigned)((size_t)k->nlocal * (size_t)rowlen * sizeof(float));
+            ws_bytes = 0;
+        }
     } else {
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
@@ -473,7 +483,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, ctx->cuda->stream, args, NULL);
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));

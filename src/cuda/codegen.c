@@ -241,7 +241,11 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
     for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
-    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    /* the row's values several stages read: in shared memory when they fit
+     * (the launch gives it), else in the block's slice of the workspace */
+    if (k->nlocal > 0)
+        tc__text_printf(o, "  extern __shared__ float tc_smem[];\n"
+                           "  float *L = p.ws ? (float *)p.ws + (i64)blockIdx.x * %d * rowlen : tc_smem;\n", k->nlocal);
     tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
     tc__cu_unravel(o, "    ", "row", 0, k->row0);
     for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
