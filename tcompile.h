@@ -3199,6 +3199,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
 /* ---- compiler/graph.c */
 TC__FN void tc__graph_free(struct tc__graph *g);
 TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_reserve(struct tc__graph *g, int cap);
 TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
 TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
 TC__FN int tc__pass_dce(struct tc__graph *g);
@@ -3267,10 +3268,10 @@ TC__FN tc_result tc__replay(tc_fn *f, struct tc__entry *e, tc_tensor *const *inp
 TC__FN int tc__guards_match(const tc_fn *f, const struct tc__entry *e, tc_tensor *const *in, char *why, size_t cap);
 TC__FN tc_result tc__dynamic_resize(tc_fn *f, struct tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int *resized);
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why);
-#line TC__LINE_AT(3271, "tcompile.h", 3271)
+#line TC__LINE_AT(3272, "tcompile.h", 3272)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 3274)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 3275)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -4094,10 +4095,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(4098, "tcompile.h", 4098)
+#line TC__LINE_AT(4099, "tcompile.h", 4099)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 4101)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 4102)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -4818,10 +4819,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(4822, "tcompile.h", 4822)
+#line TC__LINE_AT(4823, "tcompile.h", 4823)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 4825)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 4826)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -5391,7 +5392,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5395, "tcompile.h", 5395)
+#line TC__LINE_AT(5396, "tcompile.h", 5396)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -5403,7 +5404,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5407)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5408)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -5744,7 +5745,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(5748, "tcompile.h", 5748)
+#line TC__LINE_AT(5749, "tcompile.h", 5749)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -5761,7 +5762,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5765)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 5766)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6102,7 +6103,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6106, "tcompile.h", 6106)
+#line TC__LINE_AT(6107, "tcompile.h", 6107)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6119,7 +6120,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6123)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6124)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6460,7 +6461,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6464, "tcompile.h", 6464)
+#line TC__LINE_AT(6465, "tcompile.h", 6465)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6477,7 +6478,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6481)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6482)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6818,7 +6819,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6822, "tcompile.h", 6822)
+#line TC__LINE_AT(6823, "tcompile.h", 6823)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6826,7 +6827,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 6830)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 6831)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7441,10 +7442,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(7445, "tcompile.h", 7445)
+#line TC__LINE_AT(7446, "tcompile.h", 7446)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 7448)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 7449)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -7715,10 +7716,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(7719, "tcompile.h", 7719)
+#line TC__LINE_AT(7720, "tcompile.h", 7720)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 7722)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 7723)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8363,10 +8364,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8367, "tcompile.h", 8367)
+#line TC__LINE_AT(8368, "tcompile.h", 8368)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 8370)
+#line TC__LINE_AT(1, "src/ops/shape.c", 8371)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -8771,10 +8772,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(8775, "tcompile.h", 8775)
+#line TC__LINE_AT(8776, "tcompile.h", 8776)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 8778)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 8779)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -9507,10 +9508,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(9511, "tcompile.h", 9511)
+#line TC__LINE_AT(9512, "tcompile.h", 9512)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 9514)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 9515)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -9539,6 +9540,8 @@ typedef struct tc__node {
     int line;
     uint64_t hash;
     int next_same_hash;        /* bucket chain, -1 ends                  */
+    int vroot;                 /* the node a chain of views over it starts
+                                  from (itself when not a view)          */
 } tc__node;
 
 typedef struct tc__graph {
@@ -9611,6 +9614,50 @@ TC__FN int tc__node_same(const tc__node *a, const tc__node *b) {
     return memcmp(&a->a, &b->a, sizeof a->a) == 0;
 }
 
+/* The node the views ending at node id start from, set on insertion (so
+ * a walk down a chain of views costs nothing, whatever its length). */
+TC__FN int tc__view_root_of(const tc__graph *g, const tc__node *n, int id) {
+    if (n->kind == TC__NODE_OP && tc__optable[n->op].cls == TC__CLASS_VIEW && n->nin > 0 && n->in[0] >= 0)
+        return g->nodes[n->in[0]].vroot;
+    return id;
+}
+
+/* Rebuilds the hash table with nb buckets (more than it has), so a lookup
+ * stays O(1) however large the graph grows.  -1 on OOM. */
+TC__FN int tc__graph_rehash(tc__graph *g, int nb) {
+    int i, *b = (int *)TC_MALLOC(sizeof(int) * (size_t)nb);
+    if (!b) return -1;
+    for (i = 0; i < nb; i++) b[i] = -1;
+    for (i = 0; i < g->n; i++) {
+        int k = (int)(g->nodes[i].hash % (uint64_t)nb);
+        g->nodes[i].next_same_hash = b[k];
+        b[k] = i;
+    }
+    TC_FREE(g->buckets);
+    g->buckets = b;
+    g->nbuckets = nb;
+    return 0;
+}
+
+/* Room for cap nodes (and as many hash buckets), so a graph whose size is
+ * known ahead (a pass's copy of one) grows without copies.  -1 on OOM. */
+TC__FN int tc__graph_reserve(tc__graph *g, int cap) {
+    int nb = g->nbuckets, i;
+    tc__node *nn;
+    if (cap > g->cap) {
+        /* moving the nodes moves their inline input arrays: fix the pointers */
+        if (!(nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap))) return -1;
+        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
+        for (i = 0; i < g->n; i++)
+            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
+        TC_FREE(g->nodes);
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    while (nb < cap && nb < (1 << 28)) nb *= 2;
+    return nb > g->nbuckets ? tc__graph_rehash(g, nb) : 0;
+}
+
 /* Ops whose result must not be shared between two calls. */
 TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP && n->op == TC__OP_EMPTY); }
 
@@ -9621,6 +9668,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     uint64_t h;
     int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
+    if (g->n >= g->nbuckets && g->nbuckets < (1 << 28) && tc__graph_rehash(g, 2 * g->nbuckets) != 0) return -1;
     /* copy the inputs first: proto->in may point into g->nodes, which
      * growing the array below frees */
     if (tmp.nin <= TC__MAX_IN) {
@@ -9641,26 +9689,16 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
                 TC_FREE(heap_in);
                 return id;
             }
-    /* realloc of nodes moves the inline arrays: fix pointers before growing */
-    if (g->n == g->cap) {
-        int cap = g->cap ? g->cap * 2 : 64, i;
-        tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) {
-            TC_FREE(heap_in);
-            return -1;
-        }
-        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
-        for (i = 0; i < g->n; i++)
-            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
-        TC_FREE(g->nodes);
-        g->nodes = nn;
-        g->cap = cap;
+    if (g->n == g->cap && tc__graph_reserve(g, g->cap ? g->cap * 2 : 64) != 0) {
+        TC_FREE(heap_in);
+        return -1;
     }
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
     n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
+    n->vroot = tc__view_root_of(g, n, id);
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;
     g->n++;
@@ -9710,6 +9748,7 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         remap[i] = n;
         for (k = 0; k < nd->nin; k++)
             if (nd->in[k] >= 0) nd->in[k] = remap[nd->in[k]];
+        nd->vroot = remap[nd->vroot]; /* live: the views' inputs are */
         if (n != i) {
             g->nodes[n] = *nd;
             if (nd->in == nd->in_small) g->nodes[n].in = g->nodes[n].in_small;
@@ -9907,7 +9946,7 @@ TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, i
 /* A deep copy (payloads duplicated, so each graph owns its own). */
 TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
     tc__graph *c = tc__graph_new();
-    int i, fresh, ok = c != NULL;
+    int i, fresh, ok = c != NULL && tc__graph_reserve(c, g->n) == 0;
     for (i = 0; ok && i < g->n; i++) {
         tc__node nd = g->nodes[i];
         if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {
@@ -9948,10 +9987,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(9952, "tcompile.h", 9952)
+#line TC__LINE_AT(9991, "tcompile.h", 9991)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 9955)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 9994)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -10086,7 +10125,9 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
  * rewritten nodes. */
 TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k;
+    /* about as many nodes as the old graph (a pass that adds many grows it) */
+    int ok = ng && map && tc__graph_reserve(ng, g->n + g->n / 8 + 64) == 0;
     *changed = 0;
     for (o = 0; ok && o < g->n; o++) {
         const tc__node *nd = &g->nodes[i = order ? order[o] : o];
@@ -10198,12 +10239,7 @@ TC__FN int tc__contig_result(const tc__graph *g, int id) {
 /* Node id of g reads memory an op of the graph wrote (itself, or what a
  * chain of views of it starts from), not the caller's (an input, a
  * parameter, wrapped memory). */
-TC__FN int tc__fresh_root(const tc__graph *g, int id) {
-    while (g->nodes[id].kind == TC__NODE_OP && tc__optable[g->nodes[id].op].cls == TC__CLASS_VIEW &&
-           g->nodes[id].nin > 0 && g->nodes[id].in[0] >= 0)
-        id = g->nodes[id].in[0];
-    return tc__contig_result(g, id);
-}
+TC__FN int tc__fresh_root(const tc__graph *g, int id) { return tc__contig_result(g, g->nodes[id].vroot); }
 
 /* A copy of node x: an op's own result with x's values. */
 TC__FN int tc__g_clone(tc__graph *g, int x, const char *file, int line) {
@@ -10859,10 +10895,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(10863, "tcompile.h", 10863)
+#line TC__LINE_AT(10899, "tcompile.h", 10899)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 10866)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 10902)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -11417,10 +11453,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11421, "tcompile.h", 11421)
+#line TC__LINE_AT(11457, "tcompile.h", 11457)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11424)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11460)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12374,10 +12410,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12378, "tcompile.h", 12378)
+#line TC__LINE_AT(12414, "tcompile.h", 12414)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12381)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12417)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12479,7 +12515,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12483, "tcompile.h", 12483)
+#line TC__LINE_AT(12519, "tcompile.h", 12519)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12491,7 +12527,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12495)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12531)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12933,7 +12969,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12937, "tcompile.h", 12937)
+#line TC__LINE_AT(12973, "tcompile.h", 12973)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12950,7 +12986,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12954)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12990)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13392,7 +13428,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13396, "tcompile.h", 13396)
+#line TC__LINE_AT(13432, "tcompile.h", 13432)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13409,7 +13445,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13413)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13449)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13851,7 +13887,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13855, "tcompile.h", 13855)
+#line TC__LINE_AT(13891, "tcompile.h", 13891)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13868,7 +13904,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13872)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13908)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14310,7 +14346,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14314, "tcompile.h", 14314)
+#line TC__LINE_AT(14350, "tcompile.h", 14350)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14327,7 +14363,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14331)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14367)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15353,7 +15389,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15357, "tcompile.h", 15357)
+#line TC__LINE_AT(15393, "tcompile.h", 15393)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15370,7 +15406,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15374)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15410)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16396,7 +16432,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16400, "tcompile.h", 16400)
+#line TC__LINE_AT(16436, "tcompile.h", 16436)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16413,7 +16449,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16417)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16453)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17439,7 +17475,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17443, "tcompile.h", 17443)
+#line TC__LINE_AT(17479, "tcompile.h", 17479)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17456,7 +17492,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17460)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17496)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18482,7 +18518,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18486, "tcompile.h", 18486)
+#line TC__LINE_AT(18522, "tcompile.h", 18522)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18490,7 +18526,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18494)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18530)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19463,10 +19499,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19467, "tcompile.h", 19467)
+#line TC__LINE_AT(19503, "tcompile.h", 19503)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19470)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19506)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19792,10 +19828,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19796, "tcompile.h", 19796)
+#line TC__LINE_AT(19832, "tcompile.h", 19832)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19799)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19835)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20541,10 +20577,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20545, "tcompile.h", 20545)
+#line TC__LINE_AT(20581, "tcompile.h", 20581)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20548)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20584)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20606,10 +20642,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20610, "tcompile.h", 20610)
+#line TC__LINE_AT(20646, "tcompile.h", 20646)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20613)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20649)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21026,10 +21062,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21030, "tcompile.h", 21030)
+#line TC__LINE_AT(21066, "tcompile.h", 21066)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21033)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21069)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21120,10 +21156,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21124, "tcompile.h", 21124)
+#line TC__LINE_AT(21160, "tcompile.h", 21160)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21127)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21163)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21280,10 +21316,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21284, "tcompile.h", 21284)
+#line TC__LINE_AT(21320, "tcompile.h", 21320)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21287)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21323)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21895,10 +21931,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21899, "tcompile.h", 21899)
+#line TC__LINE_AT(21935, "tcompile.h", 21935)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21902)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21938)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22171,10 +22207,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22175, "tcompile.h", 22175)
+#line TC__LINE_AT(22211, "tcompile.h", 22211)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22178)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22214)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22377,10 +22413,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22381, "tcompile.h", 22381)
+#line TC__LINE_AT(22417, "tcompile.h", 22417)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22384)
+#line TC__LINE_AT(1, "src/license.h", 22420)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22422,7 +22458,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22426, "tcompile.h", 22426)
+#line TC__LINE_AT(22462, "tcompile.h", 22462)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
