@@ -11354,12 +11354,10 @@ TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
 TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
 
-/* The instruction of code[begin, i) that defines register r, or NULL. */
-static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
-    int j;
-    for (j = i - 1; j >= begin; j--)
-        if (k->code[j].dst == r) return &k->code[j];
-    return NULL;
+/* The instruction of code[begin, i) that defines register r, or NULL
+ * (def: each register's defining instruction, -1 none: the code is SSA). */
+static tc__vins *tc__vsimp_def(tc__kernel *k, const int *def, int i, int16_t r) {
+    return r >= 0 && def[r] >= 0 && def[r] < i ? &k->code[def[r]] : NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
@@ -11367,8 +11365,11 @@ static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
  * where x is a ratio gate h(z * s + t) read only here and g is none or a
  * ratio gate, the product reads z through h and its prologue too
  * (tc__vins.au), and h's pass goes. */
-TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val, int *def, int nvreg) {
     int i, side;
+    for (i = 0; i < nvreg; i++) def[i] = -1;
+    for (i = begin; i < k->ncode; i++)
+        if (k->code[i].dst >= 0) def[k->code[i].dst] = i;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
@@ -11377,7 +11378,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            g = tc__vsimp_def(k, begin, i, u);
+            g = tc__vsimp_def(k, def, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -11386,7 +11387,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             break;
         }
         if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
-        h = tc__vsimp_def(k, begin, i, m->a);
+        h = tc__vsimp_def(k, def, i, m->a);
         if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
         m->a = h->a;
         m->as = h->as;
@@ -11414,7 +11415,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
     tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
     tc__vsimp p;
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap * 2);
     p.k = k;
     p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
     p.nvreg = *nvreg;
@@ -11444,7 +11445,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         }
         if (!p.oom) {
             tc__vsimp_dce(k, begin, uses);
-            tc__vsimp_gate(k, begin, uses, p.v);
+            tc__vsimp_gate(k, begin, uses, p.v, uses + cap, p.nvreg);
         }
         *nvreg = p.nvreg;
     }
@@ -11453,10 +11454,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(11457, "tcompile.h", 11457)
+#line TC__LINE_AT(11458, "tcompile.h", 11458)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 11460)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 11461)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12410,10 +12411,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     TC_FREE(f.v);
     return rc;
 }
-#line TC__LINE_AT(12414, "tcompile.h", 12414)
+#line TC__LINE_AT(12415, "tcompile.h", 12415)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 12417)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 12418)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -12515,7 +12516,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(12519, "tcompile.h", 12519)
+#line TC__LINE_AT(12520, "tcompile.h", 12520)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -12527,7 +12528,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12531)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12532)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -12969,7 +12970,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(12973, "tcompile.h", 12973)
+#line TC__LINE_AT(12974, "tcompile.h", 12974)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -12986,7 +12987,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12990)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 12991)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13428,7 +13429,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13432, "tcompile.h", 13432)
+#line TC__LINE_AT(13433, "tcompile.h", 13433)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13445,7 +13446,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13449)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13450)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -13887,7 +13888,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(13891, "tcompile.h", 13891)
+#line TC__LINE_AT(13892, "tcompile.h", 13892)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -13904,7 +13905,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13908)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13909)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14346,7 +14347,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14350, "tcompile.h", 14350)
+#line TC__LINE_AT(14351, "tcompile.h", 14351)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14363,7 +14364,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14367)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 14368)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -15389,7 +15390,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(15393, "tcompile.h", 15393)
+#line TC__LINE_AT(15394, "tcompile.h", 15394)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15406,7 +15407,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15410)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15411)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16432,7 +16433,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16436, "tcompile.h", 16436)
+#line TC__LINE_AT(16437, "tcompile.h", 16437)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16449,7 +16450,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16453)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16454)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17475,7 +17476,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17479, "tcompile.h", 17479)
+#line TC__LINE_AT(17480, "tcompile.h", 17480)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17492,7 +17493,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17496)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17497)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18518,7 +18519,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18522, "tcompile.h", 18522)
+#line TC__LINE_AT(18523, "tcompile.h", 18523)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18526,7 +18527,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 18530)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 18531)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -19499,10 +19500,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(19503, "tcompile.h", 19503)
+#line TC__LINE_AT(19504, "tcompile.h", 19504)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 19506)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 19507)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -19828,10 +19829,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(19832, "tcompile.h", 19832)
+#line TC__LINE_AT(19833, "tcompile.h", 19833)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 19835)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 19836)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -20577,10 +20578,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20581, "tcompile.h", 20581)
+#line TC__LINE_AT(20582, "tcompile.h", 20582)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20584)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20585)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20642,10 +20643,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20646, "tcompile.h", 20646)
+#line TC__LINE_AT(20647, "tcompile.h", 20647)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20649)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20650)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21062,10 +21063,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21066, "tcompile.h", 21066)
+#line TC__LINE_AT(21067, "tcompile.h", 21067)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21069)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21070)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21156,10 +21157,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21160, "tcompile.h", 21160)
+#line TC__LINE_AT(21161, "tcompile.h", 21161)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21163)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21164)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21316,10 +21317,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21320, "tcompile.h", 21320)
+#line TC__LINE_AT(21321, "tcompile.h", 21321)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21323)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21324)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21931,10 +21932,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21935, "tcompile.h", 21935)
+#line TC__LINE_AT(21936, "tcompile.h", 21936)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21938)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21939)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22207,10 +22208,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22211, "tcompile.h", 22211)
+#line TC__LINE_AT(22212, "tcompile.h", 22212)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22214)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22215)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22413,10 +22414,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22417, "tcompile.h", 22417)
+#line TC__LINE_AT(22418, "tcompile.h", 22418)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22420)
+#line TC__LINE_AT(1, "src/license.h", 22421)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22458,7 +22459,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22462, "tcompile.h", 22462)
+#line TC__LINE_AT(22463, "tcompile.h", 22463)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
