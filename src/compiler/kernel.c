@@ -143,7 +143,8 @@ typedef struct tc__kstage {
 typedef struct tc__kernel {
     int ndim, row0;
     int64_t shape[TC_MAX_DIMS];
-    tc__kaccess acc[TC__VM_MAXACC];
+    tc__kaccess *acc;          /* nacc of them, at most TC__VM_MAXACC (its
+                                  own array; a kernel is small to keep)    */
     int nacc;
     tc__vins *code;
     int ncode, cap;
@@ -224,7 +225,9 @@ TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
-    if (k) TC_FREE(k->code);
+    if (!k) return;
+    TC_FREE(k->code);
+    TC_FREE(k->acc);
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
