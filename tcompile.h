@@ -4111,6 +4111,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
 /* ---- compiler/graph.c */
 TC__FN void tc__graph_free(struct tc__graph *g);
 TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_reserve(struct tc__graph *g, int cap);
 TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
 TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
 TC__FN int tc__pass_dce(struct tc__graph *g);
@@ -4202,10 +4203,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4206, "tcompile.h", 4206)
+#line TC__LINE_AT(4207, "tcompile.h", 4207)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4209)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4210)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5054,10 +5055,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5058, "tcompile.h", 5058)
+#line TC__LINE_AT(5059, "tcompile.h", 5059)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5061)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5062)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5778,10 +5779,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5782, "tcompile.h", 5782)
+#line TC__LINE_AT(5783, "tcompile.h", 5783)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5785)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5786)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6356,7 +6357,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6360, "tcompile.h", 6360)
+#line TC__LINE_AT(6361, "tcompile.h", 6361)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6368,7 +6369,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6372)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6373)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6709,7 +6710,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6713, "tcompile.h", 6713)
+#line TC__LINE_AT(6714, "tcompile.h", 6714)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6726,7 +6727,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6730)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6731)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7067,7 +7068,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7071, "tcompile.h", 7071)
+#line TC__LINE_AT(7072, "tcompile.h", 7072)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7084,7 +7085,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7088)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7089)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7425,7 +7426,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7429, "tcompile.h", 7429)
+#line TC__LINE_AT(7430, "tcompile.h", 7430)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7442,7 +7443,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7446)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7447)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7783,7 +7784,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7787, "tcompile.h", 7787)
+#line TC__LINE_AT(7788, "tcompile.h", 7788)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7791,7 +7792,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7795)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7796)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8406,10 +8407,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8410, "tcompile.h", 8410)
+#line TC__LINE_AT(8411, "tcompile.h", 8411)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8413)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8414)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8680,10 +8681,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8684, "tcompile.h", 8684)
+#line TC__LINE_AT(8685, "tcompile.h", 8685)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8687)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8688)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9328,10 +9329,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9332, "tcompile.h", 9332)
+#line TC__LINE_AT(9333, "tcompile.h", 9333)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9335)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9336)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9736,10 +9737,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9740, "tcompile.h", 9740)
+#line TC__LINE_AT(9741, "tcompile.h", 9741)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9743)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9744)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10532,10 +10533,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10536, "tcompile.h", 10536)
+#line TC__LINE_AT(10537, "tcompile.h", 10537)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10539)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10540)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10564,6 +10565,8 @@ typedef struct tc__node {
     int line;
     uint64_t hash;
     int next_same_hash;        /* bucket chain, -1 ends                  */
+    int vroot;                 /* the node a chain of views over it starts
+                                  from (itself when not a view)          */
 } tc__node;
 
 typedef struct tc__graph {
@@ -10636,6 +10639,50 @@ TC__FN int tc__node_same(const tc__node *a, const tc__node *b) {
     return memcmp(&a->a, &b->a, sizeof a->a) == 0;
 }
 
+/* The node the views ending at node id start from, set on insertion (so
+ * a walk down a chain of views costs nothing, whatever its length). */
+TC__FN int tc__view_root_of(const tc__graph *g, const tc__node *n, int id) {
+    if (n->kind == TC__NODE_OP && tc__optable[n->op].cls == TC__CLASS_VIEW && n->nin > 0 && n->in[0] >= 0)
+        return g->nodes[n->in[0]].vroot;
+    return id;
+}
+
+/* Rebuilds the hash table with nb buckets (more than it has), so a lookup
+ * stays O(1) however large the graph grows.  -1 on OOM. */
+TC__FN int tc__graph_rehash(tc__graph *g, int nb) {
+    int i, *b = (int *)TC_MALLOC(sizeof(int) * (size_t)nb);
+    if (!b) return -1;
+    for (i = 0; i < nb; i++) b[i] = -1;
+    for (i = 0; i < g->n; i++) {
+        int k = (int)(g->nodes[i].hash % (uint64_t)nb);
+        g->nodes[i].next_same_hash = b[k];
+        b[k] = i;
+    }
+    TC_FREE(g->buckets);
+    g->buckets = b;
+    g->nbuckets = nb;
+    return 0;
+}
+
+/* Room for cap nodes (and as many hash buckets), so a graph whose size is
+ * known ahead (a pass's copy of one) grows without copies.  -1 on OOM. */
+TC__FN int tc__graph_reserve(tc__graph *g, int cap) {
+    int nb = g->nbuckets, i;
+    tc__node *nn;
+    if (cap > g->cap) {
+        /* moving the nodes moves their inline input arrays: fix the pointers */
+        if (!(nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap))) return -1;
+        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
+        for (i = 0; i < g->n; i++)
+            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
+        TC_FREE(g->nodes);
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    while (nb < cap && nb < (1 << 28)) nb *= 2;
+    return nb > g->nbuckets ? tc__graph_rehash(g, nb) : 0;
+}
+
 /* Ops whose result must not be shared between two calls. */
 TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP && n->op == TC__OP_EMPTY); }
 
@@ -10646,6 +10693,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     uint64_t h;
     int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
+    if (g->n >= g->nbuckets && g->nbuckets < (1 << 28) && tc__graph_rehash(g, 2 * g->nbuckets) != 0) return -1;
     /* copy the inputs first: proto->in may point into g->nodes, which
      * growing the array below frees */
     if (tmp.nin <= TC__MAX_IN) {
@@ -10666,26 +10714,16 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
                 TC_FREE(heap_in);
                 return id;
             }
-    /* realloc of nodes moves the inline arrays: fix pointers before growing */
-    if (g->n == g->cap) {
-        int cap = g->cap ? g->cap * 2 : 64, i;
-        tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) {
-            TC_FREE(heap_in);
-            return -1;
-        }
-        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
-        for (i = 0; i < g->n; i++)
-            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
-        TC_FREE(g->nodes);
-        g->nodes = nn;
-        g->cap = cap;
+    if (g->n == g->cap && tc__graph_reserve(g, g->cap ? g->cap * 2 : 64) != 0) {
+        TC_FREE(heap_in);
+        return -1;
     }
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
     n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
+    n->vroot = tc__view_root_of(g, n, id);
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;
     g->n++;
@@ -10735,6 +10773,7 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         remap[i] = n;
         for (k = 0; k < nd->nin; k++)
             if (nd->in[k] >= 0) nd->in[k] = remap[nd->in[k]];
+        nd->vroot = remap[nd->vroot]; /* live: the views' inputs are */
         if (n != i) {
             g->nodes[n] = *nd;
             if (nd->in == nd->in_small) g->nodes[n].in = g->nodes[n].in_small;
@@ -10932,7 +10971,7 @@ TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, i
 /* A deep copy (payloads duplicated, so each graph owns its own). */
 TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
     tc__graph *c = tc__graph_new();
-    int i, fresh, ok = c != NULL;
+    int i, fresh, ok = c != NULL && tc__graph_reserve(c, g->n) == 0;
     for (i = 0; ok && i < g->n; i++) {
         tc__node nd = g->nodes[i];
         if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {
@@ -10973,10 +11012,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10977, "tcompile.h", 10977)
+#line TC__LINE_AT(11016, "tcompile.h", 11016)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10980)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11019)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11111,7 +11150,9 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
  * rewritten nodes. */
 TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k;
+    /* about as many nodes as the old graph (a pass that adds many grows it) */
+    int ok = ng && map && tc__graph_reserve(ng, g->n + g->n / 8 + 64) == 0;
     *changed = 0;
     for (o = 0; ok && o < g->n; o++) {
         const tc__node *nd = &g->nodes[i = order ? order[o] : o];
@@ -11223,12 +11264,7 @@ TC__FN int tc__contig_result(const tc__graph *g, int id) {
 /* Node id of g reads memory an op of the graph wrote (itself, or what a
  * chain of views of it starts from), not the caller's (an input, a
  * parameter, wrapped memory). */
-TC__FN int tc__fresh_root(const tc__graph *g, int id) {
-    while (g->nodes[id].kind == TC__NODE_OP && tc__optable[g->nodes[id].op].cls == TC__CLASS_VIEW &&
-           g->nodes[id].nin > 0 && g->nodes[id].in[0] >= 0)
-        id = g->nodes[id].in[0];
-    return tc__contig_result(g, id);
-}
+TC__FN int tc__fresh_root(const tc__graph *g, int id) { return tc__contig_result(g, g->nodes[id].vroot); }
 
 /* A copy of node x: an op's own result with x's values. */
 TC__FN int tc__g_clone(tc__graph *g, int x, const char *file, int line) {
@@ -11907,10 +11943,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11911, "tcompile.h", 11911)
+#line TC__LINE_AT(11947, "tcompile.h", 11947)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11914)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11950)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12063,7 +12099,8 @@ typedef struct tc__kstage {
 typedef struct tc__kernel {
     int ndim, row0;
     int64_t shape[TC_MAX_DIMS];
-    tc__kaccess acc[TC__VM_MAXACC];
+    tc__kaccess *acc;          /* nacc of them, at most TC__VM_MAXACC (its
+                                  own array; a kernel is small to keep)    */
     int nacc;
     tc__vins *code;
     int ncode, cap;
@@ -12152,7 +12189,9 @@ TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
-    if (k) TC_FREE(k->code);
+    if (!k) return;
+    TC_FREE(k->code);
+    TC_FREE(k->acc);
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
@@ -12400,12 +12439,10 @@ TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
 TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
 
-/* The instruction of code[begin, i) that defines register r, or NULL. */
-static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
-    int j;
-    for (j = i - 1; j >= begin; j--)
-        if (k->code[j].dst == r) return &k->code[j];
-    return NULL;
+/* The instruction of code[begin, i) that defines register r, or NULL
+ * (def: each register's defining instruction, -1 none: the code is SSA). */
+static tc__vins *tc__vsimp_def(tc__kernel *k, const int *def, int i, int16_t r) {
+    return r >= 0 && def[r] >= 0 && def[r] < i ? &k->code[def[r]] : NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
@@ -12413,8 +12450,11 @@ static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
  * where x is a ratio gate h(z * s + t) read only here and g is none or a
  * ratio gate, the product reads z through h and its prologue too
  * (tc__vins.au), and h's pass goes. */
-TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val, int *def, int nvreg) {
     int i, side;
+    for (i = 0; i < nvreg; i++) def[i] = -1;
+    for (i = begin; i < k->ncode; i++)
+        if (k->code[i].dst >= 0) def[k->code[i].dst] = i;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
@@ -12423,7 +12463,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            g = tc__vsimp_def(k, begin, i, u);
+            g = tc__vsimp_def(k, def, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -12432,7 +12472,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             break;
         }
         if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
-        h = tc__vsimp_def(k, begin, i, m->a);
+        h = tc__vsimp_def(k, def, i, m->a);
         if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
         m->a = h->a;
         m->as = h->as;
@@ -12460,7 +12500,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
     tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
     tc__vsimp p;
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap * 2);
     p.k = k;
     p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
     p.nvreg = *nvreg;
@@ -12497,7 +12537,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         }
         if (!p.oom) {
             tc__vsimp_dce(k, begin, uses);
-            tc__vsimp_gate(k, begin, uses, p.v);
+            tc__vsimp_gate(k, begin, uses, p.v, uses + cap, p.nvreg);
         }
         *nvreg = p.nvreg;
     }
@@ -12506,10 +12546,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12510, "tcompile.h", 12510)
+#line TC__LINE_AT(12550, "tcompile.h", 12550)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12513)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12553)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12535,9 +12575,26 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
  *   - limits:      a kernel over the executor's limits (registers, buffers,
  *                  slots, stages) materializes the node that overflowed.
  * The fixed point is reached by rebuilding after each new materialization;
- * TC_LOGS=fusion prints every decision with its reason. */
+ * TC_LOGS=fusion prints every decision with its reason.
+ *
+ * Cost: a decision rebuilds only the kernels whose inlined region holds the
+ * node it changed (found by walking up from that node to the kernels' roots),
+ * in the order the rounds would, so the decisions and kernels are those of
+ * rebuilding every kernel per round; the walks over a kernel's region use
+ * explicit stacks, never the C stack, so a graph of any length compiles on
+ * a small thread stack. */
 
 #define TC__RECOMPUTE_MAX 8
+/* SSA values plus four per instruction in one stage (tc__fuse_ssa_full) */
+#define TC__VM_MAXSSA 32000
+/* Values a kernel can hold: each costs at least five of a stage's
+ * TC__VM_MAXSSA in some stage, and there are TC__VM_MAXSTAGE stages; a
+ * region walked past this many is split where the walk stopped. */
+#define TC__FUSE_MAXVALS (TC__VM_MAXSTAGE * TC__VM_MAXSSA / 5)
+/* A stage past its registers' range is split every this many values along
+ * the kernel's walk (each value costs at most about 20 of TC__VM_MAXSSA,
+ * so a piece fits): one decision, not one per range's worth. */
+#define TC__FUSE_SPLIT 1024
 #define TC__ROW_CACHE_BYTES (256 * 1024)
 
 typedef struct tc__vmap {
@@ -12556,7 +12613,26 @@ typedef struct tc__fval {
     int local, local_stage;    /* row buffer id and the stage filling it    */
     int vreg, vreg_stage;      /* SSA register in the stage being emitted   */
     int slot;                  /* a reduction's slot, -1 none               */
+    int next;                  /* the next value in its hash bucket, -1 end */
 } tc__fval;
+
+/* One step of a walk over a kernel's region (tc__fuse_level, _reach,
+ * _emit): the walks keep their own stack, so their depth is the graph's,
+ * not the C stack's. */
+typedef struct tc__fstep {
+    int node, vi, k, state, acc, sl;
+    int in[3];
+    tc__vmap m;
+} tc__fstep;
+
+/* A built kernel kept for its root while nothing in its region changes:
+ * the kernel, the nodes it computes (each once), then the nodes whose
+ * inlined cost it evaluated (tc__subtree_cost). */
+typedef struct tc__frec {
+    tc__kernel k;
+    int ncomp, nmemo;
+    int *list;                 /* ncomp computed nodes, then nmemo         */
+} tc__frec;
 
 typedef struct tc__fslot {
     int val;                   /* the reduction's fval                      */
@@ -12571,16 +12647,40 @@ typedef struct tc__fuse {
     const tc_tensor *hdr;      /* concrete shapes per node (the program's)  */
     int n;
     char *fusible, *mat, *nofuse, *is_view_ok;
-    int *kcount, *klast;       /* kernels that compute each inlined node    */
-    int *group, cur;           /* the (last) kernel computing each node     */
-    double *scost;             /* inlined subtree cost, -1 unknown          */
+    int *kcount, *klast;       /* kernels that compute each inlined node;
+                                  klast: the last build that counted it    */
+    double *scost;             /* inlined subtree cost, when cstamp = build */
     signed char *sred;         /* inlined subtree holds a reduction         */
+    int *cstamp;
     int8_t (*vq)[TC_MAX_DIMS]; /* per view node and base dim: the view dim */
     int64_t (*vc)[TC_MAX_DIMS], (*vo)[TC_MAX_DIMS];
     int logs;
+    /* the rounds, kept incrementally (tc__fuse_graph) */
+    int *use_start, *use;      /* consumers of each node (CSR)              */
+    tc__frec **rec;            /* per root: its kernel while valid, or NULL */
+    char *stale;               /* per root: rec is for an older state       */
+    int *dirty, ndirty;        /* roots to build, a min-heap                */
+    char *indirty;
+    int *cand, ncand;          /* nodes read by 2+ kernels, a min-heap      */
+    char *incand, *rejected;
+    int *mcount;               /* valid kernels that evaluated each node's
+                                  inlined cost (mcost, mred: that cost)     */
+    double *mcost;
+    signed char *mred;
+    int *walk, *wstamp;        /* tc__fuse_invalidate's stack and marks     */
+    int phase;                 /* evaluating the recompute rule: costs use
+                                  the kernels' evaluations (mcount)         */
+    int *comp, ncomp, capcomp; /* the build's computed nodes               */
+    int *memo, nmemo, capmemo; /* the build's evaluated costs              */
+    tc__fstep *stk;            /* the walks' stack                          */
+    int nstk, capstk;
+    int *cstk, ncstk;          /* tc__subtree_cost's stack (n deep at most) */
+    int *vbucket, *vbstamp;    /* the values' hash table, valid where
+                                  vbstamp = build                          */
+    int nbucket;
     /* one kernel being built */
     tc__kernel *k;
-    int root, kid;
+    int root, build, builds;   /* build: this build's stamp (> 0)          */
     int ndom, row_set, row_appended, nrow;
     int64_t dom[TC_MAX_DIMS];
     int8_t row[TC_MAX_DIMS];
@@ -12590,7 +12690,9 @@ typedef struct tc__fuse {
     int nslot;
     int nvreg, stage, scalar_stage;
     int acc_vreg[TC__VM_MAXACC], acc_stage[TC__VM_MAXACC]; /* loads done this stage */
+    tc__kaccess accbuf[TC__VM_MAXACC]; /* the accesses of the kernel being built */
     int fail_node;             /* materialize this to make progress         */
+    int split;                 /* the failure was a stage too long          */
     int oom;
     char why[160];
 } tc__fuse;
@@ -12759,10 +12861,46 @@ TC__FN void tc__vmap_broadcast(const tc__fuse *f, int in, int out, const tc__vma
     tc__vmap_norm(mi, hi);
 }
 
+TC__FN unsigned tc__vmap_hash(int node, const tc__vmap *m) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)node;
+    int d;
+    for (d = 0; d < m->nd; d++) {
+        h = (h ^ (uint64_t)(m->kdim[d] + 2)) * 0xff51afd7ed558ccdull;
+        h = (h ^ (uint64_t)m->coef[d]) * 0xc4ceb9fe1a85ec53ull;
+        h = (h ^ (uint64_t)m->off[d]) * 0xff51afd7ed558ccdull;
+    }
+    return (unsigned)(h ^ (h >> 31));
+}
+
+/* The values' hash table sized for cap values (rebuilt for this build's). */
+TC__FN int tc__fval_rehash(tc__fuse *f, int cap) {
+    int nb = 64, i, *b, *st;
+    while (nb < 2 * cap) nb *= 2;
+    if (nb <= f->nbucket) return 0;
+    b = (int *)TC_REALLOC(f->vbucket, sizeof(int) * (size_t)nb);
+    if (b) f->vbucket = b;
+    st = b ? (int *)TC_REALLOC(f->vbstamp, sizeof(int) * (size_t)nb) : NULL;
+    if (!b || !st) return -1;
+    f->vbstamp = st;
+    f->nbucket = nb;
+    for (i = 0; i < nb; i++) st[i] = 0;
+    for (i = 0; i < f->nv; i++) {
+        int h = (int)(tc__vmap_hash(f->v[i].node, &f->v[i].m) & (unsigned)(nb - 1));
+        f->v[i].next = st[h] == f->build ? b[h] : -1;
+        b[h] = i;
+        st[h] = f->build;
+    }
+    return 0;
+}
+
+/* The kernel's value (node, m), added when new: a hash lookup, so a kernel
+ * of many values is built in time linear in them. */
 TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
-    int i;
-    for (i = 0; i < f->nv; i++)
-        if (f->v[i].node == node && tc__vmap_eq(&f->v[i].m, m)) return i;
+    unsigned h = tc__vmap_hash(node, m);
+    int i, b = (int)(h & (unsigned)(f->nbucket - 1));
+    if (f->vbstamp[b] == f->build)
+        for (i = f->vbucket[b]; i >= 0; i = f->v[i].next)
+            if (f->v[i].node == node && tc__vmap_eq(&f->v[i].m, m)) return i;
     if (f->nv == f->capv) {
         int cap = f->capv ? f->capv * 2 : 64;
         tc__fval *nv = (tc__fval *)TC_REALLOC(f->v, sizeof(tc__fval) * (size_t)cap);
@@ -12773,6 +12911,13 @@ TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
         f->v = nv;
         f->capv = cap;
     }
+    if (2 * (f->nv + 1) > f->nbucket) {
+        if (tc__fval_rehash(f, f->capv) != 0) {
+            f->oom = 1;
+            return -1;
+        }
+        b = (int)(h & (unsigned)(f->nbucket - 1));
+    }
     memset(&f->v[f->nv], 0, sizeof f->v[0]);
     f->v[f->nv].node = node;
     f->v[f->nv].m = *m;
@@ -12780,6 +12925,9 @@ TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
     f->v[f->nv].local = -1;
     f->v[f->nv].vreg_stage = -1;
     f->v[f->nv].slot = -1;
+    f->v[f->nv].next = f->vbstamp[b] == f->build ? f->vbucket[b] : -1;
+    f->vbucket[b] = f->nv;
+    f->vbstamp[b] = f->build;
     return f->nv++;
 }
 
@@ -12791,23 +12939,83 @@ TC__FN int tc__inlined(const tc__fuse *f, int i) {
     return f->fusible[i] && !f->nofuse[i] && (!f->mat[i] || i == f->root);
 }
 
-/* Cost in units per element of computing node i with everything it inlines. */
-TC__FN double tc__subtree_cost(tc__fuse *f, int i) {
-    const tc__node *nd = &f->g->nodes[i];
-    double c = 0;
-    int k;
-    if (f->scost[i] >= 0) return f->scost[i];
-    f->sred[i] = 0;
-    if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW) c = tc__op_cost(nd->op);
-    if (tc__node_is_reduce(nd)) f->sred[i] = 1;
-    for (k = 0; k < nd->nin; k++) {
-        int j = nd->in[k];
-        if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
-        c += tc__subtree_cost(f, j);
-        if (f->sred[j]) f->sred[i] = 1;
+/* Appends v to a growable int list; -1 on OOM (f->oom set). */
+TC__FN int tc__fuse_push_int(tc__fuse *f, int **a, int *n, int *cap, int v) {
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 64, *na = (int *)TC_REALLOC(*a, sizeof(int) * (size_t)c);
+        if (!na) {
+            f->oom = 1;
+            return -1;
+        }
+        *a = na;
+        *cap = c;
     }
-    f->scost[i] = c;
-    return c;
+    (*a)[(*n)++] = v;
+    return 0;
+}
+
+/* A node's inlined cost known to this evaluation: computed in this build
+ * (cstamp), or, while the recompute rule runs, by a kernel built before it
+ * (mcount: the rounds evaluated the rule with the costs their kernels had
+ * left behind, so a node materialized earlier in the same pass still
+ * counts where a kernel's evaluation covered it). */
+TC__FN int tc__cost_known(const tc__fuse *f, int i, double *c, int *red) {
+    if (f->phase && f->mcount[i] > 0) {
+        *c = f->mcost[i];
+        *red = f->mred[i];
+        return 1;
+    }
+    if (f->cstamp[i] != f->build) return 0;
+    *c = f->scost[i];
+    *red = f->sred[i];
+    return 1;
+}
+
+/* Cost in units per element of computing node i with everything it
+ * inlines; f->sred[i] tells whether that holds a reduction.  Memoized per
+ * build (the nodes evaluated are noted in f->memo). */
+TC__FN double tc__subtree_cost(tc__fuse *f, int i0) {
+    double c;
+    int red, top;
+    if (tc__cost_known(f, i0, &c, &red)) {
+        f->scost[i0] = c;
+        f->sred[i0] = (signed char)red;
+        return c;
+    }
+    /* post-order: a node is summed once every inlined input is known (each
+     * is on the stack at most once: inputs come before their readers) */
+    f->cstk[0] = i0;
+    top = 1;
+    while (top > 0) {
+        int i = f->cstk[top - 1], k, pushed = 0;
+        const tc__node *nd = &f->g->nodes[i];
+        for (k = 0; k < nd->nin && !pushed; k++) {
+            int j = nd->in[k];
+            if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
+            if (!tc__cost_known(f, j, &c, &red)) {
+                f->cstk[top++] = j;
+                pushed = 1;
+            }
+        }
+        if (pushed) continue;
+        /* every inlined input known: sum them (as the recursion did, in order) */
+        c = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW ? tc__op_cost(nd->op) : 0;
+        red = tc__node_is_reduce(nd);
+        for (k = 0; k < nd->nin; k++) {
+            int j = nd->in[k], rj;
+            double cj;
+            if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
+            tc__cost_known(f, j, &cj, &rj);
+            c += cj;
+            if (rj) red = 1;
+        }
+        f->scost[i] = c;
+        f->sred[i] = (signed char)red;
+        f->cstamp[i] = f->build;
+        if (tc__fuse_push_int(f, &f->memo, &f->nmemo, &f->capmemo, i) != 0) return 0;
+        top--;
+    }
+    return f->scost[i0];
 }
 
 TC__FN int tc__fuse_fail(tc__fuse *f, int node, const char *fmt, ...) TC__PRINTF(3, 4);
@@ -12924,76 +13132,141 @@ TC__FN void tc__fuse_resolve(const tc__fuse *f, int *node, tc__vmap *m) {
     }
 }
 
-/* Levels: the first stage a value can be computed in (slots it reads come
- * from earlier stages).  Creates the slots. */
-TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m0) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, k, lvl = 0;
-    if (f->oom || f->fail_node >= 0) return 0;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    if (!tc__inlined(f, node)) return 0;
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0) return 0;
-    if (f->v[vi].level >= 0) return f->v[vi].level;
-    if (tc__node_is_reduce(nd)) {
-        tc__vmap mb;
-        int sl;
-        if (tc__fuse_row(f, node, m, &mb) != 0) return 0;
-        if (f->nslot == TC__VM_MAXSLOT) {
-            tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
-            return 0;
+/* A new step of a walk over the region (NULL on OOM, f->oom set). */
+TC__FN tc__fstep *tc__fstep_push(tc__fuse *f, int node, const tc__vmap *m) {
+    tc__fstep *st;
+    if (f->nstk == f->capstk) {
+        int cap = f->capstk ? f->capstk * 2 : 64;
+        tc__fstep *ns = (tc__fstep *)TC_REALLOC(f->stk, sizeof(tc__fstep) * (size_t)cap);
+        if (!ns) {
+            f->oom = 1;
+            return NULL;
         }
-        sl = f->nslot++;
-        f->slot[sl].val = vi;
-        f->slot[sl].body = nd->in[0];
-        f->slot[sl].mb = mb;
-        lvl = tc__fuse_level(f, nd->in[0], &mb) + 1;
-        f->slot[sl].level = lvl;
-        f->v[vi].slot = sl;
-    } else {
-        for (k = 0; k < nd->nin; k++) {
-            tc__vmap mi;
-            int l;
-            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-            l = tc__fuse_level(f, nd->in[k], &mi);
-            if (l > lvl) lvl = l;
+        f->stk = ns;
+        f->capstk = cap;
+    }
+    st = &f->stk[f->nstk++];
+    st->node = node;
+    st->m = *m;
+    st->state = 0;
+    st->vi = st->sl = -1;
+    st->k = st->acc = 0;
+    st->in[0] = st->in[1] = st->in[2] = -1;
+    return st;
+}
+
+/* The states of a step: entered, walking its inputs, waiting for its body
+ * (a reduction's input, one level down). */
+enum { TC__ST_ENTER = 0, TC__ST_INPUTS, TC__ST_BODY };
+
+/* Levels: the first stage a value can be computed in (slots it reads come
+ * from earlier stages).  Creates the slots.  Depth first from (node, m0),
+ * inputs in order, as a recursion would go (the slots' numbering follows). */
+TC__FN int tc__fuse_level(tc__fuse *f, int node0, const tc__vmap *m0) {
+    int ret = 0;
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return 0;
+    while (f->nstk > 0) {
+        tc__fstep *st = &f->stk[f->nstk - 1];
+        const tc__node *nd;
+        if (st->state == TC__ST_ENTER) {
+            tc__vmap mb;
+            int sl;
+            ret = 0;
+            if (f->oom || f->fail_node >= 0) {
+                f->nstk--;
+                continue;
+            }
+            tc__fuse_resolve(f, &st->node, &st->m);
+            if (!tc__inlined(f, st->node) || (st->vi = tc__fval_get(f, st->node, &st->m)) < 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->nv > TC__FUSE_MAXVALS) {
+                tc__fuse_fail(f, st->node, "more than %d values in one kernel", TC__FUSE_MAXVALS);
+                f->nstk--;
+                continue;
+            }
+            if (f->v[st->vi].level >= 0) {
+                ret = f->v[st->vi].level;
+                f->nstk--;
+                continue;
+            }
+            nd = &f->g->nodes[st->node];
+            if (!tc__node_is_reduce(nd)) {
+                st->state = TC__ST_INPUTS;
+                continue;
+            }
+            if (tc__fuse_row(f, st->node, &st->m, &mb) != 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->nslot == TC__VM_MAXSLOT) {
+                tc__fuse_fail(f, st->node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
+                f->nstk--;
+                continue;
+            }
+            sl = st->sl = f->nslot++;
+            f->slot[sl].val = st->vi;
+            f->slot[sl].body = nd->in[0];
+            f->slot[sl].mb = mb;
+            st->state = TC__ST_BODY;
+            if (!tc__fstep_push(f, nd->in[0], &mb)) return 0;
+        } else if (st->state == TC__ST_INPUTS) {
+            nd = &f->g->nodes[st->node];
+            if (st->k > 0 && ret > st->acc) st->acc = ret; /* input k - 1's level */
+            if (st->k < nd->nin) {
+                tc__vmap mi;
+                int in = nd->in[st->k++];
+                tc__vmap_broadcast(f, in, st->node, &st->m, &mi);
+                if (!tc__fstep_push(f, in, &mi)) return 0;
+                continue;
+            }
+            f->v[st->vi].level = ret = st->acc;
+            f->nstk--;
+        } else { /* the body's level: this slot's is one more */
+            f->slot[st->sl].level = ret + 1;
+            f->v[st->vi].slot = st->sl;
+            f->v[st->vi].level = ret = ret + 1;
+            f->nstk--;
         }
     }
-    f->v[vi].level = lvl;
-    return lvl;
+    return ret;
 }
 
 /* Marks the values stage s needs, walking down from its roots.  A value
  * an earlier stage computed and that costs 2+ units to recompute becomes a
  * row buffer (filled by that stage) and the walk stops there, so only the
- * frontier between stages is kept. */
-TC__FN void tc__fuse_reach(tc__fuse *f, int node, const tc__vmap *m0, int s, int64_t rowlen) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, k;
-    if (f->oom) return;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    if (!tc__inlined(f, node)) return;
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0 || (f->v[vi].reach & (1u << s))) return;
-    if (f->v[vi].local >= 0) return;
-    if (f->v[vi].reach && f->v[vi].slot < 0 && tc__subtree_cost(f, node) >= 2 && f->k->nlocal < TC__VM_MAXLOCAL &&
-        rowlen * (int64_t)sizeof(float) * (f->k->nlocal + 1) <= 4 * TC__ROW_CACHE_BYTES) {
-        int first = 0;
-        while (!(f->v[vi].reach & (1u << first))) first++;
-        f->v[vi].local = f->k->nlocal++;
-        f->v[vi].local_stage = first;
-        return;
-    }
-    f->v[vi].reach |= 1u << s;
-    if (f->v[vi].slot >= 0) return;
-    for (k = 0; k < nd->nin; k++) {
-        tc__vmap mi;
-        tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-        tc__fuse_reach(f, nd->in[k], &mi, s, rowlen);
+ * frontier between stages is kept.  Depth first, inputs in order. */
+TC__FN void tc__fuse_reach(tc__fuse *f, int node0, const tc__vmap *m0, int s, int64_t rowlen) {
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return;
+    while (f->nstk > 0) {
+        tc__fstep st = f->stk[--f->nstk];
+        const tc__node *nd;
+        int vi, k;
+        if (f->oom) return;
+        tc__fuse_resolve(f, &st.node, &st.m);
+        nd = &f->g->nodes[st.node];
+        if (!tc__inlined(f, st.node)) continue;
+        vi = tc__fval_get(f, st.node, &st.m);
+        if (vi < 0 || (f->v[vi].reach & (1u << s))) continue;
+        if (f->v[vi].local >= 0) continue;
+        if (f->v[vi].reach && f->v[vi].slot < 0 && tc__subtree_cost(f, st.node) >= 2 && f->k->nlocal < TC__VM_MAXLOCAL &&
+            rowlen * (int64_t)sizeof(float) * (f->k->nlocal + 1) <= 4 * TC__ROW_CACHE_BYTES) {
+            int first = 0;
+            while (!(f->v[vi].reach & (1u << first))) first++;
+            f->v[vi].local = f->k->nlocal++;
+            f->v[vi].local_stage = first;
+            continue;
+        }
+        f->v[vi].reach |= 1u << s;
+        if (f->v[vi].slot >= 0) continue;
+        for (k = nd->nin - 1; k >= 0; k--) { /* input 0 on top: walked first */
+            tc__vmap mi;
+            tc__vmap_broadcast(f, nd->in[k], st.node, &st.m, &mi);
+            if (!tc__fstep_push(f, nd->in[k], &mi)) return;
+        }
     }
 }
 
@@ -13023,6 +13296,8 @@ TC__FN int tc__fuse_access(tc__fuse *f, int node, const tc__vmap *m, int store) 
 
 TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, float f1) {
     int dst = f->nvreg++;
+    if (dst >= TC__VM_MAXSSA) /* (tc__fuse_ssa_full stops a stage before this) */
+        return tc__fuse_fail(f, f->root, "more than %d values in one stage", TC__VM_MAXSSA);
     if (tc__kernel_emit(f->k, op, dst, a, b, c, f0, f1) != 0) {
         f->oom = 1;
         return -1;
@@ -13030,60 +13305,123 @@ TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, floa
     return dst;
 }
 
-/* Emits the code computing (node, m) in the current stage; its register. */
-TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m0) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, r = -1, k, in[3] = {-1, -1, -1};
-    if (f->oom || f->fail_node >= 0) return -1;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    /* an f32 fill is an immediate (other dtypes round the value: loaded) */
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[node].dtype == TC_F32)
-        return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
-    if (!tc__inlined(f, node)) {
-        int a = tc__fuse_access(f, node, m, 0);
-        if (a < 0) return -1;
-        if (f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
-            f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
-            f->acc_stage[a] = f->stage;
-        }
-        return f->acc_vreg[a];
-    }
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0) return -1;
-    if (f->v[vi].vreg_stage == f->stage) return f->v[vi].vreg;
-    if (f->v[vi].local >= 0 && f->v[vi].local_stage < f->stage && !f->scalar_stage) {
-        r = tc__fuse_ins(f, TC__V_LOADL, f->v[vi].local, -1, -1, 0, 0);
-    } else if (f->v[vi].slot >= 0) {
-        r = tc__fuse_ins(f, TC__V_SLOT, f->v[vi].slot, -1, -1, 0, 0);
-    } else {
-        int64_t dn = 1, vn = tc__numel_of(f->hdr[node].ndim, f->hdr[node].shape);
-        for (k = 0; k < f->ndom; k++) dn *= f->dom[k];
-        if (node != f->root && vn * 2 <= dn && tc__subtree_cost(f, node) >= 4 && !f->sred[node])
-            return tc__fuse_fail(f, node, "broadcast %lldx: cheaper to materialize than to recompute per element",
-                                 (long long)(vn ? dn / vn : 0));
-        for (k = 0; k < nd->nin; k++) {
-            tc__vmap mi;
-            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-            in[k] = tc__fuse_emit(f, nd->in[k], &mi);
-            if (in[k] < 0) return -1;
-        }
-        if (f->klast[node] != f->kid) {
-            f->klast[node] = f->kid;
-            f->kcount[node]++;
-            if (f->group) f->group[node] = f->cur;
-            f->k->nodes++;
-        }
-        f->k->cost += tc__op_cost(nd->op);
-        r = tc__fuse_ins(f, nd->op, in[0], in[1], in[2], (float)nd->a.f[0], (float)nd->a.f[1]);
-    }
+/* Whether the stage being emitted is as long as its registers allow: they
+ * are 16-bit (tc__vins) and tc__kernel_simplify may add up to four values
+ * per instruction, so SSA values plus four per instruction stay under
+ * TC__VM_MAXSSA, with room for the loads and stores that follow. */
+TC__FN int tc__fuse_ssa_full(const tc__fuse *f) {
+    return f->nvreg + 4 * (f->k->ncode - f->k->stage[f->k->nstage].begin) + 256 > TC__VM_MAXSSA;
+}
+
+/* Finishes the value of step st in register r: its row buffer's store when
+ * this stage fills it, and r noted for the stage.  Returns r (-1 failed). */
+TC__FN int tc__fuse_emitted(tc__fuse *f, int vi, int r) {
     if (r < 0) return -1;
     if (f->v[vi].local >= 0 && f->v[vi].local_stage == f->stage && !f->scalar_stage)
         if (tc__kernel_emit(f->k, TC__V_STOREL, -1, f->v[vi].local, r, -1, 0, 0) != 0) f->oom = 1;
     f->v[vi].vreg = r;
     f->v[vi].vreg_stage = f->stage;
     return r;
+}
+
+/* Emits the code computing (node, m) in the current stage; its register.
+ * Inputs first, in order (post order), each value once per stage. */
+TC__FN int tc__fuse_emit(tc__fuse *f, int node0, const tc__vmap *m0) {
+    int ret = -1;
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return -1;
+    while (f->nstk > 0) {
+        tc__fstep *st = &f->stk[f->nstk - 1];
+        const tc__node *nd;
+        int vi, k;
+        if (st->state == TC__ST_ENTER) {
+            ret = -1;
+            if (f->oom || f->fail_node >= 0) {
+                f->nstk--;
+                continue;
+            }
+            tc__fuse_resolve(f, &st->node, &st->m);
+            nd = &f->g->nodes[st->node];
+            /* an f32 fill is an immediate (other dtypes round the value: loaded) */
+            if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[st->node].dtype == TC_F32) {
+                ret = tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
+                f->nstk--;
+                continue;
+            }
+            if (!tc__inlined(f, st->node)) {
+                int a = tc__fuse_access(f, st->node, &st->m, 0);
+                if (a >= 0 && f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
+                    f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+                    f->acc_stage[a] = f->stage;
+                }
+                ret = a < 0 ? -1 : f->acc_vreg[a];
+                f->nstk--;
+                continue;
+            }
+            vi = st->vi = tc__fval_get(f, st->node, &st->m);
+            if (vi < 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].vreg_stage == f->stage) {
+                ret = f->v[vi].vreg;
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].local >= 0 && f->v[vi].local_stage < f->stage && !f->scalar_stage) {
+                ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, TC__V_LOADL, f->v[vi].local, -1, -1, 0, 0));
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].slot >= 0) {
+                ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, TC__V_SLOT, f->v[vi].slot, -1, -1, 0, 0));
+                f->nstk--;
+                continue;
+            }
+            {
+                int64_t dn = 1, vn = tc__numel_of(f->hdr[st->node].ndim, f->hdr[st->node].shape);
+                for (k = 0; k < f->ndom; k++) dn *= f->dom[k];
+                if (st->node != f->root && vn * 2 <= dn && tc__subtree_cost(f, st->node) >= 4 && !f->sred[st->node]) {
+                    tc__fuse_fail(f, st->node, "broadcast %lldx: cheaper to materialize than to recompute per element",
+                                  (long long)(vn ? dn / vn : 0));
+                    f->nstk--;
+                    continue;
+                }
+            }
+            st->state = TC__ST_INPUTS;
+            continue;
+        }
+        /* TC__ST_INPUTS: input k - 1 is in ret */
+        nd = &f->g->nodes[st->node];
+        vi = st->vi;
+        if (st->k > 0 && (st->in[st->k - 1] = ret) < 0) {
+            f->nstk--;
+            continue;
+        }
+        if (st->k < nd->nin) {
+            tc__vmap mi;
+            int in = nd->in[st->k++];
+            tc__vmap_broadcast(f, in, st->node, &st->m, &mi);
+            if (!tc__fstep_push(f, in, &mi)) return -1;
+            continue;
+        }
+        if (tc__fuse_ssa_full(f)) {
+            f->split = f->fail_node < 0;
+            tc__fuse_fail(f, st->node, "more than %d values and instructions in one stage", TC__VM_MAXSSA);
+            ret = -1;
+            f->nstk--;
+            continue;
+        }
+        if (f->klast[st->node] != f->build) {
+            f->klast[st->node] = f->build;
+            if (tc__fuse_push_int(f, &f->comp, &f->ncomp, &f->capcomp, st->node) != 0) return -1;
+            f->k->nodes++;
+        }
+        f->k->cost += tc__op_cost(nd->op);
+        ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, nd->op, st->in[0], st->in[1], st->in[2], (float)nd->a.f[0], (float)nd->a.f[1]));
+        f->nstk--;
+    }
+    return ret;
 }
 
 /* Maps SSA registers of code[begin, end) to at most TC__VM_MAXREG tiles. */
@@ -13177,8 +13515,12 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
     int d, s, i, lroot, full, nrowstage, perm[TC_MAX_DIMS], inv[TC_MAX_DIMS], np = 0;
     int64_t rowlen = 1;
     memset(k, 0, sizeof *k);
+    k->acc = f->accbuf; /* (copied out by tc__fuse_commit) */
     f->k = k;
     f->root = root;
+    f->build = ++f->builds;
+    f->ncomp = f->nmemo = 0;
+    f->split = 0;
     f->nv = 0;
     f->nslot = 0;
     f->stage = 0;
@@ -13220,7 +13562,6 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             if (f->slot[i].level == s + 1) tc__fuse_reach(f, f->slot[i].body, &f->slot[i].mb, s, rowlen);
     if (full) tc__fuse_reach(f, root, &id, lroot, rowlen);
     /* code: one stage per slot level, then the root */
-    f->kid++;
     for (s = 0; s < lroot; s++) {
         if (tc__fuse_stage_begin(f, 0) != 0) return -1;
         for (i = 0; i < f->nslot; i++) {
@@ -13232,10 +13573,9 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             k->slot_comb[i] = q->op == TC__OP_MAX ? TC__COMB_MAX : q->op == TC__OP_MIN ? TC__COMB_MIN : TC__COMB_SUM;
             k->slot_scale[i] = 1.0f;
             if (q->op == TC__OP_MEAN) k->slot_scale[i] = (float)(1.0 / (double)rowlen);
-            if (f->klast[f->v[f->slot[i].val].node] != f->kid) {
-                f->klast[f->v[f->slot[i].val].node] = f->kid;
-                f->kcount[f->v[f->slot[i].val].node]++;
-                if (f->group) f->group[f->v[f->slot[i].val].node] = f->cur;
+            if (f->klast[f->v[f->slot[i].val].node] != f->build) {
+                f->klast[f->v[f->slot[i].val].node] = f->build;
+                if (tc__fuse_push_int(f, &f->comp, &f->ncomp, &f->capcomp, f->v[f->slot[i].val].node) != 0) return -1;
                 k->nodes++;
             }
             if (tc__kernel_emit(k, TC__V_ACC, -1, i, r, k->slot_comb[i], 0, 0) != 0) f->oom = 1;
@@ -13296,12 +13636,14 @@ TC__FN void tc__fusion_free(tc__fusion *fu) {
 
 /* Materializes the memory a hard consumer reads: through views to the base. */
 TC__FN void tc__fuse_hard(tc__fuse *f, int i) {
-    while (i >= 0 && f->g->nodes[i].kind == TC__NODE_OP && tc__optable[f->g->nodes[i].op].cls == TC__CLASS_VIEW &&
-           f->g->nodes[i].nin > 0)
-        i = f->g->nodes[i].in[0];
-    if (i >= 0) f->mat[i] = 1;
+    const tc__node *r = &f->g->nodes[f->g->nodes[i].vroot];
+    /* (a view with no input stands on nothing to materialize) */
+    if (!(r->kind == TC__NODE_OP && tc__optable[r->op].cls == TC__CLASS_VIEW && r->nin > 0)) f->mat[r - f->g->nodes] = 1;
 }
 
+/* Inputs of ops that are not fused (and the outputs) are materialized.
+ * Run once; later a node left unfused hardens its own inputs
+ * (tc__fuse_unfuse). */
 TC__FN void tc__fuse_mark_hard(tc__fuse *f) {
     const tc__graph *g = f->g;
     int i, k;
@@ -13322,60 +13664,453 @@ TC__FN void tc__fuse_log(tc__fuse *f, int node, const char *what) {
             nd->file ? nd->file : "?", nd->line, what, f->why);
 }
 
-/* One round of grouping: every materialized fusible node's kernel built,
- * then the recompute rule.  0: done; 1: a node was materialized or left
- * unfused (decisions logged), go again; -1: out of memory. */
-TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
-    int n = f->n, i, again = 0;
-    for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
-    out->nk = 0;
-    tc__fuse_mark_hard(f);
-    for (i = 0; i < n; i++) {
-        f->kcount[i] = 0;
-        f->klast[i] = -1;
-        f->scost[i] = -1;
-        out->kernel_of[i] = -1;
-        out->group[i] = -1;
+/* ---- the bound: regions no kernel could hold, split up front --------------------
+ * A kernel's build walks its whole region (its root and what it inlines)
+ * before it finds that the region is over the executor's limits, and each
+ * decision then shrinks the region by a node or two: a chain of thousands
+ * of row ops, or a sum of thousands of slices, would cost the square of
+ * its length.  So before the rounds, each node's region is summarised in
+ * graph order (the reductions and the buffers it would read, and how deep
+ * its reductions nest), as if every fusible node were inlined; where one
+ * holds more than twice what a kernel may (TC__BOUND_*), the inputs with
+ * the most are materialized until it holds at most half of that.  No
+ * kernel could have held such a region, so only graphs the rounds would
+ * have had to split anyway are split earlier, and every region the rounds
+ * then build is bounded. */
+#define TC__BOUND_RED (2 * TC__VM_MAXSLOT)
+#define TC__BOUND_ACC (2 * TC__VM_MAXACC)
+#define TC__BOUND_DEPTH (2 * TC__VM_MAXSTAGE)
+
+typedef struct tc__bound {
+    int *pool;                 /* per summarised node: its reductions, then
+                                  its buffers (sorted, unique)             */
+    size_t npool, cap;
+    size_t *off;
+    int *nr, *na, *depth;
+    int *vbase;                /* the first node under a chain of views the
+                                  fuser sees through                       */
+    int *tmp, *tmp2;           /* merge buffers                            */
+    int leaf;                  /* a one-buffer summary's buffer            */
+} tc__bound;
+
+/* What a reader of node j inlines: j's summary (r, a: arrays; depth), one
+ * buffer (a view the fuser sees through reads its base at its own map,
+ * hence the view's id), or nothing (an f32 fill: an immediate). */
+TC__FN void tc__bound_read(const tc__fuse *f, tc__bound *b, int j, const int **r, int *nr, const int **a, int *na,
+                           int *depth) {
+    const tc__node *nd = &f->g->nodes[j];
+    int s = f->is_view_ok[j] ? b->vbase[j] : j;
+    *r = *a = NULL;
+    *nr = *na = *depth = 0;
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[j].dtype == TC_F32) return;
+    if (f->fusible[s] && !f->mat[s] && !f->nofuse[s] && f->g->nodes[s].kind == TC__NODE_OP &&
+        tc__optable[f->g->nodes[s].op].cls != TC__CLASS_VIEW) {
+        *r = b->pool + b->off[s];
+        *nr = b->nr[s];
+        *a = b->pool + b->off[s] + b->nr[s];
+        *na = b->na[s];
+        *depth = b->depth[s];
+        return;
     }
-    for (i = 0; i < n; i++) {
-        int fn;
-        if (!f->fusible[i] || f->nofuse[i] || !f->mat[i]) continue;
-        f->fail_node = -1;
-        f->why[0] = 0;
-        f->cur = out->nk;
-        if (tc__fuse_build(f, i, &out->k[out->nk]) == 0) {
-            out->kernel_of[i] = out->nk;
-            out->group[i] = out->nk++;
+    b->leaf = j;
+    *a = &b->leaf;
+    *na = 1;
+}
+
+/* dst <- the sorted union of sorted x and y (dst may not alias them). */
+TC__FN int tc__bound_union(const int *x, int nx, const int *y, int ny, int *dst) {
+    int i = 0, j = 0, n = 0;
+    while (i < nx || j < ny) {
+        int v = j >= ny || (i < nx && x[i] < y[j]) ? x[i++] : y[j++];
+        if (n == 0 || dst[n - 1] != v) dst[n++] = v;
+    }
+    return n;
+}
+
+/* Node x's summary from its inputs (those in cut[] read as memory), into
+ * b->tmp: reductions [0, *nr), buffers [*nr, *nr + *na). */
+TC__FN void tc__bound_merge(const tc__fuse *f, tc__bound *b, int x, const char *cut, int *nr, int *na, int *depth) {
+    const tc__node *nd = &f->g->nodes[x];
+    int k, n = 0, m = 0, d = 0, own = tc__node_is_reduce(nd);
+    int *R = b->tmp, *A = b->tmp + (3 * TC__BOUND_RED + 4), *T = b->tmp2;
+    if (own) R[n++] = x;
+    for (k = 0; k < nd->nin; k++) {
+        const int *r, *a;
+        int rn, an, dk, cutv;
+        if (nd->in[k] < 0) continue;
+        if (cut[k]) { /* read as memory: one buffer */
+            cutv = nd->in[k];
+            memcpy(T, A, sizeof(int) * (size_t)m);
+            m = tc__bound_union(T, m, &cutv, 1, A);
             continue;
         }
-        tc__kernel_free(&out->k[out->nk]); /* the failed kernel's code so far */
-        memset(&out->k[out->nk], 0, sizeof out->k[0]);
-        if (f->oom) return -1;
-        fn = f->fail_node;
-        if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
-            f->nofuse[i] = 1; /* runs as its own eager op */
-            tc__fuse_log(f, i, "left unfused");
-        } else {
-            f->mat[fn] = 1;
-            tc__fuse_log(f, fn, "materialized");
-        }
-        return 1;
+        tc__bound_read(f, b, nd->in[k], &r, &rn, &a, &an, &dk);
+        memcpy(T, R, sizeof(int) * (size_t)n);
+        n = tc__bound_union(T, n, r, rn, R);
+        memcpy(T, A, sizeof(int) * (size_t)m);
+        m = tc__bound_union(T, m, a, an, A);
+        if (dk > d) d = dk;
     }
-    /* recompute rule: a node computed by several kernels */
-    for (i = 0; i < n; i++) {
+    *nr = n;
+    *na = m;
+    *depth = d + own;
+}
+
+TC__FN int tc__bound_over(int nr, int na, int depth, int half) {
+    return half ? nr > TC__BOUND_RED / 2 || na > TC__BOUND_ACC / 2 || depth > TC__BOUND_DEPTH / 2
+                : nr > TC__BOUND_RED || na > TC__BOUND_ACC || depth > TC__BOUND_DEPTH;
+}
+
+/* The fusible node a cut of node x's input j materializes, or -1. */
+TC__FN int tc__bound_target(const tc__fuse *f, const tc__bound *b, int j) {
+    int s = f->is_view_ok[j] ? b->vbase[j] : j;
+    const tc__node *nd = &f->g->nodes[s];
+    if (!(nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW)) return -1;
+    return f->fusible[s] && !f->mat[s] && !f->nofuse[s] ? s : -1;
+}
+
+/* Summarises node x (fusible, inlined so far), cutting its inputs when its
+ * region is over the bound.  -1 on OOM. */
+TC__FN int tc__bound_node(tc__fuse *f, tc__bound *b, int x) {
+    const tc__node *nd = &f->g->nodes[x];
+    char cut[TC__MAX_IN];
+    int nr, na, depth, k;
+    memset(cut, 0, sizeof cut);
+    tc__bound_merge(f, b, x, cut, &nr, &na, &depth);
+    if (tc__bound_over(nr, na, depth, 0)) {
+        int onr = nr, ona = na, od = depth;
+        /* the inputs holding the most, first, until it holds half */
+        while (tc__bound_over(nr, na, depth, 1)) {
+            int best = -1, bsize = 0, t;
+            for (k = 0; k < nd->nin && k < TC__MAX_IN; k++) {
+                const int *r, *a;
+                int rn, an, dk;
+                if (cut[k] || nd->in[k] < 0 || tc__bound_target(f, b, nd->in[k]) < 0) continue;
+                tc__bound_read(f, b, nd->in[k], &r, &rn, &a, &an, &dk);
+                if (best < 0 || rn + an + dk > bsize) best = k, bsize = rn + an + dk;
+            }
+            if (best < 0) break;
+            cut[best] = 1;
+            t = tc__bound_target(f, b, nd->in[best]);
+            f->mat[t] = 1;
+            if (f->logs & 1) {
+                tc__fmt(f->why, sizeof f->why,
+                        "its reader %%%d would inline %d reductions, %d buffers, %d nested (a kernel holds %d, %d, %d)", x,
+                        onr, ona, od, TC__VM_MAXSLOT, TC__VM_MAXACC - 1, TC__VM_MAXSTAGE - 1);
+                tc__fuse_log(f, t, "materialized");
+            }
+            tc__bound_merge(f, b, x, cut, &nr, &na, &depth);
+        }
+    }
+    if (b->npool + (size_t)(nr + na) > b->cap) {
+        size_t cap = b->cap * 2 + (size_t)(nr + na) + 1024;
+        int *np = (int *)TC_REALLOC(b->pool, sizeof(int) * cap);
+        if (!np) return -1;
+        b->pool = np;
+        b->cap = cap;
+    }
+    b->off[x] = b->npool;
+    memcpy(b->pool + b->npool, b->tmp, sizeof(int) * (size_t)nr);
+    memcpy(b->pool + b->npool + nr, b->tmp + (3 * TC__BOUND_RED + 4), sizeof(int) * (size_t)na);
+    b->npool += (size_t)(nr + na);
+    b->nr[x] = nr;
+    b->na[x] = na;
+    b->depth[x] = depth;
+    return 0;
+}
+
+/* The bound over the whole graph, in its order (inputs first).  -1 on OOM. */
+TC__FN int tc__fuse_bound(tc__fuse *f) {
+    tc__bound b;
+    size_t z = (size_t)(f->n ? f->n : 1);
+    int i, rc = 0;
+    memset(&b, 0, sizeof b);
+    b.off = (size_t *)tc__malloc(sizeof(size_t) * z);
+    b.nr = (int *)tc__malloc(sizeof(int) * z * 4);
+    b.tmp = (int *)tc__malloc(sizeof(int) * (size_t)(2 * (3 * TC__BOUND_RED + 4 + 3 * TC__BOUND_ACC + 4)));
+    if (!b.off || !b.nr || !b.tmp) rc = -1;
+    else {
+        b.na = b.nr + z;
+        b.depth = b.na + z;
+        b.vbase = b.depth + z;
+        b.tmp2 = b.tmp + (3 * TC__BOUND_RED + 4 + 3 * TC__BOUND_ACC + 4);
+        for (i = 0; i < f->n && rc == 0; i++) {
+            const tc__node *nd = &f->g->nodes[i];
+            b.vbase[i] = f->is_view_ok[i] && nd->nin > 0 && nd->in[0] >= 0 ? b.vbase[nd->in[0]] : i;
+            b.nr[i] = b.na[i] = b.depth[i] = 0;
+            b.off[i] = 0;
+            if (f->fusible[i] && !f->mat[i] && !f->nofuse[i]) rc = tc__bound_node(f, &b, i);
+        }
+    }
+    TC_FREE(b.pool);
+    TC_FREE(b.off);
+    TC_FREE(b.nr);
+    TC_FREE(b.tmp);
+    return rc;
+}
+
+/* ---- the rounds ----------------------------------------------------------------
+ * A round built every kernel from the first root on, and at the first one
+ * that failed made one decision (materialize the node that overflowed, or
+ * leave the root unfused) and started again; once every kernel built, the
+ * recompute rule ran over the nodes several kernels compute.  A kernel's
+ * build depends only on the nodes of its region (its root and what it
+ * inlines), and decisions only ever take nodes out of regions, so here a
+ * decision rebuilds only the kernels whose region held the node it changed
+ * (tc__fuse_invalidate), lowest root first: the first kernel that fails is
+ * the one a round would have failed at, and the decisions, their order and
+ * the kernels are the rounds' own, at the cost of what changed. */
+
+TC__FN int tc__fuse_is_root(const tc__fuse *f, int i) { return f->fusible[i] && !f->nofuse[i] && f->mat[i]; }
+
+/* Binary min-heaps of node ids (the roots to build, the recompute rule's
+ * candidates), each id at most once (in[]). */
+TC__FN void tc__heap_push(int *h, int *n, char *in, int v) {
+    int i = (*n)++;
+    if (in[v]) {
+        (*n)--;
+        return;
+    }
+    in[v] = 1;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+TC__FN int tc__heap_pop(int *h, int *n, char *in) {
+    int top = h[0], v = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = v;
+    in[top] = 0;
+    return top;
+}
+
+/* Root r's kernel is to be built (again). */
+TC__FN void tc__fuse_dirty(tc__fuse *f, int r) {
+    if (f->rec[r]) f->stale[r] = 1;
+    tc__heap_push(f->dirty, &f->ndirty, f->indirty, r);
+}
+
+/* Node x, inlined until now, is about to change: every kernel whose region
+ * holds it is stale.  Those are the roots reached walking up from x
+ * through readers that are themselves inlined. */
+TC__FN void tc__fuse_invalidate(tc__fuse *f, int x) {
+    int top = 0, stamp = ++f->builds;
+    f->root = -1;
+    f->walk[top++] = x;
+    f->wstamp[x] = stamp;
+    while (top > 0) {
+        int i = f->walk[--top], u;
+        for (u = f->use_start[i]; u < f->use_start[i + 1]; u++) {
+            int c = f->use[u];
+            if (f->wstamp[c] == stamp) continue;
+            f->wstamp[c] = stamp;
+            if (tc__fuse_is_root(f, c)) tc__fuse_dirty(f, c);
+            else if (tc__inlined(f, c)) f->walk[top++] = c;
+        }
+    }
+}
+
+/* Node x gets memory of its own (a kernel, when it is fusible). */
+TC__FN void tc__fuse_materialize(tc__fuse *f, int x) {
+    if (f->mat[x]) return;
+    f->root = -1;
+    if (tc__inlined(f, x)) tc__fuse_invalidate(f, x);
+    f->mat[x] = 1;
+    if (tc__fuse_is_root(f, x)) tc__fuse_dirty(f, x);
+}
+
+/* Forgets root r's kernel (what it computed no longer counts). */
+TC__FN void tc__fuse_drop(tc__fuse *f, int r) {
+    tc__frec *rc = f->rec[r];
+    int j;
+    if (!rc) return;
+    for (j = 0; j < rc->ncomp; j++) f->kcount[rc->list[j]]--;
+    for (j = 0; j < rc->nmemo; j++) f->mcount[rc->list[rc->ncomp + j]]--;
+    tc__kernel_free(&rc->k);
+    TC_FREE(rc->list);
+    TC_FREE(rc);
+    f->rec[r] = NULL;
+    f->stale[r] = 0;
+}
+
+/* Root r leaves fusion: it runs as its own op, so its inputs become
+ * memory (what the rounds' hard marking did next). */
+TC__FN void tc__fuse_unfuse(tc__fuse *f, int r) {
+    const tc__node *nd = &f->g->nodes[r];
+    int k;
+    f->nofuse[r] = 1;
+    tc__fuse_drop(f, r);
+    for (k = 0; k < nd->nin; k++) {
+        const tc__node *b;
+        if (nd->in[k] < 0) continue;
+        b = &f->g->nodes[f->g->nodes[nd->in[k]].vroot];
+        if (!(b->kind == TC__NODE_OP && tc__optable[b->op].cls == TC__CLASS_VIEW && b->nin > 0))
+            tc__fuse_materialize(f, (int)(b - f->g->nodes));
+    }
+}
+
+/* Keeps the kernel just built for root r, with what it computed (counted
+ * toward the recompute rule) and the costs it evaluated.  -1 on OOM. */
+TC__FN int tc__fuse_commit(tc__fuse *f, int r, const tc__kernel *k) {
+    tc__frec *rc = (tc__frec *)TC_MALLOC(sizeof *rc);
+    tc__kaccess *acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(k->nacc ? k->nacc : 1));
+    int j, n = f->ncomp + f->nmemo;
+    if (rc) rc->list = (int *)TC_MALLOC(sizeof(int) * (size_t)(n ? n : 1));
+    if (!rc || !acc || !rc->list) {
+        if (rc) TC_FREE(rc->list);
+        TC_FREE(rc);
+        TC_FREE(acc);
+        return -1;
+    }
+    memcpy(acc, k->acc, sizeof(tc__kaccess) * (size_t)k->nacc);
+    rc->k = *k;
+    rc->k.acc = acc;
+    rc->ncomp = f->ncomp;
+    rc->nmemo = f->nmemo;
+    if (f->ncomp) memcpy(rc->list, f->comp, sizeof(int) * (size_t)f->ncomp);
+    if (f->nmemo) memcpy(rc->list + f->ncomp, f->memo, sizeof(int) * (size_t)f->nmemo);
+    for (j = 0; j < f->ncomp; j++) {
+        int x = f->comp[j];
+        if (++f->kcount[x] >= 2 && !f->rejected[x]) tc__heap_push(f->cand, &f->ncand, f->incand, x);
+    }
+    for (j = 0; j < f->nmemo; j++) { /* every valid kernel agrees on a cost */
+        int x = f->memo[j];
+        f->mcount[x]++;
+        f->mcost[x] = f->scost[x];
+        f->mred[x] = f->sred[x];
+    }
+    f->rec[r] = rc;
+    f->stale[r] = 0;
+    return 0;
+}
+
+/* The recompute rule over the nodes several kernels compute, lowest first:
+ * 1 when one was materialized, 0 none, -1 OOM.  A node it keeps inlined
+ * stays so: its cost only falls as more is materialized. */
+TC__FN int tc__fuse_recompute(tc__fuse *f) {
+    int again = 0;
+    f->root = -1;
+    f->phase = 1;
+    f->build = ++f->builds;
+    while (f->ncand > 0 && !f->oom) {
+        int i = tc__heap_pop(f->cand, &f->ncand, f->incand);
         double c;
-        if (f->kcount[i] < 2) continue;
-        f->root = -1;
+        if (f->kcount[i] < 2 || f->mat[i]) continue;
+        f->nmemo = 0;
         c = tc__subtree_cost(f, i);
         if (f->sred[i] || c > TC__RECOMPUTE_MAX) {
-            f->mat[i] = 1;
             snprintf(f->why, sizeof f->why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f->kcount[i],
                      c, f->sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
             tc__fuse_log(f, i, "materialized");
+            tc__fuse_materialize(f, i);
             again = 1;
+        } else {
+            f->rejected[i] = 1;
         }
     }
-    return again;
+    f->phase = 0;
+    return f->oom ? -1 : again;
+}
+
+/* Root r's kernel overflowed a stage's registers: its region is split into
+ * pieces of TC__FUSE_SPLIT values along the walk that found them (the
+ * values of the failed build, in the order tc__fuse_level met them), in one
+ * decision; a region that long needs them all, and finding each piece by a
+ * build of its own would walk the region once per piece.  The number of
+ * nodes materialized. */
+TC__FN int tc__fuse_split(tc__fuse *f, int r) {
+    int p, cut = 0, nv = f->nv;
+    tc__fmt(f->why, sizeof f->why, "a stage of %%%d's kernel is past its registers' range: split every %d values", r,
+            TC__FUSE_SPLIT);
+    for (p = TC__FUSE_SPLIT; p < nv; p += TC__FUSE_SPLIT) {
+        int x = f->v[p].node;
+        if (x == r || !f->fusible[x] || f->mat[x] || f->nofuse[x]) continue;
+        tc__fuse_log(f, x, "materialized");
+        tc__fuse_materialize(f, x);
+        cut++;
+    }
+    return cut;
+}
+
+/* Builds the kernels to the fixed point.  0 done; 1 gave up (the rounds'
+ * bound, 4n + 16, reached); -1 OOM. */
+TC__FN int tc__fuse_rounds(tc__fuse *f) {
+    long rounds = 0, limit = 4L * f->n + 16;
+    tc__kernel k;
+    for (;;) {
+        int again;
+        while (f->ndirty > 0) {
+            int i = tc__heap_pop(f->dirty, &f->ndirty, f->indirty), fn;
+            if (!tc__fuse_is_root(f, i)) {
+                tc__fuse_drop(f, i);
+                continue;
+            }
+            if (f->rec[i] && !f->stale[i]) continue;
+            tc__fuse_drop(f, i);
+            f->fail_node = -1;
+            f->why[0] = 0;
+            if (tc__fuse_build(f, i, &k) == 0) {
+                if (tc__fuse_commit(f, i, &k) != 0) {
+                    k.acc = NULL; /* (the fuser's scratch) */
+                    tc__kernel_free(&k);
+                    return -1;
+                }
+                continue;
+            }
+            k.acc = NULL;
+            tc__kernel_free(&k); /* the failed kernel's code so far */
+            if (f->oom) return -1;
+            if (++rounds >= limit) return 1;
+            if (f->split && tc__fuse_split(f, i) > 0) {
+                tc__fuse_dirty(f, i);
+                continue;
+            }
+            fn = f->fail_node;
+            if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
+                tc__fuse_log(f, i, "left unfused"); /* runs as its own eager op */
+                tc__fuse_unfuse(f, i);
+            } else {
+                tc__fuse_log(f, fn, "materialized");
+                tc__fuse_materialize(f, fn);
+                tc__fuse_dirty(f, i);
+            }
+        }
+        if ((again = tc__fuse_recompute(f)) <= 0) return again;
+        if (++rounds >= limit) return 1;
+    }
+}
+
+/* The kernels in their roots' order, as the last round numbered them: each
+ * node's group is the last kernel computing it.  -1 on OOM. */
+TC__FN int tc__fuse_assemble(tc__fuse *f, tc__fusion *out) {
+    int i, j, nk = 0;
+    for (i = 0; i < f->n; i++) {
+        out->kernel_of[i] = out->group[i] = -1;
+        nk += tc__fuse_is_root(f, i);
+    }
+    out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * (size_t)(nk ? nk : 1));
+    if (!out->k) return -1;
+    for (i = 0; i < f->n; i++) {
+        tc__frec *rc = f->rec[i];
+        if (!tc__fuse_is_root(f, i)) continue;
+        out->k[out->nk] = rc->k;
+        rc->k.code = NULL; /* the fusion's now */
+        rc->k.acc = NULL;
+        for (j = 0; j < rc->ncomp; j++) out->group[rc->list[j]] = out->nk;
+        out->kernel_of[i] = out->nk;
+        out->group[i] = out->nk++;
+    }
+    return 0;
 }
 
 /* After the last round: which nodes are inlined (computed inside the
@@ -13402,71 +14137,145 @@ TC__FN void tc__fuse_inlined(const tc__fuse *f, tc__fusion *out) {
         }
 }
 
+/* The fuser's working arrays, one entry per node; -1 on OOM. */
+TC__FN int tc__fuse_alloc(tc__fuse *f, tc__fusion *out) {
+    const tc__graph *g = f->g;
+    size_t z = (size_t)(f->n ? f->n : 1);
+    int i, k, nuse = 0;
+    f->fusible = (char *)tc__malloc(z);
+    f->mat = (char *)tc__malloc(z);
+    f->nofuse = (char *)tc__malloc(z);
+    f->is_view_ok = (char *)tc__malloc(z);
+    f->stale = (char *)tc__malloc(z);
+    f->indirty = (char *)tc__malloc(z);
+    f->incand = (char *)tc__malloc(z);
+    f->rejected = (char *)tc__malloc(z);
+    f->sred = (signed char *)tc__malloc(z);
+    f->mred = (signed char *)tc__malloc(z);
+    f->kcount = (int *)tc__malloc(sizeof(int) * z);
+    f->klast = (int *)tc__malloc(sizeof(int) * z);
+    f->cstamp = (int *)tc__malloc(sizeof(int) * z);
+    f->mcount = (int *)tc__malloc(sizeof(int) * z);
+    f->dirty = (int *)tc__malloc(sizeof(int) * z);
+    f->cand = (int *)tc__malloc(sizeof(int) * z);
+    f->walk = (int *)tc__malloc(sizeof(int) * z);
+    f->wstamp = (int *)tc__malloc(sizeof(int) * z);
+    f->cstk = (int *)tc__malloc(sizeof(int) * z);
+    f->use_start = (int *)tc__malloc(sizeof(int) * (z + 1));
+    f->scost = (double *)tc__malloc(sizeof(double) * z);
+    f->mcost = (double *)tc__malloc(sizeof(double) * z);
+    f->rec = (tc__frec **)tc__malloc(sizeof(tc__frec *) * z);
+    if (f->rec) memset(f->rec, 0, sizeof(tc__frec *) * z); /* (tc__fuse_free reads it) */
+    f->vq = (int8_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vq * z);
+    f->vc = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vc * z);
+    f->vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vo * z);
+    out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
+    out->inl = (char *)tc__malloc(z);
+    out->group = (int *)tc__malloc(sizeof(int) * z);
+    if (!f->fusible || !f->mat || !f->nofuse || !f->is_view_ok || !f->stale || !f->indirty || !f->incand ||
+        !f->rejected || !f->sred || !f->mred || !f->kcount || !f->klast || !f->cstamp || !f->mcount || !f->dirty ||
+        !f->cand || !f->walk || !f->wstamp || !f->cstk || !f->use_start || !f->scost || !f->mcost || !f->rec || !f->vq ||
+        !f->vc || !f->vo || !out->kernel_of || !out->inl || !out->group)
+        return -1;
+    memset(f->mat, 0, z);
+    memset(f->nofuse, 0, z);
+    memset(f->stale, 0, z);
+    memset(f->indirty, 0, z);
+    memset(f->incand, 0, z);
+    memset(f->rejected, 0, z);
+    for (i = 0; i < f->n; i++) f->kcount[i] = f->mcount[i] = f->cstamp[i] = f->klast[i] = f->wstamp[i] = 0;
+    /* each node's readers, for tc__fuse_invalidate */
+    memset(f->use_start, 0, sizeof(int) * (z + 1));
+    for (i = 0; i < f->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) f->use_start[g->nodes[i].in[k] + 1]++, nuse++;
+    for (i = 0; i < f->n; i++) f->use_start[i + 1] += f->use_start[i];
+    f->use = (int *)tc__malloc(sizeof(int) * (size_t)(nuse ? nuse : 1));
+    if (!f->use) return -1;
+    for (i = 0; i < f->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) f->use[f->use_start[g->nodes[i].in[k]]++] = i;
+    for (i = f->n; i > 0; i--) f->use_start[i] = f->use_start[i - 1];
+    f->use_start[0] = 0;
+    f->build = f->builds = 1;
+    return tc__fval_rehash(f, 32);
+}
+
+TC__FN void tc__fuse_free(tc__fuse *f) {
+    int i;
+    for (i = 0; f->rec && i < f->n; i++) /* (kcount, mcount exist where a kernel was kept) */
+        if (f->rec[i]) tc__fuse_drop(f, i);
+    TC_FREE(f->fusible);
+    TC_FREE(f->mat);
+    TC_FREE(f->nofuse);
+    TC_FREE(f->is_view_ok);
+    TC_FREE(f->stale);
+    TC_FREE(f->indirty);
+    TC_FREE(f->incand);
+    TC_FREE(f->rejected);
+    TC_FREE(f->sred);
+    TC_FREE(f->mred);
+    TC_FREE(f->kcount);
+    TC_FREE(f->klast);
+    TC_FREE(f->cstamp);
+    TC_FREE(f->mcount);
+    TC_FREE(f->dirty);
+    TC_FREE(f->cand);
+    TC_FREE(f->walk);
+    TC_FREE(f->wstamp);
+    TC_FREE(f->cstk);
+    TC_FREE(f->use_start);
+    TC_FREE(f->use);
+    TC_FREE(f->scost);
+    TC_FREE(f->mcost);
+    TC_FREE(f->rec);
+    TC_FREE(f->vq);
+    TC_FREE(f->vc);
+    TC_FREE(f->vo);
+    TC_FREE(f->v);
+    TC_FREE(f->stk);
+    TC_FREE(f->comp);
+    TC_FREE(f->memo);
+    TC_FREE(f->vbucket);
+    TC_FREE(f->vbstamp);
+}
+
 /* Groups g into kernels.  hdr: the concrete header of every node.  logs:
  * bit 0 decisions, bit 1 the kernels' code.  0 ok (out filled), 1 no fusion
- * possible (out empty), -1 OOM.  Each round builds the kernels of the
- * materialized nodes; a failure materializes a node or leaves one unfused,
- * and the rounds go on until one builds every kernel. */
+ * possible (out empty), -1 OOM.  Every materialized node's kernel is built;
+ * a failure materializes a node or leaves one unfused, and the kernels it
+ * touches are built again until every kernel builds (tc__fuse_rounds). */
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr, int logs, tc__fusion *out) {
     tc__fuse f;
-    int n = g->n, i, iter, rc = 1;
-    size_t z = (size_t)(n ? n : 1);
+    int i, rc = -1;
     memset(out, 0, sizeof *out);
     memset(&f, 0, sizeof f);
     f.ctx = ctx;
     f.g = g;
     f.hdr = hdr;
-    f.n = n;
+    f.n = g->n;
     f.logs = logs;
-    f.fusible = (char *)tc__malloc(z);
-    f.mat = (char *)tc__malloc(z);
-    f.nofuse = (char *)tc__malloc(z);
-    f.is_view_ok = (char *)tc__malloc(z);
-    f.kcount = (int *)tc__malloc(sizeof(int) * z);
-    f.klast = (int *)tc__malloc(sizeof(int) * z);
-    f.scost = (double *)tc__malloc(sizeof(double) * z);
-    f.sred = (signed char *)tc__malloc(z);
-    f.vq = (int8_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vq * z);
-    f.vc = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vc * z);
-    f.vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vo * z);
-    out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
-    out->inl = (char *)tc__malloc(z);
-    out->group = (int *)tc__malloc(sizeof(int) * z);
-    f.group = out->group;
-    out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * z);
-    if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
-        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
-        rc = -1;
-    } else {
-        memset(out->k, 0, sizeof(tc__kernel) * z);
-        memset(f.nofuse, 0, z);
-        memset(f.mat, 0, z);
-        for (i = 0; i < n; i++) {
+    if (tc__fuse_alloc(&f, out) == 0) {
+        for (i = 0; i < f.n; i++) {
             f.fusible[i] = (char)tc__node_fusible(&f, i);
             f.is_view_ok[i] = (char)tc__view_probe(&f, i);
         }
-        for (iter = 0; iter < 4 * n + 16 && rc == 1; iter++) rc = tc__fuse_round(&f, out);
+        tc__fuse_mark_hard(&f);
+        if (tc__fuse_bound(&f) != 0) f.oom = 1;
+        for (i = 0; i < f.n; i++)
+            if (tc__fuse_is_root(&f, i)) tc__heap_push(f.dirty, &f.ndirty, f.indirty, i);
+        rc = f.oom ? -1 : tc__fuse_rounds(&f);
+        if (rc == 0 && tc__fuse_assemble(&f, out) != 0) rc = -1;
         if (rc == 0) tc__fuse_inlined(&f, out);
     }
     if (rc != 0) tc__fusion_free(out);
-    TC_FREE(f.fusible);
-    TC_FREE(f.mat);
-    TC_FREE(f.nofuse);
-    TC_FREE(f.is_view_ok);
-    TC_FREE(f.kcount);
-    TC_FREE(f.klast);
-    TC_FREE(f.scost);
-    TC_FREE(f.sred);
-    TC_FREE(f.vq);
-    TC_FREE(f.vc);
-    TC_FREE(f.vo);
-    TC_FREE(f.v);
+    tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(13467, "tcompile.h", 13467)
+#line TC__LINE_AT(14276, "tcompile.h", 14276)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13470)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14279)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13569,7 +14378,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13573, "tcompile.h", 13573)
+#line TC__LINE_AT(14382, "tcompile.h", 14382)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13581,7 +14390,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13585)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14394)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14023,7 +14832,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14027, "tcompile.h", 14027)
+#line TC__LINE_AT(14836, "tcompile.h", 14836)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14040,7 +14849,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14044)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14853)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14482,7 +15291,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14486, "tcompile.h", 14486)
+#line TC__LINE_AT(15295, "tcompile.h", 15295)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14499,7 +15308,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14503)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15312)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14941,7 +15750,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14945, "tcompile.h", 14945)
+#line TC__LINE_AT(15754, "tcompile.h", 15754)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14958,7 +15767,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14962)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15771)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15400,7 +16209,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15404, "tcompile.h", 15404)
+#line TC__LINE_AT(16213, "tcompile.h", 16213)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15417,7 +16226,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15421)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16230)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16457,7 +17266,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16461, "tcompile.h", 16461)
+#line TC__LINE_AT(17270, "tcompile.h", 17270)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16474,7 +17283,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16478)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17287)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17514,7 +18323,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17518, "tcompile.h", 17518)
+#line TC__LINE_AT(18327, "tcompile.h", 18327)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17531,7 +18340,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17535)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18344)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18571,7 +19380,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18575, "tcompile.h", 18575)
+#line TC__LINE_AT(19384, "tcompile.h", 19384)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18588,7 +19397,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18592)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19401)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19628,7 +20437,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19632, "tcompile.h", 19632)
+#line TC__LINE_AT(20441, "tcompile.h", 20441)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19636,7 +20445,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19640)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 20449)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20610,10 +21419,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20614, "tcompile.h", 20614)
+#line TC__LINE_AT(21423, "tcompile.h", 21423)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20617)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 21426)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20939,10 +21748,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20943, "tcompile.h", 20943)
+#line TC__LINE_AT(21752, "tcompile.h", 21752)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20946)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 21755)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21069,15 +21878,6 @@ TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
     return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
 }
 
-/* The contraction node whose epilogue computes node i, or -1. */
-TC__FN int tc__epilogue_host(const tc__program *p, int i) {
-    int a;
-    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
-    for (a = 0; a < p->nlaunch; a++)
-        if (p->launch[a].epi == p->fu.kernel_of[i]) return p->launch[a].node;
-    return -1;
-}
-
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
@@ -21114,55 +21914,128 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *l
     return donor;
 }
 
-/* Greedy first-fit placement of every root buffer over its live range.  A
- * buffer is born at its node, except an epilogue's result: it is written
- * while its contraction runs, so it is born there. */
-TC__FN void tc__plan_arena(tc__program *p, const int *last) {
+/* The buffers placed so far that may still be live, sorted by offset: the
+ * arena planner's working set (buffers that died before any later buffer
+ * is born leave it, so it stays the size of what is live, not the graph). */
+typedef struct tc__arena_set {
+    int *k, n;
+} tc__arena_set;
+
+/* Lowest offset at which `bytes` overlap no buffer of the set live at
+ * `born` (alive until last[k] >= born): the intervals in offset order, the
+ * candidate moved past each one it overlaps until one starts beyond it.
+ * This is the lowest such offset at all: any lower one overlaps a buffer
+ * the sweep passed. */
+TC__FN size_t tc__arena_fit(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t bytes) {
+    size_t at = 0;
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k], e;
+        if (last[k] < born) continue;
+        if (o >= at + bytes) break;
+        e = o + tc__node_bytes(p, k);
+        if (e > at) at = e;
+    }
+    return at;
+}
+
+/* Whether [at, at + bytes) overlaps a buffer of the set live at born, other
+ * than `except`. */
+TC__FN int tc__arena_overlaps(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t at,
+                              size_t bytes, int except) {
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k];
+        if (k == except || last[k] < born) continue;
+        if (o >= at + bytes) break;
+        if (at < o + tc__node_bytes(p, k) && o < at + bytes) return 1;
+    }
+    return 0;
+}
+
+TC__FN void tc__arena_insert(const tc__program *p, tc__arena_set *s, int i) {
+    int lo = 0, hi = s->n;
+    while (lo < hi) { /* after every buffer at or below its offset */
+        int mid = (lo + hi) / 2;
+        if (p->off[s->k[mid]] <= p->off[i]) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(s->k + lo + 1, s->k + lo, sizeof(int) * (size_t)(s->n - lo));
+    s->k[lo] = i;
+    s->n++;
+}
+
+/* Greedy first-fit placement of every root buffer over its live range: each
+ * at the lowest offset where it overlaps no buffer placed before it and
+ * still live when it is born.  A buffer is born at its node, except an
+ * epilogue's result: it is written while its contraction runs, so it is
+ * born there.  -1 on OOM. */
+TC__FN int tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
-    int i, k;
+    int n = g->n, i, k, j, *born = (int *)tc__malloc(sizeof(int) * (size_t)(3 * n + 1)), *minborn, *launch_of;
+    int *host_of = p->fu.nk > 0 ? (int *)tc__malloc(sizeof(int) * (size_t)p->fu.nk) : NULL, min_last = INT_MAX;
+    tc__arena_set set;
     size_t top = 0;
-    for (i = 0; i < g->n; i++) {
-        size_t bytes, at = 0;
-        int moved = 1, donor, born = i, host;
+    set.n = 0;
+    set.k = (int *)tc__malloc(sizeof(int) * (size_t)(n + 1));
+    if (!born || !set.k || (p->fu.nk > 0 && !host_of)) {
+        TC_FREE(born);
+        TC_FREE(set.k);
+        TC_FREE(host_of);
+        return -1;
+    }
+    minborn = born + n;
+    launch_of = minborn + n;
+    for (i = 0; i < n; i++) launch_of[i] = -1;
+    for (k = 0; k < p->nlaunch; k++) launch_of[p->launch[k].node] = k;
+    /* the contraction whose epilogue a kernel is (tc__program_epilogues) */
+    for (k = 0; k < p->fu.nk; k++) host_of[k] = -1;
+    for (k = p->nlaunch - 1; k >= 0; k--)
+        if (p->launch[k].epi >= 0) host_of[p->launch[k].epi] = p->launch[k].node;
+    for (i = 0; i < n; i++) {
+        int kn = p->fu.kernel_of ? p->fu.kernel_of[i] : -1, host = kn >= 0 ? host_of[kn] : -1;
+        born[i] = host >= 0 ? host : i;
+    }
+    /* no buffer placed from i on is born before minborn[i] */
+    for (i = n - 1, j = INT_MAX; i >= 0; i--) {
+        if (p->root[i] == i && !p->fresh[i] && born[i] < j) j = born[i];
+        minborn[i] = j;
+    }
+    for (i = 0; i < n; i++) {
+        size_t bytes, at;
+        int donor;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
-        bytes = tc__node_bytes(p, i);
-        host = tc__epilogue_host(p, i);
-        if (host >= 0) born = host;
-        donor = tc__inplace_donor(p, i, host, last);
-        if (donor >= 0) {
-            /* the donor's slot, if nothing else live overlaps it */
-            size_t d0 = (size_t)p->off[donor];
-            int ok = 1;
-            for (k = 0; k < i && ok; k++) {
-                if (k == donor || p->off[k] < 0 || last[k] < born) continue;
-                if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
-            }
-            if (ok) {
-                p->off[i] = (int64_t)d0;
-                p->inplace++;
-                for (k = 0; k < p->nlaunch; k++)
-                    if (p->launch[k].node == i) p->launch[k].inplace = 1;
-                continue;
-            }
-        }
-        /* slide past every buffer still live at i that overlaps [at, at+bytes) */
-        while (moved) {
-            moved = 0;
-            for (k = 0; k < i; k++) {
-                size_t kb;
-                if (p->off[k] < 0 || last[k] < born) continue;
-                kb = tc__node_bytes(p, k);
-                if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
-                    at = (size_t)p->off[k] + kb;
-                    moved = 1;
+        if (min_last < minborn[i]) { /* drop the buffers no later one can meet */
+            for (j = k = 0, min_last = INT_MAX; j < set.n; j++)
+                if (last[set.k[j]] >= minborn[i]) {
+                    set.k[k++] = set.k[j];
+                    if (last[set.k[j]] < min_last) min_last = last[set.k[j]];
                 }
-            }
+            set.n = k;
         }
-        p->off[i] = (int64_t)at;
-        if (at + bytes > top) top = at + bytes;
+        bytes = tc__node_bytes(p, i);
+        donor = tc__inplace_donor(p, i, born[i] != i ? born[i] : -1, last);
+        if (donor >= 0 && !tc__arena_overlaps(p, &set, last, born[i], (size_t)p->off[donor], bytes, donor)) {
+            /* the donor's slot: nothing else live overlaps it */
+            p->off[i] = p->off[donor];
+            p->inplace++;
+            if (launch_of[i] >= 0) p->launch[launch_of[i]].inplace = 1;
+        } else {
+            at = tc__arena_fit(p, &set, last, born[i], bytes);
+            p->off[i] = (int64_t)at;
+            if (at + bytes > top) top = at + bytes;
+        }
+        tc__arena_insert(p, &set, i);
+        if (last[i] < min_last) min_last = last[i];
     }
     p->arena_bytes = top;
+    TC_FREE(born);
+    TC_FREE(set.k);
+    TC_FREE(host_of);
+    return 0;
 }
 
 #ifdef TC__HAVE_VEXEC
@@ -21180,23 +22053,37 @@ TC__FN void tc__program_compact(tc__program *p) {
     p->nlaunch = nl;
 }
 
-/* Does fused kernel q read anything stored in src's buffer? */
-TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
-    int a;
-    for (a = 0; a < p->fu.k[q].nacc; a++)
-        if (!p->fu.k[q].acc[a].store && p->root[p->fu.k[q].acc[a].node] == src) return 1;
-    return 0;
-}
-
 /* Epilogue fusion: a pointwise kernel whose input is a matmul/linear/conv2d result
  * of its own shape runs on the contraction's output tiles while they are in
  * cache, instead of as a pass of its own.  Conditions: every read of that
  * result is the identity walk (a tile is all the epilogue may see), no
  * other launch or kernel reads it (it is written over: see the planner),
- * and the kernel's other inputs exist before the contraction runs. */
-TC__FN void tc__program_epilogues(tc__program *p, int logs) {
+ * and the kernel's other inputs exist before the contraction runs.  The
+ * readers are counted once up front (per root: op launches reading it,
+ * fused kernels reading it), so each kernel's check is its own accesses.
+ * -1 on OOM. */
+TC__FN int tc__program_epilogues(tc__program *p, int logs) {
     const tc__graph *g = p->g;
-    int k, c, a, d, q;
+    int n = g->n, k, c, a, d;
+    int *cnt = (int *)tc__malloc(sizeof(int) * (size_t)(4 * n + 1));
+    int *op_reads, *k_reads, *stamp, *launch_of;
+    if (!cnt) return -1;
+    op_reads = cnt, k_reads = cnt + n, stamp = cnt + 2 * n, launch_of = cnt + 3 * n;
+    for (a = 0; a < n; a++) op_reads[a] = k_reads[a] = 0, stamp[a] = launch_of[a] = -1;
+    for (c = 0; c < p->nlaunch; c++) {
+        const tc__node *nd = &g->nodes[p->launch[c].node];
+        launch_of[p->launch[c].node] = c;
+        if (p->launch[c].kernel >= 0) continue;
+        for (a = 0; a < nd->nin; a++)
+            if (nd->in[a] >= 0 && p->root[nd->in[a]] >= 0) op_reads[p->root[nd->in[a]]]++;
+    }
+    for (k = 0; k < p->fu.nk; k++)
+        for (a = 0; a < p->fu.k[k].nacc; a++) {
+            int r = p->fu.k[k].acc[a].store ? -1 : p->root[p->fu.k[k].acc[a].node];
+            if (r >= 0 && stamp[r] != k) stamp[r] = k, k_reads[r]++;
+        }
+    for (a = 0; a < g->nout; a++) /* an output's memory: never written over */
+        if (p->root[g->outputs[a]] >= 0) op_reads[p->root[g->outputs[a]]]++;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         const tc__kernel *kn;
@@ -21225,28 +22112,20 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
                 ok = ch->shape[d] == rh->shape[d] &&
                      (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
         }
-        for (a = 0; a < g->nout && ok; a++)
-            if (p->root[g->outputs[a]] == src) ok = 0;
-        /* no other reader: op launches (views included) and every other
-         * fused kernel, launched or already attached as an epilogue */
-        for (c = 0; c < p->nlaunch && ok; c++) {
-            const tc__node *nd = &g->nodes[p->launch[c].node];
-            if (p->launch[c].kernel >= 0) continue;
-            for (a = 0; a < nd->nin; a++)
-                if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
-        }
-        for (q = 0; q < p->fu.nk && ok; q++)
-            if (q != l->kernel && tc__kernel_reads_root(p, q, src)) ok = 0;
-        for (c = 0; c < k && ok; c++)
-            if (p->launch[c].node == src) break;
-        if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
+        /* no other reader: op launches (views included), the outputs, and
+         * every fused kernel but this one, launched or already an epilogue */
+        if (ok) ok = op_reads[src] == 0 && k_reads[src] == 1;
+        c = launch_of[src];
+        if (!ok || c < 0 || c >= k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
         p->launch[c].epi = l->kernel;
         l->drop = 1;
         if (logs & 1)
             tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
                     tc__optable[g->nodes[src].op].name);
     }
+    TC_FREE(cnt);
     tc__program_compact(p);
+    return 0;
 }
 
 /* Groups the program's nodes into fused kernels (when the executor exists
@@ -21293,7 +22172,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
-    tc__program_epilogues(p, logs);
+    if (tc__program_epilogues(p, logs) != 0) return -1;
     for (k = 0; k < p->fu.nk; k++)
         if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
@@ -21357,18 +22236,6 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
-/* Is node i an output of g, or the memory an output views? */
-TC__FN int tc__is_output(const tc__graph *g, int i) {
-    int k, j;
-    for (k = 0; k < g->nout; k++) {
-        for (j = g->outputs[k]; j > i && g->nodes[j].kind == TC__NODE_OP && tc__optable[g->nodes[j].op].cls == TC__CLASS_VIEW &&
-                                g->nodes[j].nin > 0 && g->nodes[j].in[0] >= 0;)
-            j = g->nodes[j].in[0];
-        if (j == i) return 1;
-    }
-    return 0;
-}
-
 /* A program's arrays, one entry per node (NULL when out of memory). */
 TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, int persistent) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
@@ -21398,8 +22265,9 @@ TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const 
 }
 
 /* Node i's header when it computes nothing: an input, data the graph owns,
- * or a parameter.  Returns 0 for a node that needs a launch. */
-TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
+ * or a parameter.  Returns 0 for a node that needs a launch.  outmem[i]:
+ * node i is an output or the memory an output views. */
+TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs, const char *outmem) {
     const tc__node *nd = &p->g->nodes[i];
     tc_tensor *h = &p->hdr[i];
     if (nd->kind == TC__NODE_INPUT) {
@@ -21409,7 +22277,7 @@ TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
         p->ref[i] = h;
         return 1;
     }
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i) && p->be->device == TC_CPU) {
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !outmem[i] && p->be->device == TC_CPU) {
         /* data the graph owns (folded constants, batch norm folded into
          * a conv's weights): read where it lies, not copied per call */
         h->dtype = nd->dt;
@@ -21492,7 +22360,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
 
 /* The memory plan: liveness, outputs kept to the end (fresh per call in
  * the default mode), the arena's offsets and the peak. */
-TC__FN void tc__program_memory(tc__program *p, int *last) {
+TC__FN int tc__program_memory(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i;
     tc__program_liveness(p, last);
@@ -21502,12 +22370,13 @@ TC__FN void tc__program_memory(tc__program *p, int *last) {
         last[r] = g->n;
         if (!p->persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
-    tc__plan_arena(p, last);
+    if (tc__plan_arena(p, last) != 0) return -1;
     p->peak_bytes = (int64_t)p->arena_bytes;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
         if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
     }
+    return 0;
 }
 
 /* Builds the program for g traced on `inputs`, to run on backend be.  NULL
@@ -21516,6 +22385,12 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
                                       int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = tc__program_alloc(ctx, be, g, persistent);
     int *last = p ? (int *)tc__malloc(sizeof(int) * (size_t)g->n) : NULL, i, bad = !last;
+    char *outmem = last ? (char *)tc__malloc((size_t)g->n + 1) : NULL;
+    if (outmem) {
+        memset(outmem, 0, (size_t)g->n + 1);
+        for (i = 0; i < g->nout; i++) outmem[g->nodes[g->outputs[i]].vroot] = 1;
+    }
+    bad = !outmem;
     for (i = 0; !bad && i < g->n; i++) {
         tc_tensor *h = &p->hdr[i];
         h->ctx = ctx;
@@ -21524,15 +22399,16 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         h->device = be->device;
         p->root[i] = -1;
         last[i] = i;
-        if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
+        if (!tc__program_leaf(p, i, inputs, outmem)) bad = tc__program_launch(p, i, err, errcap) != 0;
     }
+    TC_FREE(outmem);
 #ifdef TC__HAVE_VEXEC
     if (!bad && fuse && (ctx->isa != TC_ISA_NONE || be->device != TC_CPU)) bad = tc__program_fuse(p, ctx, logs) != 0;
 #else
     (void)fuse;
     (void)logs;
 #endif
-    if (!bad) tc__program_memory(p, last);
+    if (!bad) bad = tc__program_memory(p, last) != 0;
     TC_FREE(last);
     if (!bad && persistent && be->device != TC_CPU) /* the device's memory, given back by tc__program_free */
         bad = !(p->arena = (char *)be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap));
@@ -21714,10 +22590,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21718, "tcompile.h", 21718)
+#line TC__LINE_AT(22594, "tcompile.h", 22594)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21721)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 22597)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21779,10 +22655,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21783, "tcompile.h", 21783)
+#line TC__LINE_AT(22659, "tcompile.h", 22659)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21786)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 22662)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -22201,10 +23077,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(22205, "tcompile.h", 22205)
+#line TC__LINE_AT(23081, "tcompile.h", 23081)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 22208)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23084)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22876,10 +23752,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22880, "tcompile.h", 22880)
+#line TC__LINE_AT(23756, "tcompile.h", 23756)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22883)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 23759)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -23697,10 +24573,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23701, "tcompile.h", 23701)
+#line TC__LINE_AT(24577, "tcompile.h", 24577)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23704)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24580)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23795,10 +24671,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23799, "tcompile.h", 23799)
+#line TC__LINE_AT(24675, "tcompile.h", 24675)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23802)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 24678)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -24000,10 +24876,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(24004, "tcompile.h", 24004)
+#line TC__LINE_AT(24880, "tcompile.h", 24880)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 24007)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24883)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24663,10 +25539,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24667, "tcompile.h", 24667)
+#line TC__LINE_AT(25543, "tcompile.h", 25543)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24670)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25546)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24968,10 +25844,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(24972, "tcompile.h", 24972)
+#line TC__LINE_AT(25848, "tcompile.h", 25848)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24975)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 25851)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -25197,10 +26073,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(25201, "tcompile.h", 25201)
+#line TC__LINE_AT(26077, "tcompile.h", 26077)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 25204)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26080)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -25404,10 +26280,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25408, "tcompile.h", 25408)
+#line TC__LINE_AT(26284, "tcompile.h", 26284)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25411)
+#line TC__LINE_AT(1, "src/license.h", 26287)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25449,7 +26325,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25453, "tcompile.h", 25453)
+#line TC__LINE_AT(26329, "tcompile.h", 26329)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

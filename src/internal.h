@@ -156,6 +156,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
 /* ---- compiler/graph.c */
 TC__FN void tc__graph_free(struct tc__graph *g);
 TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_reserve(struct tc__graph *g, int cap);
 TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
 TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
 TC__FN int tc__pass_dce(struct tc__graph *g);

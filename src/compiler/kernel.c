@@ -150,7 +150,8 @@ typedef struct tc__kstage {
 typedef struct tc__kernel {
     int ndim, row0;
     int64_t shape[TC_MAX_DIMS];
-    tc__kaccess acc[TC__VM_MAXACC];
+    tc__kaccess *acc;          /* nacc of them, at most TC__VM_MAXACC (its
+                                  own array; a kernel is small to keep)    */
     int nacc;
     tc__vins *code;
     int ncode, cap;
@@ -239,7 +240,9 @@ TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
-    if (k) TC_FREE(k->code);
+    if (!k) return;
+    TC_FREE(k->code);
+    TC_FREE(k->acc);
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
@@ -487,12 +490,10 @@ TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
 TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
 
-/* The instruction of code[begin, i) that defines register r, or NULL. */
-static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
-    int j;
-    for (j = i - 1; j >= begin; j--)
-        if (k->code[j].dst == r) return &k->code[j];
-    return NULL;
+/* The instruction of code[begin, i) that defines register r, or NULL
+ * (def: each register's defining instruction, -1 none: the code is SSA). */
+static tc__vins *tc__vsimp_def(tc__kernel *k, const int *def, int i, int16_t r) {
+    return r >= 0 && def[r] >= 0 && def[r] < i ? &k->code[def[r]] : NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
@@ -500,8 +501,11 @@ static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
  * where x is a ratio gate h(z * s + t) read only here and g is none or a
  * ratio gate, the product reads z through h and its prologue too
  * (tc__vins.au), and h's pass goes. */
-TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val, int *def, int nvreg) {
     int i, side;
+    for (i = 0; i < nvreg; i++) def[i] = -1;
+    for (i = begin; i < k->ncode; i++)
+        if (k->code[i].dst >= 0) def[k->code[i].dst] = i;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
@@ -510,7 +514,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            g = tc__vsimp_def(k, begin, i, u);
+            g = tc__vsimp_def(k, def, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -519,7 +523,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             break;
         }
         if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
-        h = tc__vsimp_def(k, begin, i, m->a);
+        h = tc__vsimp_def(k, def, i, m->a);
         if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
         m->a = h->a;
         m->as = h->as;
@@ -547,7 +551,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
     tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
     tc__vsimp p;
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap * 2);
     p.k = k;
     p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
     p.nvreg = *nvreg;
@@ -584,7 +588,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         }
         if (!p.oom) {
             tc__vsimp_dce(k, begin, uses);
-            tc__vsimp_gate(k, begin, uses, p.v);
+            tc__vsimp_gate(k, begin, uses, p.v, uses + cap, p.nvreg);
         }
         *nvreg = p.nvreg;
     }
