@@ -23814,10 +23814,13 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
         for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
         if (ints) return 0;
     }
-    k->ndim = k->row0 = out->ndim;
-    memcpy(k->shape, out->shape, sizeof k->shape);
     for (j = 0; j < nd->nin; j++)
         if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    /* the inputs' accesses and the output's (tc__kernel_free frees them) */
+    if (!(k->acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(nd->nin + 1)))) return -1;
+    memset(k->acc, 0, sizeof(tc__kaccess) * (size_t)(nd->nin + 1));
     for (j = 0; j < nd->nin; j++) {
         const tc_tensor *x = p->ref[nd->in[j]];
         tc__kaccess *a = &k->acc[k->nacc++];
@@ -24573,10 +24576,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24577, "tcompile.h", 24577)
+#line TC__LINE_AT(24580, "tcompile.h", 24580)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24580)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24583)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -24671,10 +24674,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(24675, "tcompile.h", 24675)
+#line TC__LINE_AT(24678, "tcompile.h", 24678)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 24678)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 24681)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -24876,10 +24879,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(24880, "tcompile.h", 24880)
+#line TC__LINE_AT(24883, "tcompile.h", 24883)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 24883)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24886)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25539,10 +25542,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25543, "tcompile.h", 25543)
+#line TC__LINE_AT(25546, "tcompile.h", 25546)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25546)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25549)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -25844,10 +25847,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(25848, "tcompile.h", 25848)
+#line TC__LINE_AT(25851, "tcompile.h", 25851)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 25851)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 25854)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26073,10 +26076,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26077, "tcompile.h", 26077)
+#line TC__LINE_AT(26080, "tcompile.h", 26080)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26080)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26083)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26280,10 +26283,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26284, "tcompile.h", 26284)
+#line TC__LINE_AT(26287, "tcompile.h", 26287)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26287)
+#line TC__LINE_AT(1, "src/license.h", 26290)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26325,7 +26328,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26329, "tcompile.h", 26329)
+#line TC__LINE_AT(26332, "tcompile.h", 26332)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -56,10 +56,13 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
         for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
         if (ints) return 0;
     }
-    k->ndim = k->row0 = out->ndim;
-    memcpy(k->shape, out->shape, sizeof k->shape);
     for (j = 0; j < nd->nin; j++)
         if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    /* the inputs' accesses and the output's (tc__kernel_free frees them) */
+    if (!(k->acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(nd->nin + 1)))) return -1;
+    memset(k->acc, 0, sizeof(tc__kaccess) * (size_t)(nd->nin + 1));
     for (j = 0; j < nd->nin; j++) {
         const tc_tensor *x = p->ref[nd->in[j]];
         tc__kaccess *a = &k->acc[k->nacc++];
