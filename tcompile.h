@@ -20309,6 +20309,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
     }
     l->is_view = c->is_view;
     h->dtype = c->odt;
+    h->is_wrapped = nd->wrapped; /* a scalar argument: its readers promote as eager's do */
     h->ndim = c->ondim;
     memcpy(h->shape, c->oshape, sizeof h->shape);
     p->ref[i] = h;
@@ -20541,10 +20542,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(20545, "tcompile.h", 20545)
+#line TC__LINE_AT(20546, "tcompile.h", 20546)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 20548)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 20549)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -20606,10 +20607,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put};
-#line TC__LINE_AT(20610, "tcompile.h", 20610)
+#line TC__LINE_AT(20611, "tcompile.h", 20611)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 20613)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 20614)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -21026,10 +21027,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(21030, "tcompile.h", 21030)
+#line TC__LINE_AT(21031, "tcompile.h", 21031)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 21033)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 21034)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -21120,10 +21121,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(21124, "tcompile.h", 21124)
+#line TC__LINE_AT(21125, "tcompile.h", 21125)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 21127)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 21128)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -21280,10 +21281,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(21284, "tcompile.h", 21284)
+#line TC__LINE_AT(21285, "tcompile.h", 21285)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 21287)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 21288)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -21895,10 +21896,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(21899, "tcompile.h", 21899)
+#line TC__LINE_AT(21900, "tcompile.h", 21900)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21902)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 21903)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -22171,10 +22172,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(22175, "tcompile.h", 22175)
+#line TC__LINE_AT(22176, "tcompile.h", 22176)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 22178)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 22179)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -22377,10 +22378,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(22381, "tcompile.h", 22381)
+#line TC__LINE_AT(22382, "tcompile.h", 22382)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 22384)
+#line TC__LINE_AT(1, "src/license.h", 22385)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -22422,7 +22423,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(22426, "tcompile.h", 22426)
+#line TC__LINE_AT(22427, "tcompile.h", 22427)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

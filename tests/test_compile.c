@@ -528,6 +528,44 @@ TC_TEST(test_pass_simplify_keeps_results_fresh) {
     tc_scope_end(ctx);
 }
 
+/* fuzz_fusion (the float64 reference), seed 68: a scalar argument keeps a
+ * 0-d half tensor half (it promotes like a Python float), and the
+ * compiled program's header of the scalar's constant lost the mark, so
+ * relu(tanh(x) * 0.25 + 0.5) of a 0-d f16 came out f32 */
+static void scalar_args_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_add_scalar(c, in[0], 1.0);
+    out[1] = tc_relu(c, tc_add_scalar(c, tc_mul_scalar(c, tc_tanh(c, in[0]), 0.25), 0.5));
+    out[2] = tc_sub(c, tc_scalar(c, 3.0), in[0]); /* a 0-d tensor, not a scalar argument: f32 */
+}
+
+TC_TEST(test_scalar_argument_keeps_0d_half) {
+    int mode, h, call, k;
+    tc_scope_begin(ctx);
+    for (h = 0; h < 2; h++)
+        for (mode = 1; mode <= 3; mode++) {
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *x = tc_cast(ctx, tc_scalar(ctx, 0.375 + h), h ? TC_BF16 : TC_F16), *y[3], *ye[3];
+            memset(&o, 0, sizeof o);
+            o.mode = (tc_mode)mode;
+            o.num_inputs = 1;
+            o.num_outputs = 3;
+            f = tc_compile(ctx, scalar_args_fn, NULL, &o);
+            scalar_args_fn(ctx, NULL, &x, ye);
+            TC_CHECK(tc_type(ye[0]) == tc_type(x) && tc_type(ye[1]) == tc_type(x) && tc_type(ye[2]) == TC_F32);
+            for (call = 0; call < 2; call++) {
+                TC_CHECK(tc_call(f, &x, y) == TC_OK);
+                for (k = 0; k < 3; k++)
+                    TC_CHECKF(tc_type(y[k]) == tc_type(ye[k]) && maxdiff(y[k], ye[k]) == 0,
+                              "%s, mode %d, call %d, output %d: dtype %d (eager %d), difference %g", h ? "bf16" : "f16",
+                              mode, call, k, (int)tc_type(y[k]), (int)tc_type(ye[k]), maxdiff(y[k], ye[k]));
+            }
+            tc_fn_free(f);
+        }
+    tc_scope_end(ctx);
+}
+
 static void fold_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     /* sqrt(arange) * 2 depends on no input: computed once, at compile time */
@@ -1231,6 +1269,7 @@ int main(void) {
     TC_RUN(test_pass_simplify);
     TC_RUN(test_pass_simplify_keeps_reshape_viewable);
     TC_RUN(test_pass_simplify_keeps_results_fresh);
+    TC_RUN(test_scalar_argument_keeps_0d_half);
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
     TC_RUN(test_pass_decompose_more);
