@@ -12333,9 +12333,9 @@ typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
     int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
-    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
-    float cval;
+    float cval;      /* a CONST instruction's register: its value (else 0)      */
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int cst;         /* uniform and of constants only (no row scalar)          */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
 
@@ -12351,6 +12351,7 @@ TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
     if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
     p->v[d].x = p->v[d].sq = -1;
     p->v[d].uni = 1;
+    p->v[d].cst = (a < 0 || p->v[a].cst) && (b < 0 || p->v[b].cst);
     p->v[d].kept = 0;
     return (int16_t)d;
 }
@@ -12393,16 +12394,24 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
         in->a = y->x;
     }
     v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    v[in->dst].cst = v[in->dst].uni && v[in->a].cst && (in->b < 0 || v[in->b].cst) && (in->c < 0 || v[in->c].cst);
     if (v[in->dst].uni) return;
     if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
         in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
         in->op = (int16_t)(op = TC__OP_MUL);
     }
-    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+    /* A row scalar (softmax's max) added to or subtracted from a value
+     * folded from x (x * s + t) is not folded into it: the scalar came
+     * from that value rounded, and x * s - m in one multiply-add is, for
+     * the row's largest element, the product's rounding error instead of
+     * 0 (half an ulp of m: past 88 for |m| > 1.5e9, where exp overflows and
+     * the softmax row is NaN). */
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni &&
+        (op == TC__OP_MUL || v[in->b].cst || (in->as < 0 && in->at < 0)))
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
     else if (bin && op == TC__OP_SUB && v[in->a].uni) { /* u - y: a uniform a has no prologue */
         const tc__vval *y = &v[in->b];
-        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        if (y->x >= 0 && (v[in->a].cst || (y->s < 0 && y->t < 0))) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
         else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
@@ -12546,10 +12555,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12550, "tcompile.h", 12550)
+#line TC__LINE_AT(12559, "tcompile.h", 12559)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12553)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12562)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14272,10 +14281,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14276, "tcompile.h", 14276)
+#line TC__LINE_AT(14285, "tcompile.h", 14285)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14279)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14288)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14378,7 +14387,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14382, "tcompile.h", 14382)
+#line TC__LINE_AT(14391, "tcompile.h", 14391)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14390,7 +14399,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14394)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14403)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14832,7 +14841,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14836, "tcompile.h", 14836)
+#line TC__LINE_AT(14845, "tcompile.h", 14845)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14849,7 +14858,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14853)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14862)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15291,7 +15300,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15295, "tcompile.h", 15295)
+#line TC__LINE_AT(15304, "tcompile.h", 15304)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15308,7 +15317,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15312)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15321)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15750,7 +15759,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15754, "tcompile.h", 15754)
+#line TC__LINE_AT(15763, "tcompile.h", 15763)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15767,7 +15776,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15771)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15780)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16209,7 +16218,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16213, "tcompile.h", 16213)
+#line TC__LINE_AT(16222, "tcompile.h", 16222)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16226,7 +16235,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16230)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16239)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17266,7 +17275,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17270, "tcompile.h", 17270)
+#line TC__LINE_AT(17279, "tcompile.h", 17279)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17283,7 +17292,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17287)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17296)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18323,7 +18332,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18327, "tcompile.h", 18327)
+#line TC__LINE_AT(18336, "tcompile.h", 18336)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18340,7 +18349,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18344)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18353)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19380,7 +19389,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19384, "tcompile.h", 19384)
+#line TC__LINE_AT(19393, "tcompile.h", 19393)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19397,7 +19406,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19401)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19410)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20437,7 +20446,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20441, "tcompile.h", 20441)
+#line TC__LINE_AT(20450, "tcompile.h", 20450)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20445,7 +20454,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 20449)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 20458)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -21419,10 +21428,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(21423, "tcompile.h", 21423)
+#line TC__LINE_AT(21432, "tcompile.h", 21432)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 21426)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 21435)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -21748,10 +21757,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(21752, "tcompile.h", 21752)
+#line TC__LINE_AT(21761, "tcompile.h", 21761)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 21755)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 21764)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -22336,6 +22345,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
     }
     l->is_view = c->is_view;
     h->dtype = c->odt;
+    h->is_wrapped = nd->wrapped; /* a scalar argument: its readers promote as eager's do */
     h->ndim = c->ondim;
     memcpy(h->shape, c->oshape, sizeof h->shape);
     p->ref[i] = h;
@@ -22590,10 +22600,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(22594, "tcompile.h", 22594)
+#line TC__LINE_AT(22604, "tcompile.h", 22604)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 22597)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 22607)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -22655,10 +22665,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(22659, "tcompile.h", 22659)
+#line TC__LINE_AT(22669, "tcompile.h", 22669)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 22662)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 22672)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23077,10 +23087,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23081, "tcompile.h", 23081)
+#line TC__LINE_AT(23091, "tcompile.h", 23091)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23084)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23094)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -23752,10 +23762,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23756, "tcompile.h", 23756)
+#line TC__LINE_AT(23766, "tcompile.h", 23766)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 23759)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 23769)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -24576,10 +24586,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24580, "tcompile.h", 24580)
+#line TC__LINE_AT(24590, "tcompile.h", 24590)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24583)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24593)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -24674,10 +24684,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(24678, "tcompile.h", 24678)
+#line TC__LINE_AT(24688, "tcompile.h", 24688)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 24681)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 24691)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -24879,10 +24889,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(24883, "tcompile.h", 24883)
+#line TC__LINE_AT(24893, "tcompile.h", 24893)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 24886)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24896)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25542,10 +25552,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25546, "tcompile.h", 25546)
+#line TC__LINE_AT(25556, "tcompile.h", 25556)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25549)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25559)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -25847,10 +25857,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(25851, "tcompile.h", 25851)
+#line TC__LINE_AT(25861, "tcompile.h", 25861)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 25854)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 25864)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26076,10 +26086,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26080, "tcompile.h", 26080)
+#line TC__LINE_AT(26090, "tcompile.h", 26090)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26083)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26093)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26283,10 +26293,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26287, "tcompile.h", 26287)
+#line TC__LINE_AT(26297, "tcompile.h", 26297)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26290)
+#line TC__LINE_AT(1, "src/license.h", 26300)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26328,7 +26338,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26332, "tcompile.h", 26332)
+#line TC__LINE_AT(26342, "tcompile.h", 26342)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

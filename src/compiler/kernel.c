@@ -384,9 +384,9 @@ typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
     int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
-    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
-    float cval;
+    float cval;      /* a CONST instruction's register: its value (else 0)      */
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int cst;         /* uniform and of constants only (no row scalar)          */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
 
@@ -402,6 +402,7 @@ TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
     if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
     p->v[d].x = p->v[d].sq = -1;
     p->v[d].uni = 1;
+    p->v[d].cst = (a < 0 || p->v[a].cst) && (b < 0 || p->v[b].cst);
     p->v[d].kept = 0;
     return (int16_t)d;
 }
@@ -444,16 +445,24 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
         in->a = y->x;
     }
     v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    v[in->dst].cst = v[in->dst].uni && v[in->a].cst && (in->b < 0 || v[in->b].cst) && (in->c < 0 || v[in->c].cst);
     if (v[in->dst].uni) return;
     if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
         in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
         in->op = (int16_t)(op = TC__OP_MUL);
     }
-    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+    /* A row scalar (softmax's max) added to or subtracted from a value
+     * folded from x (x * s + t) is not folded into it: the scalar came
+     * from that value rounded, and x * s - m in one multiply-add is, for
+     * the row's largest element, the product's rounding error instead of
+     * 0 (half an ulp of m: past 88 for |m| > 1.5e9, where exp overflows and
+     * the softmax row is NaN). */
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni &&
+        (op == TC__OP_MUL || v[in->b].cst || (in->as < 0 && in->at < 0)))
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
     else if (bin && op == TC__OP_SUB && v[in->a].uni) { /* u - y: a uniform a has no prologue */
         const tc__vval *y = &v[in->b];
-        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        if (y->x >= 0 && (v[in->a].cst || (y->s < 0 && y->t < 0))) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
         else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);

@@ -582,6 +582,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
     }
     l->is_view = c->is_view;
     h->dtype = c->odt;
+    h->is_wrapped = nd->wrapped; /* a scalar argument: its readers promote as eager's do */
     h->ndim = c->ondim;
     memcpy(h->shape, c->oshape, sizeof h->shape);
     p->ref[i] = h;
