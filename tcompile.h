@@ -2595,6 +2595,7 @@ typedef struct tc__cuda_api {
     int cc_major, cc_minor, sm_count, max_threads, smem_block, smem_optin, l2_bytes;
     int driver_version, nvrtc_major, nvrtc_minor;
     int arch_max;                   /* the newest sm NVRTC targets (CUBIN)   */
+    int archs[64], narchs;          /* every sm it targets                   */
     char name[96];
     int lock;
 } tc__cuda_api;
@@ -2714,8 +2715,11 @@ TC__FN int tc__cu_query_device(void) {
     if (tc__cu.nv.GetNumSupportedArchs(&na) != TC__NVRTC_SUCCESS || na < 1 || na > 64 ||
         tc__cu.nv.GetSupportedArchs(archs) != TC__NVRTC_SUCCESS)
         return tc__cu_fail("NVRTC: %s%s", "nvrtcGetSupportedArchs failed", "");
-    for (i = 0; i < na; i++)
+    for (i = 0; i < na; i++) {
+        tc__cu.archs[i] = archs[i];
         if (archs[i] > tc__cu.arch_max) tc__cu.arch_max = archs[i];
+    }
+    tc__cu.narchs = na;
     return 0;
 }
 
@@ -2754,10 +2758,10 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2758, "tcompile.h", 2758)
+#line TC__LINE_AT(2762, "tcompile.h", 2762)
 
 /* ===== src/cuda/memory.c ===== */
-#line TC__LINE_AT(1, "src/cuda/memory.c", 2761)
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2765)
 /* A context's CUDA state: its stream, its cache of device blocks, copies.
  *
  * Made when the context first touches the device (tc__cuda_ctx_get) and
@@ -2986,10 +2990,10 @@ TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx) { return ctx ? TC_OK : TC_ERR_N
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2990, "tcompile.h", 2990)
+#line TC__LINE_AT(2994, "tcompile.h", 2994)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2993)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 2997)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3664,10 +3668,10 @@ TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
     t->status = r;
     return t;
 }
-#line TC__LINE_AT(3668, "tcompile.h", 3668)
+#line TC__LINE_AT(3672, "tcompile.h", 3672)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3671)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3675)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3949,10 +3953,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3953, "tcompile.h", 3953)
+#line TC__LINE_AT(3957, "tcompile.h", 3957)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3956)
+#line TC__LINE_AT(1, "src/internal.h", 3960)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -4203,10 +4207,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4207, "tcompile.h", 4207)
+#line TC__LINE_AT(4211, "tcompile.h", 4211)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4210)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4214)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5055,10 +5059,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5059, "tcompile.h", 5059)
+#line TC__LINE_AT(5063, "tcompile.h", 5063)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5062)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5066)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5779,10 +5783,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5783, "tcompile.h", 5783)
+#line TC__LINE_AT(5787, "tcompile.h", 5787)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5786)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5790)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6357,7 +6361,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6361, "tcompile.h", 6361)
+#line TC__LINE_AT(6365, "tcompile.h", 6365)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6369,7 +6373,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6373)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6377)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6710,7 +6714,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6714, "tcompile.h", 6714)
+#line TC__LINE_AT(6718, "tcompile.h", 6718)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6727,7 +6731,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6731)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6735)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7068,7 +7072,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7072, "tcompile.h", 7072)
+#line TC__LINE_AT(7076, "tcompile.h", 7076)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7085,7 +7089,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7089)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7093)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7426,7 +7430,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7430, "tcompile.h", 7430)
+#line TC__LINE_AT(7434, "tcompile.h", 7434)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7443,7 +7447,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7447)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7451)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7784,7 +7788,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7788, "tcompile.h", 7788)
+#line TC__LINE_AT(7792, "tcompile.h", 7792)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7792,7 +7796,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7796)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7800)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8407,10 +8411,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8411, "tcompile.h", 8411)
+#line TC__LINE_AT(8415, "tcompile.h", 8415)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8414)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8418)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8681,10 +8685,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8685, "tcompile.h", 8685)
+#line TC__LINE_AT(8689, "tcompile.h", 8689)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8688)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8692)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9329,10 +9333,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9333, "tcompile.h", 9333)
+#line TC__LINE_AT(9337, "tcompile.h", 9337)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9336)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9340)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9737,10 +9741,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9741, "tcompile.h", 9741)
+#line TC__LINE_AT(9745, "tcompile.h", 9745)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9744)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9748)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10533,10 +10537,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10537, "tcompile.h", 10537)
+#line TC__LINE_AT(10541, "tcompile.h", 10541)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10540)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10544)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11012,10 +11016,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11016, "tcompile.h", 11016)
+#line TC__LINE_AT(11020, "tcompile.h", 11020)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11019)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11023)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11943,10 +11947,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11947, "tcompile.h", 11947)
+#line TC__LINE_AT(11951, "tcompile.h", 11951)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11950)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11954)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12555,10 +12559,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12559, "tcompile.h", 12559)
+#line TC__LINE_AT(12563, "tcompile.h", 12563)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12562)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12566)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14281,10 +14285,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14285, "tcompile.h", 14285)
+#line TC__LINE_AT(14289, "tcompile.h", 14289)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14288)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14292)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14387,7 +14391,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14391, "tcompile.h", 14391)
+#line TC__LINE_AT(14395, "tcompile.h", 14395)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14399,7 +14403,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14403)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14407)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14841,7 +14845,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14845, "tcompile.h", 14845)
+#line TC__LINE_AT(14849, "tcompile.h", 14849)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14858,7 +14862,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14862)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14866)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15300,7 +15304,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15304, "tcompile.h", 15304)
+#line TC__LINE_AT(15308, "tcompile.h", 15308)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15317,7 +15321,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15321)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15325)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15759,7 +15763,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15763, "tcompile.h", 15763)
+#line TC__LINE_AT(15767, "tcompile.h", 15767)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15776,7 +15780,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15780)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15784)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16218,7 +16222,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16222, "tcompile.h", 16222)
+#line TC__LINE_AT(16226, "tcompile.h", 16226)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16235,7 +16239,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16239)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16243)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17275,7 +17279,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17279, "tcompile.h", 17279)
+#line TC__LINE_AT(17283, "tcompile.h", 17283)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17292,7 +17296,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17296)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17300)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18332,7 +18336,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18336, "tcompile.h", 18336)
+#line TC__LINE_AT(18340, "tcompile.h", 18340)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18349,7 +18353,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18353)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18357)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19389,7 +19393,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19393, "tcompile.h", 19393)
+#line TC__LINE_AT(19397, "tcompile.h", 19397)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19406,7 +19410,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19410)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19414)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20446,7 +20450,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20450, "tcompile.h", 20450)
+#line TC__LINE_AT(20454, "tcompile.h", 20454)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20454,7 +20458,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 20458)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 20462)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -21428,10 +21432,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(21432, "tcompile.h", 21432)
+#line TC__LINE_AT(21436, "tcompile.h", 21436)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 21435)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 21439)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -21757,10 +21761,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(21761, "tcompile.h", 21761)
+#line TC__LINE_AT(21765, "tcompile.h", 21765)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 21764)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 21768)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -22600,10 +22604,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(22604, "tcompile.h", 22604)
+#line TC__LINE_AT(22608, "tcompile.h", 22608)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 22607)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 22611)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -22665,10 +22669,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(22669, "tcompile.h", 22669)
+#line TC__LINE_AT(22673, "tcompile.h", 22673)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 22672)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 22676)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23087,10 +23091,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23091, "tcompile.h", 23091)
+#line TC__LINE_AT(23095, "tcompile.h", 23095)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23094)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23098)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -23271,6 +23275,8 @@ TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, con
         return;
     case TC__V_ACC:
         if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
+        else if (in->c == TC__COMB_SUMSQ_LO) /* the squares scaled by 2^-96: a sum no finite row overflows */
+            tc__text_printf(o, "%s{ const float q_ = r%d * 1.2621774483536188887e-29f; a%d += q_ * q_; }\n", ind, in->b, in->a);
         else tc__text_printf(o, "%sa%d = tc_comb(a%d, r%d, %d);\n", ind, in->a, in->a, in->b, in->c);
         return;
     default: break;
@@ -23369,7 +23375,7 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
             int sl = acc[i], comb = k->slot_comb[sl];
             double idn = tc__comb_identity(comb);
             tc__text_printf(o, "    s%d = tc_block_reduce(a%d, %d, %s, red) * __uint_as_float(0x%08xu);\n", sl, sl,
-                            comb == TC__COMB_SUMSQ ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
+                            TC__COMB_IS_SUM(comb) ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
                             (unsigned)tc__f32_to_bits(k->slot_scale[sl]));
         }
         tc__text_printf(o, "    }\n");
@@ -23406,7 +23412,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
     static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
     tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
-                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; };\n",
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; i64 nb_bias; };\n",
                     name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
     tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
     tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
@@ -23435,7 +23441,7 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                        "    i64 gm = m0 + ty * 4 + i, gn = n0 + tx * 4 + j;\n"
                        "    if (gm >= p.M || gn >= p.N) continue;\n"
                        "    float v = acc[i][j];\n");
-    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn * p.nb_bias]);\n", cv[dbias], tc__cu_ctype(dbias));
     tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
 }
 
@@ -23456,11 +23462,11 @@ TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var)
 TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, "      out[e] = ");
     else
-        tc__text_printf(o, "      out[e] = %s(%s", tc__cu_fromf(to), tc__cu_tof(from));
+        tc__text_printf(o, "      out[e] = %s(%s(", tc__cu_fromf(to), tc__cu_tof(from));
 }
 TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, ";\n");
-    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
+    else tc__text_printf(o, ")%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
 }
 
 /* The grid-stride loop over the output's elements, e and its index o<d>. */
@@ -23562,9 +23568,15 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
                     ints ? "long long" : "double");
     for (d = 0; d < x->ndim; d++)
         if (c->a.i[d]) tc__text_printf(o, "    for (i64 s%d = 0; s%d < %lldLL; s%d++)\n", d, d, (long long)x->shape[d], d);
-    tc__text_printf(o, "    {\n      const %s v = (%s)%s", ints ? "long long" : "double", ints ? "long long" : "double", tc__cu_tof(x->dtype));
-    tc__cu_elem(o, x, 0, "s");
-    tc__text_printf(o, "%s;\n", tc__cu_tof_end(x->dtype));
+    if (ints) { /* 64-bit integers, never through float (i32 past 2^24) */
+        tc__text_printf(o, "    {\n      const long long v = (long long)%s", x->dtype == TC_BOOL ? "(0 != " : "(");
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ");\n");
+    } else {
+        tc__text_printf(o, "    {\n      const double v = (double)%s(", tc__cu_tof(x->dtype));
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ")%s;\n", tc__cu_tof_end(x->dtype));
+    }
     switch (c->op) {
     case TC__OP_MAX: tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n"); break;
     case TC__OP_MIN: tc__text_printf(o, "      acc = (v < acc || v != v) ? v : acc;\n"); break;
@@ -23578,7 +23590,7 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
     if (c->op == TC__OP_MEAN) tc__text_printf(o, "    acc = acc / (double)%lldLL;\n", (long long)rn);
     if (c->op == TC__OP_VAR) /* sum of squared deviations from the mean, in double */
         tc__text_printf(o, "    { double m = acc / (double)%lldLL; double dev = sq - acc * m; if (dev < 0) dev = 0;"
-                           " acc = dev / (double)(%lldLL - %lldLL); }\n",
+                           " const double dof = (double)(%lldLL - %lldLL); acc = dev / (dof > 0 ? dof : 0.0); }\n",
                         (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
     if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
     else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
@@ -23694,9 +23706,9 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
                         nd - 2, (long long)H, (long long)OH, nd - 2, (long long)H, (long long)OH, (long long)OH, nd - 1,
                         (long long)W, (long long)OW, nd - 1, (long long)W, (long long)OW, (long long)OW);
         for (d = 0; d < x->ndim - 2; d++) tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
-        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
+        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s(", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
         tc__cu_elem(o, x, 0, "s");
-        tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
+        tc__text_printf(o, ")%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
                         tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
         break;
     }
@@ -23762,10 +23774,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23766, "tcompile.h", 23766)
+#line TC__LINE_AT(23778, "tcompile.h", 23778)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 23769)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 23781)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -23963,9 +23975,16 @@ TC__FN char *tc__cuda_program_source(const tc__program *p) {
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
  * knows it, else PTX for the newest it knows. */
 TC__FN int tc__cuda_arch(int *cubin) {
-    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
-    *cubin = sm <= tc__cu.arch_max;
-    return *cubin ? sm : tc__cu.arch_max;
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor, i, best = 0;
+    for (i = 0; i < tc__cu.narchs; i++)
+        if (tc__cu.archs[i] == sm) { /* NVRTC emits CUBIN for it */
+            *cubin = 1;
+            return sm;
+        } else if (tc__cu.archs[i] < sm && tc__cu.archs[i] > best) best = tc__cu.archs[i];
+    /* PTX for the newest architecture NVRTC knows below the device, which the
+     * driver compiles; 0 (NVRTC knows none that old) fails with NVRTC's reason */
+    *cubin = 0;
+    return best ? best : tc__cu.arch_max;
 }
 
 /* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
@@ -24075,7 +24094,7 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
-    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod); /* the caller synchronised: no kernel of it is queued */
     tc__cuda_xk_free(cp->xk, cp->nx);
     TC_FREE(cp->ws);
     TC_FREE(cp->ws_cap);
@@ -24090,7 +24109,8 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
     int i;
     if (cp) {
-        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+        tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* its kernels may still be queued */
         for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
         for (i = 0; cp->st_in && i < p->g->n; i++)
             if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
@@ -24103,7 +24123,7 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
  * the same source was compiled before for this device. */
 TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
     tc__cuda_prog *cp;
-    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    char *src, *bin = NULL, path[1100] = "", err[TC__MSG_CAP];
     size_t nbin = 0;
     int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
     tc__CUresult cr;
@@ -24268,7 +24288,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     const tc__call *c = &l->call;
     const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
     int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
-    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int64_t pb[15 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
     int and_ = a->ndim, bnd = b->ndim, nb, d;
     unsigned gx, gy, gz;
     void *args[1];
@@ -24306,6 +24326,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
         bs[3 * TC_MAX_DIMS + d] = cstride;
         cstride *= size;
     }
+    pb[14 + 4 * TC_MAX_DIMS] = bias ? bias->strides[0] : 0; /* the bias's own stride (a strided view) */
     gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
     if (M == 0 || N == 0 || gz == 0) return TC_OK;
     if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
@@ -24405,6 +24426,8 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     if (!cp->st_in) {
         if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
             !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            TC_FREE(cp->st_in); /* both or neither: a later call tries again */
+            cp->st_in = NULL;
             tc__fmt(err, errcap, "out of memory");
             return TC_ERR_OOM;
         }
@@ -24453,13 +24476,22 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
  * first op whose index was out of range. */
 TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
-    int k, flags[8], idx[8], n = 0, i;
+    int k, flags_small[8], idx_small[8], *flags = flags_small, *idx = idx_small, n = 0, i, cap = 0;
+    tc_result ret = TC_OK;
     tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) { /* the index ops' count: room for every flag */
+        const tc__call *c = &p->launch[k].call;
+        cap += (c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER) && cp->xfn[k] && cp->ws[k];
+    }
+    if (cap > 8 && (!(flags = (int *)tc__malloc(sizeof(int) * (size_t)cap)) || !(idx = (int *)tc__malloc(sizeof(int) * (size_t)cap)))) {
+        if (flags != flags_small) TC_FREE(flags);
+        tc__fmt(err, errcap, "out of memory");
+        return TC_ERR_OOM;
+    }
     for (k = 0; k < p->nlaunch; k++) {
         const tc__call *c = &p->launch[k].call;
         int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
         if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
-        if (n == 8) break; /* the first eight are read; a program has seldom more */
         flags[n] = 0;
         idx[n] = k;
         if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
@@ -24468,16 +24500,18 @@ TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, si
     if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
     if (cr != TC__CUDA_SUCCESS) {
         tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
-        return tc__cu_result(cr);
+        ret = tc__cu_result(cr);
     }
-    for (i = 0; i < n; i++)
+    for (i = 0; ret == TC_OK && i < n; i++)
         if (flags[i]) {
             const tc__call *c = &p->launch[idx[i]].call;
             tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
                     c->file ? c->file : "?", c->line);
-            return TC_ERR_INDEX;
+            ret = TC_ERR_INDEX;
         }
-    return TC_OK;
+    if (flags != flags_small) TC_FREE(flags);
+    if (idx != idx_small) TC_FREE(idx);
+    return ret;
 }
 
 /* The launches captured into a graph (the second run: the first built
@@ -24586,10 +24620,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24590, "tcompile.h", 24590)
+#line TC__LINE_AT(24624, "tcompile.h", 24624)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24593)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24627)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -24684,10 +24718,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(24688, "tcompile.h", 24688)
+#line TC__LINE_AT(24722, "tcompile.h", 24722)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 24691)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 24725)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -24889,10 +24923,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(24893, "tcompile.h", 24893)
+#line TC__LINE_AT(24927, "tcompile.h", 24927)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 24896)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24930)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25491,6 +25525,11 @@ TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_ten
  * fills outputs with this call's results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
                                 tc__graph **rawout, tc__segcache **segs) {
+    int up_;
+    /* host parameters uploaded by earlier traces are not reused: a tensor
+     * freed and made again at the same address is another weight (the
+     * copies stay with the entries that read them) */
+    for (up_ = 0; up_ < f->nup; up_++) f->up_src[up_] = NULL;
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
@@ -25552,10 +25591,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25556, "tcompile.h", 25556)
+#line TC__LINE_AT(25595, "tcompile.h", 25595)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25559)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25598)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -25857,10 +25896,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(25861, "tcompile.h", 25861)
+#line TC__LINE_AT(25900, "tcompile.h", 25900)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 25864)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 25903)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26086,10 +26125,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26090, "tcompile.h", 26090)
+#line TC__LINE_AT(26129, "tcompile.h", 26129)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26093)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26132)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26106,9 +26145,11 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
 #ifndef TC_NO_CUDA
 
 #define TC__EAGER_SLOTS 64
+#define TC__EAGER_SHAPES 32 /* signatures one op keeps; then it starts afresh (NVRTC's disk cache keeps the binaries) */
 
 typedef struct tc__eager_fn {
     tc__call key;              /* op, name, attributes, which inputs exist  */
+    tc_compile_options f_opts; /* f's options (to start afresh)             */
     tc_fn *f;
 } tc__eager_fn;
 
@@ -26182,8 +26223,9 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     for (i = 0; i < c->nin; i++) o.num_inputs += c->ins[i] != NULL;
     o.num_outputs = 1;
     o.dynamic = -1;          /* each shape its own entry: sizes are kernel parameters */
-    o.recompile_limit = 64;
+    o.recompile_limit = TC__EAGER_SHAPES + 1; /* never reached: tc__cuda_eager_run starts afresh at TC__EAGER_SHAPES */
     o.cache_dir = NULL;
+    e->f_opts = o;
     e->f = tc__compile(ctx, tc__eager_model, &e->key, &o, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
     if (!e->f) {
         e->key.op = (tc__op)-1; /* never matches */
@@ -26195,6 +26237,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
 /* The dispatcher's hook for an op whose inputs are on the GPU. */
 TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
     tc_tensor *ins[TC__MAX_IN], *out = NULL;
+    int owned[TC__MAX_IN];
     tc__eager_fn *e;
     tc_result r;
     int i, n = 0;
@@ -26211,30 +26254,40 @@ TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
                 c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
         return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
     }
+    if (e->f->nentries >= TC__EAGER_SHAPES) { /* many shapes seen: start afresh rather than grow */
+        tc_fn_free(e->f);
+        e->f = tc__compile(c->ctx, tc__eager_model, &e->key, &e->f_opts, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
+        if (!e->f) {
+            e->key.op = (tc__op)-1;
+            tc__msg(c, TC_ERR_OOM, "out of memory");
+            return tc__fail(c, TC_ERR_OOM);
+        }
+    }
     for (i = 0; i < c->nin; i++) {
         if (!c->ins[i]) continue;
+        owned[n] = 0;
         if (c->ins[i]->device != TC_CUDA) { /* a scalar argument: its value goes up */
             tc_tensor *d = tc__to_device(c->ctx, c->ins[i]);
             if (!d || d->status != TC_OK) {
                 for (i = 0; i < n; i++)
-                    if (ins[i] != c->ins[i] && ins[i]->is_wrapped) tc_free(ins[i]);
+                    if (owned[i]) tc_free(ins[i]);
                 tc__msg(c, d ? d->status : TC_ERR_OOM, "%s", d ? tc_error(d) : "out of memory");
                 tc_free(d);
                 return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
             }
             d->is_wrapped = c->ins[i]->is_wrapped;
+            owned[n] = 1;
             ins[n++] = d;
         } else ins[n++] = c->ins[i];
     }
     r = tc_call(e->f, ins, &out);
-    for (i = 0, n = 0; i < c->nin; i++) /* the scalars' copies */
-        if (c->ins[i] && ins[n++] != c->ins[i]) tc_free(ins[n - 1]);
+    for (i = 0; i < n; i++) /* the scalars' copies */
+        if (owned[i]) tc_free(ins[i]);
     if (r != TC_OK) {
-        const char *why = tc_fn_error(e->f);
+        const char *why = tc_fn_error(e->f), *rest = strstr(why, "): ");
         tc_free(out);
-        /* the message names the op already when it comes from its launch */
-        if (strncmp(why, "tc_", 3) == 0) return tc__error_tensor(c->ctx, r, why);
-        tc__msg(c, r, "%s", why);
+        /* the program's message names the site it was first traced at: this call's instead */
+        tc__msg(c, r, "%s", strncmp(why, "tc_", 3) == 0 && rest ? rest + 3 : why);
         return tc__fail(c, r);
     }
     return out;
@@ -26293,10 +26346,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26297, "tcompile.h", 26297)
+#line TC__LINE_AT(26350, "tcompile.h", 26350)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26300)
+#line TC__LINE_AT(1, "src/license.h", 26353)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26338,7 +26391,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26342, "tcompile.h", 26342)
+#line TC__LINE_AT(26395, "tcompile.h", 26395)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

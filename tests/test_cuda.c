@@ -302,6 +302,46 @@ TC_TEST(test_models_on_device) {
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) tc_free(src[i]), tc_free(dst[i]);
 }
 
+/* Review findings, each against the CPU: norms of values past 1.8e19 (the
+ * scaled second sum of squares), integer reductions past 2^24, a strided
+ * bias, an eager op over more shapes than one function keeps. */
+TC_TEST(test_review_cases) {
+    int64_t shape[2] = {5, 33}, row[1] = {33}, ishape[2] = {2, 3}, bshape[2] = {4, 2}, wshape[2] = {4, 6}, xs[2] = {3, 6};
+    int32_t iv[6] = {16777217, 0, 3, 16777216, 16777217, -5};
+    int ax1[1] = {1}, n;
+    tc_tensor *x = tc_mul_scalar(ctx, tc_rand_uniform(ctx, 2, shape, -1, 1, 9), 3e19), *w = tc_rand_uniform(ctx, 1, row, 0.5, 1.5, 10);
+    tc_tensor *dx = tc_to(ctx, x, TC_CUDA), *dw = tc_to(ctx, w, TC_CUDA), *a, *b;
+    a = tc_rms_norm(ctx, dx, 1, dw, 1e-6), b = tc_rms_norm(ctx, x, 1, w, 1e-6);
+    TC_CHECKF(tct_maxrel(a, b) <= 2e-5, "rms_norm of large values: %.3g (%s)", tct_maxrel(a, b), tc_error(a));
+    a = tc_layer_norm(ctx, dx, 1, dw, NULL, 1e-5), b = tc_layer_norm(ctx, x, 1, w, NULL, 1e-5);
+    TC_CHECKF(tct_maxrel(a, b) <= 2e-5, "layer_norm of large values: %.3g", tct_maxrel(a, b));
+    {
+        tc_tensor *ih = tc_from_data(ctx, TC_I32, 2, ishape, iv), *id = tc_to(ctx, ih, TC_CUDA);
+        TC_CHECK(tct_maxdiff(tc_sum(ctx, id, 1, ax1, 0), tc_sum(ctx, ih, 1, ax1, 0)) == 0);
+        TC_CHECK(tct_maxdiff(tc_max(ctx, id, 1, ax1, 0), tc_max(ctx, ih, 1, ax1, 0)) == 0);
+        TC_CHECK(tct_maxdiff(tc_argmax(ctx, id, 1, ax1, 0), tc_argmax(ctx, ih, 1, ax1, 0)) == 0);
+    }
+    {   /* linear with a bias that is a strided view (a column of a matrix) */
+        tc_tensor *bm = tc_rand_uniform(ctx, 2, bshape, -1, 1, 11), *wm = tc_rand_uniform(ctx, 2, wshape, -1, 1, 12);
+        tc_tensor *xm = tc_rand_uniform(ctx, 2, xs, -1, 1, 13);
+        a = tc_linear(ctx, tc_to(ctx, xm, TC_CUDA), tc_to(ctx, wm, TC_CUDA), tc_select(ctx, tc_to(ctx, bm, TC_CUDA), 1, 1));
+        b = tc_linear(ctx, xm, wm, tc_select(ctx, bm, 1, 1));
+        TC_CHECKF(tct_maxrel(a, b) <= 1e-5, "strided bias: %.3g", tct_maxrel(a, b));
+    }
+    for (n = 1; n <= 70; n++) { /* more shapes than one eager function keeps */
+        int64_t s1[1];
+        int ok;
+        s1[0] = n;
+        tc_scope_begin(ctx);
+        a = tc_add_scalar(ctx, tc_to(ctx, tc_ones(ctx, TC_F32, 1, s1), TC_CUDA), 1.0);
+        ok = tc_status(a) == TC_OK && tc_item(tc_sum(ctx, a, 0, NULL, 0)) == 2.0 * n;
+        TC_CHECKF(ok, "shape %d: %s", n, tc_error(a));
+        tc_scope_end(ctx);
+        if (!ok) break;
+    }
+    tc_ctx_clear_error(ctx);
+}
+
 /* The caching allocator: after the first round, the same sizes make no
  * new device allocations. */
 TC_TEST(test_caching_allocator) {
@@ -634,6 +674,7 @@ int main(int argc, char **argv) {
     RUN_DEV(test_reduce_overhead_replays_a_cuda_graph);
     RUN_DEV(test_models_on_device);
     RUN_DEV(test_index_checked_in_a_replay);
+    RUN_DEV(test_review_cases);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

@@ -596,6 +596,11 @@ TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_ten
  * fills outputs with this call's results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
                                 tc__graph **rawout, tc__segcache **segs) {
+    int up_;
+    /* host parameters uploaded by earlier traces are not reused: a tensor
+     * freed and made again at the same address is another weight (the
+     * copies stay with the entries that read them) */
+    for (up_ = 0; up_ < f->nup; up_++) f->up_src[up_] = NULL;
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);

@@ -195,9 +195,16 @@ TC__FN char *tc__cuda_program_source(const tc__program *p) {
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
  * knows it, else PTX for the newest it knows. */
 TC__FN int tc__cuda_arch(int *cubin) {
-    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
-    *cubin = sm <= tc__cu.arch_max;
-    return *cubin ? sm : tc__cu.arch_max;
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor, i, best = 0;
+    for (i = 0; i < tc__cu.narchs; i++)
+        if (tc__cu.archs[i] == sm) { /* NVRTC emits CUBIN for it */
+            *cubin = 1;
+            return sm;
+        } else if (tc__cu.archs[i] < sm && tc__cu.archs[i] > best) best = tc__cu.archs[i];
+    /* PTX for the newest architecture NVRTC knows below the device, which the
+     * driver compiles; 0 (NVRTC knows none that old) fails with NVRTC's reason */
+    *cubin = 0;
+    return best ? best : tc__cu.arch_max;
 }
 
 /* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
@@ -307,7 +314,7 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
-    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod); /* the caller synchronised: no kernel of it is queued */
     tc__cuda_xk_free(cp->xk, cp->nx);
     TC_FREE(cp->ws);
     TC_FREE(cp->ws_cap);
@@ -322,7 +329,8 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
     int i;
     if (cp) {
-        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+        tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* its kernels may still be queued */
         for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
         for (i = 0; cp->st_in && i < p->g->n; i++)
             if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
@@ -335,7 +343,7 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
  * the same source was compiled before for this device. */
 TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
     tc__cuda_prog *cp;
-    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    char *src, *bin = NULL, path[1100] = "", err[TC__MSG_CAP];
     size_t nbin = 0;
     int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
     tc__CUresult cr;
@@ -500,7 +508,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     const tc__call *c = &l->call;
     const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
     int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
-    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int64_t pb[15 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
     int and_ = a->ndim, bnd = b->ndim, nb, d;
     unsigned gx, gy, gz;
     void *args[1];
@@ -538,6 +546,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
         bs[3 * TC_MAX_DIMS + d] = cstride;
         cstride *= size;
     }
+    pb[14 + 4 * TC_MAX_DIMS] = bias ? bias->strides[0] : 0; /* the bias's own stride (a strided view) */
     gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
     if (M == 0 || N == 0 || gz == 0) return TC_OK;
     if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
@@ -637,6 +646,8 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     if (!cp->st_in) {
         if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
             !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            TC_FREE(cp->st_in); /* both or neither: a later call tries again */
+            cp->st_in = NULL;
             tc__fmt(err, errcap, "out of memory");
             return TC_ERR_OOM;
         }
@@ -685,13 +696,22 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
  * first op whose index was out of range. */
 TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
-    int k, flags[8], idx[8], n = 0, i;
+    int k, flags_small[8], idx_small[8], *flags = flags_small, *idx = idx_small, n = 0, i, cap = 0;
+    tc_result ret = TC_OK;
     tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) { /* the index ops' count: room for every flag */
+        const tc__call *c = &p->launch[k].call;
+        cap += (c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER) && cp->xfn[k] && cp->ws[k];
+    }
+    if (cap > 8 && (!(flags = (int *)tc__malloc(sizeof(int) * (size_t)cap)) || !(idx = (int *)tc__malloc(sizeof(int) * (size_t)cap)))) {
+        if (flags != flags_small) TC_FREE(flags);
+        tc__fmt(err, errcap, "out of memory");
+        return TC_ERR_OOM;
+    }
     for (k = 0; k < p->nlaunch; k++) {
         const tc__call *c = &p->launch[k].call;
         int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
         if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
-        if (n == 8) break; /* the first eight are read; a program has seldom more */
         flags[n] = 0;
         idx[n] = k;
         if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
@@ -700,16 +720,18 @@ TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, si
     if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
     if (cr != TC__CUDA_SUCCESS) {
         tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
-        return tc__cu_result(cr);
+        ret = tc__cu_result(cr);
     }
-    for (i = 0; i < n; i++)
+    for (i = 0; ret == TC_OK && i < n; i++)
         if (flags[i]) {
             const tc__call *c = &p->launch[idx[i]].call;
             tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
                     c->file ? c->file : "?", c->line);
-            return TC_ERR_INDEX;
+            ret = TC_ERR_INDEX;
         }
-    return TC_OK;
+    if (flags != flags_small) TC_FREE(flags);
+    if (idx != idx_small) TC_FREE(idx);
+    return ret;
 }
 
 /* The launches captured into a graph (the second run: the first built
