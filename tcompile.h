@@ -424,8 +424,8 @@
  *   - running out of memory: every allocation may fail (the fault sweep,
  *     make check-faults, fails each in turn), giving errored outputs and a
  *     message, with nothing leaked and the context usable after;
- *   - graph size: no compiler pass recurses in proportion to the graph, so
- *     long graphs run on small thread stacks;
+ *   - graph size: the fuser walks a graph with explicit stacks, not by
+ *     recursion (the other passes' audit for small thread stacks is open);
  *   - a scope the user ends inside a compiled function cannot free
  *     tcompile's own (TC_ERR_STATE).
  * Not checked (trusted, undefined behaviour when wrong):
