@@ -179,6 +179,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc_result r;
         c->misses++;
         *gp = NULL;
+        f->compiles++;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
         p = tc__program_build(f->ctx, f->be, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
@@ -189,6 +190,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc__segment add;
         memset(&add, 0, sizeof add);
         c->misses++;
+        f->compiles++;
         if (!(add.raw = tc__graph_copy(g))) return TC_ERR_OOM;
         *gp = NULL;
         add.g = g;
@@ -410,6 +412,7 @@ TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r) {
 TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
     tc_result r = TC_OK;
     if (!e->prog) {
+        f->compiles++;
         e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
@@ -512,16 +515,32 @@ TC__FN void tc__trace_log_graph(const tc_fn *f, const tc__graph *g) {
     TC_FREE(txt);
 }
 
+/* A persistent program's outputs are its own buffers, valid until its next
+ * run: the call that traced gets copies, as its outputs are the caller's. */
+TC__FN tc_result tc__own_outputs(tc_fn *f, tc_tensor **outputs) {
+    int i;
+    for (i = 0; i < f->nout; i++) {
+        tc_tensor *c = tc__clone(f->ctx, outputs[i], NULL, f->file, f->line);
+        if (c->status != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(c));
+            return tc__fn_fail(f, outputs, c->status);
+        }
+        outputs[i] = c;
+    }
+    return TC_OK;
+}
+
 /* The final segment of a trace, run for this call's results.  With breaks
  * it goes through the segment cache; without, the trace is kept as the
- * template for dynamic shapes (*rawout), passed and run by a throwaway
- * program, and becomes the entry's graph (*gout). */
+ * template for dynamic shapes (*rawout), passed, and becomes the entry's
+ * graph (*gout) with the program built for it (*pout: the one the entry's
+ * cached calls replay, so a signature compiles once). */
 TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                 tc__graph **rawout) {
+                                 tc__graph **rawout, tc__program **pout) {
     tc_fn *f = tr->f;
     tc__entry e;
     tc_result r;
-    int i;
+    int i, persistent = f->mode == TC_MODE_REDUCE_OVERHEAD;
     if (tr->breaks > 0) {
         r = tc__segment_run(tr, &tr->g, outputs);
         if (r != TC_OK)
@@ -531,24 +550,26 @@ TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_ten
     if (tc__pass_dce(tr->g) < 0 || !(*rawout = tc__graph_copy(tr->g))) return TC_ERR_OOM;
     if ((r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr->g)) != TC_OK) return r;
     tc__trace_log_graph(f, tr->g);
-    /* a non-persistent program (fresh outputs); the cached entry builds its
-     * own, persistent in reduce-overhead, on its first replay */
     memset(&e, 0, sizeof e);
     e.g = tr->g;
-    r = tc__replay(f, &e, inputs, outputs, 0);
-    tc__program_free(e.prog);
+    r = tc__replay(f, &e, inputs, outputs, persistent);
+    if (r == TC_OK && persistent) r = tc__own_outputs(f, outputs);
     if (r == TC_OK) {
         *gout = tr->g;
+        *pout = e.prog;
         tr->g = NULL;
+    } else {
+        tc__program_free(e.prog);
     }
     return r;
 }
 
-/* Traces one call: returns the new cache entry's graph in *gout and a copy of
- * it before the passes in *rawout (both NULL when the trace had breaks) and
- * fills outputs with this call's results. */
+/* Traces one call: returns the new cache entry's graph in *gout with its
+ * program in *pout and a copy of the graph before the passes in *rawout
+ * (all NULL when the trace had breaks) and fills outputs with this call's
+ * results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                tc__graph **rawout, tc__segcache **segs) {
+                                tc__graph **rawout, tc__program **pout, tc__segcache **segs) {
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
@@ -556,6 +577,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     tc_result r;
     *gout = NULL;
     *rawout = NULL;
+    *pout = NULL;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
@@ -588,7 +610,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (tr.failed) r = tr.status;
     }
     if (r == TC_OK) r = tc__trace_outputs(&tr, outputs);
-    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout);
+    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout, pout);
     if (r != TC_OK) { /* (a failed replay has written its errored outputs already) */
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
