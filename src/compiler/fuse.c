@@ -21,7 +21,11 @@
  *                  the kernel needs several passes over a row longer than
  *                  TC__ROW_CACHE_BYTES the reduction is materialized instead;
  *   - limits:      a kernel over the executor's limits (registers, buffers,
- *                  slots, stages) materializes the node that overflowed.
+ *                  slots, stages) materializes the node that overflowed; a
+ *                  stage past its registers' range is split along the kernel
+ *                  (tc__fuse_split);
+ *   - bound:       a region no kernel could hold (twice the limits) is split
+ *                  before the kernels are built (tc__fuse_bound).
  * The fixed point is reached by rebuilding after each new materialization;
  * TC_LOGS=fusion prints every decision with its reason.
  *
