@@ -22409,17 +22409,19 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
     tc_tensor **outs = NULL, *t;
-    int *ids = NULL, *root = NULL, nid = 0, d, k, i;
+    int *ids = NULL, *root = NULL, *pos = NULL, nid = 0, d, k, i;
     tc_result r = TC_OK;
     if (g->n > 0) {
         ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
-        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n * 2);
         outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (!ids || !root || !outs) r = TC_ERR_OOM;
+        else pos = root + g->n; /* per node: its index in ids, -1 none */
         for (i = 0; r == TC_OK && i < g->n; i++) {
             const tc__node *nd = &g->nodes[i];
             int view = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0;
             root[i] = view && nd->in[0] >= 0 ? root[nd->in[0]] : i;
+            pos[i] = -1;
         }
         /* the segment's outputs: the roots of the live traced tensors (an
          * input or parameter root needs no output: its memory exists) */
@@ -22439,8 +22441,10 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 }
                 /* a view of user memory (tc_wrap) is output itself, copied */
                 k = rn->op == TC__OP_WRAP ? t->lazy - 1 : root[t->lazy - 1];
-                for (i = 0; i < nid && ids[i] != k; i++) continue;
-                if (i == nid) ids[nid++] = k;
+                if (pos[k] < 0) {
+                    pos[k] = nid;
+                    ids[nid++] = k;
+                }
             }
         if (r == TC_OK && nid > 0) {
             g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
@@ -22455,9 +22459,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
             for (d = 0; d <= ctx->depth; d++)
                 for (t = ctx->scope_head[d]; t; t = t->next) {
                     tc_tensor *v;
-                    int own;
+                    int own, pr, po;
                     if (!t->lazy) continue;
-                    for (k = 0; ids[k] != root[t->lazy - 1] && ids[k] != t->lazy - 1; k++) continue;
+                    /* the first output that is its root or its own node */
+                    pr = pos[root[t->lazy - 1]], po = pos[t->lazy - 1];
+                    k = pr < 0 || (po >= 0 && po < pr) ? po : pr;
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
@@ -22808,10 +22814,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(22812, "tcompile.h", 22812)
+#line TC__LINE_AT(22818, "tcompile.h", 22818)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 22815)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 22821)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -23092,10 +23098,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(23096, "tcompile.h", 23096)
+#line TC__LINE_AT(23102, "tcompile.h", 23102)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 23099)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 23105)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -23300,10 +23306,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(23304, "tcompile.h", 23304)
+#line TC__LINE_AT(23310, "tcompile.h", 23310)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 23307)
+#line TC__LINE_AT(1, "src/license.h", 23313)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -23345,7 +23351,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(23349, "tcompile.h", 23349)
+#line TC__LINE_AT(23355, "tcompile.h", 23355)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -232,17 +232,19 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
     tc_tensor **outs = NULL, *t;
-    int *ids = NULL, *root = NULL, nid = 0, d, k, i;
+    int *ids = NULL, *root = NULL, *pos = NULL, nid = 0, d, k, i;
     tc_result r = TC_OK;
     if (g->n > 0) {
         ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
-        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n * 2);
         outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (!ids || !root || !outs) r = TC_ERR_OOM;
+        else pos = root + g->n; /* per node: its index in ids, -1 none */
         for (i = 0; r == TC_OK && i < g->n; i++) {
             const tc__node *nd = &g->nodes[i];
             int view = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0;
             root[i] = view && nd->in[0] >= 0 ? root[nd->in[0]] : i;
+            pos[i] = -1;
         }
         /* the segment's outputs: the roots of the live traced tensors (an
          * input or parameter root needs no output: its memory exists) */
@@ -262,8 +264,10 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 }
                 /* a view of user memory (tc_wrap) is output itself, copied */
                 k = rn->op == TC__OP_WRAP ? t->lazy - 1 : root[t->lazy - 1];
-                for (i = 0; i < nid && ids[i] != k; i++) continue;
-                if (i == nid) ids[nid++] = k;
+                if (pos[k] < 0) {
+                    pos[k] = nid;
+                    ids[nid++] = k;
+                }
             }
         if (r == TC_OK && nid > 0) {
             g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
@@ -278,9 +282,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
             for (d = 0; d <= ctx->depth; d++)
                 for (t = ctx->scope_head[d]; t; t = t->next) {
                     tc_tensor *v;
-                    int own;
+                    int own, pr, po;
                     if (!t->lazy) continue;
-                    for (k = 0; ids[k] != root[t->lazy - 1] && ids[k] != t->lazy - 1; k++) continue;
+                    /* the first output that is its root or its own node */
+                    pr = pos[root[t->lazy - 1]], po = pos[t->lazy - 1];
+                    k = pr < 0 || (po >= 0 && po < pr) ? po : pr;
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
