@@ -454,8 +454,8 @@ TC__FN double tc__subtree_cost(tc__fuse *f, int i0) {
         c = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW ? tc__op_cost(nd->op) : 0;
         red = tc__node_is_reduce(nd);
         for (k = 0; k < nd->nin; k++) {
-            int j = nd->in[k], rj;
-            double cj;
+            int j = nd->in[k], rj = 0;
+            double cj = 0;
             if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
             tc__cost_known(f, j, &cj, &rj);
             c += cj;
