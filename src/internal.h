@@ -235,7 +235,7 @@ TC__FN unsigned tc__logs_from_env(void);
 TC__FN int tc__fuse_logs(const tc_fn *f);
 
 /* ---- compiler/trace.c */
-TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__segcache **segs);
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__program **pout, struct tc__segcache **segs);
 TC__FN void tc__segcache_free(struct tc__segcache *c);
 TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n);
 TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r);

@@ -295,7 +295,7 @@ cuda_test() { # flavour
     unit_test "$1" test_cuda
 }
 
-TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
+TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_scale test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
 
 # The longest jobs first, so the pool does not end on one of them.
 job oracles asan

@@ -21,7 +21,11 @@
  *                  the kernel needs several passes over a row longer than
  *                  TC__ROW_CACHE_BYTES the reduction is materialized instead;
  *   - limits:      a kernel over the executor's limits (registers, buffers,
- *                  slots, stages) materializes the node that overflowed.
+ *                  slots, stages) materializes the node that overflowed; a
+ *                  stage past its registers' range is split along the kernel
+ *                  (tc__fuse_split);
+ *   - bound:       a region no kernel could hold (twice the limits) is split
+ *                  before the kernels are built (tc__fuse_bound).
  * The fixed point is reached by rebuilding after each new materialization;
  * TC_LOGS=fusion prints every decision with its reason.
  *
@@ -450,8 +454,8 @@ TC__FN double tc__subtree_cost(tc__fuse *f, int i0) {
         c = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW ? tc__op_cost(nd->op) : 0;
         red = tc__node_is_reduce(nd);
         for (k = 0; k < nd->nin; k++) {
-            int j = nd->in[k], rj;
-            double cj;
+            int j = nd->in[k], rj = 0;
+            double cj = 0;
             if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
             tc__cost_known(f, j, &cj, &rj);
             c += cj;
