@@ -412,11 +412,10 @@
  *     launch or the CUDA graph's replay);
  *   - safetensors files (section 6): the header strictly, every tensor's
  *     extent against the file, names by a sorted index;
- *   - running out of memory: every allocation may fail (the fault sweep,
- *     make check-faults, fails each in turn), giving errored outputs and a
- *     message, with nothing leaked and the context usable after;
- *   - graph size: the fuser walks a graph with explicit stacks, not by
- *     recursion (the other passes' audit for small thread stacks is open);
+ *   - running out of memory: every allocation may fail (the tests fail
+ *     each allocation of a first call in turn), giving errored outputs and
+ *     a message, with nothing leaked and the context usable after;
+ *   - graph size: no pass recurses in proportion to the graph (below);
  *   - a scope the user ends inside a compiled function cannot free
  *     tcompile's own (TC_ERR_STATE).
  * Not checked (trusted, undefined behaviour when wrong):
