@@ -2876,7 +2876,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
     int i, best = -1;
     if (!c) return 0;
     if (!want) {
-        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %zu bytes", what, bytes);
+        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %llu bytes", what, (unsigned long long)bytes);
         return 0;
     }
     for (i = 0; i < c->nfree; i++) {
@@ -2897,7 +2897,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
         r = tc__cu.cu.MemAlloc(&p, want);
     }
     if (r != TC__CUDA_SUCCESS) {
-        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %zu bytes: %s", what, want, tc__cu_errname(r));
+        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %llu bytes: %s", what, (unsigned long long)want, tc__cu_errname(r));
         return 0;
     }
     c->allocs++;
@@ -2938,7 +2938,7 @@ TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, siz
                 : tc__cu.cu.MemcpyHtoDAsync(dev, host, bytes, c->stream);
     if (r == TC__CUDA_SUCCESS) r = tc__cu.cu.StreamSynchronize(c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %zu bytes %s the device: %s", what, bytes,
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %llu bytes %s the device: %s", what, (unsigned long long)bytes,
                             to_host ? "from" : "to", tc__cu_errname(r));
     return TC_OK;
 }
@@ -2950,7 +2950,7 @@ TC__FN TC__UNUSED tc_result tc__cuda_copy_d2d(tc_ctx *ctx, tc__CUdeviceptr dst, 
     if (bytes == 0) return TC_OK;
     r = tc__cu.cu.MemcpyDtoDAsync(dst, src, bytes, c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %zu bytes: %s", what, bytes, tc__cu_errname(r));
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %llu bytes: %s", what, (unsigned long long)bytes, tc__cu_errname(r));
     return TC_OK;
 }
 
@@ -3491,7 +3491,7 @@ TC__FN tc_result tc__stage(const tc_tensor *t, tc__staged *st, const char *what)
     st->lo = lo;
     st->bytes = hi >= lo ? (size_t)(hi - lo + 1) * es : 0;
     buf = TC_MALLOC(st->bytes ? st->bytes : 1);
-    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %zu bytes", what, st->bytes);
+    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %llu bytes", what, (unsigned long long)st->bytes);
     memset(&st->hs, 0, sizeof st->hs);
     st->hs.data = buf;
     st->hs.refs = 1;
