@@ -413,26 +413,44 @@
  *  16. THREAT MODEL
  * ===========================================================================
  *
- * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
- * they are validated and overflow-checked, and bad values produce errors, not
- * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6); a file
- * truncated while mapped is not checked (SIGBUS, section 9: copy it).
- * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
- * or tc_write must be valid for the sizes given, and a tensor pointer must
- * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC
- * found by name (or named in TC_CUDA_LIB / TC_NVRTC_LIB) are trusted code
- * loaded into the process; the CUDA C tcompile generates is compiled only
- * from its own kernels, never from user text.  Tensor *values* (NaN, inf)
- * are data, never control.  A context is not safe to use from two threads
- * at once.
+ * Checked (untrusted, an error and never a crash):
+ *   - shapes, dtypes, axes, indices and sizes passed to the API: validated,
+ *     with every product, stride extent and byte count overflow-checked;
+ *   - index tensors (embedding, gather, index_select): every element, on
+ *     the CPU and on the GPU (a flag the kernel raises, read back after the
+ *     launch or the CUDA graph's replay);
+ *   - safetensors files (section 6): the header strictly, every tensor's
+ *     extent against the file, names by a sorted index;
+ *   - running out of memory: every allocation may fail (the tests fail
+ *     each allocation of a first call in turn), giving errored outputs and
+ *     a message, with nothing leaked and the context usable after;
+ *   - graph size: no pass recurses in proportion to the graph (below);
+ *   - a scope the user ends inside a compiled function cannot free
+ *     tcompile's own (TC_ERR_STATE).
+ * Not checked (trusted, undefined behaviour when wrong):
+ *   - pointers: one passed to tc_wrap, tc_from_data, tc_read or tc_write
+ *     must be valid for the sizes given, and a tensor, context or function
+ *     pointer must be one tcompile returned and not yet freed (a use after
+ *     tc_free is not detected);
+ *   - a mapped checkpoint truncated or rewritten while open (SIGBUS on the
+ *     next read of a view: open it with the copy option, section 9);
+ *   - the CUDA driver and NVRTC found by name (or named in TC_CUDA_LIB /
+ *     TC_NVRTC_LIB): trusted code loaded into the process; the CUDA C
+ *     tcompile compiles is its own, never user text;
+ *   - two threads using one context at once (one at a time is fine).
+ * Tensor *values* (NaN, inf) are data, never control.
+ *
+ * A graph's length costs heap, not stack: tracing, the passes, fusion and
+ * planning use a bounded C stack whatever the graph's size (tested: 20k-op
+ * graphs compiled on a thread with a 256 KB stack), and compile time and
+ * memory grow linearly with the graph.
  *
  * ===========================================================================
  *  17. LICENSE: MIT or public domain (Unlicense), at your choice; see the end.
  * ===========================================================================
  */
-#line TC__LINE_AT(435, "tcompile.h", 435)
-#line TC__LINE_AT(1, "src/api.h", 436)
+#line TC__LINE_AT(453, "tcompile.h", 453)
+#line TC__LINE_AT(1, "src/api.h", 454)
 #ifndef TCOMPILE_H
 #define TCOMPILE_H
 
@@ -1068,6 +1086,9 @@ typedef struct tc_explain_info {
                                 fused epilogue)                             */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
+    int compiles;            /* graphs fused and planned into a program:
+                                once per signature (and per new segment of
+                                a trace with breaks), never per call        */
     int dynamic_dims;        /* input dims made dynamic automatically       */
     int calls, cached_calls, eager_calls;
     int recorded_calls;      /* traces with breaks: recorded again, each
@@ -1138,14 +1159,14 @@ TCDEF void tc_graph_break_at(tc_ctx *ctx, TC_AT_);
 #endif
 
 #endif /* TCOMPILE_H */
-#line TC__LINE_AT(1142, "tcompile.h", 1142)
+#line TC__LINE_AT(1163, "tcompile.h", 1163)
 
 #ifdef TCOMPILE_IMPLEMENTATION
 #ifndef TCOMPILE_IMPLEMENTATION_DONE_
 #define TCOMPILE_IMPLEMENTATION_DONE_
 
 /* ===== src/impl_prelude.h ===== */
-#line TC__LINE_AT(1, "src/impl_prelude.h", 1149)
+#line TC__LINE_AT(1, "src/impl_prelude.h", 1170)
 /* Implementation prelude: system headers, allocation hooks, internal types
  * shared by every stage. */
 
@@ -1340,7 +1361,7 @@ struct tc_ctx {
 #ifdef __cplusplus
 }
 #endif
-#line TC__LINE_AT(1344, "tcompile.h", 1344)
+#line TC__LINE_AT(1365, "tcompile.h", 1365)
 
 /* ===== ISA levels (generated by tools/amalgamate.sh from its ISAS list) =====
  * TC__ISA_LEVELS(X): X(level, suffix, lanes, CPU features needed) for each
@@ -1374,10 +1395,10 @@ struct tc_ctx {
 #define TC__ISA_ROW_scalar_(X)
 #endif
 #define TC__ISA_LEVELS(X) TC__ISA_ROW_avx512_(X) TC__ISA_ROW_avx2_(X) TC__ISA_ROW_v128_(X) TC__ISA_ROW_scalar_(X)
-#line TC__LINE_AT(1378, "tcompile.h", 1378)
+#line TC__LINE_AT(1399, "tcompile.h", 1399)
 
 /* ===== src/runtime/platform.c ===== */
-#line TC__LINE_AT(1, "src/runtime/platform.c", 1381)
+#line TC__LINE_AT(1, "src/runtime/platform.c", 1402)
 /* Platform layer: the only file with OS-specific code (threads, dynamic
  * loading, file mapping, CPU features, timers).  Porting = this file. */
 
@@ -1822,10 +1843,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1826, "tcompile.h", 1826)
+#line TC__LINE_AT(1847, "tcompile.h", 1847)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1829)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1850)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -2169,10 +2190,10 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2173, "tcompile.h", 2173)
+#line TC__LINE_AT(2194, "tcompile.h", 2194)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2176)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2197)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
@@ -2397,10 +2418,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2401, "tcompile.h", 2401)
+#line TC__LINE_AT(2422, "tcompile.h", 2422)
 
 /* ===== src/cuda/driver.c ===== */
-#line TC__LINE_AT(1, "src/cuda/driver.c", 2404)
+#line TC__LINE_AT(1, "src/cuda/driver.c", 2425)
 /* The CUDA driver and NVRTC, found at run time.
  *
  * Nothing here needs the CUDA SDK to build: the driver's and NVRTC's ABI is
@@ -2583,6 +2604,7 @@ typedef struct tc__cuda_api {
     int cc_major, cc_minor, sm_count, max_threads, smem_block, smem_optin, l2_bytes;
     int driver_version, nvrtc_major, nvrtc_minor;
     int arch_max;                   /* the newest sm NVRTC targets (CUBIN)   */
+    int archs[64], narchs;          /* every sm it targets                   */
     char name[96];
     int lock;
 } tc__cuda_api;
@@ -2702,8 +2724,11 @@ TC__FN int tc__cu_query_device(void) {
     if (tc__cu.nv.GetNumSupportedArchs(&na) != TC__NVRTC_SUCCESS || na < 1 || na > 64 ||
         tc__cu.nv.GetSupportedArchs(archs) != TC__NVRTC_SUCCESS)
         return tc__cu_fail("NVRTC: %s%s", "nvrtcGetSupportedArchs failed", "");
-    for (i = 0; i < na; i++)
+    for (i = 0; i < na; i++) {
+        tc__cu.archs[i] = archs[i];
         if (archs[i] > tc__cu.arch_max) tc__cu.arch_max = archs[i];
+    }
+    tc__cu.narchs = na;
     return 0;
 }
 
@@ -2742,10 +2767,10 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2746, "tcompile.h", 2746)
+#line TC__LINE_AT(2771, "tcompile.h", 2771)
 
 /* ===== src/cuda/memory.c ===== */
-#line TC__LINE_AT(1, "src/cuda/memory.c", 2749)
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2774)
 /* A context's CUDA state: its stream, its cache of device blocks, copies.
  *
  * Made when the context first touches the device (tc__cuda_ctx_get) and
@@ -2853,7 +2878,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
     int i, best = -1;
     if (!c) return 0;
     if (!want) {
-        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %zu bytes", what, bytes);
+        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %llu bytes", what, (unsigned long long)bytes);
         return 0;
     }
     for (i = 0; i < c->nfree; i++) {
@@ -2874,7 +2899,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
         r = tc__cu.cu.MemAlloc(&p, want);
     }
     if (r != TC__CUDA_SUCCESS) {
-        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %zu bytes: %s", what, want, tc__cu_errname(r));
+        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %llu bytes: %s", what, (unsigned long long)want, tc__cu_errname(r));
         return 0;
     }
     c->allocs++;
@@ -2915,7 +2940,7 @@ TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, siz
                 : tc__cu.cu.MemcpyHtoDAsync(dev, host, bytes, c->stream);
     if (r == TC__CUDA_SUCCESS) r = tc__cu.cu.StreamSynchronize(c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %zu bytes %s the device: %s", what, bytes,
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %llu bytes %s the device: %s", what, (unsigned long long)bytes,
                             to_host ? "from" : "to", tc__cu_errname(r));
     return TC_OK;
 }
@@ -2927,7 +2952,7 @@ TC__FN TC__UNUSED tc_result tc__cuda_copy_d2d(tc_ctx *ctx, tc__CUdeviceptr dst, 
     if (bytes == 0) return TC_OK;
     r = tc__cu.cu.MemcpyDtoDAsync(dst, src, bytes, c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %zu bytes: %s", what, bytes, tc__cu_errname(r));
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %llu bytes: %s", what, (unsigned long long)bytes, tc__cu_errname(r));
     return TC_OK;
 }
 
@@ -2974,10 +2999,10 @@ TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx) { return ctx ? TC_OK : TC_ERR_N
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2978, "tcompile.h", 2978)
+#line TC__LINE_AT(3003, "tcompile.h", 3003)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 2981)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 3006)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3468,7 +3493,7 @@ TC__FN tc_result tc__stage(const tc_tensor *t, tc__staged *st, const char *what)
     st->lo = lo;
     st->bytes = hi >= lo ? (size_t)(hi - lo + 1) * es : 0;
     buf = TC_MALLOC(st->bytes ? st->bytes : 1);
-    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %zu bytes", what, st->bytes);
+    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %llu bytes", what, (unsigned long long)st->bytes);
     memset(&st->hs, 0, sizeof st->hs);
     st->hs.data = buf;
     st->hs.refs = 1;
@@ -3652,10 +3677,10 @@ TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
     t->status = r;
     return t;
 }
-#line TC__LINE_AT(3656, "tcompile.h", 3656)
+#line TC__LINE_AT(3681, "tcompile.h", 3681)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3659)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3684)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3937,10 +3962,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3941, "tcompile.h", 3941)
+#line TC__LINE_AT(3966, "tcompile.h", 3966)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3944)
+#line TC__LINE_AT(1, "src/internal.h", 3969)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -4099,6 +4124,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
 /* ---- compiler/graph.c */
 TC__FN void tc__graph_free(struct tc__graph *g);
 TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_reserve(struct tc__graph *g, int cap);
 TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
 TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
 TC__FN int tc__pass_dce(struct tc__graph *g);
@@ -4163,6 +4189,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const 
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
 TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out);
+TC__FN const char *tc__cu_int_expr(int op);
 #endif
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
@@ -4176,7 +4203,7 @@ TC__FN unsigned tc__logs_from_env(void);
 TC__FN int tc__fuse_logs(const tc_fn *f);
 
 /* ---- compiler/trace.c */
-TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__segcache **segs);
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__program **pout, struct tc__segcache **segs);
 TC__FN void tc__segcache_free(struct tc__segcache *c);
 TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n);
 TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r);
@@ -4189,10 +4216,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4193, "tcompile.h", 4193)
+#line TC__LINE_AT(4220, "tcompile.h", 4220)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4196)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4223)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5043,10 +5070,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5047, "tcompile.h", 5047)
+#line TC__LINE_AT(5074, "tcompile.h", 5074)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5050)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5077)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5767,10 +5794,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5771, "tcompile.h", 5771)
+#line TC__LINE_AT(5798, "tcompile.h", 5798)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5774)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5801)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6345,7 +6372,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6349, "tcompile.h", 6349)
+#line TC__LINE_AT(6376, "tcompile.h", 6376)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6357,7 +6384,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6361)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6388)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6698,7 +6725,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6702, "tcompile.h", 6702)
+#line TC__LINE_AT(6729, "tcompile.h", 6729)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6715,7 +6742,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6719)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6746)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7056,7 +7083,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7060, "tcompile.h", 7060)
+#line TC__LINE_AT(7087, "tcompile.h", 7087)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7073,7 +7100,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7077)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7104)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7414,7 +7441,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7418, "tcompile.h", 7418)
+#line TC__LINE_AT(7445, "tcompile.h", 7445)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7431,7 +7458,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7435)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7462)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7772,7 +7799,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7776, "tcompile.h", 7776)
+#line TC__LINE_AT(7803, "tcompile.h", 7803)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7780,7 +7807,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7784)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 7811)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8395,10 +8422,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8399, "tcompile.h", 8399)
+#line TC__LINE_AT(8426, "tcompile.h", 8426)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8402)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8429)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8669,10 +8696,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8673, "tcompile.h", 8673)
+#line TC__LINE_AT(8700, "tcompile.h", 8700)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8676)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 8703)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9318,10 +9345,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9322, "tcompile.h", 9322)
+#line TC__LINE_AT(9349, "tcompile.h", 9349)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9325)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9352)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9728,10 +9755,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9732, "tcompile.h", 9732)
+#line TC__LINE_AT(9759, "tcompile.h", 9759)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9735)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 9762)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10528,10 +10555,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10532, "tcompile.h", 10532)
+#line TC__LINE_AT(10559, "tcompile.h", 10559)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10535)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 10562)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -10560,6 +10587,8 @@ typedef struct tc__node {
     int line;
     uint64_t hash;
     int next_same_hash;        /* bucket chain, -1 ends                  */
+    int vroot;                 /* the node a chain of views over it starts
+                                  from (itself when not a view)          */
 } tc__node;
 
 typedef struct tc__graph {
@@ -10632,6 +10661,50 @@ TC__FN int tc__node_same(const tc__node *a, const tc__node *b) {
     return memcmp(&a->a, &b->a, sizeof a->a) == 0;
 }
 
+/* The node the views ending at node id start from, set on insertion (so
+ * a walk down a chain of views costs nothing, whatever its length). */
+TC__FN int tc__view_root_of(const tc__graph *g, const tc__node *n, int id) {
+    if (n->kind == TC__NODE_OP && tc__optable[n->op].cls == TC__CLASS_VIEW && n->nin > 0 && n->in[0] >= 0)
+        return g->nodes[n->in[0]].vroot;
+    return id;
+}
+
+/* Rebuilds the hash table with nb buckets (more than it has), so a lookup
+ * stays O(1) however large the graph grows.  -1 on OOM. */
+TC__FN int tc__graph_rehash(tc__graph *g, int nb) {
+    int i, *b = (int *)TC_MALLOC(sizeof(int) * (size_t)nb);
+    if (!b) return -1;
+    for (i = 0; i < nb; i++) b[i] = -1;
+    for (i = 0; i < g->n; i++) {
+        int k = (int)(g->nodes[i].hash % (uint64_t)nb);
+        g->nodes[i].next_same_hash = b[k];
+        b[k] = i;
+    }
+    TC_FREE(g->buckets);
+    g->buckets = b;
+    g->nbuckets = nb;
+    return 0;
+}
+
+/* Room for cap nodes (and as many hash buckets), so a graph whose size is
+ * known ahead (a pass's copy of one) grows without copies.  -1 on OOM. */
+TC__FN int tc__graph_reserve(tc__graph *g, int cap) {
+    int nb = g->nbuckets, i;
+    tc__node *nn;
+    if (cap > g->cap) {
+        /* moving the nodes moves their inline input arrays: fix the pointers */
+        if (!(nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap))) return -1;
+        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
+        for (i = 0; i < g->n; i++)
+            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
+        TC_FREE(g->nodes);
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    while (nb < cap && nb < (1 << 28)) nb *= 2;
+    return nb > g->nbuckets ? tc__graph_rehash(g, nb) : 0;
+}
+
 /* Ops whose result must not be shared between two calls. */
 TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP && n->op == TC__OP_EMPTY); }
 
@@ -10642,6 +10715,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     uint64_t h;
     int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
+    if (g->n >= g->nbuckets && g->nbuckets < (1 << 28) && tc__graph_rehash(g, 2 * g->nbuckets) != 0) return -1;
     /* copy the inputs first: proto->in may point into g->nodes, which
      * growing the array below frees */
     if (tmp.nin <= TC__MAX_IN) {
@@ -10662,26 +10736,16 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
                 TC_FREE(heap_in);
                 return id;
             }
-    /* realloc of nodes moves the inline arrays: fix pointers before growing */
-    if (g->n == g->cap) {
-        int cap = g->cap ? g->cap * 2 : 64, i;
-        tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) {
-            TC_FREE(heap_in);
-            return -1;
-        }
-        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
-        for (i = 0; i < g->n; i++)
-            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
-        TC_FREE(g->nodes);
-        g->nodes = nn;
-        g->cap = cap;
+    if (g->n == g->cap && tc__graph_reserve(g, g->cap ? g->cap * 2 : 64) != 0) {
+        TC_FREE(heap_in);
+        return -1;
     }
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
     n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
+    n->vroot = tc__view_root_of(g, n, id);
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;
     g->n++;
@@ -10731,6 +10795,7 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         remap[i] = n;
         for (k = 0; k < nd->nin; k++)
             if (nd->in[k] >= 0) nd->in[k] = remap[nd->in[k]];
+        nd->vroot = remap[nd->vroot]; /* live: the views' inputs are */
         if (n != i) {
             g->nodes[n] = *nd;
             if (nd->in == nd->in_small) g->nodes[n].in = g->nodes[n].in_small;
@@ -10928,7 +10993,7 @@ TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, i
 /* A deep copy (payloads duplicated, so each graph owns its own). */
 TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
     tc__graph *c = tc__graph_new();
-    int i, fresh, ok = c != NULL;
+    int i, fresh, ok = c != NULL && tc__graph_reserve(c, g->n) == 0;
     for (i = 0; ok && i < g->n; i++) {
         tc__node nd = g->nodes[i];
         if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {
@@ -10969,10 +11034,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(10973, "tcompile.h", 10973)
+#line TC__LINE_AT(11038, "tcompile.h", 11038)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 10976)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11041)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11107,7 +11172,9 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
  * rewritten nodes. */
 TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k;
+    /* about as many nodes as the old graph (a pass that adds many grows it) */
+    int ok = ng && map && tc__graph_reserve(ng, g->n + g->n / 8 + 64) == 0;
     *changed = 0;
     for (o = 0; ok && o < g->n; o++) {
         const tc__node *nd = &g->nodes[i = order ? order[o] : o];
@@ -11219,12 +11286,7 @@ TC__FN int tc__contig_result(const tc__graph *g, int id) {
 /* Node id of g reads memory an op of the graph wrote (itself, or what a
  * chain of views of it starts from), not the caller's (an input, a
  * parameter, wrapped memory). */
-TC__FN int tc__fresh_root(const tc__graph *g, int id) {
-    while (g->nodes[id].kind == TC__NODE_OP && tc__optable[g->nodes[id].op].cls == TC__CLASS_VIEW &&
-           g->nodes[id].nin > 0 && g->nodes[id].in[0] >= 0)
-        id = g->nodes[id].in[0];
-    return tc__contig_result(g, id);
-}
+TC__FN int tc__fresh_root(const tc__graph *g, int id) { return tc__contig_result(g, g->nodes[id].vroot); }
 
 /* A copy of node x: an op's own result with x's values. */
 TC__FN int tc__g_clone(tc__graph *g, int x, const char *file, int line) {
@@ -11903,10 +11965,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11907, "tcompile.h", 11907)
+#line TC__LINE_AT(11969, "tcompile.h", 11969)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11910)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 11972)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12059,7 +12121,8 @@ typedef struct tc__kstage {
 typedef struct tc__kernel {
     int ndim, row0;
     int64_t shape[TC_MAX_DIMS];
-    tc__kaccess acc[TC__VM_MAXACC];
+    tc__kaccess *acc;          /* nacc of them, at most TC__VM_MAXACC (its
+                                  own array; a kernel is small to keep)    */
     int nacc;
     tc__vins *code;
     int ncode, cap;
@@ -12148,7 +12211,9 @@ TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
-    if (k) TC_FREE(k->code);
+    if (!k) return;
+    TC_FREE(k->code);
+    TC_FREE(k->acc);
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
@@ -12290,9 +12355,9 @@ typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
     int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
-    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
-    float cval;
+    float cval;      /* a CONST instruction's register: its value (else 0)      */
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int cst;         /* uniform and of constants only (no row scalar)          */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
 
@@ -12308,6 +12373,7 @@ TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
     if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
     p->v[d].x = p->v[d].sq = -1;
     p->v[d].uni = 1;
+    p->v[d].cst = (a < 0 || p->v[a].cst) && (b < 0 || p->v[b].cst);
     p->v[d].kept = 0;
     return (int16_t)d;
 }
@@ -12350,16 +12416,24 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
         in->a = y->x;
     }
     v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    v[in->dst].cst = v[in->dst].uni && v[in->a].cst && (in->b < 0 || v[in->b].cst) && (in->c < 0 || v[in->c].cst);
     if (v[in->dst].uni) return;
     if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
         in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
         in->op = (int16_t)(op = TC__OP_MUL);
     }
-    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+    /* A row scalar (softmax's max) added to or subtracted from a value
+     * folded from x (x * s + t) is not folded into it: the scalar came
+     * from that value rounded, and x * s - m in one multiply-add is, for
+     * the row's largest element, the product's rounding error instead of
+     * 0 (half an ulp of m: past 88 for |m| > 1.5e9, where exp overflows and
+     * the softmax row is NaN). */
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni &&
+        (op == TC__OP_MUL || v[in->b].cst || (in->as < 0 && in->at < 0)))
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
     else if (bin && op == TC__OP_SUB && v[in->a].uni) { /* u - y: a uniform a has no prologue */
         const tc__vval *y = &v[in->b];
-        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        if (y->x >= 0 && (v[in->a].cst || (y->s < 0 && y->t < 0))) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
         else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
@@ -12396,12 +12470,10 @@ TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
 TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
 
-/* The instruction of code[begin, i) that defines register r, or NULL. */
-static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
-    int j;
-    for (j = i - 1; j >= begin; j--)
-        if (k->code[j].dst == r) return &k->code[j];
-    return NULL;
+/* The instruction of code[begin, i) that defines register r, or NULL
+ * (def: each register's defining instruction, -1 none: the code is SSA). */
+static tc__vins *tc__vsimp_def(tc__kernel *k, const int *def, int i, int16_t r) {
+    return r >= 0 && def[r] >= 0 && def[r] < i ? &k->code[def[r]] : NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
@@ -12409,8 +12481,11 @@ static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
  * where x is a ratio gate h(z * s + t) read only here and g is none or a
  * ratio gate, the product reads z through h and its prologue too
  * (tc__vins.au), and h's pass goes. */
-TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val, int *def, int nvreg) {
     int i, side;
+    for (i = 0; i < nvreg; i++) def[i] = -1;
+    for (i = begin; i < k->ncode; i++)
+        if (k->code[i].dst >= 0) def[k->code[i].dst] = i;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
@@ -12419,7 +12494,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            g = tc__vsimp_def(k, begin, i, u);
+            g = tc__vsimp_def(k, def, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -12428,7 +12503,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             break;
         }
         if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
-        h = tc__vsimp_def(k, begin, i, m->a);
+        h = tc__vsimp_def(k, def, i, m->a);
         if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
         m->a = h->a;
         m->as = h->as;
@@ -12456,7 +12531,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
     tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
     tc__vsimp p;
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap * 2);
     p.k = k;
     p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
     p.nvreg = *nvreg;
@@ -12493,7 +12568,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         }
         if (!p.oom) {
             tc__vsimp_dce(k, begin, uses);
-            tc__vsimp_gate(k, begin, uses, p.v);
+            tc__vsimp_gate(k, begin, uses, p.v, uses + cap, p.nvreg);
         }
         *nvreg = p.nvreg;
     }
@@ -12502,10 +12577,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12506, "tcompile.h", 12506)
+#line TC__LINE_AT(12581, "tcompile.h", 12581)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12509)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 12584)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -12529,11 +12604,32 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
  *                  the kernel needs several passes over a row longer than
  *                  TC__ROW_CACHE_BYTES the reduction is materialized instead;
  *   - limits:      a kernel over the executor's limits (registers, buffers,
- *                  slots, stages) materializes the node that overflowed.
+ *                  slots, stages) materializes the node that overflowed; a
+ *                  stage past its registers' range is split along the kernel
+ *                  (tc__fuse_split);
+ *   - bound:       a region no kernel could hold (twice the limits) is split
+ *                  before the kernels are built (tc__fuse_bound).
  * The fixed point is reached by rebuilding after each new materialization;
- * TC_LOGS=fusion prints every decision with its reason. */
+ * TC_LOGS=fusion prints every decision with its reason.
+ *
+ * Cost: a decision rebuilds only the kernels whose inlined region holds the
+ * node it changed (found by walking up from that node to the kernels' roots),
+ * in the order the rounds would, so the decisions and kernels are those of
+ * rebuilding every kernel per round; the walks over a kernel's region use
+ * explicit stacks, never the C stack, so a graph of any length compiles on
+ * a small thread stack. */
 
 #define TC__RECOMPUTE_MAX 8
+/* SSA values plus four per instruction in one stage (tc__fuse_ssa_full) */
+#define TC__VM_MAXSSA 32000
+/* Values a kernel can hold: each costs at least five of a stage's
+ * TC__VM_MAXSSA in some stage, and there are TC__VM_MAXSTAGE stages; a
+ * region walked past this many is split where the walk stopped. */
+#define TC__FUSE_MAXVALS (TC__VM_MAXSTAGE * TC__VM_MAXSSA / 5)
+/* A stage past its registers' range is split every this many values along
+ * the kernel's walk (each value costs at most about 20 of TC__VM_MAXSSA,
+ * so a piece fits): one decision, not one per range's worth. */
+#define TC__FUSE_SPLIT 1024
 #define TC__ROW_CACHE_BYTES (256 * 1024)
 
 typedef struct tc__vmap {
@@ -12552,7 +12648,26 @@ typedef struct tc__fval {
     int local, local_stage;    /* row buffer id and the stage filling it    */
     int vreg, vreg_stage;      /* SSA register in the stage being emitted   */
     int slot;                  /* a reduction's slot, -1 none               */
+    int next;                  /* the next value in its hash bucket, -1 end */
 } tc__fval;
+
+/* One step of a walk over a kernel's region (tc__fuse_level, _reach,
+ * _emit): the walks keep their own stack, so their depth is the graph's,
+ * not the C stack's. */
+typedef struct tc__fstep {
+    int node, vi, k, state, acc, sl;
+    int in[3];
+    tc__vmap m;
+} tc__fstep;
+
+/* A built kernel kept for its root while nothing in its region changes:
+ * the kernel, the nodes it computes (each once), then the nodes whose
+ * inlined cost it evaluated (tc__subtree_cost). */
+typedef struct tc__frec {
+    tc__kernel k;
+    int ncomp, nmemo;
+    int *list;                 /* ncomp computed nodes, then nmemo         */
+} tc__frec;
 
 typedef struct tc__fslot {
     int val;                   /* the reduction's fval                      */
@@ -12567,16 +12682,40 @@ typedef struct tc__fuse {
     const tc_tensor *hdr;      /* concrete shapes per node (the program's)  */
     int n;
     char *fusible, *mat, *nofuse, *is_view_ok;
-    int *kcount, *klast;       /* kernels that compute each inlined node    */
-    int *group, cur;           /* the (last) kernel computing each node     */
-    double *scost;             /* inlined subtree cost, -1 unknown          */
+    int *kcount, *klast;       /* kernels that compute each inlined node;
+                                  klast: the last build that counted it    */
+    double *scost;             /* inlined subtree cost, when cstamp = build */
     signed char *sred;         /* inlined subtree holds a reduction         */
+    int *cstamp;
     int8_t (*vq)[TC_MAX_DIMS]; /* per view node and base dim: the view dim */
     int64_t (*vc)[TC_MAX_DIMS], (*vo)[TC_MAX_DIMS];
     int logs;
+    /* the rounds, kept incrementally (tc__fuse_graph) */
+    int *use_start, *use;      /* consumers of each node (CSR)              */
+    tc__frec **rec;            /* per root: its kernel while valid, or NULL */
+    char *stale;               /* per root: rec is for an older state       */
+    int *dirty, ndirty;        /* roots to build, a min-heap                */
+    char *indirty;
+    int *cand, ncand;          /* nodes read by 2+ kernels, a min-heap      */
+    char *incand, *rejected;
+    int *mcount;               /* valid kernels that evaluated each node's
+                                  inlined cost (mcost, mred: that cost)     */
+    double *mcost;
+    signed char *mred;
+    int *walk, *wstamp;        /* tc__fuse_invalidate's stack and marks     */
+    int phase;                 /* evaluating the recompute rule: costs use
+                                  the kernels' evaluations (mcount)         */
+    int *comp, ncomp, capcomp; /* the build's computed nodes               */
+    int *memo, nmemo, capmemo; /* the build's evaluated costs              */
+    tc__fstep *stk;            /* the walks' stack                          */
+    int nstk, capstk;
+    int *cstk, ncstk;          /* tc__subtree_cost's stack (n deep at most) */
+    int *vbucket, *vbstamp;    /* the values' hash table, valid where
+                                  vbstamp = build                          */
+    int nbucket;
     /* one kernel being built */
     tc__kernel *k;
-    int root, kid;
+    int root, build, builds;   /* build: this build's stamp (> 0)          */
     int ndom, row_set, row_appended, nrow;
     int64_t dom[TC_MAX_DIMS];
     int8_t row[TC_MAX_DIMS];
@@ -12586,7 +12725,9 @@ typedef struct tc__fuse {
     int nslot;
     int nvreg, stage, scalar_stage;
     int acc_vreg[TC__VM_MAXACC], acc_stage[TC__VM_MAXACC]; /* loads done this stage */
+    tc__kaccess accbuf[TC__VM_MAXACC]; /* the accesses of the kernel being built */
     int fail_node;             /* materialize this to make progress         */
+    int split;                 /* the failure was a stage too long          */
     int oom;
     char why[160];
 } tc__fuse;
@@ -12755,10 +12896,46 @@ TC__FN void tc__vmap_broadcast(const tc__fuse *f, int in, int out, const tc__vma
     tc__vmap_norm(mi, hi);
 }
 
+TC__FN unsigned tc__vmap_hash(int node, const tc__vmap *m) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)node;
+    int d;
+    for (d = 0; d < m->nd; d++) {
+        h = (h ^ (uint64_t)(m->kdim[d] + 2)) * 0xff51afd7ed558ccdull;
+        h = (h ^ (uint64_t)m->coef[d]) * 0xc4ceb9fe1a85ec53ull;
+        h = (h ^ (uint64_t)m->off[d]) * 0xff51afd7ed558ccdull;
+    }
+    return (unsigned)(h ^ (h >> 31));
+}
+
+/* The values' hash table sized for cap values (rebuilt for this build's). */
+TC__FN int tc__fval_rehash(tc__fuse *f, int cap) {
+    int nb = 64, i, *b, *st;
+    while (nb < 2 * cap) nb *= 2;
+    if (nb <= f->nbucket) return 0;
+    b = (int *)TC_REALLOC(f->vbucket, sizeof(int) * (size_t)nb);
+    if (b) f->vbucket = b;
+    st = b ? (int *)TC_REALLOC(f->vbstamp, sizeof(int) * (size_t)nb) : NULL;
+    if (!b || !st) return -1;
+    f->vbstamp = st;
+    f->nbucket = nb;
+    for (i = 0; i < nb; i++) st[i] = 0;
+    for (i = 0; i < f->nv; i++) {
+        int h = (int)(tc__vmap_hash(f->v[i].node, &f->v[i].m) & (unsigned)(nb - 1));
+        f->v[i].next = st[h] == f->build ? b[h] : -1;
+        b[h] = i;
+        st[h] = f->build;
+    }
+    return 0;
+}
+
+/* The kernel's value (node, m), added when new: a hash lookup, so a kernel
+ * of many values is built in time linear in them. */
 TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
-    int i;
-    for (i = 0; i < f->nv; i++)
-        if (f->v[i].node == node && tc__vmap_eq(&f->v[i].m, m)) return i;
+    unsigned h = tc__vmap_hash(node, m);
+    int i, b = (int)(h & (unsigned)(f->nbucket - 1));
+    if (f->vbstamp[b] == f->build)
+        for (i = f->vbucket[b]; i >= 0; i = f->v[i].next)
+            if (f->v[i].node == node && tc__vmap_eq(&f->v[i].m, m)) return i;
     if (f->nv == f->capv) {
         int cap = f->capv ? f->capv * 2 : 64;
         tc__fval *nv = (tc__fval *)TC_REALLOC(f->v, sizeof(tc__fval) * (size_t)cap);
@@ -12769,6 +12946,13 @@ TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
         f->v = nv;
         f->capv = cap;
     }
+    if (2 * (f->nv + 1) > f->nbucket) {
+        if (tc__fval_rehash(f, f->capv) != 0) {
+            f->oom = 1;
+            return -1;
+        }
+        b = (int)(h & (unsigned)(f->nbucket - 1));
+    }
     memset(&f->v[f->nv], 0, sizeof f->v[0]);
     f->v[f->nv].node = node;
     f->v[f->nv].m = *m;
@@ -12776,6 +12960,9 @@ TC__FN int tc__fval_get(tc__fuse *f, int node, const tc__vmap *m) {
     f->v[f->nv].local = -1;
     f->v[f->nv].vreg_stage = -1;
     f->v[f->nv].slot = -1;
+    f->v[f->nv].next = f->vbstamp[b] == f->build ? f->vbucket[b] : -1;
+    f->vbucket[b] = f->nv;
+    f->vbstamp[b] = f->build;
     return f->nv++;
 }
 
@@ -12787,23 +12974,83 @@ TC__FN int tc__inlined(const tc__fuse *f, int i) {
     return f->fusible[i] && !f->nofuse[i] && (!f->mat[i] || i == f->root);
 }
 
-/* Cost in units per element of computing node i with everything it inlines. */
-TC__FN double tc__subtree_cost(tc__fuse *f, int i) {
-    const tc__node *nd = &f->g->nodes[i];
-    double c = 0;
-    int k;
-    if (f->scost[i] >= 0) return f->scost[i];
-    f->sred[i] = 0;
-    if (nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW) c = tc__op_cost(nd->op);
-    if (tc__node_is_reduce(nd)) f->sred[i] = 1;
-    for (k = 0; k < nd->nin; k++) {
-        int j = nd->in[k];
-        if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
-        c += tc__subtree_cost(f, j);
-        if (f->sred[j]) f->sred[i] = 1;
+/* Appends v to a growable int list; -1 on OOM (f->oom set). */
+TC__FN int tc__fuse_push_int(tc__fuse *f, int **a, int *n, int *cap, int v) {
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 64, *na = (int *)TC_REALLOC(*a, sizeof(int) * (size_t)c);
+        if (!na) {
+            f->oom = 1;
+            return -1;
+        }
+        *a = na;
+        *cap = c;
     }
-    f->scost[i] = c;
-    return c;
+    (*a)[(*n)++] = v;
+    return 0;
+}
+
+/* A node's inlined cost known to this evaluation: computed in this build
+ * (cstamp), or, while the recompute rule runs, by a kernel built before it
+ * (mcount: the rounds evaluated the rule with the costs their kernels had
+ * left behind, so a node materialized earlier in the same pass still
+ * counts where a kernel's evaluation covered it). */
+TC__FN int tc__cost_known(const tc__fuse *f, int i, double *c, int *red) {
+    if (f->phase && f->mcount[i] > 0) {
+        *c = f->mcost[i];
+        *red = f->mred[i];
+        return 1;
+    }
+    if (f->cstamp[i] != f->build) return 0;
+    *c = f->scost[i];
+    *red = f->sred[i];
+    return 1;
+}
+
+/* Cost in units per element of computing node i with everything it
+ * inlines; f->sred[i] tells whether that holds a reduction.  Memoized per
+ * build (the nodes evaluated are noted in f->memo). */
+TC__FN double tc__subtree_cost(tc__fuse *f, int i0) {
+    double c;
+    int red, top;
+    if (tc__cost_known(f, i0, &c, &red)) {
+        f->scost[i0] = c;
+        f->sred[i0] = (signed char)red;
+        return c;
+    }
+    /* post-order: a node is summed once every inlined input is known (each
+     * is on the stack at most once: inputs come before their readers) */
+    f->cstk[0] = i0;
+    top = 1;
+    while (top > 0) {
+        int i = f->cstk[top - 1], k, pushed = 0;
+        const tc__node *nd = &f->g->nodes[i];
+        for (k = 0; k < nd->nin && !pushed; k++) {
+            int j = nd->in[k];
+            if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
+            if (!tc__cost_known(f, j, &c, &red)) {
+                f->cstk[top++] = j;
+                pushed = 1;
+            }
+        }
+        if (pushed) continue;
+        /* every inlined input known: sum them (as the recursion did, in order) */
+        c = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW ? tc__op_cost(nd->op) : 0;
+        red = tc__node_is_reduce(nd);
+        for (k = 0; k < nd->nin; k++) {
+            int j = nd->in[k], rj = 0;
+            double cj = 0;
+            if (j < 0 || !tc__inlined(f, j) || j == f->root) continue;
+            tc__cost_known(f, j, &cj, &rj);
+            c += cj;
+            if (rj) red = 1;
+        }
+        f->scost[i] = c;
+        f->sred[i] = (signed char)red;
+        f->cstamp[i] = f->build;
+        if (tc__fuse_push_int(f, &f->memo, &f->nmemo, &f->capmemo, i) != 0) return 0;
+        top--;
+    }
+    return f->scost[i0];
 }
 
 TC__FN int tc__fuse_fail(tc__fuse *f, int node, const char *fmt, ...) TC__PRINTF(3, 4);
@@ -12920,76 +13167,141 @@ TC__FN void tc__fuse_resolve(const tc__fuse *f, int *node, tc__vmap *m) {
     }
 }
 
-/* Levels: the first stage a value can be computed in (slots it reads come
- * from earlier stages).  Creates the slots. */
-TC__FN int tc__fuse_level(tc__fuse *f, int node, const tc__vmap *m0) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, k, lvl = 0;
-    if (f->oom || f->fail_node >= 0) return 0;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    if (!tc__inlined(f, node)) return 0;
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0) return 0;
-    if (f->v[vi].level >= 0) return f->v[vi].level;
-    if (tc__node_is_reduce(nd)) {
-        tc__vmap mb;
-        int sl;
-        if (tc__fuse_row(f, node, m, &mb) != 0) return 0;
-        if (f->nslot == TC__VM_MAXSLOT) {
-            tc__fuse_fail(f, node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
-            return 0;
+/* A new step of a walk over the region (NULL on OOM, f->oom set). */
+TC__FN tc__fstep *tc__fstep_push(tc__fuse *f, int node, const tc__vmap *m) {
+    tc__fstep *st;
+    if (f->nstk == f->capstk) {
+        int cap = f->capstk ? f->capstk * 2 : 64;
+        tc__fstep *ns = (tc__fstep *)TC_REALLOC(f->stk, sizeof(tc__fstep) * (size_t)cap);
+        if (!ns) {
+            f->oom = 1;
+            return NULL;
         }
-        sl = f->nslot++;
-        f->slot[sl].val = vi;
-        f->slot[sl].body = nd->in[0];
-        f->slot[sl].mb = mb;
-        lvl = tc__fuse_level(f, nd->in[0], &mb) + 1;
-        f->slot[sl].level = lvl;
-        f->v[vi].slot = sl;
-    } else {
-        for (k = 0; k < nd->nin; k++) {
-            tc__vmap mi;
-            int l;
-            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-            l = tc__fuse_level(f, nd->in[k], &mi);
-            if (l > lvl) lvl = l;
+        f->stk = ns;
+        f->capstk = cap;
+    }
+    st = &f->stk[f->nstk++];
+    st->node = node;
+    st->m = *m;
+    st->state = 0;
+    st->vi = st->sl = -1;
+    st->k = st->acc = 0;
+    st->in[0] = st->in[1] = st->in[2] = -1;
+    return st;
+}
+
+/* The states of a step: entered, walking its inputs, waiting for its body
+ * (a reduction's input, one level down). */
+enum { TC__ST_ENTER = 0, TC__ST_INPUTS, TC__ST_BODY };
+
+/* Levels: the first stage a value can be computed in (slots it reads come
+ * from earlier stages).  Creates the slots.  Depth first from (node, m0),
+ * inputs in order, as a recursion would go (the slots' numbering follows). */
+TC__FN int tc__fuse_level(tc__fuse *f, int node0, const tc__vmap *m0) {
+    int ret = 0;
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return 0;
+    while (f->nstk > 0) {
+        tc__fstep *st = &f->stk[f->nstk - 1];
+        const tc__node *nd;
+        if (st->state == TC__ST_ENTER) {
+            tc__vmap mb;
+            int sl;
+            ret = 0;
+            if (f->oom || f->fail_node >= 0) {
+                f->nstk--;
+                continue;
+            }
+            tc__fuse_resolve(f, &st->node, &st->m);
+            if (!tc__inlined(f, st->node) || (st->vi = tc__fval_get(f, st->node, &st->m)) < 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->nv > TC__FUSE_MAXVALS) {
+                tc__fuse_fail(f, st->node, "more than %d values in one kernel", TC__FUSE_MAXVALS);
+                f->nstk--;
+                continue;
+            }
+            if (f->v[st->vi].level >= 0) {
+                ret = f->v[st->vi].level;
+                f->nstk--;
+                continue;
+            }
+            nd = &f->g->nodes[st->node];
+            if (!tc__node_is_reduce(nd)) {
+                st->state = TC__ST_INPUTS;
+                continue;
+            }
+            if (tc__fuse_row(f, st->node, &st->m, &mb) != 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->nslot == TC__VM_MAXSLOT) {
+                tc__fuse_fail(f, st->node, "more than %d reductions in one kernel", TC__VM_MAXSLOT);
+                f->nstk--;
+                continue;
+            }
+            sl = st->sl = f->nslot++;
+            f->slot[sl].val = st->vi;
+            f->slot[sl].body = nd->in[0];
+            f->slot[sl].mb = mb;
+            st->state = TC__ST_BODY;
+            if (!tc__fstep_push(f, nd->in[0], &mb)) return 0;
+        } else if (st->state == TC__ST_INPUTS) {
+            nd = &f->g->nodes[st->node];
+            if (st->k > 0 && ret > st->acc) st->acc = ret; /* input k - 1's level */
+            if (st->k < nd->nin) {
+                tc__vmap mi;
+                int in = nd->in[st->k++];
+                tc__vmap_broadcast(f, in, st->node, &st->m, &mi);
+                if (!tc__fstep_push(f, in, &mi)) return 0;
+                continue;
+            }
+            f->v[st->vi].level = ret = st->acc;
+            f->nstk--;
+        } else { /* the body's level: this slot's is one more */
+            f->slot[st->sl].level = ret + 1;
+            f->v[st->vi].slot = st->sl;
+            f->v[st->vi].level = ret = ret + 1;
+            f->nstk--;
         }
     }
-    f->v[vi].level = lvl;
-    return lvl;
+    return ret;
 }
 
 /* Marks the values stage s needs, walking down from its roots.  A value
  * an earlier stage computed and that costs 2+ units to recompute becomes a
  * row buffer (filled by that stage) and the walk stops there, so only the
- * frontier between stages is kept. */
-TC__FN void tc__fuse_reach(tc__fuse *f, int node, const tc__vmap *m0, int s, int64_t rowlen) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, k;
-    if (f->oom) return;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    if (!tc__inlined(f, node)) return;
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0 || (f->v[vi].reach & (1u << s))) return;
-    if (f->v[vi].local >= 0) return;
-    if (f->v[vi].reach && f->v[vi].slot < 0 && tc__subtree_cost(f, node) >= 2 && f->k->nlocal < TC__VM_MAXLOCAL &&
-        rowlen * (int64_t)sizeof(float) * (f->k->nlocal + 1) <= 4 * TC__ROW_CACHE_BYTES) {
-        int first = 0;
-        while (!(f->v[vi].reach & (1u << first))) first++;
-        f->v[vi].local = f->k->nlocal++;
-        f->v[vi].local_stage = first;
-        return;
-    }
-    f->v[vi].reach |= 1u << s;
-    if (f->v[vi].slot >= 0) return;
-    for (k = 0; k < nd->nin; k++) {
-        tc__vmap mi;
-        tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-        tc__fuse_reach(f, nd->in[k], &mi, s, rowlen);
+ * frontier between stages is kept.  Depth first, inputs in order. */
+TC__FN void tc__fuse_reach(tc__fuse *f, int node0, const tc__vmap *m0, int s, int64_t rowlen) {
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return;
+    while (f->nstk > 0) {
+        tc__fstep st = f->stk[--f->nstk];
+        const tc__node *nd;
+        int vi, k;
+        if (f->oom) return;
+        tc__fuse_resolve(f, &st.node, &st.m);
+        nd = &f->g->nodes[st.node];
+        if (!tc__inlined(f, st.node)) continue;
+        vi = tc__fval_get(f, st.node, &st.m);
+        if (vi < 0 || (f->v[vi].reach & (1u << s))) continue;
+        if (f->v[vi].local >= 0) continue;
+        if (f->v[vi].reach && f->v[vi].slot < 0 && tc__subtree_cost(f, st.node) >= 2 && f->k->nlocal < TC__VM_MAXLOCAL &&
+            rowlen * (int64_t)sizeof(float) * (f->k->nlocal + 1) <= 4 * TC__ROW_CACHE_BYTES) {
+            int first = 0;
+            while (!(f->v[vi].reach & (1u << first))) first++;
+            f->v[vi].local = f->k->nlocal++;
+            f->v[vi].local_stage = first;
+            continue;
+        }
+        f->v[vi].reach |= 1u << s;
+        if (f->v[vi].slot >= 0) continue;
+        for (k = nd->nin - 1; k >= 0; k--) { /* input 0 on top: walked first */
+            tc__vmap mi;
+            tc__vmap_broadcast(f, nd->in[k], st.node, &st.m, &mi);
+            if (!tc__fstep_push(f, nd->in[k], &mi)) return;
+        }
     }
 }
 
@@ -13019,6 +13331,8 @@ TC__FN int tc__fuse_access(tc__fuse *f, int node, const tc__vmap *m, int store) 
 
 TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, float f1) {
     int dst = f->nvreg++;
+    if (dst >= TC__VM_MAXSSA) /* (tc__fuse_ssa_full stops a stage before this) */
+        return tc__fuse_fail(f, f->root, "more than %d values in one stage", TC__VM_MAXSSA);
     if (tc__kernel_emit(f->k, op, dst, a, b, c, f0, f1) != 0) {
         f->oom = 1;
         return -1;
@@ -13026,60 +13340,123 @@ TC__FN int tc__fuse_ins(tc__fuse *f, int op, int a, int b, int c, float f0, floa
     return dst;
 }
 
-/* Emits the code computing (node, m) in the current stage; its register. */
-TC__FN int tc__fuse_emit(tc__fuse *f, int node, const tc__vmap *m0) {
-    const tc__node *nd;
-    tc__vmap mr = *m0, *m = &mr;
-    int vi, r = -1, k, in[3] = {-1, -1, -1};
-    if (f->oom || f->fail_node >= 0) return -1;
-    tc__fuse_resolve(f, &node, m);
-    nd = &f->g->nodes[node];
-    /* an f32 fill is an immediate (other dtypes round the value: loaded) */
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[node].dtype == TC_F32)
-        return tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
-    if (!tc__inlined(f, node)) {
-        int a = tc__fuse_access(f, node, m, 0);
-        if (a < 0) return -1;
-        if (f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
-            f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
-            f->acc_stage[a] = f->stage;
-        }
-        return f->acc_vreg[a];
-    }
-    vi = tc__fval_get(f, node, m);
-    if (vi < 0) return -1;
-    if (f->v[vi].vreg_stage == f->stage) return f->v[vi].vreg;
-    if (f->v[vi].local >= 0 && f->v[vi].local_stage < f->stage && !f->scalar_stage) {
-        r = tc__fuse_ins(f, TC__V_LOADL, f->v[vi].local, -1, -1, 0, 0);
-    } else if (f->v[vi].slot >= 0) {
-        r = tc__fuse_ins(f, TC__V_SLOT, f->v[vi].slot, -1, -1, 0, 0);
-    } else {
-        int64_t dn = 1, vn = tc__numel_of(f->hdr[node].ndim, f->hdr[node].shape);
-        for (k = 0; k < f->ndom; k++) dn *= f->dom[k];
-        if (node != f->root && vn * 2 <= dn && tc__subtree_cost(f, node) >= 4 && !f->sred[node])
-            return tc__fuse_fail(f, node, "broadcast %lldx: cheaper to materialize than to recompute per element",
-                                 (long long)(vn ? dn / vn : 0));
-        for (k = 0; k < nd->nin; k++) {
-            tc__vmap mi;
-            tc__vmap_broadcast(f, nd->in[k], node, m, &mi);
-            in[k] = tc__fuse_emit(f, nd->in[k], &mi);
-            if (in[k] < 0) return -1;
-        }
-        if (f->klast[node] != f->kid) {
-            f->klast[node] = f->kid;
-            f->kcount[node]++;
-            if (f->group) f->group[node] = f->cur;
-            f->k->nodes++;
-        }
-        f->k->cost += tc__op_cost(nd->op);
-        r = tc__fuse_ins(f, nd->op, in[0], in[1], in[2], (float)nd->a.f[0], (float)nd->a.f[1]);
-    }
+/* Whether the stage being emitted is as long as its registers allow: they
+ * are 16-bit (tc__vins) and tc__kernel_simplify may add up to four values
+ * per instruction, so SSA values plus four per instruction stay under
+ * TC__VM_MAXSSA, with room for the loads and stores that follow. */
+TC__FN int tc__fuse_ssa_full(const tc__fuse *f) {
+    return f->nvreg + 4 * (f->k->ncode - f->k->stage[f->k->nstage].begin) + 256 > TC__VM_MAXSSA;
+}
+
+/* Finishes the value of step st in register r: its row buffer's store when
+ * this stage fills it, and r noted for the stage.  Returns r (-1 failed). */
+TC__FN int tc__fuse_emitted(tc__fuse *f, int vi, int r) {
     if (r < 0) return -1;
     if (f->v[vi].local >= 0 && f->v[vi].local_stage == f->stage && !f->scalar_stage)
         if (tc__kernel_emit(f->k, TC__V_STOREL, -1, f->v[vi].local, r, -1, 0, 0) != 0) f->oom = 1;
     f->v[vi].vreg = r;
     f->v[vi].vreg_stage = f->stage;
     return r;
+}
+
+/* Emits the code computing (node, m) in the current stage; its register.
+ * Inputs first, in order (post order), each value once per stage. */
+TC__FN int tc__fuse_emit(tc__fuse *f, int node0, const tc__vmap *m0) {
+    int ret = -1;
+    f->nstk = 0;
+    if (!tc__fstep_push(f, node0, m0)) return -1;
+    while (f->nstk > 0) {
+        tc__fstep *st = &f->stk[f->nstk - 1];
+        const tc__node *nd;
+        int vi, k;
+        if (st->state == TC__ST_ENTER) {
+            ret = -1;
+            if (f->oom || f->fail_node >= 0) {
+                f->nstk--;
+                continue;
+            }
+            tc__fuse_resolve(f, &st->node, &st->m);
+            nd = &f->g->nodes[st->node];
+            /* an f32 fill is an immediate (other dtypes round the value: loaded) */
+            if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[st->node].dtype == TC_F32) {
+                ret = tc__fuse_ins(f, TC__V_CONST, -1, -1, -1, (float)nd->a.f[0], 0);
+                f->nstk--;
+                continue;
+            }
+            if (!tc__inlined(f, st->node)) {
+                int a = tc__fuse_access(f, st->node, &st->m, 0);
+                if (a >= 0 && f->acc_stage[a] != f->stage) { /* one load per buffer and stage */
+                    f->acc_vreg[a] = tc__fuse_ins(f, TC__V_LOAD, a, -1, -1, 0, 0);
+                    f->acc_stage[a] = f->stage;
+                }
+                ret = a < 0 ? -1 : f->acc_vreg[a];
+                f->nstk--;
+                continue;
+            }
+            vi = st->vi = tc__fval_get(f, st->node, &st->m);
+            if (vi < 0) {
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].vreg_stage == f->stage) {
+                ret = f->v[vi].vreg;
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].local >= 0 && f->v[vi].local_stage < f->stage && !f->scalar_stage) {
+                ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, TC__V_LOADL, f->v[vi].local, -1, -1, 0, 0));
+                f->nstk--;
+                continue;
+            }
+            if (f->v[vi].slot >= 0) {
+                ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, TC__V_SLOT, f->v[vi].slot, -1, -1, 0, 0));
+                f->nstk--;
+                continue;
+            }
+            {
+                int64_t dn = 1, vn = tc__numel_of(f->hdr[st->node].ndim, f->hdr[st->node].shape);
+                for (k = 0; k < f->ndom; k++) dn *= f->dom[k];
+                if (st->node != f->root && vn * 2 <= dn && tc__subtree_cost(f, st->node) >= 4 && !f->sred[st->node]) {
+                    tc__fuse_fail(f, st->node, "broadcast %lldx: cheaper to materialize than to recompute per element",
+                                  (long long)(vn ? dn / vn : 0));
+                    f->nstk--;
+                    continue;
+                }
+            }
+            st->state = TC__ST_INPUTS;
+            continue;
+        }
+        /* TC__ST_INPUTS: input k - 1 is in ret */
+        nd = &f->g->nodes[st->node];
+        vi = st->vi;
+        if (st->k > 0 && (st->in[st->k - 1] = ret) < 0) {
+            f->nstk--;
+            continue;
+        }
+        if (st->k < nd->nin) {
+            tc__vmap mi;
+            int in = nd->in[st->k++];
+            tc__vmap_broadcast(f, in, st->node, &st->m, &mi);
+            if (!tc__fstep_push(f, in, &mi)) return -1;
+            continue;
+        }
+        if (tc__fuse_ssa_full(f)) {
+            f->split = f->fail_node < 0;
+            tc__fuse_fail(f, st->node, "more than %d values and instructions in one stage", TC__VM_MAXSSA);
+            ret = -1;
+            f->nstk--;
+            continue;
+        }
+        if (f->klast[st->node] != f->build) {
+            f->klast[st->node] = f->build;
+            if (tc__fuse_push_int(f, &f->comp, &f->ncomp, &f->capcomp, st->node) != 0) return -1;
+            f->k->nodes++;
+        }
+        f->k->cost += tc__op_cost(nd->op);
+        ret = tc__fuse_emitted(f, vi, tc__fuse_ins(f, nd->op, st->in[0], st->in[1], st->in[2], (float)nd->a.f[0], (float)nd->a.f[1]));
+        f->nstk--;
+    }
+    return ret;
 }
 
 /* Maps SSA registers of code[begin, end) to at most TC__VM_MAXREG tiles. */
@@ -13173,8 +13550,12 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
     int d, s, i, lroot, full, nrowstage, perm[TC_MAX_DIMS], inv[TC_MAX_DIMS], np = 0;
     int64_t rowlen = 1;
     memset(k, 0, sizeof *k);
+    k->acc = f->accbuf; /* (copied out by tc__fuse_commit) */
     f->k = k;
     f->root = root;
+    f->build = ++f->builds;
+    f->ncomp = f->nmemo = 0;
+    f->split = 0;
     f->nv = 0;
     f->nslot = 0;
     f->stage = 0;
@@ -13216,7 +13597,6 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             if (f->slot[i].level == s + 1) tc__fuse_reach(f, f->slot[i].body, &f->slot[i].mb, s, rowlen);
     if (full) tc__fuse_reach(f, root, &id, lroot, rowlen);
     /* code: one stage per slot level, then the root */
-    f->kid++;
     for (s = 0; s < lroot; s++) {
         if (tc__fuse_stage_begin(f, 0) != 0) return -1;
         for (i = 0; i < f->nslot; i++) {
@@ -13228,10 +13608,9 @@ TC__FN int tc__fuse_build(tc__fuse *f, int root, tc__kernel *k) {
             k->slot_comb[i] = q->op == TC__OP_MAX ? TC__COMB_MAX : q->op == TC__OP_MIN ? TC__COMB_MIN : TC__COMB_SUM;
             k->slot_scale[i] = 1.0f;
             if (q->op == TC__OP_MEAN) k->slot_scale[i] = (float)(1.0 / (double)rowlen);
-            if (f->klast[f->v[f->slot[i].val].node] != f->kid) {
-                f->klast[f->v[f->slot[i].val].node] = f->kid;
-                f->kcount[f->v[f->slot[i].val].node]++;
-                if (f->group) f->group[f->v[f->slot[i].val].node] = f->cur;
+            if (f->klast[f->v[f->slot[i].val].node] != f->build) {
+                f->klast[f->v[f->slot[i].val].node] = f->build;
+                if (tc__fuse_push_int(f, &f->comp, &f->ncomp, &f->capcomp, f->v[f->slot[i].val].node) != 0) return -1;
                 k->nodes++;
             }
             if (tc__kernel_emit(k, TC__V_ACC, -1, i, r, k->slot_comb[i], 0, 0) != 0) f->oom = 1;
@@ -13292,12 +13671,14 @@ TC__FN void tc__fusion_free(tc__fusion *fu) {
 
 /* Materializes the memory a hard consumer reads: through views to the base. */
 TC__FN void tc__fuse_hard(tc__fuse *f, int i) {
-    while (i >= 0 && f->g->nodes[i].kind == TC__NODE_OP && tc__optable[f->g->nodes[i].op].cls == TC__CLASS_VIEW &&
-           f->g->nodes[i].nin > 0)
-        i = f->g->nodes[i].in[0];
-    if (i >= 0) f->mat[i] = 1;
+    const tc__node *r = &f->g->nodes[f->g->nodes[i].vroot];
+    /* (a view with no input stands on nothing to materialize) */
+    if (!(r->kind == TC__NODE_OP && tc__optable[r->op].cls == TC__CLASS_VIEW && r->nin > 0)) f->mat[r - f->g->nodes] = 1;
 }
 
+/* Inputs of ops that are not fused (and the outputs) are materialized.
+ * Run once; later a node left unfused hardens its own inputs
+ * (tc__fuse_unfuse). */
 TC__FN void tc__fuse_mark_hard(tc__fuse *f) {
     const tc__graph *g = f->g;
     int i, k;
@@ -13318,60 +13699,453 @@ TC__FN void tc__fuse_log(tc__fuse *f, int node, const char *what) {
             nd->file ? nd->file : "?", nd->line, what, f->why);
 }
 
-/* One round of grouping: every materialized fusible node's kernel built,
- * then the recompute rule.  0: done; 1: a node was materialized or left
- * unfused (decisions logged), go again; -1: out of memory. */
-TC__FN int tc__fuse_round(tc__fuse *f, tc__fusion *out) {
-    int n = f->n, i, again = 0;
-    for (i = 0; i < out->nk; i++) tc__kernel_free(&out->k[i]);
-    out->nk = 0;
-    tc__fuse_mark_hard(f);
-    for (i = 0; i < n; i++) {
-        f->kcount[i] = 0;
-        f->klast[i] = -1;
-        f->scost[i] = -1;
-        out->kernel_of[i] = -1;
-        out->group[i] = -1;
+/* ---- the bound: regions no kernel could hold, split up front --------------------
+ * A kernel's build walks its whole region (its root and what it inlines)
+ * before it finds that the region is over the executor's limits, and each
+ * decision then shrinks the region by a node or two: a chain of thousands
+ * of row ops, or a sum of thousands of slices, would cost the square of
+ * its length.  So before the rounds, each node's region is summarised in
+ * graph order (the reductions and the buffers it would read, and how deep
+ * its reductions nest), as if every fusible node were inlined; where one
+ * holds more than twice what a kernel may (TC__BOUND_*), the inputs with
+ * the most are materialized until it holds at most half of that.  No
+ * kernel could have held such a region, so only graphs the rounds would
+ * have had to split anyway are split earlier, and every region the rounds
+ * then build is bounded. */
+#define TC__BOUND_RED (2 * TC__VM_MAXSLOT)
+#define TC__BOUND_ACC (2 * TC__VM_MAXACC)
+#define TC__BOUND_DEPTH (2 * TC__VM_MAXSTAGE)
+
+typedef struct tc__bound {
+    int *pool;                 /* per summarised node: its reductions, then
+                                  its buffers (sorted, unique)             */
+    size_t npool, cap;
+    size_t *off;
+    int *nr, *na, *depth;
+    int *vbase;                /* the first node under a chain of views the
+                                  fuser sees through                       */
+    int *tmp, *tmp2;           /* merge buffers                            */
+    int leaf;                  /* a one-buffer summary's buffer            */
+} tc__bound;
+
+/* What a reader of node j inlines: j's summary (r, a: arrays; depth), one
+ * buffer (a view the fuser sees through reads its base at its own map,
+ * hence the view's id), or nothing (an f32 fill: an immediate). */
+TC__FN void tc__bound_read(const tc__fuse *f, tc__bound *b, int j, const int **r, int *nr, const int **a, int *na,
+                           int *depth) {
+    const tc__node *nd = &f->g->nodes[j];
+    int s = f->is_view_ok[j] ? b->vbase[j] : j;
+    *r = *a = NULL;
+    *nr = *na = *depth = 0;
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FULL && nd->nin == 0 && f->hdr[j].dtype == TC_F32) return;
+    if (f->fusible[s] && !f->mat[s] && !f->nofuse[s] && f->g->nodes[s].kind == TC__NODE_OP &&
+        tc__optable[f->g->nodes[s].op].cls != TC__CLASS_VIEW) {
+        *r = b->pool + b->off[s];
+        *nr = b->nr[s];
+        *a = b->pool + b->off[s] + b->nr[s];
+        *na = b->na[s];
+        *depth = b->depth[s];
+        return;
     }
-    for (i = 0; i < n; i++) {
-        int fn;
-        if (!f->fusible[i] || f->nofuse[i] || !f->mat[i]) continue;
-        f->fail_node = -1;
-        f->why[0] = 0;
-        f->cur = out->nk;
-        if (tc__fuse_build(f, i, &out->k[out->nk]) == 0) {
-            out->kernel_of[i] = out->nk;
-            out->group[i] = out->nk++;
+    b->leaf = j;
+    *a = &b->leaf;
+    *na = 1;
+}
+
+/* dst <- the sorted union of sorted x and y (dst may not alias them). */
+TC__FN int tc__bound_union(const int *x, int nx, const int *y, int ny, int *dst) {
+    int i = 0, j = 0, n = 0;
+    while (i < nx || j < ny) {
+        int v = j >= ny || (i < nx && x[i] < y[j]) ? x[i++] : y[j++];
+        if (n == 0 || dst[n - 1] != v) dst[n++] = v;
+    }
+    return n;
+}
+
+/* Node x's summary from its inputs (those in cut[] read as memory), into
+ * b->tmp: reductions [0, *nr), buffers [*nr, *nr + *na). */
+TC__FN void tc__bound_merge(const tc__fuse *f, tc__bound *b, int x, const char *cut, int *nr, int *na, int *depth) {
+    const tc__node *nd = &f->g->nodes[x];
+    int k, n = 0, m = 0, d = 0, own = tc__node_is_reduce(nd);
+    int *R = b->tmp, *A = b->tmp + (3 * TC__BOUND_RED + 4), *T = b->tmp2;
+    if (own) R[n++] = x;
+    for (k = 0; k < nd->nin; k++) {
+        const int *r, *a;
+        int rn, an, dk, cutv;
+        if (nd->in[k] < 0) continue;
+        if (cut[k]) { /* read as memory: one buffer */
+            cutv = nd->in[k];
+            memcpy(T, A, sizeof(int) * (size_t)m);
+            m = tc__bound_union(T, m, &cutv, 1, A);
             continue;
         }
-        tc__kernel_free(&out->k[out->nk]); /* the failed kernel's code so far */
-        memset(&out->k[out->nk], 0, sizeof out->k[0]);
-        if (f->oom) return -1;
-        fn = f->fail_node;
-        if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
-            f->nofuse[i] = 1; /* runs as its own eager op */
-            tc__fuse_log(f, i, "left unfused");
-        } else {
-            f->mat[fn] = 1;
-            tc__fuse_log(f, fn, "materialized");
-        }
-        return 1;
+        tc__bound_read(f, b, nd->in[k], &r, &rn, &a, &an, &dk);
+        memcpy(T, R, sizeof(int) * (size_t)n);
+        n = tc__bound_union(T, n, r, rn, R);
+        memcpy(T, A, sizeof(int) * (size_t)m);
+        m = tc__bound_union(T, m, a, an, A);
+        if (dk > d) d = dk;
     }
-    /* recompute rule: a node computed by several kernels */
-    for (i = 0; i < n; i++) {
+    *nr = n;
+    *na = m;
+    *depth = d + own;
+}
+
+TC__FN int tc__bound_over(int nr, int na, int depth, int half) {
+    return half ? nr > TC__BOUND_RED / 2 || na > TC__BOUND_ACC / 2 || depth > TC__BOUND_DEPTH / 2
+                : nr > TC__BOUND_RED || na > TC__BOUND_ACC || depth > TC__BOUND_DEPTH;
+}
+
+/* The fusible node a cut of node x's input j materializes, or -1. */
+TC__FN int tc__bound_target(const tc__fuse *f, const tc__bound *b, int j) {
+    int s = f->is_view_ok[j] ? b->vbase[j] : j;
+    const tc__node *nd = &f->g->nodes[s];
+    if (!(nd->kind == TC__NODE_OP && tc__optable[nd->op].cls != TC__CLASS_VIEW)) return -1;
+    return f->fusible[s] && !f->mat[s] && !f->nofuse[s] ? s : -1;
+}
+
+/* Summarises node x (fusible, inlined so far), cutting its inputs when its
+ * region is over the bound.  -1 on OOM. */
+TC__FN int tc__bound_node(tc__fuse *f, tc__bound *b, int x) {
+    const tc__node *nd = &f->g->nodes[x];
+    char cut[TC__MAX_IN];
+    int nr, na, depth, k;
+    memset(cut, 0, sizeof cut);
+    tc__bound_merge(f, b, x, cut, &nr, &na, &depth);
+    if (tc__bound_over(nr, na, depth, 0)) {
+        int onr = nr, ona = na, od = depth;
+        /* the inputs holding the most, first, until it holds half */
+        while (tc__bound_over(nr, na, depth, 1)) {
+            int best = -1, bsize = 0, t;
+            for (k = 0; k < nd->nin && k < TC__MAX_IN; k++) {
+                const int *r, *a;
+                int rn, an, dk;
+                if (cut[k] || nd->in[k] < 0 || tc__bound_target(f, b, nd->in[k]) < 0) continue;
+                tc__bound_read(f, b, nd->in[k], &r, &rn, &a, &an, &dk);
+                if (best < 0 || rn + an + dk > bsize) best = k, bsize = rn + an + dk;
+            }
+            if (best < 0) break;
+            cut[best] = 1;
+            t = tc__bound_target(f, b, nd->in[best]);
+            f->mat[t] = 1;
+            if (f->logs & 1) {
+                tc__fmt(f->why, sizeof f->why,
+                        "its reader %%%d would inline %d reductions, %d buffers, %d nested (a kernel holds %d, %d, %d)", x,
+                        onr, ona, od, TC__VM_MAXSLOT, TC__VM_MAXACC - 1, TC__VM_MAXSTAGE - 1);
+                tc__fuse_log(f, t, "materialized");
+            }
+            tc__bound_merge(f, b, x, cut, &nr, &na, &depth);
+        }
+    }
+    if (b->npool + (size_t)(nr + na) > b->cap) {
+        size_t cap = b->cap * 2 + (size_t)(nr + na) + 1024;
+        int *np = (int *)TC_REALLOC(b->pool, sizeof(int) * cap);
+        if (!np) return -1;
+        b->pool = np;
+        b->cap = cap;
+    }
+    b->off[x] = b->npool;
+    memcpy(b->pool + b->npool, b->tmp, sizeof(int) * (size_t)nr);
+    memcpy(b->pool + b->npool + nr, b->tmp + (3 * TC__BOUND_RED + 4), sizeof(int) * (size_t)na);
+    b->npool += (size_t)(nr + na);
+    b->nr[x] = nr;
+    b->na[x] = na;
+    b->depth[x] = depth;
+    return 0;
+}
+
+/* The bound over the whole graph, in its order (inputs first).  -1 on OOM. */
+TC__FN int tc__fuse_bound(tc__fuse *f) {
+    tc__bound b;
+    size_t z = (size_t)(f->n ? f->n : 1);
+    int i, rc = 0;
+    memset(&b, 0, sizeof b);
+    b.off = (size_t *)tc__malloc(sizeof(size_t) * z);
+    b.nr = (int *)tc__malloc(sizeof(int) * z * 4);
+    b.tmp = (int *)tc__malloc(sizeof(int) * (size_t)(2 * (3 * TC__BOUND_RED + 4 + 3 * TC__BOUND_ACC + 4)));
+    if (!b.off || !b.nr || !b.tmp) rc = -1;
+    else {
+        b.na = b.nr + z;
+        b.depth = b.na + z;
+        b.vbase = b.depth + z;
+        b.tmp2 = b.tmp + (3 * TC__BOUND_RED + 4 + 3 * TC__BOUND_ACC + 4);
+        for (i = 0; i < f->n && rc == 0; i++) {
+            const tc__node *nd = &f->g->nodes[i];
+            b.vbase[i] = f->is_view_ok[i] && nd->nin > 0 && nd->in[0] >= 0 ? b.vbase[nd->in[0]] : i;
+            b.nr[i] = b.na[i] = b.depth[i] = 0;
+            b.off[i] = 0;
+            if (f->fusible[i] && !f->mat[i] && !f->nofuse[i]) rc = tc__bound_node(f, &b, i);
+        }
+    }
+    TC_FREE(b.pool);
+    TC_FREE(b.off);
+    TC_FREE(b.nr);
+    TC_FREE(b.tmp);
+    return rc;
+}
+
+/* ---- the rounds ----------------------------------------------------------------
+ * A round built every kernel from the first root on, and at the first one
+ * that failed made one decision (materialize the node that overflowed, or
+ * leave the root unfused) and started again; once every kernel built, the
+ * recompute rule ran over the nodes several kernels compute.  A kernel's
+ * build depends only on the nodes of its region (its root and what it
+ * inlines), and decisions only ever take nodes out of regions, so here a
+ * decision rebuilds only the kernels whose region held the node it changed
+ * (tc__fuse_invalidate), lowest root first: the first kernel that fails is
+ * the one a round would have failed at, and the decisions, their order and
+ * the kernels are the rounds' own, at the cost of what changed. */
+
+TC__FN int tc__fuse_is_root(const tc__fuse *f, int i) { return f->fusible[i] && !f->nofuse[i] && f->mat[i]; }
+
+/* Binary min-heaps of node ids (the roots to build, the recompute rule's
+ * candidates), each id at most once (in[]). */
+TC__FN void tc__heap_push(int *h, int *n, char *in, int v) {
+    int i = (*n)++;
+    if (in[v]) {
+        (*n)--;
+        return;
+    }
+    in[v] = 1;
+    while (i > 0 && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+TC__FN int tc__heap_pop(int *h, int *n, char *in) {
+    int top = h[0], v = h[--*n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = v;
+    in[top] = 0;
+    return top;
+}
+
+/* Root r's kernel is to be built (again). */
+TC__FN void tc__fuse_dirty(tc__fuse *f, int r) {
+    if (f->rec[r]) f->stale[r] = 1;
+    tc__heap_push(f->dirty, &f->ndirty, f->indirty, r);
+}
+
+/* Node x, inlined until now, is about to change: every kernel whose region
+ * holds it is stale.  Those are the roots reached walking up from x
+ * through readers that are themselves inlined. */
+TC__FN void tc__fuse_invalidate(tc__fuse *f, int x) {
+    int top = 0, stamp = ++f->builds;
+    f->root = -1;
+    f->walk[top++] = x;
+    f->wstamp[x] = stamp;
+    while (top > 0) {
+        int i = f->walk[--top], u;
+        for (u = f->use_start[i]; u < f->use_start[i + 1]; u++) {
+            int c = f->use[u];
+            if (f->wstamp[c] == stamp) continue;
+            f->wstamp[c] = stamp;
+            if (tc__fuse_is_root(f, c)) tc__fuse_dirty(f, c);
+            else if (tc__inlined(f, c)) f->walk[top++] = c;
+        }
+    }
+}
+
+/* Node x gets memory of its own (a kernel, when it is fusible). */
+TC__FN void tc__fuse_materialize(tc__fuse *f, int x) {
+    if (f->mat[x]) return;
+    f->root = -1;
+    if (tc__inlined(f, x)) tc__fuse_invalidate(f, x);
+    f->mat[x] = 1;
+    if (tc__fuse_is_root(f, x)) tc__fuse_dirty(f, x);
+}
+
+/* Forgets root r's kernel (what it computed no longer counts). */
+TC__FN void tc__fuse_drop(tc__fuse *f, int r) {
+    tc__frec *rc = f->rec[r];
+    int j;
+    if (!rc) return;
+    for (j = 0; j < rc->ncomp; j++) f->kcount[rc->list[j]]--;
+    for (j = 0; j < rc->nmemo; j++) f->mcount[rc->list[rc->ncomp + j]]--;
+    tc__kernel_free(&rc->k);
+    TC_FREE(rc->list);
+    TC_FREE(rc);
+    f->rec[r] = NULL;
+    f->stale[r] = 0;
+}
+
+/* Root r leaves fusion: it runs as its own op, so its inputs become
+ * memory (what the rounds' hard marking did next). */
+TC__FN void tc__fuse_unfuse(tc__fuse *f, int r) {
+    const tc__node *nd = &f->g->nodes[r];
+    int k;
+    f->nofuse[r] = 1;
+    tc__fuse_drop(f, r);
+    for (k = 0; k < nd->nin; k++) {
+        const tc__node *b;
+        if (nd->in[k] < 0) continue;
+        b = &f->g->nodes[f->g->nodes[nd->in[k]].vroot];
+        if (!(b->kind == TC__NODE_OP && tc__optable[b->op].cls == TC__CLASS_VIEW && b->nin > 0))
+            tc__fuse_materialize(f, (int)(b - f->g->nodes));
+    }
+}
+
+/* Keeps the kernel just built for root r, with what it computed (counted
+ * toward the recompute rule) and the costs it evaluated.  -1 on OOM. */
+TC__FN int tc__fuse_commit(tc__fuse *f, int r, const tc__kernel *k) {
+    tc__frec *rc = (tc__frec *)TC_MALLOC(sizeof *rc);
+    tc__kaccess *acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(k->nacc ? k->nacc : 1));
+    int j, n = f->ncomp + f->nmemo;
+    if (rc) rc->list = (int *)TC_MALLOC(sizeof(int) * (size_t)(n ? n : 1));
+    if (!rc || !acc || !rc->list) {
+        if (rc) TC_FREE(rc->list);
+        TC_FREE(rc);
+        TC_FREE(acc);
+        return -1;
+    }
+    memcpy(acc, k->acc, sizeof(tc__kaccess) * (size_t)k->nacc);
+    rc->k = *k;
+    rc->k.acc = acc;
+    rc->ncomp = f->ncomp;
+    rc->nmemo = f->nmemo;
+    if (f->ncomp) memcpy(rc->list, f->comp, sizeof(int) * (size_t)f->ncomp);
+    if (f->nmemo) memcpy(rc->list + f->ncomp, f->memo, sizeof(int) * (size_t)f->nmemo);
+    for (j = 0; j < f->ncomp; j++) {
+        int x = f->comp[j];
+        if (++f->kcount[x] >= 2 && !f->rejected[x]) tc__heap_push(f->cand, &f->ncand, f->incand, x);
+    }
+    for (j = 0; j < f->nmemo; j++) { /* every valid kernel agrees on a cost */
+        int x = f->memo[j];
+        f->mcount[x]++;
+        f->mcost[x] = f->scost[x];
+        f->mred[x] = f->sred[x];
+    }
+    f->rec[r] = rc;
+    f->stale[r] = 0;
+    return 0;
+}
+
+/* The recompute rule over the nodes several kernels compute, lowest first:
+ * 1 when one was materialized, 0 none, -1 OOM.  A node it keeps inlined
+ * stays so: its cost only falls as more is materialized. */
+TC__FN int tc__fuse_recompute(tc__fuse *f) {
+    int again = 0;
+    f->root = -1;
+    f->phase = 1;
+    f->build = ++f->builds;
+    while (f->ncand > 0 && !f->oom) {
+        int i = tc__heap_pop(f->cand, &f->ncand, f->incand);
         double c;
-        if (f->kcount[i] < 2) continue;
-        f->root = -1;
+        if (f->kcount[i] < 2 || f->mat[i]) continue;
+        f->nmemo = 0;
         c = tc__subtree_cost(f, i);
         if (f->sred[i] || c > TC__RECOMPUTE_MAX) {
-            f->mat[i] = 1;
             snprintf(f->why, sizeof f->why, "read by %d kernels and recomputing costs %g units%s (limit %d)", f->kcount[i],
                      c, f->sred[i] ? " with a reduction" : "", TC__RECOMPUTE_MAX);
             tc__fuse_log(f, i, "materialized");
+            tc__fuse_materialize(f, i);
             again = 1;
+        } else {
+            f->rejected[i] = 1;
         }
     }
-    return again;
+    f->phase = 0;
+    return f->oom ? -1 : again;
+}
+
+/* Root r's kernel overflowed a stage's registers: its region is split into
+ * pieces of TC__FUSE_SPLIT values along the walk that found them (the
+ * values of the failed build, in the order tc__fuse_level met them), in one
+ * decision; a region that long needs them all, and finding each piece by a
+ * build of its own would walk the region once per piece.  The number of
+ * nodes materialized. */
+TC__FN int tc__fuse_split(tc__fuse *f, int r) {
+    int p, cut = 0, nv = f->nv;
+    tc__fmt(f->why, sizeof f->why, "a stage of %%%d's kernel is past its registers' range: split every %d values", r,
+            TC__FUSE_SPLIT);
+    for (p = TC__FUSE_SPLIT; p < nv; p += TC__FUSE_SPLIT) {
+        int x = f->v[p].node;
+        if (x == r || !f->fusible[x] || f->mat[x] || f->nofuse[x]) continue;
+        tc__fuse_log(f, x, "materialized");
+        tc__fuse_materialize(f, x);
+        cut++;
+    }
+    return cut;
+}
+
+/* Builds the kernels to the fixed point.  0 done; 1 gave up (the rounds'
+ * bound, 4n + 16, reached); -1 OOM. */
+TC__FN int tc__fuse_rounds(tc__fuse *f) {
+    long rounds = 0, limit = 4L * f->n + 16;
+    tc__kernel k;
+    for (;;) {
+        int again;
+        while (f->ndirty > 0) {
+            int i = tc__heap_pop(f->dirty, &f->ndirty, f->indirty), fn;
+            if (!tc__fuse_is_root(f, i)) {
+                tc__fuse_drop(f, i);
+                continue;
+            }
+            if (f->rec[i] && !f->stale[i]) continue;
+            tc__fuse_drop(f, i);
+            f->fail_node = -1;
+            f->why[0] = 0;
+            if (tc__fuse_build(f, i, &k) == 0) {
+                if (tc__fuse_commit(f, i, &k) != 0) {
+                    k.acc = NULL; /* (the fuser's scratch) */
+                    tc__kernel_free(&k);
+                    return -1;
+                }
+                continue;
+            }
+            k.acc = NULL;
+            tc__kernel_free(&k); /* the failed kernel's code so far */
+            if (f->oom) return -1;
+            if (++rounds >= limit) return 1;
+            if (f->split && tc__fuse_split(f, i) > 0) {
+                tc__fuse_dirty(f, i);
+                continue;
+            }
+            fn = f->fail_node;
+            if (fn < 0 || fn == i || !f->fusible[fn] || f->mat[fn]) {
+                tc__fuse_log(f, i, "left unfused"); /* runs as its own eager op */
+                tc__fuse_unfuse(f, i);
+            } else {
+                tc__fuse_log(f, fn, "materialized");
+                tc__fuse_materialize(f, fn);
+                tc__fuse_dirty(f, i);
+            }
+        }
+        if ((again = tc__fuse_recompute(f)) <= 0) return again;
+        if (++rounds >= limit) return 1;
+    }
+}
+
+/* The kernels in their roots' order, as the last round numbered them: each
+ * node's group is the last kernel computing it.  -1 on OOM. */
+TC__FN int tc__fuse_assemble(tc__fuse *f, tc__fusion *out) {
+    int i, j, nk = 0;
+    for (i = 0; i < f->n; i++) {
+        out->kernel_of[i] = out->group[i] = -1;
+        nk += tc__fuse_is_root(f, i);
+    }
+    out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * (size_t)(nk ? nk : 1));
+    if (!out->k) return -1;
+    for (i = 0; i < f->n; i++) {
+        tc__frec *rc = f->rec[i];
+        if (!tc__fuse_is_root(f, i)) continue;
+        out->k[out->nk] = rc->k;
+        rc->k.code = NULL; /* the fusion's now */
+        rc->k.acc = NULL;
+        for (j = 0; j < rc->ncomp; j++) out->group[rc->list[j]] = out->nk;
+        out->kernel_of[i] = out->nk;
+        out->group[i] = out->nk++;
+    }
+    return 0;
 }
 
 /* After the last round: which nodes are inlined (computed inside the
@@ -13398,71 +14172,145 @@ TC__FN void tc__fuse_inlined(const tc__fuse *f, tc__fusion *out) {
         }
 }
 
+/* The fuser's working arrays, one entry per node; -1 on OOM. */
+TC__FN int tc__fuse_alloc(tc__fuse *f, tc__fusion *out) {
+    const tc__graph *g = f->g;
+    size_t z = (size_t)(f->n ? f->n : 1);
+    int i, k, nuse = 0;
+    f->fusible = (char *)tc__malloc(z);
+    f->mat = (char *)tc__malloc(z);
+    f->nofuse = (char *)tc__malloc(z);
+    f->is_view_ok = (char *)tc__malloc(z);
+    f->stale = (char *)tc__malloc(z);
+    f->indirty = (char *)tc__malloc(z);
+    f->incand = (char *)tc__malloc(z);
+    f->rejected = (char *)tc__malloc(z);
+    f->sred = (signed char *)tc__malloc(z);
+    f->mred = (signed char *)tc__malloc(z);
+    f->kcount = (int *)tc__malloc(sizeof(int) * z);
+    f->klast = (int *)tc__malloc(sizeof(int) * z);
+    f->cstamp = (int *)tc__malloc(sizeof(int) * z);
+    f->mcount = (int *)tc__malloc(sizeof(int) * z);
+    f->dirty = (int *)tc__malloc(sizeof(int) * z);
+    f->cand = (int *)tc__malloc(sizeof(int) * z);
+    f->walk = (int *)tc__malloc(sizeof(int) * z);
+    f->wstamp = (int *)tc__malloc(sizeof(int) * z);
+    f->cstk = (int *)tc__malloc(sizeof(int) * z);
+    f->use_start = (int *)tc__malloc(sizeof(int) * (z + 1));
+    f->scost = (double *)tc__malloc(sizeof(double) * z);
+    f->mcost = (double *)tc__malloc(sizeof(double) * z);
+    f->rec = (tc__frec **)tc__malloc(sizeof(tc__frec *) * z);
+    if (f->rec) memset(f->rec, 0, sizeof(tc__frec *) * z); /* (tc__fuse_free reads it) */
+    f->vq = (int8_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vq * z);
+    f->vc = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vc * z);
+    f->vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f->vo * z);
+    out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
+    out->inl = (char *)tc__malloc(z);
+    out->group = (int *)tc__malloc(sizeof(int) * z);
+    if (!f->fusible || !f->mat || !f->nofuse || !f->is_view_ok || !f->stale || !f->indirty || !f->incand ||
+        !f->rejected || !f->sred || !f->mred || !f->kcount || !f->klast || !f->cstamp || !f->mcount || !f->dirty ||
+        !f->cand || !f->walk || !f->wstamp || !f->cstk || !f->use_start || !f->scost || !f->mcost || !f->rec || !f->vq ||
+        !f->vc || !f->vo || !out->kernel_of || !out->inl || !out->group)
+        return -1;
+    memset(f->mat, 0, z);
+    memset(f->nofuse, 0, z);
+    memset(f->stale, 0, z);
+    memset(f->indirty, 0, z);
+    memset(f->incand, 0, z);
+    memset(f->rejected, 0, z);
+    for (i = 0; i < f->n; i++) f->kcount[i] = f->mcount[i] = f->cstamp[i] = f->klast[i] = f->wstamp[i] = 0;
+    /* each node's readers, for tc__fuse_invalidate */
+    memset(f->use_start, 0, sizeof(int) * (z + 1));
+    for (i = 0; i < f->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) f->use_start[g->nodes[i].in[k] + 1]++, nuse++;
+    for (i = 0; i < f->n; i++) f->use_start[i + 1] += f->use_start[i];
+    f->use = (int *)tc__malloc(sizeof(int) * (size_t)(nuse ? nuse : 1));
+    if (!f->use) return -1;
+    for (i = 0; i < f->n; i++)
+        for (k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0) f->use[f->use_start[g->nodes[i].in[k]]++] = i;
+    for (i = f->n; i > 0; i--) f->use_start[i] = f->use_start[i - 1];
+    f->use_start[0] = 0;
+    f->build = f->builds = 1;
+    return tc__fval_rehash(f, 32);
+}
+
+TC__FN void tc__fuse_free(tc__fuse *f) {
+    int i;
+    for (i = 0; f->rec && i < f->n; i++) /* (kcount, mcount exist where a kernel was kept) */
+        if (f->rec[i]) tc__fuse_drop(f, i);
+    TC_FREE(f->fusible);
+    TC_FREE(f->mat);
+    TC_FREE(f->nofuse);
+    TC_FREE(f->is_view_ok);
+    TC_FREE(f->stale);
+    TC_FREE(f->indirty);
+    TC_FREE(f->incand);
+    TC_FREE(f->rejected);
+    TC_FREE(f->sred);
+    TC_FREE(f->mred);
+    TC_FREE(f->kcount);
+    TC_FREE(f->klast);
+    TC_FREE(f->cstamp);
+    TC_FREE(f->mcount);
+    TC_FREE(f->dirty);
+    TC_FREE(f->cand);
+    TC_FREE(f->walk);
+    TC_FREE(f->wstamp);
+    TC_FREE(f->cstk);
+    TC_FREE(f->use_start);
+    TC_FREE(f->use);
+    TC_FREE(f->scost);
+    TC_FREE(f->mcost);
+    TC_FREE(f->rec);
+    TC_FREE(f->vq);
+    TC_FREE(f->vc);
+    TC_FREE(f->vo);
+    TC_FREE(f->v);
+    TC_FREE(f->stk);
+    TC_FREE(f->comp);
+    TC_FREE(f->memo);
+    TC_FREE(f->vbucket);
+    TC_FREE(f->vbstamp);
+}
+
 /* Groups g into kernels.  hdr: the concrete header of every node.  logs:
  * bit 0 decisions, bit 1 the kernels' code.  0 ok (out filled), 1 no fusion
- * possible (out empty), -1 OOM.  Each round builds the kernels of the
- * materialized nodes; a failure materializes a node or leaves one unfused,
- * and the rounds go on until one builds every kernel. */
+ * possible (out empty), -1 OOM.  Every materialized node's kernel is built;
+ * a failure materializes a node or leaves one unfused, and the kernels it
+ * touches are built again until every kernel builds (tc__fuse_rounds). */
 TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr, int logs, tc__fusion *out) {
     tc__fuse f;
-    int n = g->n, i, iter, rc = 1;
-    size_t z = (size_t)(n ? n : 1);
+    int i, rc = -1;
     memset(out, 0, sizeof *out);
     memset(&f, 0, sizeof f);
     f.ctx = ctx;
     f.g = g;
     f.hdr = hdr;
-    f.n = n;
+    f.n = g->n;
     f.logs = logs;
-    f.fusible = (char *)tc__malloc(z);
-    f.mat = (char *)tc__malloc(z);
-    f.nofuse = (char *)tc__malloc(z);
-    f.is_view_ok = (char *)tc__malloc(z);
-    f.kcount = (int *)tc__malloc(sizeof(int) * z);
-    f.klast = (int *)tc__malloc(sizeof(int) * z);
-    f.scost = (double *)tc__malloc(sizeof(double) * z);
-    f.sred = (signed char *)tc__malloc(z);
-    f.vq = (int8_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vq * z);
-    f.vc = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vc * z);
-    f.vo = (int64_t(*)[TC_MAX_DIMS])tc__malloc(sizeof *f.vo * z);
-    out->kernel_of = (int *)tc__malloc(sizeof(int) * z);
-    out->inl = (char *)tc__malloc(z);
-    out->group = (int *)tc__malloc(sizeof(int) * z);
-    f.group = out->group;
-    out->k = (tc__kernel *)tc__malloc(sizeof(tc__kernel) * z);
-    if (!f.fusible || !f.mat || !f.nofuse || !f.is_view_ok || !f.kcount || !f.klast || !f.scost || !f.sred || !f.vq ||
-        !f.vc || !f.vo || !out->kernel_of || !out->inl || !out->group || !out->k) {
-        rc = -1;
-    } else {
-        memset(out->k, 0, sizeof(tc__kernel) * z);
-        memset(f.nofuse, 0, z);
-        memset(f.mat, 0, z);
-        for (i = 0; i < n; i++) {
+    if (tc__fuse_alloc(&f, out) == 0) {
+        for (i = 0; i < f.n; i++) {
             f.fusible[i] = (char)tc__node_fusible(&f, i);
             f.is_view_ok[i] = (char)tc__view_probe(&f, i);
         }
-        for (iter = 0; iter < 4 * n + 16 && rc == 1; iter++) rc = tc__fuse_round(&f, out);
+        tc__fuse_mark_hard(&f);
+        if (tc__fuse_bound(&f) != 0) f.oom = 1;
+        for (i = 0; i < f.n; i++)
+            if (tc__fuse_is_root(&f, i)) tc__heap_push(f.dirty, &f.ndirty, f.indirty, i);
+        rc = f.oom ? -1 : tc__fuse_rounds(&f);
+        if (rc == 0 && tc__fuse_assemble(&f, out) != 0) rc = -1;
         if (rc == 0) tc__fuse_inlined(&f, out);
     }
     if (rc != 0) tc__fusion_free(out);
-    TC_FREE(f.fusible);
-    TC_FREE(f.mat);
-    TC_FREE(f.nofuse);
-    TC_FREE(f.is_view_ok);
-    TC_FREE(f.kcount);
-    TC_FREE(f.klast);
-    TC_FREE(f.scost);
-    TC_FREE(f.sred);
-    TC_FREE(f.vq);
-    TC_FREE(f.vc);
-    TC_FREE(f.vo);
-    TC_FREE(f.v);
+    tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(13463, "tcompile.h", 13463)
+#line TC__LINE_AT(14311, "tcompile.h", 14311)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 13466)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14314)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -13565,7 +14413,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(13569, "tcompile.h", 13569)
+#line TC__LINE_AT(14417, "tcompile.h", 14417)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -13577,7 +14425,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 13581)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14429)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14019,7 +14867,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14023, "tcompile.h", 14023)
+#line TC__LINE_AT(14871, "tcompile.h", 14871)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14036,7 +14884,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14040)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14888)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14478,7 +15326,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14482, "tcompile.h", 14482)
+#line TC__LINE_AT(15330, "tcompile.h", 15330)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14495,7 +15343,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14499)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15347)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14937,7 +15785,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14941, "tcompile.h", 14941)
+#line TC__LINE_AT(15789, "tcompile.h", 15789)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14954,7 +15802,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14958)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15806)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15396,7 +16244,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15400, "tcompile.h", 15400)
+#line TC__LINE_AT(16248, "tcompile.h", 16248)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15413,7 +16261,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 15417)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16265)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -16453,7 +17301,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(16457, "tcompile.h", 16457)
+#line TC__LINE_AT(17305, "tcompile.h", 17305)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16470,7 +17318,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16474)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17322)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17510,7 +18358,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17514, "tcompile.h", 17514)
+#line TC__LINE_AT(18362, "tcompile.h", 18362)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17527,7 +18375,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17531)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18379)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18567,7 +19415,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18571, "tcompile.h", 18571)
+#line TC__LINE_AT(19419, "tcompile.h", 19419)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18584,7 +19432,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18588)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19436)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19624,7 +20472,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19628, "tcompile.h", 19628)
+#line TC__LINE_AT(20476, "tcompile.h", 20476)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19632,7 +20480,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 19636)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 20484)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -20606,10 +21454,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(20610, "tcompile.h", 20610)
+#line TC__LINE_AT(21458, "tcompile.h", 21458)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 20613)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 21461)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -20935,10 +21783,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(20939, "tcompile.h", 20939)
+#line TC__LINE_AT(21787, "tcompile.h", 21787)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 20942)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 21790)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -21065,15 +21913,6 @@ TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
     return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
 }
 
-/* The contraction node whose epilogue computes node i, or -1. */
-TC__FN int tc__epilogue_host(const tc__program *p, int i) {
-    int a;
-    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
-    for (a = 0; a < p->nlaunch; a++)
-        if (p->launch[a].epi == p->fu.kernel_of[i]) return p->launch[a].node;
-    return -1;
-}
-
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
@@ -21110,55 +21949,128 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *l
     return donor;
 }
 
-/* Greedy first-fit placement of every root buffer over its live range.  A
- * buffer is born at its node, except an epilogue's result: it is written
- * while its contraction runs, so it is born there. */
-TC__FN void tc__plan_arena(tc__program *p, const int *last) {
+/* The buffers placed so far that may still be live, sorted by offset: the
+ * arena planner's working set (buffers that died before any later buffer
+ * is born leave it, so it stays the size of what is live, not the graph). */
+typedef struct tc__arena_set {
+    int *k, n;
+} tc__arena_set;
+
+/* Lowest offset at which `bytes` overlap no buffer of the set live at
+ * `born` (alive until last[k] >= born): the intervals in offset order, the
+ * candidate moved past each one it overlaps until one starts beyond it.
+ * This is the lowest such offset at all: any lower one overlaps a buffer
+ * the sweep passed. */
+TC__FN size_t tc__arena_fit(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t bytes) {
+    size_t at = 0;
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k], e;
+        if (last[k] < born) continue;
+        if (o >= at + bytes) break;
+        e = o + tc__node_bytes(p, k);
+        if (e > at) at = e;
+    }
+    return at;
+}
+
+/* Whether [at, at + bytes) overlaps a buffer of the set live at born, other
+ * than `except`. */
+TC__FN int tc__arena_overlaps(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t at,
+                              size_t bytes, int except) {
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k];
+        if (k == except || last[k] < born) continue;
+        if (o >= at + bytes) break;
+        if (at < o + tc__node_bytes(p, k) && o < at + bytes) return 1;
+    }
+    return 0;
+}
+
+TC__FN void tc__arena_insert(const tc__program *p, tc__arena_set *s, int i) {
+    int lo = 0, hi = s->n;
+    while (lo < hi) { /* after every buffer at or below its offset */
+        int mid = (lo + hi) / 2;
+        if (p->off[s->k[mid]] <= p->off[i]) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(s->k + lo + 1, s->k + lo, sizeof(int) * (size_t)(s->n - lo));
+    s->k[lo] = i;
+    s->n++;
+}
+
+/* Greedy first-fit placement of every root buffer over its live range: each
+ * at the lowest offset where it overlaps no buffer placed before it and
+ * still live when it is born.  A buffer is born at its node, except an
+ * epilogue's result: it is written while its contraction runs, so it is
+ * born there.  -1 on OOM. */
+TC__FN int tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
-    int i, k;
+    int n = g->n, i, k, j, *born = (int *)tc__malloc(sizeof(int) * (size_t)(3 * n + 1)), *minborn, *launch_of;
+    int *host_of = p->fu.nk > 0 ? (int *)tc__malloc(sizeof(int) * (size_t)p->fu.nk) : NULL, min_last = INT_MAX;
+    tc__arena_set set;
     size_t top = 0;
-    for (i = 0; i < g->n; i++) {
-        size_t bytes, at = 0;
-        int moved = 1, donor, born = i, host;
+    set.n = 0;
+    set.k = (int *)tc__malloc(sizeof(int) * (size_t)(n + 1));
+    if (!born || !set.k || (p->fu.nk > 0 && !host_of)) {
+        TC_FREE(born);
+        TC_FREE(set.k);
+        TC_FREE(host_of);
+        return -1;
+    }
+    minborn = born + n;
+    launch_of = minborn + n;
+    for (i = 0; i < n; i++) launch_of[i] = -1;
+    for (k = 0; k < p->nlaunch; k++) launch_of[p->launch[k].node] = k;
+    /* the contraction whose epilogue a kernel is (tc__program_epilogues) */
+    for (k = 0; k < p->fu.nk; k++) host_of[k] = -1;
+    for (k = p->nlaunch - 1; k >= 0; k--)
+        if (p->launch[k].epi >= 0) host_of[p->launch[k].epi] = p->launch[k].node;
+    for (i = 0; i < n; i++) {
+        int kn = p->fu.kernel_of ? p->fu.kernel_of[i] : -1, host = kn >= 0 ? host_of[kn] : -1;
+        born[i] = host >= 0 ? host : i;
+    }
+    /* no buffer placed from i on is born before minborn[i] */
+    for (i = n - 1, j = INT_MAX; i >= 0; i--) {
+        if (p->root[i] == i && !p->fresh[i] && born[i] < j) j = born[i];
+        minborn[i] = j;
+    }
+    for (i = 0; i < n; i++) {
+        size_t bytes, at;
+        int donor;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
-        bytes = tc__node_bytes(p, i);
-        host = tc__epilogue_host(p, i);
-        if (host >= 0) born = host;
-        donor = tc__inplace_donor(p, i, host, last);
-        if (donor >= 0) {
-            /* the donor's slot, if nothing else live overlaps it */
-            size_t d0 = (size_t)p->off[donor];
-            int ok = 1;
-            for (k = 0; k < i && ok; k++) {
-                if (k == donor || p->off[k] < 0 || last[k] < born) continue;
-                if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
-            }
-            if (ok) {
-                p->off[i] = (int64_t)d0;
-                p->inplace++;
-                for (k = 0; k < p->nlaunch; k++)
-                    if (p->launch[k].node == i) p->launch[k].inplace = 1;
-                continue;
-            }
-        }
-        /* slide past every buffer still live at i that overlaps [at, at+bytes) */
-        while (moved) {
-            moved = 0;
-            for (k = 0; k < i; k++) {
-                size_t kb;
-                if (p->off[k] < 0 || last[k] < born) continue;
-                kb = tc__node_bytes(p, k);
-                if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
-                    at = (size_t)p->off[k] + kb;
-                    moved = 1;
+        if (min_last < minborn[i]) { /* drop the buffers no later one can meet */
+            for (j = k = 0, min_last = INT_MAX; j < set.n; j++)
+                if (last[set.k[j]] >= minborn[i]) {
+                    set.k[k++] = set.k[j];
+                    if (last[set.k[j]] < min_last) min_last = last[set.k[j]];
                 }
-            }
+            set.n = k;
         }
-        p->off[i] = (int64_t)at;
-        if (at + bytes > top) top = at + bytes;
+        bytes = tc__node_bytes(p, i);
+        donor = tc__inplace_donor(p, i, born[i] != i ? born[i] : -1, last);
+        if (donor >= 0 && !tc__arena_overlaps(p, &set, last, born[i], (size_t)p->off[donor], bytes, donor)) {
+            /* the donor's slot: nothing else live overlaps it */
+            p->off[i] = p->off[donor];
+            p->inplace++;
+            if (launch_of[i] >= 0) p->launch[launch_of[i]].inplace = 1;
+        } else {
+            at = tc__arena_fit(p, &set, last, born[i], bytes);
+            p->off[i] = (int64_t)at;
+            if (at + bytes > top) top = at + bytes;
+        }
+        tc__arena_insert(p, &set, i);
+        if (last[i] < min_last) min_last = last[i];
     }
     p->arena_bytes = top;
+    TC_FREE(born);
+    TC_FREE(set.k);
+    TC_FREE(host_of);
+    return 0;
 }
 
 #ifdef TC__HAVE_VEXEC
@@ -21176,23 +22088,37 @@ TC__FN void tc__program_compact(tc__program *p) {
     p->nlaunch = nl;
 }
 
-/* Does fused kernel q read anything stored in src's buffer? */
-TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
-    int a;
-    for (a = 0; a < p->fu.k[q].nacc; a++)
-        if (!p->fu.k[q].acc[a].store && p->root[p->fu.k[q].acc[a].node] == src) return 1;
-    return 0;
-}
-
 /* Epilogue fusion: a pointwise kernel whose input is a matmul/linear/conv2d result
  * of its own shape runs on the contraction's output tiles while they are in
  * cache, instead of as a pass of its own.  Conditions: every read of that
  * result is the identity walk (a tile is all the epilogue may see), no
  * other launch or kernel reads it (it is written over: see the planner),
- * and the kernel's other inputs exist before the contraction runs. */
-TC__FN void tc__program_epilogues(tc__program *p, int logs) {
+ * and the kernel's other inputs exist before the contraction runs.  The
+ * readers are counted once up front (per root: op launches reading it,
+ * fused kernels reading it), so each kernel's check is its own accesses.
+ * -1 on OOM. */
+TC__FN int tc__program_epilogues(tc__program *p, int logs) {
     const tc__graph *g = p->g;
-    int k, c, a, d, q;
+    int n = g->n, k, c, a, d;
+    int *cnt = (int *)tc__malloc(sizeof(int) * (size_t)(4 * n + 1));
+    int *op_reads, *k_reads, *stamp, *launch_of;
+    if (!cnt) return -1;
+    op_reads = cnt, k_reads = cnt + n, stamp = cnt + 2 * n, launch_of = cnt + 3 * n;
+    for (a = 0; a < n; a++) op_reads[a] = k_reads[a] = 0, stamp[a] = launch_of[a] = -1;
+    for (c = 0; c < p->nlaunch; c++) {
+        const tc__node *nd = &g->nodes[p->launch[c].node];
+        launch_of[p->launch[c].node] = c;
+        if (p->launch[c].kernel >= 0) continue;
+        for (a = 0; a < nd->nin; a++)
+            if (nd->in[a] >= 0 && p->root[nd->in[a]] >= 0) op_reads[p->root[nd->in[a]]]++;
+    }
+    for (k = 0; k < p->fu.nk; k++)
+        for (a = 0; a < p->fu.k[k].nacc; a++) {
+            int r = p->fu.k[k].acc[a].store ? -1 : p->root[p->fu.k[k].acc[a].node];
+            if (r >= 0 && stamp[r] != k) stamp[r] = k, k_reads[r]++;
+        }
+    for (a = 0; a < g->nout; a++) /* an output's memory: never written over */
+        if (p->root[g->outputs[a]] >= 0) op_reads[p->root[g->outputs[a]]]++;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         const tc__kernel *kn;
@@ -21221,28 +22147,20 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
                 ok = ch->shape[d] == rh->shape[d] &&
                      (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
         }
-        for (a = 0; a < g->nout && ok; a++)
-            if (p->root[g->outputs[a]] == src) ok = 0;
-        /* no other reader: op launches (views included) and every other
-         * fused kernel, launched or already attached as an epilogue */
-        for (c = 0; c < p->nlaunch && ok; c++) {
-            const tc__node *nd = &g->nodes[p->launch[c].node];
-            if (p->launch[c].kernel >= 0) continue;
-            for (a = 0; a < nd->nin; a++)
-                if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
-        }
-        for (q = 0; q < p->fu.nk && ok; q++)
-            if (q != l->kernel && tc__kernel_reads_root(p, q, src)) ok = 0;
-        for (c = 0; c < k && ok; c++)
-            if (p->launch[c].node == src) break;
-        if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
+        /* no other reader: op launches (views included), the outputs, and
+         * every fused kernel but this one, launched or already an epilogue */
+        if (ok) ok = op_reads[src] == 0 && k_reads[src] == 1;
+        c = launch_of[src];
+        if (!ok || c < 0 || c >= k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
         p->launch[c].epi = l->kernel;
         l->drop = 1;
         if (logs & 1)
             tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
                     tc__optable[g->nodes[src].op].name);
     }
+    TC_FREE(cnt);
     tc__program_compact(p);
+    return 0;
 }
 
 /* Groups the program's nodes into fused kernels (when the executor exists
@@ -21289,7 +22207,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
-    tc__program_epilogues(p, logs);
+    if (tc__program_epilogues(p, logs) != 0) return -1;
     for (k = 0; k < p->fu.nk; k++)
         if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
@@ -21353,18 +22271,6 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
-/* Is node i an output of g, or the memory an output views? */
-TC__FN int tc__is_output(const tc__graph *g, int i) {
-    int k, j;
-    for (k = 0; k < g->nout; k++) {
-        for (j = g->outputs[k]; j > i && g->nodes[j].kind == TC__NODE_OP && tc__optable[g->nodes[j].op].cls == TC__CLASS_VIEW &&
-                                g->nodes[j].nin > 0 && g->nodes[j].in[0] >= 0;)
-            j = g->nodes[j].in[0];
-        if (j == i) return 1;
-    }
-    return 0;
-}
-
 /* A program's arrays, one entry per node (NULL when out of memory). */
 TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, int persistent) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
@@ -21394,8 +22300,9 @@ TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const 
 }
 
 /* Node i's header when it computes nothing: an input, data the graph owns,
- * or a parameter.  Returns 0 for a node that needs a launch. */
-TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
+ * or a parameter.  Returns 0 for a node that needs a launch.  outmem[i]:
+ * node i is an output or the memory an output views. */
+TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs, const char *outmem) {
     const tc__node *nd = &p->g->nodes[i];
     tc_tensor *h = &p->hdr[i];
     if (nd->kind == TC__NODE_INPUT) {
@@ -21405,7 +22312,7 @@ TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
         p->ref[i] = h;
         return 1;
     }
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i) && p->be->device == TC_CPU) {
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !outmem[i] && p->be->device == TC_CPU) {
         /* data the graph owns (folded constants, batch norm folded into
          * a conv's weights): read where it lies, not copied per call */
         h->dtype = nd->dt;
@@ -21464,6 +22371,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
     }
     l->is_view = c->is_view;
     h->dtype = c->odt;
+    h->is_wrapped = nd->wrapped; /* a scalar argument: its readers promote as eager's do */
     h->ndim = c->ondim;
     memcpy(h->shape, c->oshape, sizeof h->shape);
     p->ref[i] = h;
@@ -21488,7 +22396,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
 
 /* The memory plan: liveness, outputs kept to the end (fresh per call in
  * the default mode), the arena's offsets and the peak. */
-TC__FN void tc__program_memory(tc__program *p, int *last) {
+TC__FN int tc__program_memory(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i;
     tc__program_liveness(p, last);
@@ -21498,12 +22406,13 @@ TC__FN void tc__program_memory(tc__program *p, int *last) {
         last[r] = g->n;
         if (!p->persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
-    tc__plan_arena(p, last);
+    if (tc__plan_arena(p, last) != 0) return -1;
     p->peak_bytes = (int64_t)p->arena_bytes;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
         if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
     }
+    return 0;
 }
 
 /* Builds the program for g traced on `inputs`, to run on backend be.  NULL
@@ -21512,6 +22421,12 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
                                       int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = tc__program_alloc(ctx, be, g, persistent);
     int *last = p ? (int *)tc__malloc(sizeof(int) * (size_t)g->n) : NULL, i, bad = !last;
+    char *outmem = last ? (char *)tc__malloc((size_t)g->n + 1) : NULL;
+    if (outmem) {
+        memset(outmem, 0, (size_t)g->n + 1);
+        for (i = 0; i < g->nout; i++) outmem[g->nodes[g->outputs[i]].vroot] = 1;
+    }
+    bad = !outmem;
     for (i = 0; !bad && i < g->n; i++) {
         tc_tensor *h = &p->hdr[i];
         h->ctx = ctx;
@@ -21520,15 +22435,16 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         h->device = be->device;
         p->root[i] = -1;
         last[i] = i;
-        if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
+        if (!tc__program_leaf(p, i, inputs, outmem)) bad = tc__program_launch(p, i, err, errcap) != 0;
     }
+    TC_FREE(outmem);
 #ifdef TC__HAVE_VEXEC
     if (!bad && fuse && (ctx->isa != TC_ISA_NONE || be->device != TC_CPU)) bad = tc__program_fuse(p, ctx, logs) != 0;
 #else
     (void)fuse;
     (void)logs;
 #endif
-    if (!bad) tc__program_memory(p, last);
+    if (!bad) bad = tc__program_memory(p, last) != 0;
     TC_FREE(last);
     if (!bad && persistent && be->device != TC_CPU) /* the device's memory, given back by tc__program_free */
         bad = !(p->arena = (char *)be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap));
@@ -21710,10 +22626,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(21714, "tcompile.h", 21714)
+#line TC__LINE_AT(22630, "tcompile.h", 22630)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 21717)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 22633)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -21775,10 +22691,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(21779, "tcompile.h", 21779)
+#line TC__LINE_AT(22695, "tcompile.h", 22695)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 21782)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 22698)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -22197,10 +23113,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(22201, "tcompile.h", 22201)
+#line TC__LINE_AT(23117, "tcompile.h", 23117)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 22204)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23120)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -22293,6 +23209,13 @@ static const char *const tc__cu_prelude[] = {
     "  return v;\n"
     "}\n"
     "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "__device__ __forceinline__ int32_t tc__ipow(int32_t a, int32_t b) {\n"
+    "  uint32_t r = 1, base = (uint32_t)a;\n"
+    "  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }\n"
+    "  return (int32_t)r;\n"
+    "}\n",
     TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
 #undef TC__CU_UN_
 #undef TC__CU_BIN_
@@ -22374,6 +23297,8 @@ TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, con
         return;
     case TC__V_ACC:
         if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
+        else if (in->c == TC__COMB_SUMSQ_LO) /* the squares scaled by 2^-96: a sum no finite row overflows */
+            tc__text_printf(o, "%s{ const float q_ = r%d * 1.2621774483536188887e-29f; a%d += q_ * q_; }\n", ind, in->b, in->a);
         else tc__text_printf(o, "%sa%d = tc_comb(a%d, r%d, %d);\n", ind, in->a, in->a, in->b, in->c);
         return;
     default: break;
@@ -22437,7 +23362,11 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
     for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
-    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    /* the row's values several stages read: in shared memory when they fit
+     * (the launch gives it), else in the block's slice of the workspace */
+    if (k->nlocal > 0)
+        tc__text_printf(o, "  extern __shared__ float tc_smem[];\n"
+                           "  float *L = p.ws ? (float *)p.ws + (i64)blockIdx.x * %d * rowlen : tc_smem;\n", k->nlocal);
     tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
     tc__cu_unravel(o, "    ", "row", 0, k->row0);
     for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
@@ -22468,7 +23397,7 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
             int sl = acc[i], comb = k->slot_comb[sl];
             double idn = tc__comb_identity(comb);
             tc__text_printf(o, "    s%d = tc_block_reduce(a%d, %d, %s, red) * __uint_as_float(0x%08xu);\n", sl, sl,
-                            comb == TC__COMB_SUMSQ ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
+                            TC__COMB_IS_SUM(comb) ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
                             (unsigned)tc__f32_to_bits(k->slot_scale[sl]));
         }
         tc__text_printf(o, "    }\n");
@@ -22505,7 +23434,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
     static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
     tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
-                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; };\n",
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; i64 nb_bias; };\n",
                     name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
     tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
     tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
@@ -22534,7 +23463,7 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                        "    i64 gm = m0 + ty * 4 + i, gn = n0 + tx * 4 + j;\n"
                        "    if (gm >= p.M || gn >= p.N) continue;\n"
                        "    float v = acc[i][j];\n");
-    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn * p.nb_bias]);\n", cv[dbias], tc__cu_ctype(dbias));
     tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
 }
 
@@ -22555,11 +23484,11 @@ TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var)
 TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, "      out[e] = ");
     else
-        tc__text_printf(o, "      out[e] = %s(%s", tc__cu_fromf(to), tc__cu_tof(from));
+        tc__text_printf(o, "      out[e] = %s(%s(", tc__cu_fromf(to), tc__cu_tof(from));
 }
 TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, ";\n");
-    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
+    else tc__text_printf(o, ")%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
 }
 
 /* The grid-stride loop over the output's elements, e and its index o<d>. */
@@ -22661,9 +23590,15 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
                     ints ? "long long" : "double");
     for (d = 0; d < x->ndim; d++)
         if (c->a.i[d]) tc__text_printf(o, "    for (i64 s%d = 0; s%d < %lldLL; s%d++)\n", d, d, (long long)x->shape[d], d);
-    tc__text_printf(o, "    {\n      const %s v = (%s)%s", ints ? "long long" : "double", ints ? "long long" : "double", tc__cu_tof(x->dtype));
-    tc__cu_elem(o, x, 0, "s");
-    tc__text_printf(o, "%s;\n", tc__cu_tof_end(x->dtype));
+    if (ints) { /* 64-bit integers, never through float (i32 past 2^24) */
+        tc__text_printf(o, "    {\n      const long long v = (long long)%s", x->dtype == TC_BOOL ? "(0 != " : "(");
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ");\n");
+    } else {
+        tc__text_printf(o, "    {\n      const double v = (double)%s(", tc__cu_tof(x->dtype));
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ")%s;\n", tc__cu_tof_end(x->dtype));
+    }
     switch (c->op) {
     case TC__OP_MAX: tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n"); break;
     case TC__OP_MIN: tc__text_printf(o, "      acc = (v < acc || v != v) ? v : acc;\n"); break;
@@ -22677,11 +23612,41 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
     if (c->op == TC__OP_MEAN) tc__text_printf(o, "    acc = acc / (double)%lldLL;\n", (long long)rn);
     if (c->op == TC__OP_VAR) /* sum of squared deviations from the mean, in double */
         tc__text_printf(o, "    { double m = acc / (double)%lldLL; double dev = sq - acc * m; if (dev < 0) dev = 0;"
-                           " acc = dev / (double)(%lldLL - %lldLL); }\n",
+                           " const double dof = (double)(%lldLL - %lldLL); acc = dev / (dof > 0 ? dof : 0.0); }\n",
                         (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
     if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
     else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
     else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
+}
+
+/* A pointwise op's integer form (the op table's int column), as text over
+ * int32_t x or a, b; NULL when it has none. */
+#define TC__CU_STR_(x) #x
+#define TC__CU_STR(x) TC__CU_STR_(x)
+TC__FN const char *tc__cu_int_expr(int op) {
+    switch (op) {
+#define TC__CU_INT_(ID, name, cost, i, f, v)                                                                   \
+    case TC__OP_##ID: return TC__HAS_INT(i) ? TC__CU_STR(TC__INT_EXPR(i)) : NULL;
+        TC__UNARY_OPS(TC__CU_INT_) TC__BINARY_OPS(TC__CU_INT_) TC__COMPARE_OPS(TC__CU_INT_)
+#undef TC__CU_INT_
+    default: return NULL;
+    }
+}
+
+/* An i32 pointwise op (the fuser computes in f32, which rounds past 2^24):
+ * its integer form per element, the operands broadcast by their shapes. */
+TC__FN void tc__cu_int_pointwise(tc__text *o, const tc__call *c, const tc_tensor *out, const char *expr) {
+    int k, d, nd = out->ndim;
+    static const char *const names[] = {"a", "b"};
+    for (k = 0; k < c->nin; k++) {
+        const tc_tensor *t = c->ins[k];
+        int lead = nd - t->ndim;
+        tc__text_printf(o, "    const int32_t %s = ((const int *)p.in[%d])[0", c->nin == 1 ? "x" : names[k], k);
+        for (d = 0; d < t->ndim; d++)
+            if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+        tc__text_printf(o, "];\n");
+    }
+    tc__text_printf(o, "    out[e] = %s(%s);\n", out->dtype == TC_BOOL ? "(unsigned char)" : "(int)", expr);
 }
 
 /* Appends launch c's op (output out) as kernel `name`; 0 when the op has
@@ -22763,9 +23728,9 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
                         nd - 2, (long long)H, (long long)OH, nd - 2, (long long)H, (long long)OH, (long long)OH, nd - 1,
                         (long long)W, (long long)OW, nd - 1, (long long)W, (long long)OW, (long long)OW);
         for (d = 0; d < x->ndim - 2; d++) tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
-        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
+        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s(", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
         tc__cu_elem(o, x, 0, "s");
-        tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
+        tc__text_printf(o, ")%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
                         tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
         break;
     }
@@ -22789,7 +23754,36 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__cu_out_loop(o, name, out, 1);
         tc__cu_reduce(o, c, x, out);
         break;
-    default: return 0;
+    case TC__OP_WHERE: { /* any dtype: the selected operand's bits (converted when its dtype differs) */
+        tc__cu_out_loop(o, name, out, 3);
+        for (k = 0; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            int lead = nd - t->ndim;
+            tc__text_printf(o, "    const i64 w%d = 0", k);
+            for (d = 0; d < t->ndim; d++)
+                if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+            tc__text_printf(o, ";\n");
+        }
+        tc__text_printf(o, "    if (((const unsigned char *)p.in[0])[w0]) {\n");
+        for (k = 1; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            if (k == 2) tc__text_printf(o, "    } else {\n");
+            tc__cu_assign_begin(o, t->dtype, out->dtype);
+            tc__text_printf(o, "((const %s *)p.in[%d])[w%d]", tc__cu_ctype(t->dtype), k, k);
+            tc__cu_assign_end(o, t->dtype, out->dtype);
+        }
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    default: {
+        const char *expr = tc__cu_int_expr(c->op);
+        int k2, ints = c->nin >= 1 && c->nin <= 2;
+        for (k2 = 0; k2 < c->nin && ints; k2++) ints = c->ins[k2] && c->ins[k2]->dtype == TC_I32;
+        if (!expr || !ints || (out->dtype != TC_I32 && out->dtype != TC_BOOL)) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        tc__cu_int_pointwise(o, c, out, expr);
+        break;
+    }
     }
     tc__text_printf(o, "  }\n}\n");
     return 1;
@@ -22802,10 +23796,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(22806, "tcompile.h", 22806)
+#line TC__LINE_AT(23800, "tcompile.h", 23800)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 22809)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 23803)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -22819,6 +23813,8 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
  * context's block cache (cuda/memory.c). */
 
 #ifndef TC_NO_CUDA
+
+#define TC__CU_SMEM_ROW (40u * 1024u)
 
 typedef struct tc__cuda_prog {
     tc__CUmodule mod;
@@ -22857,10 +23853,18 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
     if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
         return 0;
     if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
-    k->ndim = k->row0 = out->ndim;
-    memcpy(k->shape, out->shape, sizeof k->shape);
+    if (!copy && tc__cu_int_expr(c->op)) { /* integer operands of an op with an integer form: exact, in tco<launch> */
+        int ints = 1;
+        for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
+        if (ints) return 0;
+    }
     for (j = 0; j < nd->nin; j++)
         if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    /* the inputs' accesses and the output's (tc__kernel_free frees them) */
+    if (!(k->acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(nd->nin + 1)))) return -1;
+    memset(k->acc, 0, sizeof(tc__kaccess) * (size_t)(nd->nin + 1));
     for (j = 0; j < nd->nin; j++) {
         const tc_tensor *x = p->ref[nd->in[j]];
         tc__kaccess *a = &k->acc[k->nacc++];
@@ -22993,9 +23997,16 @@ TC__FN char *tc__cuda_program_source(const tc__program *p) {
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
  * knows it, else PTX for the newest it knows. */
 TC__FN int tc__cuda_arch(int *cubin) {
-    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
-    *cubin = sm <= tc__cu.arch_max;
-    return *cubin ? sm : tc__cu.arch_max;
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor, i, best = 0;
+    for (i = 0; i < tc__cu.narchs; i++)
+        if (tc__cu.archs[i] == sm) { /* NVRTC emits CUBIN for it */
+            *cubin = 1;
+            return sm;
+        } else if (tc__cu.archs[i] < sm && tc__cu.archs[i] > best) best = tc__cu.archs[i];
+    /* PTX for the newest architecture NVRTC knows below the device, which the
+     * driver compiles; 0 (NVRTC knows none that old) fails with NVRTC's reason */
+    *cubin = 0;
+    return best ? best : tc__cu.arch_max;
 }
 
 /* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
@@ -23105,7 +24116,7 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
-    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod); /* the caller synchronised: no kernel of it is queued */
     tc__cuda_xk_free(cp->xk, cp->nx);
     TC_FREE(cp->ws);
     TC_FREE(cp->ws_cap);
@@ -23120,7 +24131,8 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
     int i;
     if (cp) {
-        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+        tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* its kernels may still be queued */
         for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
         for (i = 0; cp->st_in && i < p->g->n; i++)
             if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
@@ -23133,7 +24145,7 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
  * the same source was compiled before for this device. */
 TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
     tc__cuda_prog *cp;
-    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    char *src, *bin = NULL, path[1100] = "", err[TC__MSG_CAP];
     size_t nbin = 0;
     int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
     tc__CUresult cr;
@@ -23241,6 +24253,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    unsigned smem = 0;
     (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
@@ -23256,6 +24269,13 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         /* a short row needs fewer threads: whole warps, at least one */
         if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
         ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+        /* a row's locals in shared memory when they fit the 48 KiB every
+         * device gives without opting in (TC__CU_SMEM_ROW: room left for
+         * the reduction's buffer) */
+        if ((size_t)k->nlocal * (size_t)rowlen * sizeof(float) <= TC__CU_SMEM_ROW) {
+            smem = (unsigned)((size_t)k->nlocal * (size_t)rowlen * sizeof(float));
+            ws_bytes = 0;
+        }
     } else {
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
@@ -23276,7 +24296,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, ctx->cuda->stream, args, NULL);
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));
@@ -23290,7 +24310,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     const tc__call *c = &l->call;
     const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
     int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
-    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int64_t pb[15 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
     int and_ = a->ndim, bnd = b->ndim, nb, d;
     unsigned gx, gy, gz;
     void *args[1];
@@ -23328,6 +24348,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
         bs[3 * TC_MAX_DIMS + d] = cstride;
         cstride *= size;
     }
+    pb[14 + 4 * TC_MAX_DIMS] = bias ? bias->strides[0] : 0; /* the bias's own stride (a strided view) */
     gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
     if (M == 0 || N == 0 || gz == 0) return TC_OK;
     if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
@@ -23427,6 +24448,8 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     if (!cp->st_in) {
         if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
             !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            TC_FREE(cp->st_in); /* both or neither: a later call tries again */
+            cp->st_in = NULL;
             tc__fmt(err, errcap, "out of memory");
             return TC_ERR_OOM;
         }
@@ -23475,13 +24498,22 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
  * first op whose index was out of range. */
 TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
-    int k, flags[8], idx[8], n = 0, i;
+    int k, flags_small[8], idx_small[8], *flags = flags_small, *idx = idx_small, n = 0, i, cap = 0;
+    tc_result ret = TC_OK;
     tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) { /* the index ops' count: room for every flag */
+        const tc__call *c = &p->launch[k].call;
+        cap += (c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER) && cp->xfn[k] && cp->ws[k];
+    }
+    if (cap > 8 && (!(flags = (int *)tc__malloc(sizeof(int) * (size_t)cap)) || !(idx = (int *)tc__malloc(sizeof(int) * (size_t)cap)))) {
+        if (flags != flags_small) TC_FREE(flags);
+        tc__fmt(err, errcap, "out of memory");
+        return TC_ERR_OOM;
+    }
     for (k = 0; k < p->nlaunch; k++) {
         const tc__call *c = &p->launch[k].call;
         int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
         if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
-        if (n == 8) break; /* the first eight are read; a program has seldom more */
         flags[n] = 0;
         idx[n] = k;
         if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
@@ -23490,16 +24522,18 @@ TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, si
     if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
     if (cr != TC__CUDA_SUCCESS) {
         tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
-        return tc__cu_result(cr);
+        ret = tc__cu_result(cr);
     }
-    for (i = 0; i < n; i++)
+    for (i = 0; ret == TC_OK && i < n; i++)
         if (flags[i]) {
             const tc__call *c = &p->launch[idx[i]].call;
             tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
                     c->file ? c->file : "?", c->line);
-            return TC_ERR_INDEX;
+            ret = TC_ERR_INDEX;
         }
-    return TC_OK;
+    if (flags != flags_small) TC_FREE(flags);
+    if (idx != idx_small) TC_FREE(idx);
+    return ret;
 }
 
 /* The launches captured into a graph (the second run: the first built
@@ -23608,10 +24642,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23612, "tcompile.h", 23612)
+#line TC__LINE_AT(24646, "tcompile.h", 24646)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 23615)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24649)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -23659,6 +24693,7 @@ struct tc_fn {
     int nentries;
     int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
     int traces;                /* runs of the user's function to trace it */
+    int compiles;              /* programs built (graphs fused and planned) */
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
     uint64_t dyn_marked;       /* bit 8*input+dim: tc_mark_dynamic          */
     tc__break *breaks;
@@ -23706,10 +24741,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(23710, "tcompile.h", 23710)
+#line TC__LINE_AT(24745, "tcompile.h", 24745)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 23713)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 24748)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -23800,6 +24835,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.fullgraph = f->fullgraph;
     in.graph_breaks = f->nbreaks;
     in.recompiles = f->recompiles;
+    in.compiles = f->compiles;
     in.calls = f->calls;
     in.cached_calls = f->cached_calls;
     in.eager_calls = f->eager_calls;
@@ -23841,9 +24877,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, graph "
-           "breaks %d\n",
-           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces,
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, compiles %d, "
+           "graph breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces, in.compiles,
            in.graph_breaks);
     if (f->freeze)
         TC__W_("  freeze: %d weights frozen (packed once for the GEMM, or a conv's with its batch norm folded in)\n",
@@ -23911,10 +24947,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(23915, "tcompile.h", 23915)
+#line TC__LINE_AT(24951, "tcompile.h", 24951)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 23918)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 24954)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -24142,6 +25178,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc_result r;
         c->misses++;
         *gp = NULL;
+        f->compiles++;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
         p = tc__program_build(f->ctx, f->be, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
@@ -24152,6 +25189,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc__segment add;
         memset(&add, 0, sizeof add);
         c->misses++;
+        f->compiles++;
         if (!(add.raw = tc__graph_copy(g))) return TC_ERR_OOM;
         *gp = NULL;
         add.g = g;
@@ -24193,17 +25231,19 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
     tc_tensor **outs = NULL, *t;
-    int *ids = NULL, *root = NULL, nid = 0, d, k, i;
+    int *ids = NULL, *root = NULL, *pos = NULL, nid = 0, d, k, i;
     tc_result r = TC_OK;
     if (g->n > 0) {
         ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
-        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n * 2);
         outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (!ids || !root || !outs) r = TC_ERR_OOM;
+        else pos = root + g->n; /* per node: its index in ids, -1 none */
         for (i = 0; r == TC_OK && i < g->n; i++) {
             const tc__node *nd = &g->nodes[i];
             int view = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0;
             root[i] = view && nd->in[0] >= 0 ? root[nd->in[0]] : i;
+            pos[i] = -1;
         }
         /* the segment's outputs: the roots of the live traced tensors (an
          * input or parameter root needs no output: its memory exists) */
@@ -24223,8 +25263,10 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 }
                 /* a view of user memory (tc_wrap) is output itself, copied */
                 k = rn->op == TC__OP_WRAP ? t->lazy - 1 : root[t->lazy - 1];
-                for (i = 0; i < nid && ids[i] != k; i++) continue;
-                if (i == nid) ids[nid++] = k;
+                if (pos[k] < 0) {
+                    pos[k] = nid;
+                    ids[nid++] = k;
+                }
             }
         if (r == TC_OK && nid > 0) {
             g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
@@ -24239,9 +25281,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
             for (d = 0; d <= ctx->depth; d++)
                 for (t = ctx->scope_head[d]; t; t = t->next) {
                     tc_tensor *v;
-                    int own;
+                    int own, pr, po;
                     if (!t->lazy) continue;
-                    for (k = 0; ids[k] != root[t->lazy - 1] && ids[k] != t->lazy - 1; k++) continue;
+                    /* the first output that is its root or its own node */
+                    pr = pos[root[t->lazy - 1]], po = pos[t->lazy - 1];
+                    k = pr < 0 || (po >= 0 && po < pr) ? po : pr;
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
@@ -24373,6 +25417,7 @@ TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r) {
 TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
     tc_result r = TC_OK;
     if (!e->prog) {
+        f->compiles++;
         e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
@@ -24476,16 +25521,32 @@ TC__FN void tc__trace_log_graph(const tc_fn *f, const tc__graph *g) {
     TC_FREE(txt);
 }
 
+/* A persistent program's outputs are its own buffers, valid until its next
+ * run: the call that traced gets copies, as its outputs are the caller's. */
+TC__FN tc_result tc__own_outputs(tc_fn *f, tc_tensor **outputs) {
+    int i;
+    for (i = 0; i < f->nout; i++) {
+        tc_tensor *c = tc__clone(f->ctx, outputs[i], NULL, f->file, f->line);
+        if (c->status != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(c));
+            return tc__fn_fail(f, outputs, c->status);
+        }
+        outputs[i] = c;
+    }
+    return TC_OK;
+}
+
 /* The final segment of a trace, run for this call's results.  With breaks
  * it goes through the segment cache; without, the trace is kept as the
- * template for dynamic shapes (*rawout), passed and run by a throwaway
- * program, and becomes the entry's graph (*gout). */
+ * template for dynamic shapes (*rawout), passed, and becomes the entry's
+ * graph (*gout) with the program built for it (*pout: the one the entry's
+ * cached calls replay, so a signature compiles once). */
 TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                 tc__graph **rawout) {
+                                 tc__graph **rawout, tc__program **pout) {
     tc_fn *f = tr->f;
     tc__entry e;
     tc_result r;
-    int i;
+    int i, persistent = f->mode == TC_MODE_REDUCE_OVERHEAD;
     if (tr->breaks > 0) {
         r = tc__segment_run(tr, &tr->g, outputs);
         if (r != TC_OK)
@@ -24495,24 +25556,31 @@ TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_ten
     if (tc__pass_dce(tr->g) < 0 || !(*rawout = tc__graph_copy(tr->g))) return TC_ERR_OOM;
     if ((r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr->g)) != TC_OK) return r;
     tc__trace_log_graph(f, tr->g);
-    /* a non-persistent program (fresh outputs); the cached entry builds its
-     * own, persistent in reduce-overhead, on its first replay */
     memset(&e, 0, sizeof e);
     e.g = tr->g;
-    r = tc__replay(f, &e, inputs, outputs, 0);
-    tc__program_free(e.prog);
+    r = tc__replay(f, &e, inputs, outputs, persistent);
+    if (r == TC_OK && persistent) r = tc__own_outputs(f, outputs);
     if (r == TC_OK) {
         *gout = tr->g;
+        *pout = e.prog;
         tr->g = NULL;
+    } else {
+        tc__program_free(e.prog);
     }
     return r;
 }
 
-/* Traces one call: returns the new cache entry's graph in *gout and a copy of
- * it before the passes in *rawout (both NULL when the trace had breaks) and
- * fills outputs with this call's results. */
+/* Traces one call: returns the new cache entry's graph in *gout with its
+ * program in *pout and a copy of the graph before the passes in *rawout
+ * (all NULL when the trace had breaks) and fills outputs with this call's
+ * results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                tc__graph **rawout, tc__segcache **segs) {
+                                tc__graph **rawout, tc__program **pout, tc__segcache **segs) {
+    int up_;
+    /* host parameters uploaded by earlier traces are not reused: a tensor
+     * freed and made again at the same address is another weight (the
+     * copies stay with the entries that read them) */
+    for (up_ = 0; up_ < f->nup; up_++) f->up_src[up_] = NULL;
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
@@ -24521,6 +25589,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     *gout = NULL;
     *rawout = NULL;
     f->traces++;
+    *pout = NULL;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
@@ -24553,7 +25622,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (tr.failed) r = tr.status;
     }
     if (r == TC_OK) r = tc__trace_outputs(&tr, outputs);
-    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout);
+    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout, pout);
     if (r != TC_OK) { /* (a failed replay has written its errored outputs already) */
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)
@@ -24574,10 +25643,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(24578, "tcompile.h", 24578)
+#line TC__LINE_AT(25647, "tcompile.h", 25647)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 24581)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25650)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -24632,9 +25701,10 @@ TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const
     return 1;
 }
 
-/* Caches (g, raw) or the segments of a trace with breaks for the inputs'
- * signature; on OOM the cache just misses. */
-TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw, tc__segcache *segs) {
+/* Caches (g with its program p, raw) or the segments of a trace with breaks
+ * for the inputs' signature; on OOM the cache just misses. */
+TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw, tc__program *p,
+                          tc__segcache *segs) {
     tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
     tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
     tc__entry *e;
@@ -24642,6 +25712,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
     if (ne) f->entries = ne;
     if (!ne || !ins) {
         TC_FREE(ins);
+        tc__program_free(p);
         tc__graph_free(g);
         tc__graph_free(raw);
         tc__segcache_free(segs);
@@ -24657,6 +25728,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
     memset(e, 0, sizeof *e);
     e->ins = ins;
     e->g = g;
+    e->prog = p;
     e->raw = raw;
     e->segs = segs;
     e->dyn_in = e->dyn_dim = -1;
@@ -24664,10 +25736,11 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
         for (i = 0; i < g->n; i++) e->nparams += g->nodes[i].kind == TC__NODE_PARAM;
 }
 
-/* Points entry e at graph g (and template raw, when given) for size s. */
-TC__FN void tc__entry_set(tc__entry *e, tc__graph *g, tc__graph *raw, int64_t s) {
+/* Points entry e at graph g with its program p (NULL: built on the next
+ * replay) and template raw, when given, for size s. */
+TC__FN void tc__entry_set(tc__entry *e, tc__graph *g, tc__program *p, tc__graph *raw, int64_t s) {
     tc__program_free(e->prog);
-    e->prog = NULL;
+    e->prog = p;
     tc__graph_free(e->g);
     e->g = g;
     if (raw) {
@@ -24706,6 +25779,7 @@ TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, i
     tc_ctx *ctx = f->ctx;
     tc_tensor **alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout)), *padded;
     tc__graph *g2 = NULL;
+    tc__program *p2 = NULL;
     tc__segcache *segs = NULL;
     tc__call pc;
     int k, floor;
@@ -24716,10 +25790,11 @@ TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, i
     pc.a.i[2 * d + 1] = pad; /* zeros after the end of dim d */
     padded = tc__run(&pc);
     for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
-    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &segs) != TC_OK) {
+    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &p2, &segs) != TC_OK) {
         tc__graph_free(*raw2);
         *raw2 = NULL;
     }
+    tc__program_free(p2); /* only the graph is wanted: the fit */
     tc__graph_free(g2);
     tc__segcache_free(segs);
     tc__scope_close(ctx, floor);
@@ -24774,7 +25849,7 @@ TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
     tc__graph *g = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
     if (!g) return TC_ERR_OOM;
     if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
-    tc__entry_set(e, g, NULL, s);
+    tc__entry_set(e, g, NULL, NULL, s);
     f->dyn_instances++;
     return TC_OK;
 }
@@ -24787,6 +25862,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
                                     int *resized) {
     int64_t s = inputs[e->dyn_in]->shape[e->dyn_dim];
     tc__graph *g = NULL, *raw = NULL;
+    tc__program *p = NULL;
     tc__segcache *segs = NULL;
     tc_result r;
     *resized = 0;
@@ -24795,16 +25871,16 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
         *resized = r == TC_OK;
         return r == TC_OK ? r : tc__fn_fail(f, outputs, r);
     }
-    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &segs);
     tc__segcache_free(segs); /* a break now: this size just isn't cached */
     if (r == TC_OK && g && (s == e->fit_a || s == e->fit_b)) {
         /* a size the fit was made from proves nothing: keep waiting */
-        tc__entry_set(e, g, raw, s);
+        tc__entry_set(e, g, p, raw, s);
     } else if (r == TC_OK && g) {
         tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
         if (inst && tc__graph_equal(inst, raw)) {
             e->verified = 1;
-            tc__entry_set(e, g, raw, s);
+            tc__entry_set(e, g, p, raw, s);
         } else {
             /* not affine after all: the dim goes back to static */
             tc__log(f->ctx, TC_LOG_INFO, "automatic dynamic: input %d dim %d is not affine; recompiling per size",
@@ -24817,7 +25893,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
             e->sym = NULL;
             e->nsym = 0;
             f->recompiles++;
-            tc__add_entry(f, inputs, g, raw, NULL);
+            tc__add_entry(f, inputs, g, raw, p, NULL);
         }
         tc__graph_free(inst);
     }
@@ -24831,6 +25907,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why) {
     tc__entry *cand = NULL;
     tc__graph *g = NULL, *raw = NULL;
+    tc__program *p = NULL;
     tc__segcache *segs = NULL;
     tc__sym *sym = NULL;
     tc_result r;
@@ -24843,7 +25920,7 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
         if (f->logs & TC__LOG_RECOMPILES)
             tc__log(f->ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
     }
-    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &segs);
     if (r != TC_OK) return r;
     nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
     if (nsym >= 0) {
@@ -24858,10 +25935,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
         cand->fit_a = cand->ins[di].shape[dd];
         cand->fit_b = inputs[di]->shape[dd];
         cand->ins[di].shape[dd] = inputs[di]->shape[dd];
-        tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
+        tc__entry_set(cand, g, p, raw, inputs[di]->shape[dd]);
     } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
         int n0 = f->nentries;
-        tc__add_entry(f, inputs, g, raw, segs);
+        tc__add_entry(f, inputs, g, raw, p, segs);
         if (f->nentries == n0 + 1) {
             tc__entry *ne = &f->entries[n0];
             ne->dyn_in = di;
@@ -24875,14 +25952,14 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
             TC_FREE(sym); /* out of memory: the entry was not added */
         }
     } else {
-        tc__add_entry(f, inputs, g, raw, segs);
+        tc__add_entry(f, inputs, g, raw, p, segs);
     }
     return r;
 }
-#line TC__LINE_AT(24883, "tcompile.h", 24883)
+#line TC__LINE_AT(25960, "tcompile.h", 25960)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 24886)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 25963)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -25041,8 +26118,10 @@ TC__FN tc_result tc__call_replay(tc_fn *f, tc__entry *e, tc_tensor *const *input
  * equal to a cached one runs that segment's program. */
 TC__FN tc_result tc__call_record(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
     tc__graph *g = NULL, *raw = NULL;
-    tc_result r = tc__trace_call(f, inputs, outputs, &g, &raw, &e->segs);
-    tc__graph_free(g); /* a break-free path this time: not cached here */
+    tc__program *p = NULL;
+    tc_result r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &e->segs);
+    tc__program_free(p); /* a break-free path this time: not cached here */
+    tc__graph_free(g);
     tc__graph_free(raw);
     f->recorded_calls++;
     return r;
@@ -25108,10 +26187,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(25112, "tcompile.h", 25112)
+#line TC__LINE_AT(26191, "tcompile.h", 26191)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 25115)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26194)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -25128,9 +26207,11 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
 #ifndef TC_NO_CUDA
 
 #define TC__EAGER_SLOTS 64
+#define TC__EAGER_SHAPES 32 /* signatures one op keeps; then it starts afresh (NVRTC's disk cache keeps the binaries) */
 
 typedef struct tc__eager_fn {
     tc__call key;              /* op, name, attributes, which inputs exist  */
+    tc_compile_options f_opts; /* f's options (to start afresh)             */
     tc_fn *f;
 } tc__eager_fn;
 
@@ -25204,8 +26285,9 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     for (i = 0; i < c->nin; i++) o.num_inputs += c->ins[i] != NULL;
     o.num_outputs = 1;
     o.dynamic = -1;          /* each shape its own entry: sizes are kernel parameters */
-    o.recompile_limit = 64;
+    o.recompile_limit = TC__EAGER_SHAPES + 1; /* never reached: tc__cuda_eager_run starts afresh at TC__EAGER_SHAPES */
     o.cache_dir = NULL;
+    e->f_opts = o;
     e->f = tc__compile(ctx, tc__eager_model, &e->key, &o, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
     if (!e->f) {
         e->key.op = (tc__op)-1; /* never matches */
@@ -25217,6 +26299,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
 /* The dispatcher's hook for an op whose inputs are on the GPU. */
 TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
     tc_tensor *ins[TC__MAX_IN], *out = NULL;
+    int owned[TC__MAX_IN];
     tc__eager_fn *e;
     tc_result r;
     int i, n = 0;
@@ -25233,30 +26316,40 @@ TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
                 c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
         return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
     }
+    if (e->f->nentries >= TC__EAGER_SHAPES) { /* many shapes seen: start afresh rather than grow */
+        tc_fn_free(e->f);
+        e->f = tc__compile(c->ctx, tc__eager_model, &e->key, &e->f_opts, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
+        if (!e->f) {
+            e->key.op = (tc__op)-1;
+            tc__msg(c, TC_ERR_OOM, "out of memory");
+            return tc__fail(c, TC_ERR_OOM);
+        }
+    }
     for (i = 0; i < c->nin; i++) {
         if (!c->ins[i]) continue;
+        owned[n] = 0;
         if (c->ins[i]->device != TC_CUDA) { /* a scalar argument: its value goes up */
             tc_tensor *d = tc__to_device(c->ctx, c->ins[i]);
             if (!d || d->status != TC_OK) {
                 for (i = 0; i < n; i++)
-                    if (ins[i] != c->ins[i] && ins[i]->is_wrapped) tc_free(ins[i]);
+                    if (owned[i]) tc_free(ins[i]);
                 tc__msg(c, d ? d->status : TC_ERR_OOM, "%s", d ? tc_error(d) : "out of memory");
                 tc_free(d);
                 return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
             }
             d->is_wrapped = c->ins[i]->is_wrapped;
+            owned[n] = 1;
             ins[n++] = d;
         } else ins[n++] = c->ins[i];
     }
     r = tc_call(e->f, ins, &out);
-    for (i = 0, n = 0; i < c->nin; i++) /* the scalars' copies */
-        if (c->ins[i] && ins[n++] != c->ins[i]) tc_free(ins[n - 1]);
+    for (i = 0; i < n; i++) /* the scalars' copies */
+        if (owned[i]) tc_free(ins[i]);
     if (r != TC_OK) {
-        const char *why = tc_fn_error(e->f);
+        const char *why = tc_fn_error(e->f), *rest = strstr(why, "): ");
         tc_free(out);
-        /* the message names the op already when it comes from its launch */
-        if (strncmp(why, "tc_", 3) == 0) return tc__error_tensor(c->ctx, r, why);
-        tc__msg(c, r, "%s", why);
+        /* the program's message names the site it was first traced at: this call's instead */
+        tc__msg(c, r, "%s", strncmp(why, "tc_", 3) == 0 && rest ? rest + 3 : why);
         return tc__fail(c, r);
     }
     return out;
@@ -25315,10 +26408,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(25319, "tcompile.h", 25319)
+#line TC__LINE_AT(26412, "tcompile.h", 26412)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 25322)
+#line TC__LINE_AT(1, "src/license.h", 26415)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -25360,7 +26453,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(25364, "tcompile.h", 25364)
+#line TC__LINE_AT(26457, "tcompile.h", 26457)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

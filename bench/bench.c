@@ -2,6 +2,7 @@
  *
  *   make bench                          every workload
  *   make bench WORKLOADS="ew softmax_ln"
+ *   make bench WORKLOADS=compile        compile time against graph size
  *   ./build/bench [-t threads] [-o bench/out/results.csv] [workload...]
  *
  * Each row: median ms per call after warm-up (enough calls for ~0.3 s, at
@@ -1099,12 +1100,92 @@ static void cpu_name(char *buf, size_t cap, tc_ctx *ctx) {
     }
 }
 
+/* ---- compile time against graph size ------------------------------------------- */
+
+/* `compile` (by name only: `make bench WORKLOADS=compile`): the first call
+ * of a new compiled function (trace, passes, fusion, plan and one run on a
+ * [8, 64] input: the run is microseconds) for graphs of 1k, 10k and 100k
+ * ops of three kinds, with the time per op and the slope of log(time)
+ * against log(ops) fitted over the three sizes (1 is linear, 2 quadratic),
+ * and the second call's time (a replay: nothing is compiled again). */
+static const char *const compile_kinds[3] = {"pointwise chain", "softmax+layer_norm", "reshape chain"};
+static int compile_kind, compile_ops;
+
+static void model_compile_graph(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    tc_tensor *x = in[0];
+    int64_t flat[1] = {512}, rows[2] = {8, 64}, cols[2] = {64, 8};
+    int i;
+    (void)user;
+    if (compile_kind == 0) {
+        for (i = 0; i < compile_ops; i++) x = i & 1 ? tc_add_scalar(ctx, x, 0.001) : tc_mul_scalar(ctx, x, 0.999);
+    } else if (compile_kind == 1) { /* 12 ops a pair once decomposed */
+        for (i = 0; i < compile_ops / 12; i++) x = tc_layer_norm(ctx, tc_softmax(ctx, x, -1), 1, NULL, NULL, 1e-5);
+    } else {
+        for (i = 0; i < compile_ops; i++)
+            x = tc_reshape(ctx, x, i % 3 == 0 ? 1 : 2, i % 3 == 0 ? flat : i % 3 == 1 ? cols : rows);
+        x = tc_add_scalar(ctx, tc_reshape(ctx, x, 2, rows), 1.0);
+    }
+    out[0] = x;
+}
+
+/* ms of tc_call(f) on x (its result checked), -1 when it failed */
+static double compile_call_ms(tc_ctx *ctx, tc_fn *f, tc_tensor *x) {
+    tc_tensor *y = NULL;
+    tc_result r;
+    double t0;
+    tc_scope_begin(ctx);
+    t0 = now_ms();
+    r = tc_call(f, &x, &y);
+    t0 = now_ms() - t0;
+    if (r != TC_OK) fprintf(stderr, "bench: compile: %s\n", tc_fn_error(f));
+    tc_scope_end(ctx);
+    return r == TC_OK ? t0 : -1;
+}
+
+static void run_compile_sweep(tc_ctx *ctx) {
+    static const int ops[3] = {1000, 10000, 100000};
+    int64_t shape[2] = {8, 64};
+    tc_tensor *x = tc_persist(tc_rand_normal(ctx, 2, shape, 0.0, 1.0, 42));
+    int k, s, rep;
+    printf("\ncompile time against graph size (first call: trace + passes + fusion + plan + a run on [8, 64]; "
+           "best of 3, of 1 at 100k)\n");
+    printf("%-20s %8s %12s %10s %14s\n", "graph", "ops", "first ms", "us/op", "second ms");
+    for (k = 0; k < 3; k++) {
+        double lx[3], ly[3], mx = 0, my = 0, sxy = 0, sxx = 0;
+        int ok = 1;
+        compile_kind = k;
+        for (s = 0; s < 3; s++) {
+            double best = -1, second = -1;
+            compile_ops = ops[s];
+            for (rep = 0; rep < (s < 2 ? 3 : 1); rep++) {
+                tc_fn *f = tc_compile(ctx, model_compile_graph, NULL, NULL);
+                double t = compile_call_ms(ctx, f, x);
+                if (t >= 0 && (best < 0 || t < best)) best = t;
+                if (rep == 0) second = compile_call_ms(ctx, f, x);
+                tc_fn_free(f);
+            }
+            if (best <= 0) {
+                ok = 0;
+                continue;
+            }
+            printf("%-20s %8d %12.1f %10.2f %14.3f\n", compile_kinds[k], ops[s], best, best * 1e3 / ops[s], second);
+            lx[s] = log((double)ops[s]);
+            ly[s] = log(best);
+        }
+        if (!ok) continue;
+        for (s = 0; s < 3; s++) mx += lx[s] / 3, my += ly[s] / 3;
+        for (s = 0; s < 3; s++) sxy += (lx[s] - mx) * (ly[s] - my), sxx += (lx[s] - mx) * (lx[s] - mx);
+        printf("%-20s slope %.2f (log time against log ops; 1 is linear)\n", compile_kinds[k], sxy / sxx);
+    }
+    tc_free(x);
+}
+
 int main(int argc, char **argv) {
     tc_ctx_options o;
     tc_ctx *ctx;
     const char *csv = "bench/out/results.csv";
     const char *sel[64];
-    int nsel = 0, threads = 2, i, j;
+    int nsel = 0, threads = 2, i, j, compile = 0, ran = 0;
     double bw;
     char cpu[256];
     for (i = 1; i < argc; i++) {
@@ -1131,15 +1212,16 @@ int main(int argc, char **argv) {
         } else if (nsel < 64) sel[nsel++] = argv[i];
     }
     for (i = 0; i < nsel; i++) {
-        int ok = 0;
+        int ok = strcmp(sel[i], "compile") == 0;
         for (j = 0; j < NWORK; j++) ok |= strcmp(sel[i], workloads[j].name) == 0;
         if (!ok) {
             fprintf(stderr, "bench: unknown workload '%s'; known:", sel[i]);
             for (j = 0; j < NWORK; j++) /* once per name, not per batch size */
                 if (!name_seen(workloads[j].name, j)) fprintf(stderr, " %s", workloads[j].name);
-            fprintf(stderr, "\n");
+            fprintf(stderr, " compile\n");
             return 2;
         }
+        compile |= strcmp(sel[i], "compile") == 0;
     }
     memset(&o, 0, sizeof o);
     o.num_threads = threads;
@@ -1154,9 +1236,13 @@ int main(int argc, char **argv) {
         int want = nsel == 0;
         for (i = 0; i < nsel; i++) want |= strcmp(sel[i], workloads[j].name) == 0;
         if (want) run_workload(ctx, &workloads[j], threads, bw);
+        ran |= want;
     }
-    write_outputs(csv, cpu);
-    write_model_report(csv, cpu, threads);
+    if (ran) { /* (the compile sweep only prints) */
+        write_outputs(csv, cpu);
+        write_model_report(csv, cpu, threads);
+    }
+    if (compile) run_compile_sweep(ctx);
     tc_ctx_destroy(ctx);
     free(evict_buf);
     return 0;

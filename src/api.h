@@ -633,6 +633,9 @@ typedef struct tc_explain_info {
                                 fused epilogue)                             */
     int guards;              /* checks made before a cached graph runs      */
     int recompiles;          /* traces after the first                      */
+    int compiles;            /* graphs fused and planned into a program:
+                                once per signature (and per new segment of
+                                a trace with breaks), never per call        */
     int dynamic_dims;        /* input dims made dynamic automatically       */
     int calls, cached_calls, eager_calls;
     int recorded_calls;      /* traces with breaks: recorded again, each

@@ -156,6 +156,7 @@ TC__FN void tc__out_f32_done(tc_ctx *ctx, tc_tensor *out, void *owned);
 /* ---- compiler/graph.c */
 TC__FN void tc__graph_free(struct tc__graph *g);
 TC__FN struct tc__graph *tc__graph_new(void);
+TC__FN int tc__graph_reserve(struct tc__graph *g, int cap);
 TC__FN int tc__graph_add(struct tc__graph *g, const struct tc__node *proto, int *fresh);
 TC__FN int tc__graph_own(struct tc__graph *g, void *buf);
 TC__FN int tc__pass_dce(struct tc__graph *g);
@@ -220,6 +221,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const 
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
 TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out);
+TC__FN const char *tc__cu_int_expr(int op);
 #endif
 
 /* ---- cuda/backend.c (only without TC_NO_CUDA) */
@@ -233,7 +235,7 @@ TC__FN unsigned tc__logs_from_env(void);
 TC__FN int tc__fuse_logs(const tc_fn *f);
 
 /* ---- compiler/trace.c */
-TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__segcache **segs);
+TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, struct tc__graph **gout, struct tc__graph **rawout, struct tc__program **pout, struct tc__segcache **segs);
 TC__FN void tc__segcache_free(struct tc__segcache *c);
 TC__FN void tc__hand_out(tc_ctx *ctx, tc_tensor **outputs, int n);
 TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r);

@@ -404,19 +404,37 @@
  *  16. THREAT MODEL
  * ===========================================================================
  *
- * Shapes, dtypes, axes, indices and sizes passed to the API are untrusted:
- * they are validated and overflow-checked, and bad values produce errors, not
- * crashes.  Index tensors (embedding, gather, index_select) are range-checked
- * element by element.  safetensors files are untrusted (section 6); a file
- * truncated while mapped is not checked (SIGBUS, section 9: copy it).
- * Pointers are trusted: a pointer passed to tc_wrap, tc_from_data, tc_read
- * or tc_write must be valid for the sizes given, and a tensor pointer must
- * be one tcompile returned and not yet freed.  The CUDA driver and NVRTC
- * found by name (or named in TC_CUDA_LIB / TC_NVRTC_LIB) are trusted code
- * loaded into the process; the CUDA C tcompile generates is compiled only
- * from its own kernels, never from user text.  Tensor *values* (NaN, inf)
- * are data, never control.  A context is not safe to use from two threads
- * at once.
+ * Checked (untrusted, an error and never a crash):
+ *   - shapes, dtypes, axes, indices and sizes passed to the API: validated,
+ *     with every product, stride extent and byte count overflow-checked;
+ *   - index tensors (embedding, gather, index_select): every element, on
+ *     the CPU and on the GPU (a flag the kernel raises, read back after the
+ *     launch or the CUDA graph's replay);
+ *   - safetensors files (section 6): the header strictly, every tensor's
+ *     extent against the file, names by a sorted index;
+ *   - running out of memory: every allocation may fail (the tests fail
+ *     each allocation of a first call in turn), giving errored outputs and
+ *     a message, with nothing leaked and the context usable after;
+ *   - graph size: no pass recurses in proportion to the graph (below);
+ *   - a scope the user ends inside a compiled function cannot free
+ *     tcompile's own (TC_ERR_STATE).
+ * Not checked (trusted, undefined behaviour when wrong):
+ *   - pointers: one passed to tc_wrap, tc_from_data, tc_read or tc_write
+ *     must be valid for the sizes given, and a tensor, context or function
+ *     pointer must be one tcompile returned and not yet freed (a use after
+ *     tc_free is not detected);
+ *   - a mapped checkpoint truncated or rewritten while open (SIGBUS on the
+ *     next read of a view: open it with the copy option, section 9);
+ *   - the CUDA driver and NVRTC found by name (or named in TC_CUDA_LIB /
+ *     TC_NVRTC_LIB): trusted code loaded into the process; the CUDA C
+ *     tcompile compiles is its own, never user text;
+ *   - two threads using one context at once (one at a time is fine).
+ * Tensor *values* (NaN, inf) are data, never control.
+ *
+ * A graph's length costs heap, not stack: tracing, the passes, fusion and
+ * planning use a bounded C stack whatever the graph's size (tested: 20k-op
+ * graphs compiled on a thread with a 256 KB stack), and compile time and
+ * memory grow linearly with the graph.
  *
  * ===========================================================================
  *  17. LICENSE: MIT or public domain (Unlicense), at your choice; see the end.

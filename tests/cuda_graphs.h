@@ -24,7 +24,7 @@ enum {
     CG_UNARY, CG_BINARY, CG_BINARY_LEFT, CG_WHERE, CG_CAST, CG_SUM0, CG_SUM1, CG_SUM_ALL, CG_MEAN1, CG_MAX1, CG_MIN0,
     CG_SOFTMAX, CG_LOG_SOFTMAX, CG_LAYER_NORM, CG_RMS_NORM, CG_GATES, CG_ATTRS, CG_MATMUL, CG_LINEAR_GELU, CG_SDPA,
     CG_CONV, CG_MAXPOOL, CG_AVGPOOL, CG_ADAPTIVE, CG_CONCAT, CG_PAD, CG_EMBEDDING, CG_INDEX_SELECT, CG_GATHER,
-    CG_ARGMAX, CG_VAR, CG_ISUM, CG_KINDS
+    CG_ARGMAX, CG_VAR, CG_ISUM, CG_IARITH, CG_KINDS
 };
 
 static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
@@ -89,6 +89,10 @@ static void cg_model(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **
     case CG_ARGMAX: out[0] = tc_argmax(ctx, x, 1, ax1, 0); break;
     case CG_VAR: out[0] = tc_var(ctx, x, 1, ax0, 1, 1); break;
     case CG_ISUM: out[0] = tc_sum(ctx, x, 1, ax1, 0); break;
+    case CG_IARITH: /* i32 arithmetic, a power, a compare, both operand sides broadcast */
+        out[0] = tc_where(ctx, tc_lt(ctx, in[1], x), tc_pow(ctx, tc_sub(ctx, in[1], tc_mul(ctx, x, x)), in[2]),
+                          tc_maximum(ctx, tc_neg(ctx, x), in[1]));
+        break;
     case CG_LINEAR_GELU: out[0] = tc_gelu(ctx, tc_linear(ctx, x, in[1], in[2])); break;
     }
 }
@@ -196,6 +200,9 @@ static int cg_cases(cg_case *cs) {
     n = cg_add(cs, n, CG_ARGMAX, 0, "argmax over dim 1", 1, TC_F32, 13, 77);
     n = cg_add(cs, n, CG_VAR, 0, "var over dim 0", 1, TC_F32, 40, 9);
     n = cg_add(cs, n, CG_ISUM, 0, "sum of i32 over dim 1", 1, TC_I32, 9, 31);
+    n = cg_add(cs, n, CG_IARITH, 0, "i32 arithmetic past 2^24", 3, TC_I32, 9, 31);
+    cs[n - 1].shape[1][0] = 1; /* [1, 31] */
+    cs[n - 1].shape[2][1] = 1; /* [9, 1]: small exponents */
     n = cg_add(cs, n, CG_GATES, 0, "gelu_tanh(1.5x + 0.25) * sigmoid(y)", 2, TC_F32, 31, 63);
     n = cg_add(cs, n, CG_ATTRS, 0, "softplus(clamp(x))", 1, TC_F32, 31, 63);
     return n;
@@ -218,9 +225,75 @@ static void cg_inputs(tc_ctx *ctx, const cg_case *c, tc_tensor **in) {
         if (c->dt[i] == TC_I32 && c->kind >= CG_EMBEDDING && c->kind <= CG_GATHER) { /* valid indices */
             double range = (double)c->shape[0][c->kind == CG_EMBEDDING ? 0 : 1];
             t = tc_floor(ctx, tc_mul_scalar(ctx, tc_add_scalar(ctx, t, 3.0), range / 6.0 - 1e-3));
-        } else if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
+        } else if (c->dt[i] == TC_I32 && c->kind == CG_IARITH) /* values past 2^24, and exponents 0..2 */
+            t = tc_floor(ctx, i == 2 ? tc_add_scalar(ctx, tc_mul_scalar(ctx, t, 0.4), 1.2) : tc_mul_scalar(ctx, t, 3e6));
+        else if (c->dt[i] == TC_I32) t = tc_floor(ctx, tc_mul_scalar(ctx, t, 10.0));
         if (c->kind >= CG_MATMUL) t = tc_mul_scalar(ctx, t, 0.3); /* sums of products stay near 1 */
         in[i] = c->dt[i] == TC_F32 ? t : tc_cast(ctx, t, c->dt[i]);
     }
+}
+/* Two small models as the examples build them: a GPT-2 block (embedding,
+ * layer norms, linear layers, causal attention, GELU, residuals) and a CNN
+ * (conv, batch norm, ReLU, pooling, linear). */
+typedef struct model_w {
+    tc_tensor *wte, *ln1w, *ln1b, *qkv_w, *qkv_b, *proj_w, *fc_w, *fc_b, *out_w;
+    tc_tensor *c1w, *c1b, *bn_m, *bn_v, *bn_g, *bn_b, *c2w, *head_w;
+} model_w;
+
+static void gpt_block(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    int64_t qshape[4] = {1, 8, 4, 8}, oshape[3] = {1, 8, 32};
+    static const int perm[4] = {0, 2, 1, 3};
+    tc_tensor *h = tc_embedding(c, w->wte, in[0]); /* [1, 8, 32] */
+    tc_tensor *a = tc_layer_norm(c, h, 1, w->ln1w, w->ln1b, 1e-5);
+    tc_tensor *qkv = tc_linear(c, a, w->qkv_w, w->qkv_b), *parts[3];
+    tc_split(c, qkv, 32, 2, parts, 3);
+    parts[0] = tc_permute(c, tc_reshape(c, parts[0], 4, qshape), perm);
+    parts[1] = tc_permute(c, tc_reshape(c, parts[1], 4, qshape), perm);
+    parts[2] = tc_permute(c, tc_reshape(c, parts[2], 4, qshape), perm);
+    a = tc_scaled_dot_product_attention(c, parts[0], parts[1], parts[2], NULL, 1, 0.0);
+    a = tc_reshape(c, tc_permute(c, a, perm), 3, oshape);
+    h = tc_add(c, h, tc_linear(c, a, w->proj_w, NULL));
+    h = tc_add(c, h, tc_linear(c, tc_gelu(c, tc_linear(c, tc_layer_norm(c, h, 1, w->ln1w, NULL, 1e-5), w->fc_w, w->fc_b)), w->out_w, NULL));
+    out[0] = h;
+}
+
+static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const model_w *w = (const model_w *)user;
+    tc_conv2d_opts co;
+    tc_pool2d_opts po;
+    tc_tensor *x;
+    memset(&co, 0, sizeof co);
+    memset(&po, 0, sizeof po);
+    co.padding[0] = co.padding[1] = 1;
+    po.kernel[0] = po.kernel[1] = 2;
+    x = tc_relu(c, tc_batch_norm(c, tc_conv2d(c, in[0], w->c1w, w->c1b, &co), w->bn_m, w->bn_v, w->bn_g, w->bn_b, 1e-5));
+    x = tc_max_pool2d(c, x, &po);
+    x = tc_relu(c, tc_conv2d(c, x, w->c2w, NULL, &co));
+    x = tc_flatten(c, tc_adaptive_avg_pool2d(c, x, 1, 1), 1, -1);
+    out[0] = tc_linear(c, x, w->head_w, NULL);
+}
+
+/* A uniform random host tensor of up to 4 dims (0 ends the shape), kept at the root. */
+static tc_tensor *cg_rnd(tc_ctx *ctx, int64_t d0, int64_t d1, int64_t d2, int64_t d3, unsigned seed, double lo, double hi) {
+    int64_t shape[4];
+    int nd = 0;
+    shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
+    while (nd < 4 && shape[nd] > 0) nd++;
+    return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
+}
+
+/* The two models' weights on the host (tc_free each when done). */
+static void cg_model_weights(tc_ctx *ctx, model_w *w) {
+    w->wte = cg_rnd(ctx, 40, 32, 0, 0, 1, -0.5, 0.5);
+    w->ln1w = cg_rnd(ctx, 32, 0, 0, 0, 2, 0.5, 1.5), w->ln1b = cg_rnd(ctx, 32, 0, 0, 0, 3, -0.1, 0.1);
+    w->qkv_w = cg_rnd(ctx, 96, 32, 0, 0, 4, -0.2, 0.2), w->qkv_b = cg_rnd(ctx, 96, 0, 0, 0, 5, -0.1, 0.1);
+    w->proj_w = cg_rnd(ctx, 32, 32, 0, 0, 6, -0.2, 0.2);
+    w->fc_w = cg_rnd(ctx, 64, 32, 0, 0, 7, -0.2, 0.2), w->fc_b = cg_rnd(ctx, 64, 0, 0, 0, 8, -0.1, 0.1);
+    w->out_w = cg_rnd(ctx, 32, 64, 0, 0, 9, -0.2, 0.2);
+    w->c1w = cg_rnd(ctx, 8, 3, 3, 3, 10, -0.3, 0.3), w->c1b = cg_rnd(ctx, 8, 0, 0, 0, 11, -0.1, 0.1);
+    w->bn_m = cg_rnd(ctx, 8, 0, 0, 0, 12, -0.1, 0.1), w->bn_v = cg_rnd(ctx, 8, 0, 0, 0, 13, 0.5, 1.5);
+    w->bn_g = cg_rnd(ctx, 8, 0, 0, 0, 14, 0.5, 1.5), w->bn_b = cg_rnd(ctx, 8, 0, 0, 0, 15, -0.1, 0.1);
+    w->c2w = cg_rnd(ctx, 16, 8, 3, 3, 16, -0.2, 0.2), w->head_w = cg_rnd(ctx, 10, 16, 0, 0, 17, -0.3, 0.3);
 }
 #endif

@@ -129,7 +129,7 @@ amalgamation() {
 # TC_HEADER_LINES
 line_directives() {
     d="$W/lines"; mkdir -p "$d"; cp -r src tools "$d/"
-    f=src/compiler/fuse.c; n=$(($(wc -l < "$d/$f") + 1))
+    f=src/compiler/fuse.c; ln=$(($(wc -l < "$d/$f") + 1)) # not n: the job runner's own
     echo '#error tc_planted_line' >> "$d/$f"
     (cd "$d" && sh tools/amalgamate.sh) || { fail "line directives: amalgamate"; return; }
     printf '#define TCOMPILE_IMPLEMENTATION\n#include "tcompile.h"\n' > "$d/u.c"
@@ -137,8 +137,8 @@ line_directives() {
     a=$(cd "$d" && $CC -c u.c -o u.o 2>&1 | grep -o '[^ ]*:[0-9]*:[0-9]*: error: #error tc_planted_line')
     b=$(cd "$d" && $CC -DTC_HEADER_LINES -c u.c -o u.o 2>&1 | grep -o '[^ ]*:[0-9]*:[0-9]*: error: #error tc_planted_line')
     case "$a|$b" in
-    "$f:$n:"*"|tcompile.h:$h:"*) pass "line directives: errors name $f:$n (tcompile.h:$h under TC_HEADER_LINES)" ;;
-    *) fail "line directives: expected $f:$n and tcompile.h:$h, got '$a' and '$b'" ;;
+    "$f:$ln:"*"|tcompile.h:$h:"*) pass "line directives: errors name $f:$ln (tcompile.h:$h under TC_HEADER_LINES)" ;;
+    *) fail "line directives: expected $f:$ln and tcompile.h:$h, got '$a' and '$b'" ;;
     esac
 }
 
@@ -358,7 +358,7 @@ cuda_test() { # flavour
     unit_test "$1" test_cuda
 }
 
-TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
+TESTS="test_ops_tensor test_ops_shape test_ops_pointwise test_ops_reduce test_ops_linalg test_errors test_hooks test_compile test_scale test_vexec test_gemm test_attention test_conv test_safetensors fuzz_fusion"
 
 # The longest jobs first, so the pool does not end on one of them.
 job oracles asan

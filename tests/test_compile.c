@@ -555,6 +555,113 @@ TC_TEST(test_pass_simplify_keeps_results_fresh) {
     tc_scope_end(ctx);
 }
 
+/* fuzz_fusion (the float64 reference), seed 68: a scalar argument keeps a
+ * 0-d half tensor half (it promotes like a Python float), and the
+ * compiled program's header of the scalar's constant lost the mark, so
+ * relu(tanh(x) * 0.25 + 0.5) of a 0-d f16 came out f32 */
+static void scalar_args_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_add_scalar(c, in[0], 1.0);
+    out[1] = tc_relu(c, tc_add_scalar(c, tc_mul_scalar(c, tc_tanh(c, in[0]), 0.25), 0.5));
+    out[2] = tc_sub(c, tc_scalar(c, 3.0), in[0]); /* a 0-d tensor, not a scalar argument: f32 */
+}
+
+TC_TEST(test_scalar_argument_keeps_0d_half) {
+    int mode, h, call, k;
+    tc_scope_begin(ctx);
+    for (h = 0; h < 2; h++)
+        for (mode = 1; mode <= 3; mode++) {
+            tc_compile_options o;
+            tc_fn *f;
+            tc_tensor *x = tc_cast(ctx, tc_scalar(ctx, 0.375 + h), h ? TC_BF16 : TC_F16), *y[3], *ye[3];
+            memset(&o, 0, sizeof o);
+            o.mode = (tc_mode)mode;
+            o.num_inputs = 1;
+            o.num_outputs = 3;
+            f = tc_compile(ctx, scalar_args_fn, NULL, &o);
+            scalar_args_fn(ctx, NULL, &x, ye);
+            TC_CHECK(tc_type(ye[0]) == tc_type(x) && tc_type(ye[1]) == tc_type(x) && tc_type(ye[2]) == TC_F32);
+            for (call = 0; call < 2; call++) {
+                TC_CHECK(tc_call(f, &x, y) == TC_OK);
+                for (k = 0; k < 3; k++)
+                    TC_CHECKF(tc_type(y[k]) == tc_type(ye[k]) && maxdiff(y[k], ye[k]) == 0,
+                              "%s, mode %d, call %d, output %d: dtype %d (eager %d), difference %g", h ? "bf16" : "f16",
+                              mode, call, k, (int)tc_type(y[k]), (int)tc_type(ye[k]), maxdiff(y[k], ye[k]));
+            }
+            tc_fn_free(f);
+        }
+    tc_scope_end(ctx);
+}
+
+/* fuzz_fusion (the float64 reference), seed 13363: softmax(x * 2.65) of a
+ * row holding 1e30 was NaN compiled on AVX2 and AVX-512.  The row max came
+ * from x * s rounded, and x * s - max was folded into one multiply-add,
+ * which for the largest element gives the product's rounding error instead
+ * of 0: exp of it overflowed (a max past about 1.5e9).  An offset
+ * (x * s + c) and log_softmax are checked beside it. */
+static int big_row_kind;
+static void big_row_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    switch (big_row_kind) {
+    case 0: out[0] = tc_softmax(c, tc_mul_scalar(c, in[0], 2.65), -1); break;
+    case 1: out[0] = tc_softmax(c, tc_add_scalar(c, tc_mul_scalar(c, in[0], 1.7), 0.5), -1); break;
+    default: out[0] = tc_log_softmax(c, tc_mul_scalar(c, in[0], 2.65), -1); break;
+    }
+}
+
+/* |a - b| / (1 + |b|) at worst, equal infinities and NaNs counting as 0;
+ * +inf where one is NaN or infinite and the other is not */
+static double rel_err_special(tc_tensor *a, tc_tensor *b) {
+    int64_t n = tc_numel(b), i;
+    float *x = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1)), *y = (float *)malloc(sizeof(float) * (size_t)(n ? n : 1));
+    double worst = 0;
+    if (tc_numel(a) != n || tc_read(a, TC_F32, x, sizeof(float) * (size_t)n) != TC_OK ||
+        tc_read(b, TC_F32, y, sizeof(float) * (size_t)n) != TC_OK)
+        n = 0, worst = INFINITY;
+    for (i = 0; i < n; i++) {
+        double d = x[i] == y[i] || (x[i] != x[i] && y[i] != y[i]) ? 0 : fabs((double)x[i] - y[i]) / (1 + fabs((double)y[i]));
+        if (!(d <= worst)) worst = d == d ? d : INFINITY;
+    }
+    free(x);
+    free(y);
+    return worst;
+}
+
+TC_TEST(test_softmax_of_scaled_large_rows) {
+    static const float bigs[] = {3e9f, 1e20f, 1e30f, 1e7f};
+    int isa, kind, b, j;
+    tc_scope_begin(ctx);
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (kind = 0; kind < 3; kind++)
+            for (b = 0; b < 4; b++) {
+                int64_t sh[2] = {3, 37};
+                float x[3 * 37];
+                tc_tensor *in, *y, *ye;
+                tc_compile_options o;
+                tc_fn *f;
+                for (j = 0; j < 3 * 37; j++) x[j] = (float)((j * 37 % 11) - 5) * 0.5f;
+                x[5] = bigs[b];                          /* row 0: one large element */
+                x[37 + 20] = bigs[b], x[37 + 21] = -INFINITY; /* row 1: and a masked one */
+                x[74 + 3] = bigs[b], x[74 + 4] = bigs[b] * (1 - 1.0f / 1024); /* row 2: two near the top */
+                in = tc_from_data(ctx, TC_F32, 2, sh, x);
+                memset(&o, 0, sizeof o);
+                o.num_inputs = 1;
+                o.num_outputs = 1;
+                big_row_kind = kind;
+                f = tc_compile(ctx, big_row_fn, NULL, &o);
+                big_row_fn(ctx, NULL, &in, &ye);
+                TC_CHECK(tc_call(f, &in, &y) == TC_OK);
+                TC_CHECKF(rel_err_special(y, ye) < FUSED_TOL, "%s, kind %d, max %g: compiled differs from eager by %g",
+                          tc_isa_name(tc_ctx_isa(ctx)), kind, bigs[b], rel_err_special(y, ye));
+                tc_fn_free(f);
+            }
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    tc_scope_end(ctx);
+}
+
 static void fold_fn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
     (void)user;
     /* sqrt(arange) * 2 depends on no input: computed once, at compile time */
@@ -1258,6 +1365,8 @@ int main(void) {
     TC_RUN(test_pass_simplify);
     TC_RUN(test_pass_simplify_keeps_reshape_viewable);
     TC_RUN(test_pass_simplify_keeps_results_fresh);
+    TC_RUN(test_scalar_argument_keeps_0d_half);
+    TC_RUN(test_softmax_of_scaled_large_rows);
     TC_RUN(test_pass_fold);
     TC_RUN(test_pass_decompose);
     TC_RUN(test_pass_decompose_more);

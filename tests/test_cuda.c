@@ -267,58 +267,9 @@ TC_TEST(test_host_parameters_are_uploaded_once) {
     tc_free(host_weight);
 }
 
-/* Two small models, as the examples build them, with their weights on the
- * device: a GPT-2 block (embedding, layer norms, linear layers, causal
- * attention, GELU, residuals) and a CNN (conv, batch norm, ReLU, pooling,
- * linear); compiled on CUDA in each mode against the CPU. */
-typedef struct model_w {
-    tc_tensor *wte, *ln1w, *ln1b, *qkv_w, *qkv_b, *proj_w, *fc_w, *fc_b, *out_w;
-    tc_tensor *c1w, *c1b, *bn_m, *bn_v, *bn_g, *bn_b, *c2w, *head_w;
-} model_w;
-
-static void gpt_block(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
-    const model_w *w = (const model_w *)user;
-    int64_t qshape[4] = {1, 8, 4, 8}, oshape[3] = {1, 8, 32};
-    static const int perm[4] = {0, 2, 1, 3};
-    tc_tensor *h = tc_embedding(c, w->wte, in[0]); /* [1, 8, 32] */
-    tc_tensor *a = tc_layer_norm(c, h, 1, w->ln1w, w->ln1b, 1e-5);
-    tc_tensor *qkv = tc_linear(c, a, w->qkv_w, w->qkv_b), *parts[3];
-    tc_split(c, qkv, 32, 2, parts, 3);
-    parts[0] = tc_permute(c, tc_reshape(c, parts[0], 4, qshape), perm);
-    parts[1] = tc_permute(c, tc_reshape(c, parts[1], 4, qshape), perm);
-    parts[2] = tc_permute(c, tc_reshape(c, parts[2], 4, qshape), perm);
-    a = tc_scaled_dot_product_attention(c, parts[0], parts[1], parts[2], NULL, 1, 0.0);
-    a = tc_reshape(c, tc_permute(c, a, perm), 3, oshape);
-    h = tc_add(c, h, tc_linear(c, a, w->proj_w, NULL));
-    h = tc_add(c, h, tc_linear(c, tc_gelu(c, tc_linear(c, tc_layer_norm(c, h, 1, w->ln1w, NULL, 1e-5), w->fc_w, w->fc_b)), w->out_w, NULL));
-    out[0] = h;
-}
-
-static void cnn(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
-    const model_w *w = (const model_w *)user;
-    tc_conv2d_opts co;
-    tc_pool2d_opts po;
-    tc_tensor *x;
-    memset(&co, 0, sizeof co);
-    memset(&po, 0, sizeof po);
-    co.padding[0] = co.padding[1] = 1;
-    po.kernel[0] = po.kernel[1] = 2;
-    x = tc_relu(c, tc_batch_norm(c, tc_conv2d(c, in[0], w->c1w, w->c1b, &co), w->bn_m, w->bn_v, w->bn_g, w->bn_b, 1e-5));
-    x = tc_max_pool2d(c, x, &po);
-    x = tc_relu(c, tc_conv2d(c, x, w->c2w, NULL, &co));
-    x = tc_flatten(c, tc_adaptive_avg_pool2d(c, x, 1, 1), 1, -1);
-    out[0] = tc_linear(c, x, w->head_w, NULL);
-}
-
-/* A uniform random host tensor of up to 4 dims (0 ends the shape), kept at the root. */
-static tc_tensor *rnd(int64_t d0, int64_t d1, int64_t d2, int64_t d3, unsigned seed, double lo, double hi) {
-    int64_t shape[4];
-    int nd = 0;
-    shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
-    while (nd < 4 && shape[nd] > 0) nd++;
-    return tc_persist(tc_rand_uniform(ctx, nd, shape, lo, hi, seed));
-}
-
+/* Two small models (tests/cuda_graphs.h's gpt_block and cnn), as the
+ * examples build them, with their weights on the device: compiled on CUDA
+ * in each mode against the CPU. */
 TC_TEST(test_models_on_device) {
     model_w w, dw;
     tc_tensor **src = (tc_tensor **)&w, **dst = (tc_tensor **)&dw;
@@ -326,16 +277,7 @@ TC_TEST(test_models_on_device) {
     int64_t tshape[2] = {1, 8}, ishape[4] = {2, 3, 12, 12};
     tc_tensor *toks = tc_from_data(ctx, TC_I32, 2, tshape, tok), *img = tc_rand_uniform(ctx, 4, ishape, -1, 1, 77);
     int i, m, mode;
-    w.wte = rnd(40, 32, 0, 0, 1, -0.5, 0.5);
-    w.ln1w = rnd(32, 0, 0, 0, 2, 0.5, 1.5), w.ln1b = rnd(32, 0, 0, 0, 3, -0.1, 0.1);
-    w.qkv_w = rnd(96, 32, 0, 0, 4, -0.2, 0.2), w.qkv_b = rnd(96, 0, 0, 0, 5, -0.1, 0.1);
-    w.proj_w = rnd(32, 32, 0, 0, 6, -0.2, 0.2);
-    w.fc_w = rnd(64, 32, 0, 0, 7, -0.2, 0.2), w.fc_b = rnd(64, 0, 0, 0, 8, -0.1, 0.1);
-    w.out_w = rnd(32, 64, 0, 0, 9, -0.2, 0.2);
-    w.c1w = rnd(8, 3, 3, 3, 10, -0.3, 0.3), w.c1b = rnd(8, 0, 0, 0, 11, -0.1, 0.1);
-    w.bn_m = rnd(8, 0, 0, 0, 12, -0.1, 0.1), w.bn_v = rnd(8, 0, 0, 0, 13, 0.5, 1.5);
-    w.bn_g = rnd(8, 0, 0, 0, 14, 0.5, 1.5), w.bn_b = rnd(8, 0, 0, 0, 15, -0.1, 0.1);
-    w.c2w = rnd(16, 8, 3, 3, 16, -0.2, 0.2), w.head_w = rnd(10, 16, 0, 0, 17, -0.3, 0.3);
+    cg_model_weights(ctx, &w);
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) dst[i] = tc_persist(tc_to(ctx, src[i], TC_CUDA));
     for (m = 0; m < 2; m++)
         for (mode = 0; mode < 2; mode++) {
@@ -358,6 +300,46 @@ TC_TEST(test_models_on_device) {
             tc_fn_free(fg);
         }
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) tc_free(src[i]), tc_free(dst[i]);
+}
+
+/* Review findings, each against the CPU: norms of values past 1.8e19 (the
+ * scaled second sum of squares), integer reductions past 2^24, a strided
+ * bias, an eager op over more shapes than one function keeps. */
+TC_TEST(test_review_cases) {
+    int64_t shape[2] = {5, 33}, row[1] = {33}, ishape[2] = {2, 3}, bshape[2] = {4, 2}, wshape[2] = {4, 6}, xs[2] = {3, 6};
+    int32_t iv[6] = {16777217, 0, 3, 16777216, 16777217, -5};
+    int ax1[1] = {1}, n;
+    tc_tensor *x = tc_mul_scalar(ctx, tc_rand_uniform(ctx, 2, shape, -1, 1, 9), 3e19), *w = tc_rand_uniform(ctx, 1, row, 0.5, 1.5, 10);
+    tc_tensor *dx = tc_to(ctx, x, TC_CUDA), *dw = tc_to(ctx, w, TC_CUDA), *a, *b;
+    a = tc_rms_norm(ctx, dx, 1, dw, 1e-6), b = tc_rms_norm(ctx, x, 1, w, 1e-6);
+    TC_CHECKF(tct_maxrel(a, b) <= 2e-5, "rms_norm of large values: %.3g (%s)", tct_maxrel(a, b), tc_error(a));
+    a = tc_layer_norm(ctx, dx, 1, dw, NULL, 1e-5), b = tc_layer_norm(ctx, x, 1, w, NULL, 1e-5);
+    TC_CHECKF(tct_maxrel(a, b) <= 2e-5, "layer_norm of large values: %.3g", tct_maxrel(a, b));
+    {
+        tc_tensor *ih = tc_from_data(ctx, TC_I32, 2, ishape, iv), *id = tc_to(ctx, ih, TC_CUDA);
+        TC_CHECK(tct_maxdiff(tc_sum(ctx, id, 1, ax1, 0), tc_sum(ctx, ih, 1, ax1, 0)) == 0);
+        TC_CHECK(tct_maxdiff(tc_max(ctx, id, 1, ax1, 0), tc_max(ctx, ih, 1, ax1, 0)) == 0);
+        TC_CHECK(tct_maxdiff(tc_argmax(ctx, id, 1, ax1, 0), tc_argmax(ctx, ih, 1, ax1, 0)) == 0);
+    }
+    {   /* linear with a bias that is a strided view (a column of a matrix) */
+        tc_tensor *bm = tc_rand_uniform(ctx, 2, bshape, -1, 1, 11), *wm = tc_rand_uniform(ctx, 2, wshape, -1, 1, 12);
+        tc_tensor *xm = tc_rand_uniform(ctx, 2, xs, -1, 1, 13);
+        a = tc_linear(ctx, tc_to(ctx, xm, TC_CUDA), tc_to(ctx, wm, TC_CUDA), tc_select(ctx, tc_to(ctx, bm, TC_CUDA), 1, 1));
+        b = tc_linear(ctx, xm, wm, tc_select(ctx, bm, 1, 1));
+        TC_CHECKF(tct_maxrel(a, b) <= 1e-5, "strided bias: %.3g", tct_maxrel(a, b));
+    }
+    for (n = 1; n <= 70; n++) { /* more shapes than one eager function keeps */
+        int64_t s1[1];
+        int ok;
+        s1[0] = n;
+        tc_scope_begin(ctx);
+        a = tc_add_scalar(ctx, tc_to(ctx, tc_ones(ctx, TC_F32, 1, s1), TC_CUDA), 1.0);
+        ok = tc_status(a) == TC_OK && tc_item(tc_sum(ctx, a, 0, NULL, 0)) == 2.0 * n;
+        TC_CHECKF(ok, "shape %d: %s", n, tc_error(a));
+        tc_scope_end(ctx);
+        if (!ok) break;
+    }
+    tc_ctx_clear_error(ctx);
 }
 
 /* The caching allocator: after the first round, the same sizes make no
@@ -692,6 +674,7 @@ int main(int argc, char **argv) {
     RUN_DEV(test_reduce_overhead_replays_a_cuda_graph);
     RUN_DEV(test_models_on_device);
     RUN_DEV(test_index_checked_in_a_replay);
+    RUN_DEV(test_review_cases);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

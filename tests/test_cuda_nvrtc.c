@@ -59,6 +59,43 @@ TC_TEST(test_every_graph_compiles_for_sm80_and_sm90) {
     printf("      %d graphs, %d kernels, each compiled for sm_80 and sm_90\n", ncases, kernels);
 }
 
+/* The two models' programs (cuda_graphs.h), each of their kernels through
+ * NVRTC for sm_80 and sm_90. */
+TC_TEST(test_models_compile) {
+    model_w w;
+    int32_t tok[8] = {3, 14, 15, 9, 2, 6, 5, 35};
+    int64_t tshape[2] = {1, 8}, ishape[4] = {2, 3, 12, 12};
+    tc_tensor *in[2];
+    int m, a, i;
+    cg_model_weights(ctx, &w);
+    in[0] = tc_from_data(ctx, TC_I32, 2, tshape, tok);
+    in[1] = tc_rand_uniform(ctx, 4, ishape, -1, 1, 77);
+    for (m = 0; m < 2; m++) {
+        tc_compile_options o;
+        tc_fn *f;
+        tc_tensor *out = NULL;
+        char *src;
+        size_t n;
+        memset(&o, 0, sizeof o);
+        o.decompose = 1; /* as on the CUDA backend */
+        f = tc_compile(ctx, m ? cnn : gpt_block, &w, &o);
+        TC_CHECKF(tc_call(f, &in[m], &out) == TC_OK && tc_call(f, &in[m], &out) == TC_OK, "%s: %s", m ? "cnn" : "gpt", tc_fn_error(f));
+        n = tc_fn_cuda_source(f, 0, NULL, 0);
+        TC_CHECK(n > 0);
+        if ((src = (char *)malloc(n + 1)) != NULL) {
+            tc_fn_cuda_source(f, 0, src, n + 1);
+            for (a = 80; a <= 90; a += 10) {
+                long spill = -1;
+                tc_result r = tc__test_nvrtc(src, a, &spill, log_buf, sizeof log_buf);
+                TC_CHECKF(r == TC_OK && spill == 0, "%s for sm_%d: %s", m ? "cnn" : "gpt", a, log_buf);
+            }
+            free(src);
+        }
+        tc_fn_free(f);
+    }
+    for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) tc_free(((tc_tensor **)&w)[i]);
+}
+
 /* A program that does not compile gives NVRTC's log naming the line. */
 TC_TEST(test_compile_error_has_the_log) {
     long spill;
@@ -79,6 +116,7 @@ int main(void) {
     ctx = tc_ctx_create(NULL);
     ncases = cg_cases(cases);
     TC_RUN(test_every_graph_compiles_for_sm80_and_sm90);
+    TC_RUN(test_models_compile);
     TC_RUN(test_compile_error_has_the_log);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();

@@ -156,8 +156,10 @@ TC__FN tc_result tc__call_replay(tc_fn *f, tc__entry *e, tc_tensor *const *input
  * equal to a cached one runs that segment's program. */
 TC__FN tc_result tc__call_record(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs) {
     tc__graph *g = NULL, *raw = NULL;
-    tc_result r = tc__trace_call(f, inputs, outputs, &g, &raw, &e->segs);
-    tc__graph_free(g); /* a break-free path this time: not cached here */
+    tc__program *p = NULL;
+    tc_result r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &e->segs);
+    tc__program_free(p); /* a break-free path this time: not cached here */
+    tc__graph_free(g);
     tc__graph_free(raw);
     f->recorded_calls++;
     return r;

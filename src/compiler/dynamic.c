@@ -52,9 +52,10 @@ TC__FN int tc__guards_match(const tc_fn *f, const tc__entry *e, tc_tensor *const
     return 1;
 }
 
-/* Caches (g, raw) or the segments of a trace with breaks for the inputs'
- * signature; on OOM the cache just misses. */
-TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw, tc__segcache *segs) {
+/* Caches (g with its program p, raw) or the segments of a trace with breaks
+ * for the inputs' signature; on OOM the cache just misses. */
+TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__graph *raw, tc__program *p,
+                          tc__segcache *segs) {
     tc__entry *ne = (tc__entry *)TC_REALLOC(f->entries, sizeof(tc__entry) * (size_t)(f->nentries + 1));
     tc__in_guard *ins = (tc__in_guard *)tc__malloc(sizeof(tc__in_guard) * (size_t)f->nin);
     tc__entry *e;
@@ -62,6 +63,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
     if (ne) f->entries = ne;
     if (!ne || !ins) {
         TC_FREE(ins);
+        tc__program_free(p);
         tc__graph_free(g);
         tc__graph_free(raw);
         tc__segcache_free(segs);
@@ -77,6 +79,7 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
     memset(e, 0, sizeof *e);
     e->ins = ins;
     e->g = g;
+    e->prog = p;
     e->raw = raw;
     e->segs = segs;
     e->dyn_in = e->dyn_dim = -1;
@@ -84,10 +87,11 @@ TC__FN void tc__add_entry(tc_fn *f, tc_tensor *const *inputs, tc__graph *g, tc__
         for (i = 0; i < g->n; i++) e->nparams += g->nodes[i].kind == TC__NODE_PARAM;
 }
 
-/* Points entry e at graph g (and template raw, when given) for size s. */
-TC__FN void tc__entry_set(tc__entry *e, tc__graph *g, tc__graph *raw, int64_t s) {
+/* Points entry e at graph g with its program p (NULL: built on the next
+ * replay) and template raw, when given, for size s. */
+TC__FN void tc__entry_set(tc__entry *e, tc__graph *g, tc__program *p, tc__graph *raw, int64_t s) {
     tc__program_free(e->prog);
-    e->prog = NULL;
+    e->prog = p;
     tc__graph_free(e->g);
     e->g = g;
     if (raw) {
@@ -126,6 +130,7 @@ TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, i
     tc_ctx *ctx = f->ctx;
     tc_tensor **alt = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)(f->nin + f->nout)), *padded;
     tc__graph *g2 = NULL;
+    tc__program *p2 = NULL;
     tc__segcache *segs = NULL;
     tc__call pc;
     int k, floor;
@@ -136,10 +141,11 @@ TC__FN void tc__trace_padded(tc_fn *f, tc_tensor *const *inputs, int i, int d, i
     pc.a.i[2 * d + 1] = pad; /* zeros after the end of dim d */
     padded = tc__run(&pc);
     for (k = 0; k < f->nin; k++) alt[k] = k == i ? padded : inputs[k];
-    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &segs) != TC_OK) {
+    if (padded->status != TC_OK || tc__trace_call(f, alt, alt + f->nin, &g2, raw2, &p2, &segs) != TC_OK) {
         tc__graph_free(*raw2);
         *raw2 = NULL;
     }
+    tc__program_free(p2); /* only the graph is wanted: the fit */
     tc__graph_free(g2);
     tc__segcache_free(segs);
     tc__scope_close(ctx, floor);
@@ -194,7 +200,7 @@ TC__FN tc_result tc__dynamic_instantiate(tc_fn *f, tc__entry *e, int64_t s) {
     tc__graph *g = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
     if (!g) return TC_ERR_OOM;
     if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
-    tc__entry_set(e, g, NULL, s);
+    tc__entry_set(e, g, NULL, NULL, s);
     f->dyn_instances++;
     return TC_OK;
 }
@@ -207,6 +213,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
                                     int *resized) {
     int64_t s = inputs[e->dyn_in]->shape[e->dyn_dim];
     tc__graph *g = NULL, *raw = NULL;
+    tc__program *p = NULL;
     tc__segcache *segs = NULL;
     tc_result r;
     *resized = 0;
@@ -215,16 +222,16 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
         *resized = r == TC_OK;
         return r == TC_OK ? r : tc__fn_fail(f, outputs, r);
     }
-    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &segs);
     tc__segcache_free(segs); /* a break now: this size just isn't cached */
     if (r == TC_OK && g && (s == e->fit_a || s == e->fit_b)) {
         /* a size the fit was made from proves nothing: keep waiting */
-        tc__entry_set(e, g, raw, s);
+        tc__entry_set(e, g, p, raw, s);
     } else if (r == TC_OK && g) {
         tc__graph *inst = tc__graph_instantiate(e->raw, e->sym, e->nsym, s);
         if (inst && tc__graph_equal(inst, raw)) {
             e->verified = 1;
-            tc__entry_set(e, g, raw, s);
+            tc__entry_set(e, g, p, raw, s);
         } else {
             /* not affine after all: the dim goes back to static */
             tc__log(f->ctx, TC_LOG_INFO, "automatic dynamic: input %d dim %d is not affine; recompiling per size",
@@ -237,7 +244,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
             e->sym = NULL;
             e->nsym = 0;
             f->recompiles++;
-            tc__add_entry(f, inputs, g, raw, NULL);
+            tc__add_entry(f, inputs, g, raw, p, NULL);
         }
         tc__graph_free(inst);
     }
@@ -251,6 +258,7 @@ TC__FN tc_result tc__dynamic_resize(tc_fn *f, tc__entry *e, tc_tensor *const *in
 TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, const char *why) {
     tc__entry *cand = NULL;
     tc__graph *g = NULL, *raw = NULL;
+    tc__program *p = NULL;
     tc__segcache *segs = NULL;
     tc__sym *sym = NULL;
     tc_result r;
@@ -263,7 +271,7 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
         if (f->logs & TC__LOG_RECOMPILES)
             tc__log(f->ctx, TC_LOG_WARN, "recompiling function (%s:%d): %s", f->file ? f->file : "?", f->line, why);
     }
-    r = tc__trace_call(f, inputs, outputs, &g, &raw, &segs);
+    r = tc__trace_call(f, inputs, outputs, &g, &raw, &p, &segs);
     if (r != TC_OK) return r;
     nsym = cand && g && raw ? tc__graph_fit(cand->raw, raw, cand->ins[di].shape[dd], inputs[di]->shape[dd], &sym) : -1;
     if (nsym >= 0) {
@@ -278,10 +286,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
         cand->fit_a = cand->ins[di].shape[dd];
         cand->fit_b = inputs[di]->shape[dd];
         cand->ins[di].shape[dd] = inputs[di]->shape[dd];
-        tc__entry_set(cand, g, raw, inputs[di]->shape[dd]);
+        tc__entry_set(cand, g, p, raw, inputs[di]->shape[dd]);
     } else if (g && raw && tc__marked_fit(f, inputs, raw, &di, &dd, &sym, &nsym)) {
         int n0 = f->nentries;
-        tc__add_entry(f, inputs, g, raw, segs);
+        tc__add_entry(f, inputs, g, raw, p, segs);
         if (f->nentries == n0 + 1) {
             tc__entry *ne = &f->entries[n0];
             ne->dyn_in = di;
@@ -295,7 +303,7 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
             TC_FREE(sym); /* out of memory: the entry was not added */
         }
     } else {
-        tc__add_entry(f, inputs, g, raw, segs);
+        tc__add_entry(f, inputs, g, raw, p, segs);
     }
     return r;
 }

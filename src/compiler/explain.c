@@ -88,6 +88,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.fullgraph = f->fullgraph;
     in.graph_breaks = f->nbreaks;
     in.recompiles = f->recompiles;
+    in.compiles = f->compiles;
     in.calls = f->calls;
     in.cached_calls = f->cached_calls;
     in.eager_calls = f->eager_calls;
@@ -129,9 +130,9 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     } while (0)
     TC__W_("compiled function (%s:%d): mode %s%s\n", f->file ? f->file : "?", f->line, modes[f->mode],
            f->fullgraph ? ", fullgraph" : "");
-    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, graph "
-           "breaks %d\n",
-           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces,
+    TC__W_("  graphs %d, ops %d, kernels %d (%d fused; %d op by op), guards %d, recompiles %d, traces %d, compiles %d, "
+           "graph breaks %d\n",
+           in.graphs, in.ops, in.kernels, in.fused_kernels, in.kernels_unfused, in.guards, in.recompiles, in.traces, in.compiles,
            in.graph_breaks);
     if (f->freeze)
         TC__W_("  freeze: %d weights frozen (packed once for the GEMM, or a conv's with its batch norm folded in)\n",

@@ -45,6 +45,7 @@ struct tc_fn {
     int nentries;
     int recompiles, calls, cached_calls, eager_calls, recorded_calls, dyn_traces, dyn_instances;
     int traces;                /* runs of the user's function to trace it */
+    int compiles;              /* programs built (graphs fused and planned) */
     uint64_t dyn_failed;       /* bit 8*input+dim: a fit failed, stay static */
     uint64_t dyn_marked;       /* bit 8*input+dim: tc_mark_dynamic          */
     tc__break *breaks;

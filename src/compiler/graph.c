@@ -26,6 +26,8 @@ typedef struct tc__node {
     int line;
     uint64_t hash;
     int next_same_hash;        /* bucket chain, -1 ends                  */
+    int vroot;                 /* the node a chain of views over it starts
+                                  from (itself when not a view)          */
 } tc__node;
 
 typedef struct tc__graph {
@@ -98,6 +100,50 @@ TC__FN int tc__node_same(const tc__node *a, const tc__node *b) {
     return memcmp(&a->a, &b->a, sizeof a->a) == 0;
 }
 
+/* The node the views ending at node id start from, set on insertion (so
+ * a walk down a chain of views costs nothing, whatever its length). */
+TC__FN int tc__view_root_of(const tc__graph *g, const tc__node *n, int id) {
+    if (n->kind == TC__NODE_OP && tc__optable[n->op].cls == TC__CLASS_VIEW && n->nin > 0 && n->in[0] >= 0)
+        return g->nodes[n->in[0]].vroot;
+    return id;
+}
+
+/* Rebuilds the hash table with nb buckets (more than it has), so a lookup
+ * stays O(1) however large the graph grows.  -1 on OOM. */
+TC__FN int tc__graph_rehash(tc__graph *g, int nb) {
+    int i, *b = (int *)TC_MALLOC(sizeof(int) * (size_t)nb);
+    if (!b) return -1;
+    for (i = 0; i < nb; i++) b[i] = -1;
+    for (i = 0; i < g->n; i++) {
+        int k = (int)(g->nodes[i].hash % (uint64_t)nb);
+        g->nodes[i].next_same_hash = b[k];
+        b[k] = i;
+    }
+    TC_FREE(g->buckets);
+    g->buckets = b;
+    g->nbuckets = nb;
+    return 0;
+}
+
+/* Room for cap nodes (and as many hash buckets), so a graph whose size is
+ * known ahead (a pass's copy of one) grows without copies.  -1 on OOM. */
+TC__FN int tc__graph_reserve(tc__graph *g, int cap) {
+    int nb = g->nbuckets, i;
+    tc__node *nn;
+    if (cap > g->cap) {
+        /* moving the nodes moves their inline input arrays: fix the pointers */
+        if (!(nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap))) return -1;
+        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
+        for (i = 0; i < g->n; i++)
+            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
+        TC_FREE(g->nodes);
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    while (nb < cap && nb < (1 << 28)) nb *= 2;
+    return nb > g->nbuckets ? tc__graph_rehash(g, nb) : 0;
+}
+
 /* Ops whose result must not be shared between two calls. */
 TC__FN int tc__node_cse_ok(const tc__node *n) { return !(n->kind == TC__NODE_OP && n->op == TC__OP_EMPTY); }
 
@@ -108,6 +154,7 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
     uint64_t h;
     int b, id, *heap_in = NULL;
     tc__node tmp = *proto;
+    if (g->n >= g->nbuckets && g->nbuckets < (1 << 28) && tc__graph_rehash(g, 2 * g->nbuckets) != 0) return -1;
     /* copy the inputs first: proto->in may point into g->nodes, which
      * growing the array below frees */
     if (tmp.nin <= TC__MAX_IN) {
@@ -128,26 +175,16 @@ TC__FN int tc__graph_add(tc__graph *g, const tc__node *proto, int *fresh) {
                 TC_FREE(heap_in);
                 return id;
             }
-    /* realloc of nodes moves the inline arrays: fix pointers before growing */
-    if (g->n == g->cap) {
-        int cap = g->cap ? g->cap * 2 : 64, i;
-        tc__node *nn = (tc__node *)TC_MALLOC(sizeof(tc__node) * (size_t)cap);
-        if (!nn) {
-            TC_FREE(heap_in);
-            return -1;
-        }
-        if (g->n) memcpy(nn, g->nodes, sizeof(tc__node) * (size_t)g->n);
-        for (i = 0; i < g->n; i++)
-            if (g->nodes[i].in == g->nodes[i].in_small) nn[i].in = nn[i].in_small;
-        TC_FREE(g->nodes);
-        g->nodes = nn;
-        g->cap = cap;
+    if (g->n == g->cap && tc__graph_reserve(g, g->cap ? g->cap * 2 : 64) != 0) {
+        TC_FREE(heap_in);
+        return -1;
     }
     id = g->n;
     n = &g->nodes[id];
     *n = tmp;
     n->in = heap_in ? heap_in : n->in_small;
     n->hash = h;
+    n->vroot = tc__view_root_of(g, n, id);
     n->next_same_hash = g->buckets[b];
     g->buckets[b] = id;
     g->n++;
@@ -197,6 +234,7 @@ TC__FN int tc__pass_dce(tc__graph *g) {
         remap[i] = n;
         for (k = 0; k < nd->nin; k++)
             if (nd->in[k] >= 0) nd->in[k] = remap[nd->in[k]];
+        nd->vroot = remap[nd->vroot]; /* live: the views' inputs are */
         if (n != i) {
             g->nodes[n] = *nd;
             if (nd->in == nd->in_small) g->nodes[n].in = g->nodes[n].in_small;
@@ -394,7 +432,7 @@ TC__FN int tc__graph_fit(const tc__graph *g1, const tc__graph *g2, int64_t s1, i
 /* A deep copy (payloads duplicated, so each graph owns its own). */
 TC__FN tc__graph *tc__graph_copy(const tc__graph *g) {
     tc__graph *c = tc__graph_new();
-    int i, fresh, ok = c != NULL;
+    int i, fresh, ok = c != NULL && tc__graph_reserve(c, g->n) == 0;
     for (i = 0; ok && i < g->n; i++) {
         tc__node nd = g->nodes[i];
         if (nd.kind == TC__NODE_OP && nd.op == TC__OP_FROM_DATA) {

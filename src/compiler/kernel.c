@@ -150,7 +150,8 @@ typedef struct tc__kstage {
 typedef struct tc__kernel {
     int ndim, row0;
     int64_t shape[TC_MAX_DIMS];
-    tc__kaccess acc[TC__VM_MAXACC];
+    tc__kaccess *acc;          /* nacc of them, at most TC__VM_MAXACC (its
+                                  own array; a kernel is small to keep)    */
     int nacc;
     tc__vins *code;
     int ncode, cap;
@@ -239,7 +240,9 @@ TC__FN int tc__vins_srcs(tc__vins *v, int16_t **src) {
 }
 
 TC__FN void tc__kernel_free(tc__kernel *k) {
-    if (k) TC_FREE(k->code);
+    if (!k) return;
+    TC_FREE(k->code);
+    TC_FREE(k->acc);
 }
 
 /* Whether code[i] is an accumulation the executor takes inside the loop
@@ -381,9 +384,9 @@ typedef struct tc__vval {
     int16_t x, s, t; /* x * s + t for non-uniform x and uniform s, t (-1: 1, -0); x < 0: not so */
     int16_t sq;      /* square(sq), read with no prologue; -1: not so         */
     int16_t sqlo;    /* square(sqlo * TC__SUMSQ_LO), no other prologue; -1: not */
-    int16_t cst;     /* a constant's register: 1 (f0 in cval); 0: not one       */
-    float cval;
+    float cval;      /* a CONST instruction's register: its value (else 0)      */
     int uni;         /* uniform wherever it runs: constants, slots, ops of them */
+    int cst;         /* uniform and of constants only (no row scalar)          */
     int kept;        /* stored, kept or accumulated: its pass stays anyway     */
 } tc__vval;
 
@@ -399,6 +402,7 @@ TC__FN int16_t tc__vsimp_uni(tc__vsimp *p, int op, int a, int b, float f0) {
     if (tc__kernel_emit(p->k, op, d, a, b, -1, f0, 0) != 0) p->oom = 1;
     p->v[d].x = p->v[d].sq = -1;
     p->v[d].uni = 1;
+    p->v[d].cst = (a < 0 || p->v[a].cst) && (b < 0 || p->v[b].cst);
     p->v[d].kept = 0;
     return (int16_t)d;
 }
@@ -441,16 +445,24 @@ TC__FN void tc__vsimp_compute(tc__vsimp *p, tc__vins *in) {
         in->a = y->x;
     }
     v[in->dst].uni = v[in->a].uni && (in->b < 0 || v[in->b].uni) && (in->c < 0 || v[in->c].uni);
+    v[in->dst].cst = v[in->dst].uni && v[in->a].cst && (in->b < 0 || v[in->b].cst) && (in->c < 0 || v[in->c].cst);
     if (v[in->dst].uni) return;
     if (op == TC__OP_DIV && bin && v[in->b].uni) { /* x / u -> x * (1 / u): one division per tile */
         in->b = tc__vsimp_uni(p, TC__OP_DIV, tc__vsimp_uni(p, TC__V_CONST, -1, -1, 1.0f), in->b, 0);
         in->op = (int16_t)(op = TC__OP_MUL);
     }
-    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni)
+    /* A row scalar (softmax's max) added to or subtracted from a value
+     * folded from x (x * s + t) is not folded into it: the scalar came
+     * from that value rounded, and x * s - m in one multiply-add is, for
+     * the row's largest element, the product's rounding error instead of
+     * 0 (half an ulp of m: past 88 for |m| > 1.5e9, where exp overflows and
+     * the softmax row is NaN). */
+    if (bin && (op == TC__OP_ADD || op == TC__OP_SUB || op == TC__OP_MUL) && v[in->b].uni &&
+        (op == TC__OP_MUL || v[in->b].cst || (in->as < 0 && in->at < 0)))
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, in->b);
     else if (bin && op == TC__OP_SUB && v[in->a].uni) { /* u - y: a uniform a has no prologue */
         const tc__vval *y = &v[in->b];
-        if (y->x >= 0) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
+        if (y->x >= 0 && (v[in->a].cst || (y->s < 0 && y->t < 0))) tc__vsimp_derive(p, in->dst, op, 1, y->x, y->s, y->t, in->a);
         else tc__vsimp_derive(p, in->dst, op, 1, in->b, -1, -1, in->a);
     } else if (op == TC__OP_NEG)
         tc__vsimp_derive(p, in->dst, op, 0, in->a, in->as, in->at, -1);
@@ -487,12 +499,10 @@ TC__FN int tc__is_gate_op(int op) { return TC__GATE_OPS(TC__GATE_IS_) 0; }
 TC__FN int tc__is_ratio_gate_op(int op) { return TC__RATIO_GATE_OPS(TC__GATE_IS_) 0; }
 #undef TC__GATE_IS_
 
-/* The instruction of code[begin, i) that defines register r, or NULL. */
-static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
-    int j;
-    for (j = i - 1; j >= begin; j--)
-        if (k->code[j].dst == r) return &k->code[j];
-    return NULL;
+/* The instruction of code[begin, i) that defines register r, or NULL
+ * (def: each register's defining instruction, -1 none: the code is SSA). */
+static tc__vins *tc__vsimp_def(tc__kernel *k, const int *def, int i, int16_t r) {
+    return r >= 0 && def[r] >= 0 && def[r] < i ? &k->code[def[r]] : NULL;
 }
 
 /* x * g(y), g a gate activation whose value nothing else reads: the
@@ -500,8 +510,11 @@ static tc__vins *tc__vsimp_def(tc__kernel *k, int begin, int i, int16_t r) {
  * where x is a ratio gate h(z * s + t) read only here and g is none or a
  * ratio gate, the product reads z through h and its prologue too
  * (tc__vins.au), and h's pass goes. */
-TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val) {
+TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__vval *val, int *def, int nvreg) {
     int i, side;
+    for (i = 0; i < nvreg; i++) def[i] = -1;
+    for (i = begin; i < k->ncode; i++)
+        if (k->code[i].dst >= 0) def[k->code[i].dst] = i;
     for (i = begin; i < k->ncode; i++) {
         tc__vins *m = &k->code[i], *h;
         if (m->op != TC__OP_MUL || m->b < 0 || m->c >= 0 || m->a == m->b || val[m->dst].uni) continue;
@@ -510,7 +523,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             tc__vins *g;
             /* operand a moves to b, where it would lose its prologue */
             if (side && (m->as >= 0 || m->at >= 0)) break;
-            g = tc__vsimp_def(k, begin, i, u);
+            g = tc__vsimp_def(k, def, i, u);
             if (!g || !tc__is_gate_op(g->op) || g->as >= 0 || g->at >= 0 || uses[u] != 1 || val[g->a].uni) continue;
             if (side) m->a = m->b;
             m->b = g->a;
@@ -519,7 +532,7 @@ TC__FN void tc__vsimp_gate(tc__kernel *k, int begin, const int *uses, const tc__
             break;
         }
         if (m->as >= 0 || m->at >= 0 || (m->bu >= 0 && !tc__is_ratio_gate_op(m->bu))) continue;
-        h = tc__vsimp_def(k, begin, i, m->a);
+        h = tc__vsimp_def(k, def, i, m->a);
         if (!h || !tc__is_ratio_gate_op(h->op) || uses[m->a] != 1 || val[h->a].uni) continue;
         m->a = h->a;
         m->as = h->as;
@@ -547,7 +560,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     int n = k->ncode - begin, cap = *nvreg + 4 * n + 4, i;
     tc__vins *old = (tc__vins *)tc__malloc(sizeof(tc__vins) * (size_t)(n > 0 ? n : 1));
     tc__vsimp p;
-    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap);
+    int *uses = (int *)tc__malloc(sizeof(int) * (size_t)cap * 2);
     p.k = k;
     p.v = (tc__vval *)tc__malloc(sizeof(tc__vval) * (size_t)cap);
     p.nvreg = *nvreg;
@@ -584,7 +597,7 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
         }
         if (!p.oom) {
             tc__vsimp_dce(k, begin, uses);
-            tc__vsimp_gate(k, begin, uses, p.v);
+            tc__vsimp_gate(k, begin, uses, p.v, uses + cap, p.nvreg);
         }
         *nvreg = p.nvreg;
     }

@@ -132,7 +132,9 @@ TC__FN int tc__g_transpose_last(tc__graph *g, int x, const char *file, int line)
  * rewritten nodes. */
 TC__FN tc__graph *tc__graph_rebuild_in(tc__graph *g, const int *order, tc__rewrite_fn fn, void *arg, int *changed) {
     tc__graph *ng = tc__graph_new();
-    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k, ok = ng && map;
+    int *map = (int *)tc__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1)), o, i, k;
+    /* about as many nodes as the old graph (a pass that adds many grows it) */
+    int ok = ng && map && tc__graph_reserve(ng, g->n + g->n / 8 + 64) == 0;
     *changed = 0;
     for (o = 0; ok && o < g->n; o++) {
         const tc__node *nd = &g->nodes[i = order ? order[o] : o];
@@ -244,12 +246,7 @@ TC__FN int tc__contig_result(const tc__graph *g, int id) {
 /* Node id of g reads memory an op of the graph wrote (itself, or what a
  * chain of views of it starts from), not the caller's (an input, a
  * parameter, wrapped memory). */
-TC__FN int tc__fresh_root(const tc__graph *g, int id) {
-    while (g->nodes[id].kind == TC__NODE_OP && tc__optable[g->nodes[id].op].cls == TC__CLASS_VIEW &&
-           g->nodes[id].nin > 0 && g->nodes[id].in[0] >= 0)
-        id = g->nodes[id].in[0];
-    return tc__contig_result(g, id);
-}
+TC__FN int tc__fresh_root(const tc__graph *g, int id) { return tc__contig_result(g, g->nodes[id].vroot); }
 
 /* A copy of node x: an op's own result with x's values. */
 TC__FN int tc__g_clone(tc__graph *g, int x, const char *file, int line) {

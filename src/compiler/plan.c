@@ -124,15 +124,6 @@ TC__FN size_t tc__node_bytes(const tc__program *p, int i) {
     return (b + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
 }
 
-/* The contraction node whose epilogue computes node i, or -1. */
-TC__FN int tc__epilogue_host(const tc__program *p, int i) {
-    int a;
-    if (!p->fu.kernel_of || p->fu.kernel_of[i] < 0) return -1;
-    for (a = 0; a < p->nlaunch; a++)
-        if (p->launch[a].epi == p->fu.kernel_of[i]) return p->launch[a].node;
-    return -1;
-}
-
 /* In place: a pointwise fused kernel may write its result over an input
  * buffer whose last reader it is, when every read of that input walks the
  * domain exactly as the store does (element i read, then element i
@@ -169,55 +160,128 @@ TC__FN int tc__inplace_donor(const tc__program *p, int i, int only, const int *l
     return donor;
 }
 
-/* Greedy first-fit placement of every root buffer over its live range.  A
- * buffer is born at its node, except an epilogue's result: it is written
- * while its contraction runs, so it is born there. */
-TC__FN void tc__plan_arena(tc__program *p, const int *last) {
+/* The buffers placed so far that may still be live, sorted by offset: the
+ * arena planner's working set (buffers that died before any later buffer
+ * is born leave it, so it stays the size of what is live, not the graph). */
+typedef struct tc__arena_set {
+    int *k, n;
+} tc__arena_set;
+
+/* Lowest offset at which `bytes` overlap no buffer of the set live at
+ * `born` (alive until last[k] >= born): the intervals in offset order, the
+ * candidate moved past each one it overlaps until one starts beyond it.
+ * This is the lowest such offset at all: any lower one overlaps a buffer
+ * the sweep passed. */
+TC__FN size_t tc__arena_fit(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t bytes) {
+    size_t at = 0;
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k], e;
+        if (last[k] < born) continue;
+        if (o >= at + bytes) break;
+        e = o + tc__node_bytes(p, k);
+        if (e > at) at = e;
+    }
+    return at;
+}
+
+/* Whether [at, at + bytes) overlaps a buffer of the set live at born, other
+ * than `except`. */
+TC__FN int tc__arena_overlaps(const tc__program *p, const tc__arena_set *s, const int *last, int born, size_t at,
+                              size_t bytes, int except) {
+    int j;
+    for (j = 0; j < s->n; j++) {
+        int k = s->k[j];
+        size_t o = (size_t)p->off[k];
+        if (k == except || last[k] < born) continue;
+        if (o >= at + bytes) break;
+        if (at < o + tc__node_bytes(p, k) && o < at + bytes) return 1;
+    }
+    return 0;
+}
+
+TC__FN void tc__arena_insert(const tc__program *p, tc__arena_set *s, int i) {
+    int lo = 0, hi = s->n;
+    while (lo < hi) { /* after every buffer at or below its offset */
+        int mid = (lo + hi) / 2;
+        if (p->off[s->k[mid]] <= p->off[i]) lo = mid + 1;
+        else hi = mid;
+    }
+    memmove(s->k + lo + 1, s->k + lo, sizeof(int) * (size_t)(s->n - lo));
+    s->k[lo] = i;
+    s->n++;
+}
+
+/* Greedy first-fit placement of every root buffer over its live range: each
+ * at the lowest offset where it overlaps no buffer placed before it and
+ * still live when it is born.  A buffer is born at its node, except an
+ * epilogue's result: it is written while its contraction runs, so it is
+ * born there.  -1 on OOM. */
+TC__FN int tc__plan_arena(tc__program *p, const int *last) {
     const tc__graph *g = p->g;
-    int i, k;
+    int n = g->n, i, k, j, *born = (int *)tc__malloc(sizeof(int) * (size_t)(3 * n + 1)), *minborn, *launch_of;
+    int *host_of = p->fu.nk > 0 ? (int *)tc__malloc(sizeof(int) * (size_t)p->fu.nk) : NULL, min_last = INT_MAX;
+    tc__arena_set set;
     size_t top = 0;
-    for (i = 0; i < g->n; i++) {
-        size_t bytes, at = 0;
-        int moved = 1, donor, born = i, host;
+    set.n = 0;
+    set.k = (int *)tc__malloc(sizeof(int) * (size_t)(n + 1));
+    if (!born || !set.k || (p->fu.nk > 0 && !host_of)) {
+        TC_FREE(born);
+        TC_FREE(set.k);
+        TC_FREE(host_of);
+        return -1;
+    }
+    minborn = born + n;
+    launch_of = minborn + n;
+    for (i = 0; i < n; i++) launch_of[i] = -1;
+    for (k = 0; k < p->nlaunch; k++) launch_of[p->launch[k].node] = k;
+    /* the contraction whose epilogue a kernel is (tc__program_epilogues) */
+    for (k = 0; k < p->fu.nk; k++) host_of[k] = -1;
+    for (k = p->nlaunch - 1; k >= 0; k--)
+        if (p->launch[k].epi >= 0) host_of[p->launch[k].epi] = p->launch[k].node;
+    for (i = 0; i < n; i++) {
+        int kn = p->fu.kernel_of ? p->fu.kernel_of[i] : -1, host = kn >= 0 ? host_of[kn] : -1;
+        born[i] = host >= 0 ? host : i;
+    }
+    /* no buffer placed from i on is born before minborn[i] */
+    for (i = n - 1, j = INT_MAX; i >= 0; i--) {
+        if (p->root[i] == i && !p->fresh[i] && born[i] < j) j = born[i];
+        minborn[i] = j;
+    }
+    for (i = 0; i < n; i++) {
+        size_t bytes, at;
+        int donor;
         p->off[i] = -1;
         if (p->root[i] != i || p->fresh[i]) continue;
-        bytes = tc__node_bytes(p, i);
-        host = tc__epilogue_host(p, i);
-        if (host >= 0) born = host;
-        donor = tc__inplace_donor(p, i, host, last);
-        if (donor >= 0) {
-            /* the donor's slot, if nothing else live overlaps it */
-            size_t d0 = (size_t)p->off[donor];
-            int ok = 1;
-            for (k = 0; k < i && ok; k++) {
-                if (k == donor || p->off[k] < 0 || last[k] < born) continue;
-                if (d0 < (size_t)p->off[k] + tc__node_bytes(p, k) && (size_t)p->off[k] < d0 + bytes) ok = 0;
-            }
-            if (ok) {
-                p->off[i] = (int64_t)d0;
-                p->inplace++;
-                for (k = 0; k < p->nlaunch; k++)
-                    if (p->launch[k].node == i) p->launch[k].inplace = 1;
-                continue;
-            }
-        }
-        /* slide past every buffer still live at i that overlaps [at, at+bytes) */
-        while (moved) {
-            moved = 0;
-            for (k = 0; k < i; k++) {
-                size_t kb;
-                if (p->off[k] < 0 || last[k] < born) continue;
-                kb = tc__node_bytes(p, k);
-                if (at < (size_t)p->off[k] + kb && (size_t)p->off[k] < at + bytes) {
-                    at = (size_t)p->off[k] + kb;
-                    moved = 1;
+        if (min_last < minborn[i]) { /* drop the buffers no later one can meet */
+            for (j = k = 0, min_last = INT_MAX; j < set.n; j++)
+                if (last[set.k[j]] >= minborn[i]) {
+                    set.k[k++] = set.k[j];
+                    if (last[set.k[j]] < min_last) min_last = last[set.k[j]];
                 }
-            }
+            set.n = k;
         }
-        p->off[i] = (int64_t)at;
-        if (at + bytes > top) top = at + bytes;
+        bytes = tc__node_bytes(p, i);
+        donor = tc__inplace_donor(p, i, born[i] != i ? born[i] : -1, last);
+        if (donor >= 0 && !tc__arena_overlaps(p, &set, last, born[i], (size_t)p->off[donor], bytes, donor)) {
+            /* the donor's slot: nothing else live overlaps it */
+            p->off[i] = p->off[donor];
+            p->inplace++;
+            if (launch_of[i] >= 0) p->launch[launch_of[i]].inplace = 1;
+        } else {
+            at = tc__arena_fit(p, &set, last, born[i], bytes);
+            p->off[i] = (int64_t)at;
+            if (at + bytes > top) top = at + bytes;
+        }
+        tc__arena_insert(p, &set, i);
+        if (last[i] < min_last) min_last = last[i];
     }
     p->arena_bytes = top;
+    TC_FREE(born);
+    TC_FREE(set.k);
+    TC_FREE(host_of);
+    return 0;
 }
 
 #ifdef TC__HAVE_VEXEC
@@ -235,23 +299,37 @@ TC__FN void tc__program_compact(tc__program *p) {
     p->nlaunch = nl;
 }
 
-/* Does fused kernel q read anything stored in src's buffer? */
-TC__FN int tc__kernel_reads_root(const tc__program *p, int q, int src) {
-    int a;
-    for (a = 0; a < p->fu.k[q].nacc; a++)
-        if (!p->fu.k[q].acc[a].store && p->root[p->fu.k[q].acc[a].node] == src) return 1;
-    return 0;
-}
-
 /* Epilogue fusion: a pointwise kernel whose input is a matmul/linear/conv2d result
  * of its own shape runs on the contraction's output tiles while they are in
  * cache, instead of as a pass of its own.  Conditions: every read of that
  * result is the identity walk (a tile is all the epilogue may see), no
  * other launch or kernel reads it (it is written over: see the planner),
- * and the kernel's other inputs exist before the contraction runs. */
-TC__FN void tc__program_epilogues(tc__program *p, int logs) {
+ * and the kernel's other inputs exist before the contraction runs.  The
+ * readers are counted once up front (per root: op launches reading it,
+ * fused kernels reading it), so each kernel's check is its own accesses.
+ * -1 on OOM. */
+TC__FN int tc__program_epilogues(tc__program *p, int logs) {
     const tc__graph *g = p->g;
-    int k, c, a, d, q;
+    int n = g->n, k, c, a, d;
+    int *cnt = (int *)tc__malloc(sizeof(int) * (size_t)(4 * n + 1));
+    int *op_reads, *k_reads, *stamp, *launch_of;
+    if (!cnt) return -1;
+    op_reads = cnt, k_reads = cnt + n, stamp = cnt + 2 * n, launch_of = cnt + 3 * n;
+    for (a = 0; a < n; a++) op_reads[a] = k_reads[a] = 0, stamp[a] = launch_of[a] = -1;
+    for (c = 0; c < p->nlaunch; c++) {
+        const tc__node *nd = &g->nodes[p->launch[c].node];
+        launch_of[p->launch[c].node] = c;
+        if (p->launch[c].kernel >= 0) continue;
+        for (a = 0; a < nd->nin; a++)
+            if (nd->in[a] >= 0 && p->root[nd->in[a]] >= 0) op_reads[p->root[nd->in[a]]]++;
+    }
+    for (k = 0; k < p->fu.nk; k++)
+        for (a = 0; a < p->fu.k[k].nacc; a++) {
+            int r = p->fu.k[k].acc[a].store ? -1 : p->root[p->fu.k[k].acc[a].node];
+            if (r >= 0 && stamp[r] != k) stamp[r] = k, k_reads[r]++;
+        }
+    for (a = 0; a < g->nout; a++) /* an output's memory: never written over */
+        if (p->root[g->outputs[a]] >= 0) op_reads[p->root[g->outputs[a]]]++;
     for (k = 0; k < p->nlaunch; k++) {
         tc__launch *l = &p->launch[k];
         const tc__kernel *kn;
@@ -280,28 +358,20 @@ TC__FN void tc__program_epilogues(tc__program *p, int logs) {
                 ok = ch->shape[d] == rh->shape[d] &&
                      (ch->shape[d] == 1 || (ac->kdim[d] == d && ac->coef[d] == 1 && ac->off[d] == 0));
         }
-        for (a = 0; a < g->nout && ok; a++)
-            if (p->root[g->outputs[a]] == src) ok = 0;
-        /* no other reader: op launches (views included) and every other
-         * fused kernel, launched or already attached as an epilogue */
-        for (c = 0; c < p->nlaunch && ok; c++) {
-            const tc__node *nd = &g->nodes[p->launch[c].node];
-            if (p->launch[c].kernel >= 0) continue;
-            for (a = 0; a < nd->nin; a++)
-                if (nd->in[a] >= 0 && p->root[nd->in[a]] == src) ok = 0;
-        }
-        for (q = 0; q < p->fu.nk && ok; q++)
-            if (q != l->kernel && tc__kernel_reads_root(p, q, src)) ok = 0;
-        for (c = 0; c < k && ok; c++)
-            if (p->launch[c].node == src) break;
-        if (!ok || c == k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
+        /* no other reader: op launches (views included), the outputs, and
+         * every fused kernel but this one, launched or already an epilogue */
+        if (ok) ok = op_reads[src] == 0 && k_reads[src] == 1;
+        c = launch_of[src];
+        if (!ok || c < 0 || c >= k || p->launch[c].kernel >= 0 || p->launch[c].epi >= 0) continue;
         p->launch[c].epi = l->kernel;
         l->drop = 1;
         if (logs & 1)
             tc__log(p->ctx, TC_LOG_WARN, "fusion: kernel %d runs as the epilogue of %%%d %s", p->launch[c].epi, src,
                     tc__optable[g->nodes[src].op].name);
     }
+    TC_FREE(cnt);
     tc__program_compact(p);
+    return 0;
 }
 
 /* Groups the program's nodes into fused kernels (when the executor exists
@@ -348,7 +418,7 @@ TC__FN int tc__program_fuse(tc__program *p, tc_ctx *ctx, int logs) {
     }
     for (i = 0; i < g->n; i++)
         if (p->fu.inl[i]) p->root[i] = -1;
-    tc__program_epilogues(p, logs);
+    if (tc__program_epilogues(p, logs) != 0) return -1;
     for (k = 0; k < p->fu.nk; k++)
         if (p->be->kernel_ws_bytes(&p->fu.k[k]) > ws) ws = p->be->kernel_ws_bytes(&p->fu.k[k]);
     p->ws_bytes = (ws + TC__ALIGN - 1) / TC__ALIGN * TC__ALIGN;
@@ -412,18 +482,6 @@ TC__FN void tc__program_liveness(tc__program *p, int *last) {
     }
 }
 
-/* Is node i an output of g, or the memory an output views? */
-TC__FN int tc__is_output(const tc__graph *g, int i) {
-    int k, j;
-    for (k = 0; k < g->nout; k++) {
-        for (j = g->outputs[k]; j > i && g->nodes[j].kind == TC__NODE_OP && tc__optable[g->nodes[j].op].cls == TC__CLASS_VIEW &&
-                                g->nodes[j].nin > 0 && g->nodes[j].in[0] >= 0;)
-            j = g->nodes[j].in[0];
-        if (j == i) return 1;
-    }
-    return 0;
-}
-
 /* A program's arrays, one entry per node (NULL when out of memory). */
 TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const tc__graph *g, int persistent) {
     tc__program *p = (tc__program *)TC_MALLOC(sizeof *p);
@@ -453,8 +511,9 @@ TC__FN tc__program *tc__program_alloc(tc_ctx *ctx, const tc__backend *be, const 
 }
 
 /* Node i's header when it computes nothing: an input, data the graph owns,
- * or a parameter.  Returns 0 for a node that needs a launch. */
-TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
+ * or a parameter.  Returns 0 for a node that needs a launch.  outmem[i]:
+ * node i is an output or the memory an output views. */
+TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs, const char *outmem) {
     const tc__node *nd = &p->g->nodes[i];
     tc_tensor *h = &p->hdr[i];
     if (nd->kind == TC__NODE_INPUT) {
@@ -464,7 +523,7 @@ TC__FN int tc__program_leaf(tc__program *p, int i, tc_tensor *const *inputs) {
         p->ref[i] = h;
         return 1;
     }
-    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !tc__is_output(p->g, i) && p->be->device == TC_CPU) {
+    if (nd->kind == TC__NODE_OP && nd->op == TC__OP_FROM_DATA && !outmem[i] && p->be->device == TC_CPU) {
         /* data the graph owns (folded constants, batch norm folded into
          * a conv's weights): read where it lies, not copied per call */
         h->dtype = nd->dt;
@@ -523,6 +582,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
     }
     l->is_view = c->is_view;
     h->dtype = c->odt;
+    h->is_wrapped = nd->wrapped; /* a scalar argument: its readers promote as eager's do */
     h->ndim = c->ondim;
     memcpy(h->shape, c->oshape, sizeof h->shape);
     p->ref[i] = h;
@@ -547,7 +607,7 @@ TC__FN int tc__program_launch(tc__program *p, int i, char *err, size_t errcap) {
 
 /* The memory plan: liveness, outputs kept to the end (fresh per call in
  * the default mode), the arena's offsets and the peak. */
-TC__FN void tc__program_memory(tc__program *p, int *last) {
+TC__FN int tc__program_memory(tc__program *p, int *last) {
     const tc__graph *g = p->g;
     int i;
     tc__program_liveness(p, last);
@@ -557,12 +617,13 @@ TC__FN void tc__program_memory(tc__program *p, int *last) {
         last[r] = g->n;
         if (!p->persistent && r == g->outputs[i]) p->fresh[r] = 1;
     }
-    tc__plan_arena(p, last);
+    if (tc__plan_arena(p, last) != 0) return -1;
     p->peak_bytes = (int64_t)p->arena_bytes;
     for (i = 0; i < g->nout; i++) {
         int o = g->outputs[i];
         if (p->fresh[o]) p->peak_bytes += (int64_t)tc__node_bytes(p, o);
     }
+    return 0;
 }
 
 /* Builds the program for g traced on `inputs`, to run on backend be.  NULL
@@ -571,6 +632,12 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
                                       int persistent, int fuse, int logs, char *err, size_t errcap) {
     tc__program *p = tc__program_alloc(ctx, be, g, persistent);
     int *last = p ? (int *)tc__malloc(sizeof(int) * (size_t)g->n) : NULL, i, bad = !last;
+    char *outmem = last ? (char *)tc__malloc((size_t)g->n + 1) : NULL;
+    if (outmem) {
+        memset(outmem, 0, (size_t)g->n + 1);
+        for (i = 0; i < g->nout; i++) outmem[g->nodes[g->outputs[i]].vroot] = 1;
+    }
+    bad = !outmem;
     for (i = 0; !bad && i < g->n; i++) {
         tc_tensor *h = &p->hdr[i];
         h->ctx = ctx;
@@ -579,15 +646,16 @@ TC__FN tc__program *tc__program_build(tc_ctx *ctx, const tc__backend *be, const 
         h->device = be->device;
         p->root[i] = -1;
         last[i] = i;
-        if (!tc__program_leaf(p, i, inputs)) bad = tc__program_launch(p, i, err, errcap) != 0;
+        if (!tc__program_leaf(p, i, inputs, outmem)) bad = tc__program_launch(p, i, err, errcap) != 0;
     }
+    TC_FREE(outmem);
 #ifdef TC__HAVE_VEXEC
     if (!bad && fuse && (ctx->isa != TC_ISA_NONE || be->device != TC_CPU)) bad = tc__program_fuse(p, ctx, logs) != 0;
 #else
     (void)fuse;
     (void)logs;
 #endif
-    if (!bad) tc__program_memory(p, last);
+    if (!bad) bad = tc__program_memory(p, last) != 0;
     TC_FREE(last);
     if (!bad && persistent && be->device != TC_CPU) /* the device's memory, given back by tc__program_free */
         bad = !(p->arena = (char *)be->block_get(ctx, p->arena_bytes ? p->arena_bytes : 1, &p->arena_raw, &p->arena_cap));

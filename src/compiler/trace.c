@@ -225,6 +225,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc_result r;
         c->misses++;
         *gp = NULL;
+        f->compiles++;
         if (tc__passes_run(f->ctx, f->freeze, f->decompose, &g) != TC_OK) return TC_ERR_OOM;
         p = tc__program_build(f->ctx, f->be, g, tr->allin, 0, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         r = p ? tc__program_run(p, f->ctx, tr->allin, outs, f->err, sizeof f->err) : TC_ERR_OOM;
@@ -235,6 +236,7 @@ TC__FN tc_result tc__segment_run(tc__trace *tr, tc__graph **gp, tc_tensor **outs
         tc__segment add;
         memset(&add, 0, sizeof add);
         c->misses++;
+        f->compiles++;
         if (!(add.raw = tc__graph_copy(g))) return TC_ERR_OOM;
         *gp = NULL;
         add.g = g;
@@ -276,17 +278,19 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
     tc_ctx *ctx = tr->f->ctx;
     tc__graph *g = tr->g;
     tc_tensor **outs = NULL, *t;
-    int *ids = NULL, *root = NULL, nid = 0, d, k, i;
+    int *ids = NULL, *root = NULL, *pos = NULL, nid = 0, d, k, i;
     tc_result r = TC_OK;
     if (g->n > 0) {
         ids = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
-        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n);
+        root = (int *)tc__malloc(sizeof(int) * (size_t)g->n * 2);
         outs = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)g->n);
         if (!ids || !root || !outs) r = TC_ERR_OOM;
+        else pos = root + g->n; /* per node: its index in ids, -1 none */
         for (i = 0; r == TC_OK && i < g->n; i++) {
             const tc__node *nd = &g->nodes[i];
             int view = nd->kind == TC__NODE_OP && tc__optable[nd->op].cls == TC__CLASS_VIEW && nd->nin > 0;
             root[i] = view && nd->in[0] >= 0 ? root[nd->in[0]] : i;
+            pos[i] = -1;
         }
         /* the segment's outputs: the roots of the live traced tensors (an
          * input or parameter root needs no output: its memory exists) */
@@ -306,8 +310,10 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
                 }
                 /* a view of user memory (tc_wrap) is output itself, copied */
                 k = rn->op == TC__OP_WRAP ? t->lazy - 1 : root[t->lazy - 1];
-                for (i = 0; i < nid && ids[i] != k; i++) continue;
-                if (i == nid) ids[nid++] = k;
+                if (pos[k] < 0) {
+                    pos[k] = nid;
+                    ids[nid++] = k;
+                }
             }
         if (r == TC_OK && nid > 0) {
             g->outputs = (int *)tc__malloc(sizeof(int) * (size_t)nid);
@@ -322,9 +328,11 @@ TC__FN tc_result tc__trace_flush(tc__trace *tr) {
             for (d = 0; d <= ctx->depth; d++)
                 for (t = ctx->scope_head[d]; t; t = t->next) {
                     tc_tensor *v;
-                    int own;
+                    int own, pr, po;
                     if (!t->lazy) continue;
-                    for (k = 0; ids[k] != root[t->lazy - 1] && ids[k] != t->lazy - 1; k++) continue;
+                    /* the first output that is its root or its own node */
+                    pr = pos[root[t->lazy - 1]], po = pos[t->lazy - 1];
+                    k = pr < 0 || (po >= 0 && po < pr) ? po : pr;
                     own = ids[k] == t->lazy - 1; /* the tensor's own node (a root, or a wrap view) */
                     v = outs[k];
                     t->lazy = 0;
@@ -456,6 +464,7 @@ TC__FN tc_result tc__fn_fail(tc_fn *f, tc_tensor **outputs, tc_result r) {
 TC__FN tc_result tc__replay(tc_fn *f, tc__entry *e, tc_tensor *const *inputs, tc_tensor **outputs, int persistent) {
     tc_result r = TC_OK;
     if (!e->prog) {
+        f->compiles++;
         e->prog = tc__program_build(f->ctx, f->be, e->g, inputs, persistent, f->fuse, tc__fuse_logs(f), f->err, sizeof f->err);
         if (!e->prog) r = f->err[0] ? TC_ERR_UNSUPPORTED : TC_ERR_OOM;
         else {
@@ -559,16 +568,32 @@ TC__FN void tc__trace_log_graph(const tc_fn *f, const tc__graph *g) {
     TC_FREE(txt);
 }
 
+/* A persistent program's outputs are its own buffers, valid until its next
+ * run: the call that traced gets copies, as its outputs are the caller's. */
+TC__FN tc_result tc__own_outputs(tc_fn *f, tc_tensor **outputs) {
+    int i;
+    for (i = 0; i < f->nout; i++) {
+        tc_tensor *c = tc__clone(f->ctx, outputs[i], NULL, f->file, f->line);
+        if (c->status != TC_OK) {
+            tc__fmt(f->err, sizeof f->err, "%s", tc_error(c));
+            return tc__fn_fail(f, outputs, c->status);
+        }
+        outputs[i] = c;
+    }
+    return TC_OK;
+}
+
 /* The final segment of a trace, run for this call's results.  With breaks
  * it goes through the segment cache; without, the trace is kept as the
- * template for dynamic shapes (*rawout), passed and run by a throwaway
- * program, and becomes the entry's graph (*gout). */
+ * template for dynamic shapes (*rawout), passed, and becomes the entry's
+ * graph (*gout) with the program built for it (*pout: the one the entry's
+ * cached calls replay, so a signature compiles once). */
 TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                 tc__graph **rawout) {
+                                 tc__graph **rawout, tc__program **pout) {
     tc_fn *f = tr->f;
     tc__entry e;
     tc_result r;
-    int i;
+    int i, persistent = f->mode == TC_MODE_REDUCE_OVERHEAD;
     if (tr->breaks > 0) {
         r = tc__segment_run(tr, &tr->g, outputs);
         if (r != TC_OK)
@@ -578,24 +603,31 @@ TC__FN tc_result tc__trace_final(tc__trace *tr, tc_tensor *const *inputs, tc_ten
     if (tc__pass_dce(tr->g) < 0 || !(*rawout = tc__graph_copy(tr->g))) return TC_ERR_OOM;
     if ((r = tc__passes_run(f->ctx, f->freeze, f->decompose, &tr->g)) != TC_OK) return r;
     tc__trace_log_graph(f, tr->g);
-    /* a non-persistent program (fresh outputs); the cached entry builds its
-     * own, persistent in reduce-overhead, on its first replay */
     memset(&e, 0, sizeof e);
     e.g = tr->g;
-    r = tc__replay(f, &e, inputs, outputs, 0);
-    tc__program_free(e.prog);
+    r = tc__replay(f, &e, inputs, outputs, persistent);
+    if (r == TC_OK && persistent) r = tc__own_outputs(f, outputs);
     if (r == TC_OK) {
         *gout = tr->g;
+        *pout = e.prog;
         tr->g = NULL;
+    } else {
+        tc__program_free(e.prog);
     }
     return r;
 }
 
-/* Traces one call: returns the new cache entry's graph in *gout and a copy of
- * it before the passes in *rawout (both NULL when the trace had breaks) and
- * fills outputs with this call's results. */
+/* Traces one call: returns the new cache entry's graph in *gout with its
+ * program in *pout and a copy of the graph before the passes in *rawout
+ * (all NULL when the trace had breaks) and fills outputs with this call's
+ * results. */
 TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs, tc__graph **gout,
-                                tc__graph **rawout, tc__segcache **segs) {
+                                tc__graph **rawout, tc__program **pout, tc__segcache **segs) {
+    int up_;
+    /* host parameters uploaded by earlier traces are not reused: a tensor
+     * freed and made again at the same address is another weight (the
+     * copies stay with the entries that read them) */
+    for (up_ = 0; up_ < f->nup; up_++) f->up_src[up_] = NULL;
     tc_ctx *ctx = f->ctx;
     tc__trace tr;
     tc_tensor **lazy_in = (tc_tensor **)tc__malloc(sizeof(tc_tensor *) * (size_t)f->nin);
@@ -604,6 +636,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     *gout = NULL;
     *rawout = NULL;
     f->traces++;
+    *pout = NULL;
     memset(&tr, 0, sizeof tr);
     tr.f = f;
     tr.inputs = inputs;
@@ -636,7 +669,7 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
         if (tr.failed) r = tr.status;
     }
     if (r == TC_OK) r = tc__trace_outputs(&tr, outputs);
-    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout);
+    if (r == TC_OK) r = tc__trace_final(&tr, inputs, outputs, gout, rawout, pout);
     if (r != TC_OK) { /* (a failed replay has written its errored outputs already) */
         if (f->err[0] == 0) tc__fmt(f->err, sizeof f->err, "tracing failed: %s", tc_result_string(r));
         for (i = 0; i < f->nout; i++)

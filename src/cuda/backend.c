@@ -12,6 +12,8 @@
 
 #ifndef TC_NO_CUDA
 
+#define TC__CU_SMEM_ROW (40u * 1024u)
+
 typedef struct tc__cuda_prog {
     tc__CUmodule mod;
     tc__CUfunction *fn;        /* one per fused kernel                      */
@@ -49,10 +51,18 @@ TC__FN int tc__cuda_op_kernel(const tc__program *p, const tc__launch *l, tc__ker
     if (l->kernel >= 0 || l->is_view || tc__optable[c->op].cls != TC__CLASS_POINTWISE || nd->nin < 1 || nd->nin > 3)
         return 0;
     if (out->dtype == TC_I32 && !copy && c->op != TC__OP_CAST) return 0;
-    k->ndim = k->row0 = out->ndim;
-    memcpy(k->shape, out->shape, sizeof k->shape);
+    if (!copy && tc__cu_int_expr(c->op)) { /* integer operands of an op with an integer form: exact, in tco<launch> */
+        int ints = 1;
+        for (j = 0; j < nd->nin; j++) ints &= nd->in[j] >= 0 && p->ref[nd->in[j]]->dtype == TC_I32;
+        if (ints) return 0;
+    }
     for (j = 0; j < nd->nin; j++)
         if (nd->in[j] < 0 || p->ref[nd->in[j]]->ndim > out->ndim) return 0;
+    k->ndim = k->row0 = out->ndim;
+    memcpy(k->shape, out->shape, sizeof k->shape);
+    /* the inputs' accesses and the output's (tc__kernel_free frees them) */
+    if (!(k->acc = (tc__kaccess *)TC_MALLOC(sizeof(tc__kaccess) * (size_t)(nd->nin + 1)))) return -1;
+    memset(k->acc, 0, sizeof(tc__kaccess) * (size_t)(nd->nin + 1));
     for (j = 0; j < nd->nin; j++) {
         const tc_tensor *x = p->ref[nd->in[j]];
         tc__kaccess *a = &k->acc[k->nacc++];
@@ -185,9 +195,16 @@ TC__FN char *tc__cuda_program_source(const tc__program *p) {
 /* NVRTC's options for the device: CUBIN for its architecture when NVRTC
  * knows it, else PTX for the newest it knows. */
 TC__FN int tc__cuda_arch(int *cubin) {
-    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor;
-    *cubin = sm <= tc__cu.arch_max;
-    return *cubin ? sm : tc__cu.arch_max;
+    int sm = tc__cu.cc_major * 10 + tc__cu.cc_minor, i, best = 0;
+    for (i = 0; i < tc__cu.narchs; i++)
+        if (tc__cu.archs[i] == sm) { /* NVRTC emits CUBIN for it */
+            *cubin = 1;
+            return sm;
+        } else if (tc__cu.archs[i] < sm && tc__cu.archs[i] > best) best = tc__cu.archs[i];
+    /* PTX for the newest architecture NVRTC knows below the device, which the
+     * driver compiles; 0 (NVRTC knows none that old) fails with NVRTC's reason */
+    *cubin = 0;
+    return best ? best : tc__cu.arch_max;
 }
 
 /* Compiles src with NVRTC for sm_<arch> (CUBIN when cubin, else PTX for
@@ -297,7 +314,7 @@ TC__FN void tc__cuda_cache_write(const char *path, const char *bin, size_t n) {
 TC__FN void tc__cuda_prog_free(tc__cuda_prog *cp) {
     if (!cp) return;
     if (cp->exec) tc__cu.cu.GraphExecDestroy(cp->exec);
-    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod);
+    if (cp->mod) tc__cu.cu.ModuleUnload(cp->mod); /* the caller synchronised: no kernel of it is queued */
     tc__cuda_xk_free(cp->xk, cp->nx);
     TC_FREE(cp->ws);
     TC_FREE(cp->ws_cap);
@@ -312,7 +329,8 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
     int i;
     if (cp) {
-        if (cp->exec) tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* a replay may still run */
+        tc__cu.cu.CtxSetCurrent(tc__cu.pctx);
+        tc__cu.cu.StreamSynchronize(p->ctx->cuda->stream); /* its kernels may still be queued */
         for (i = 0; cp->ws && i < cp->nx; i++) tc__cuda_free(p->ctx, cp->ws[i], cp->ws_cap[i]);
         for (i = 0; cp->st_in && i < p->g->n; i++)
             if (cp->st_in[i].data) tc__cuda_free(p->ctx, (tc__CUdeviceptr)(uintptr_t)cp->st_in[i].data, cp->st_in[i].cap);
@@ -325,7 +343,7 @@ TC__FN void tc__cuda_program_free(tc__program *p) {
  * the same source was compiled before for this device. */
 TC__FN tc_result tc__cuda_prog_build(tc__program *p, tc_ctx *ctx, tc__launch *l) {
     tc__cuda_prog *cp;
-    char *src, *bin = NULL, path[1100], err[TC__MSG_CAP];
+    char *src, *bin = NULL, path[1100] = "", err[TC__MSG_CAP];
     size_t nbin = 0;
     int cubin, arch = tc__cuda_arch(&cubin), k, cached = 0;
     tc__CUresult cr;
@@ -433,6 +451,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     unsigned grid, block = TC__CU_BLOCK;
     tc__CUdeviceptr ws = 0;
     size_t ws_cap = 0, ws_bytes = 0;
+    unsigned smem = 0;
     (void)ws_cap;
     tc__CUresult cr;
     int d, is_rows = tc__cuda_is_rows(k);
@@ -448,6 +467,13 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
         /* a short row needs fewer threads: whole warps, at least one */
         if (rowlen < TC__CU_BLOCK) block = (unsigned)((rowlen + 31) / 32 * 32);
         ws_bytes = (size_t)grid * (size_t)k->nlocal * (size_t)rowlen * sizeof(float);
+        /* a row's locals in shared memory when they fit the 48 KiB every
+         * device gives without opting in (TC__CU_SMEM_ROW: room left for
+         * the reduction's buffer) */
+        if ((size_t)k->nlocal * (size_t)rowlen * sizeof(float) <= TC__CU_SMEM_ROW) {
+            smem = (unsigned)((size_t)k->nlocal * (size_t)rowlen * sizeof(float));
+            ws_bytes = 0;
+        }
     } else {
         int64_t g = (n + TC__CU_BLOCK - 1) / TC__CU_BLOCK, cap = (int64_t)tc__cu.sm_count * 32;
         grid = (unsigned)(g < cap ? g : cap);
@@ -468,7 +494,7 @@ TC__FN tc_result tc__cuda_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, con
     }
     tc__cuda_params(k, p->ref, ws, pb);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    cr = tc__cu.cu.LaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, ctx->cuda->stream, args, NULL);
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (grid %u, block %u): %s", grid, block,
                        tc__cu_errname(cr));
@@ -482,7 +508,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     const tc__call *c = &l->call;
     const tc_tensor *a = c->ins[0], *b = c->ins[1], *bias = c->op == TC__OP_LINEAR ? c->ins[2] : NULL;
     int64_t ash[TC_MAX_DIMS + 1], ast[TC_MAX_DIMS + 1], bsh[TC_MAX_DIMS + 1], bst[TC_MAX_DIMS + 1];
-    int64_t pb[14 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
+    int64_t pb[15 + 4 * TC_MAX_DIMS], *bs = pb + 14, M, N, K, cstride;
     int and_ = a->ndim, bnd = b->ndim, nb, d;
     unsigned gx, gy, gz;
     void *args[1];
@@ -520,6 +546,7 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
         bs[3 * TC_MAX_DIMS + d] = cstride;
         cstride *= size;
     }
+    pb[14 + 4 * TC_MAX_DIMS] = bias ? bias->strides[0] : 0; /* the bias's own stride (a strided view) */
     gx = (unsigned)((N + 63) / 64), gy = (unsigned)((M + 63) / 64), gz = (unsigned)(cstride / (M * N > 0 ? M * N : 1));
     if (M == 0 || N == 0 || gz == 0) return TC_OK;
     if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
@@ -619,6 +646,8 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
     if (!cp->st_in) {
         if (!(cp->st_in = (tc__storage *)tc__malloc(sizeof(tc__storage) * (size_t)p->g->n)) ||
             !(cp->st_lo = (int64_t *)tc__malloc(sizeof(int64_t) * (size_t)p->g->n))) {
+            TC_FREE(cp->st_in); /* both or neither: a later call tries again */
+            cp->st_in = NULL;
             tc__fmt(err, errcap, "out of memory");
             return TC_ERR_OOM;
         }
@@ -667,13 +696,22 @@ TC__FN tc_result tc__cuda_stage_inputs(tc__program *p, tc_ctx *ctx, char *err, s
  * first op whose index was out of range. */
 TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, size_t errcap) {
     tc__cuda_prog *cp = (tc__cuda_prog *)p->dev;
-    int k, flags[8], idx[8], n = 0, i;
+    int k, flags_small[8], idx_small[8], *flags = flags_small, *idx = idx_small, n = 0, i, cap = 0;
+    tc_result ret = TC_OK;
     tc__CUresult cr = TC__CUDA_SUCCESS;
+    for (k = 0; k < p->nlaunch; k++) { /* the index ops' count: room for every flag */
+        const tc__call *c = &p->launch[k].call;
+        cap += (c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER) && cp->xfn[k] && cp->ws[k];
+    }
+    if (cap > 8 && (!(flags = (int *)tc__malloc(sizeof(int) * (size_t)cap)) || !(idx = (int *)tc__malloc(sizeof(int) * (size_t)cap)))) {
+        if (flags != flags_small) TC_FREE(flags);
+        tc__fmt(err, errcap, "out of memory");
+        return TC_ERR_OOM;
+    }
     for (k = 0; k < p->nlaunch; k++) {
         const tc__call *c = &p->launch[k].call;
         int index = c->op == TC__OP_EMBEDDING || c->op == TC__OP_INDEX_SELECT || c->op == TC__OP_GATHER;
         if (!index || !cp->xfn[k] || !cp->ws[k]) continue;
-        if (n == 8) break; /* the first eight are read; a program has seldom more */
         flags[n] = 0;
         idx[n] = k;
         if ((cr = tc__cu.cu.MemcpyDtoHAsync(&flags[n], cp->ws[k], sizeof(int), ctx->cuda->stream)) != TC__CUDA_SUCCESS) break;
@@ -682,16 +720,18 @@ TC__FN tc_result tc__cuda_check_flags(tc__program *p, tc_ctx *ctx, char *err, si
     if (n && cr == TC__CUDA_SUCCESS) cr = tc__cu.cu.StreamSynchronize(ctx->cuda->stream);
     if (cr != TC__CUDA_SUCCESS) {
         tc__fmt(err, errcap, "reading the index flags: %s", tc__cu_errname(cr));
-        return tc__cu_result(cr);
+        ret = tc__cu_result(cr);
     }
-    for (i = 0; i < n; i++)
+    for (i = 0; ret == TC_OK && i < n; i++)
         if (flags[i]) {
             const tc__call *c = &p->launch[idx[i]].call;
             tc__fmt(err, errcap, "tc_%s (%s:%d): an index is out of range (checked on the GPU)", tc__optable[c->op].name,
                     c->file ? c->file : "?", c->line);
-            return TC_ERR_INDEX;
+            ret = TC_ERR_INDEX;
         }
-    return TC_OK;
+    if (flags != flags_small) TC_FREE(flags);
+    if (idx != idx_small) TC_FREE(idx);
+    return ret;
 }
 
 /* The launches captured into a graph (the second run: the first built

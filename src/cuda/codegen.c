@@ -90,6 +90,13 @@ static const char *const tc__cu_prelude[] = {
     "  return v;\n"
     "}\n"
     "#define TC__SIGMOID_(v) (1.0f / (1.0f + expf(-(v))))\n",
+    "typedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+    "__device__ __forceinline__ int32_t tc__ipow(int32_t a, int32_t b) {\n"
+    "  uint32_t r = 1, base = (uint32_t)a;\n"
+    "  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "  while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }\n"
+    "  return (int32_t)r;\n"
+    "}\n",
     TC__UNARY_OPS(TC__CU_UN_) TC__UNARY_ATTR_OPS(TC__CU_UN_) TC__BINARY_OPS(TC__CU_BIN_) TC__COMPARE_OPS(TC__CU_BIN_) NULL};
 #undef TC__CU_UN_
 #undef TC__CU_BIN_
@@ -171,6 +178,8 @@ TC__FN void tc__cu_ins(tc__text *o, const tc__kernel *k, const tc_dtype *dt, con
         return;
     case TC__V_ACC:
         if (in->c == TC__COMB_SUMSQ) tc__text_printf(o, "%sa%d += r%d * r%d;\n", ind, in->a, in->b, in->b);
+        else if (in->c == TC__COMB_SUMSQ_LO) /* the squares scaled by 2^-96: a sum no finite row overflows */
+            tc__text_printf(o, "%s{ const float q_ = r%d * 1.2621774483536188887e-29f; a%d += q_ * q_; }\n", ind, in->b, in->a);
         else tc__text_printf(o, "%sa%d = tc_comb(a%d, r%d, %d);\n", ind, in->a, in->a, in->b, in->c);
         return;
     default: break;
@@ -234,7 +243,11 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
     int d, si, i;
     tc__text_printf(o, "  __shared__ float red[32];\n  i64 rows = 1, rowlen = 1;\n");
     for (d = 0; d < k->ndim; d++) tc__text_printf(o, "  %s *= p.sh[%d];\n", d < k->row0 ? "rows" : "rowlen", d);
-    tc__text_printf(o, "  float *L = (float *)p.ws + (i64)blockIdx.x * %d * rowlen;\n  (void)L;\n", k->nlocal);
+    /* the row's values several stages read: in shared memory when they fit
+     * (the launch gives it), else in the block's slice of the workspace */
+    if (k->nlocal > 0)
+        tc__text_printf(o, "  extern __shared__ float tc_smem[];\n"
+                           "  float *L = p.ws ? (float *)p.ws + (i64)blockIdx.x * %d * rowlen : tc_smem;\n", k->nlocal);
     tc__text_printf(o, "  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {\n");
     tc__cu_unravel(o, "    ", "row", 0, k->row0);
     for (i = 0; i < k->nslot; i++) tc__text_printf(o, "    float s%d = 0.f; (void)s%d;\n", i, i);
@@ -265,7 +278,7 @@ TC__FN void tc__cu_rows(tc__text *o, const tc__kernel *k, const tc_dtype *dt) {
             int sl = acc[i], comb = k->slot_comb[sl];
             double idn = tc__comb_identity(comb);
             tc__text_printf(o, "    s%d = tc_block_reduce(a%d, %d, %s, red) * __uint_as_float(0x%08xu);\n", sl, sl,
-                            comb == TC__COMB_SUMSQ ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
+                            TC__COMB_IS_SUM(comb) ? 0 : comb, idn == 0 ? "0.f" : idn > 0 ? "TC_INF" : "-TC_INF",
                             (unsigned)tc__f32_to_bits(k->slot_scale[sl]));
         }
         tc__text_printf(o, "    }\n");
@@ -302,7 +315,7 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
 TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
     static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
     tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
-                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; };\n",
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; i64 nb_bias; };\n",
                     name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
     tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
     tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
@@ -331,7 +344,7 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                        "    i64 gm = m0 + ty * 4 + i, gn = n0 + tx * 4 + j;\n"
                        "    if (gm >= p.M || gn >= p.N) continue;\n"
                        "    float v = acc[i][j];\n");
-    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn]);\n", cv[dbias], tc__cu_ctype(dbias));
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn * p.nb_bias]);\n", cv[dbias], tc__cu_ctype(dbias));
     tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
 }
 
@@ -352,11 +365,11 @@ TC__FN void tc__cu_elem(tc__text *o, const tc_tensor *t, int k, const char *var)
 TC__FN void tc__cu_assign_begin(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, "      out[e] = ");
     else
-        tc__text_printf(o, "      out[e] = %s(%s", tc__cu_fromf(to), tc__cu_tof(from));
+        tc__text_printf(o, "      out[e] = %s(%s(", tc__cu_fromf(to), tc__cu_tof(from));
 }
 TC__FN void tc__cu_assign_end(tc__text *o, tc_dtype from, tc_dtype to) {
     if (from == to) tc__text_printf(o, ";\n");
-    else tc__text_printf(o, "%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
+    else tc__text_printf(o, ")%s)%s;\n", tc__cu_tof_end(from), tc__cu_fromf_end(to));
 }
 
 /* The grid-stride loop over the output's elements, e and its index o<d>. */
@@ -458,9 +471,15 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
                     ints ? "long long" : "double");
     for (d = 0; d < x->ndim; d++)
         if (c->a.i[d]) tc__text_printf(o, "    for (i64 s%d = 0; s%d < %lldLL; s%d++)\n", d, d, (long long)x->shape[d], d);
-    tc__text_printf(o, "    {\n      const %s v = (%s)%s", ints ? "long long" : "double", ints ? "long long" : "double", tc__cu_tof(x->dtype));
-    tc__cu_elem(o, x, 0, "s");
-    tc__text_printf(o, "%s;\n", tc__cu_tof_end(x->dtype));
+    if (ints) { /* 64-bit integers, never through float (i32 past 2^24) */
+        tc__text_printf(o, "    {\n      const long long v = (long long)%s", x->dtype == TC_BOOL ? "(0 != " : "(");
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ");\n");
+    } else {
+        tc__text_printf(o, "    {\n      const double v = (double)%s(", tc__cu_tof(x->dtype));
+        tc__cu_elem(o, x, 0, "s");
+        tc__text_printf(o, ")%s;\n", tc__cu_tof_end(x->dtype));
+    }
     switch (c->op) {
     case TC__OP_MAX: tc__text_printf(o, "      acc = (v > acc || v != v) ? v : acc;\n"); break;
     case TC__OP_MIN: tc__text_printf(o, "      acc = (v < acc || v != v) ? v : acc;\n"); break;
@@ -474,11 +493,41 @@ TC__FN void tc__cu_reduce(tc__text *o, const tc__call *c, const tc_tensor *x, co
     if (c->op == TC__OP_MEAN) tc__text_printf(o, "    acc = acc / (double)%lldLL;\n", (long long)rn);
     if (c->op == TC__OP_VAR) /* sum of squared deviations from the mean, in double */
         tc__text_printf(o, "    { double m = acc / (double)%lldLL; double dev = sq - acc * m; if (dev < 0) dev = 0;"
-                           " acc = dev / (double)(%lldLL - %lldLL); }\n",
+                           " const double dof = (double)(%lldLL - %lldLL); acc = dev / (dof > 0 ? dof : 0.0); }\n",
                         (long long)rn, (long long)rn, (long long)c->a.i[TC_MAX_DIMS + 1]);
     if (c->op == TC__OP_ARGMAX) tc__text_printf(o, "    out[e] = (int)(best < 0 ? 0 : best);\n");
     else if (out->dtype == TC_I32) tc__text_printf(o, "    out[e] = (int)acc;\n");
     else tc__text_printf(o, "    out[e] = %s((float)acc)%s;\n", tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
+}
+
+/* A pointwise op's integer form (the op table's int column), as text over
+ * int32_t x or a, b; NULL when it has none. */
+#define TC__CU_STR_(x) #x
+#define TC__CU_STR(x) TC__CU_STR_(x)
+TC__FN const char *tc__cu_int_expr(int op) {
+    switch (op) {
+#define TC__CU_INT_(ID, name, cost, i, f, v)                                                                   \
+    case TC__OP_##ID: return TC__HAS_INT(i) ? TC__CU_STR(TC__INT_EXPR(i)) : NULL;
+        TC__UNARY_OPS(TC__CU_INT_) TC__BINARY_OPS(TC__CU_INT_) TC__COMPARE_OPS(TC__CU_INT_)
+#undef TC__CU_INT_
+    default: return NULL;
+    }
+}
+
+/* An i32 pointwise op (the fuser computes in f32, which rounds past 2^24):
+ * its integer form per element, the operands broadcast by their shapes. */
+TC__FN void tc__cu_int_pointwise(tc__text *o, const tc__call *c, const tc_tensor *out, const char *expr) {
+    int k, d, nd = out->ndim;
+    static const char *const names[] = {"a", "b"};
+    for (k = 0; k < c->nin; k++) {
+        const tc_tensor *t = c->ins[k];
+        int lead = nd - t->ndim;
+        tc__text_printf(o, "    const int32_t %s = ((const int *)p.in[%d])[0", c->nin == 1 ? "x" : names[k], k);
+        for (d = 0; d < t->ndim; d++)
+            if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+        tc__text_printf(o, "];\n");
+    }
+    tc__text_printf(o, "    out[e] = %s(%s);\n", out->dtype == TC_BOOL ? "(unsigned char)" : "(int)", expr);
 }
 
 /* Appends launch c's op (output out) as kernel `name`; 0 when the op has
@@ -560,9 +609,9 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
                         nd - 2, (long long)H, (long long)OH, nd - 2, (long long)H, (long long)OH, (long long)OH, nd - 1,
                         (long long)W, (long long)OW, nd - 1, (long long)W, (long long)OW, (long long)OW);
         for (d = 0; d < x->ndim - 2; d++) tc__text_printf(o, "      const i64 s%d = o%d;\n", d, d);
-        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
+        tc__text_printf(o, "      const i64 s%d = ih, s%d = iw;\n      acc += (double)%s(", x->ndim - 2, x->ndim - 1, tc__cu_tof(x->dtype));
         tc__cu_elem(o, x, 0, "s");
-        tc__text_printf(o, "%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
+        tc__text_printf(o, ")%s;\n    }\n    out[e] = %s((float)(acc / (double)((h1 - h0) * (w1 - w0))))%s;\n", tc__cu_tof_end(x->dtype),
                         tc__cu_fromf(out->dtype), tc__cu_fromf_end(out->dtype));
         break;
     }
@@ -586,7 +635,36 @@ TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, co
         tc__cu_out_loop(o, name, out, 1);
         tc__cu_reduce(o, c, x, out);
         break;
-    default: return 0;
+    case TC__OP_WHERE: { /* any dtype: the selected operand's bits (converted when its dtype differs) */
+        tc__cu_out_loop(o, name, out, 3);
+        for (k = 0; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            int lead = nd - t->ndim;
+            tc__text_printf(o, "    const i64 w%d = 0", k);
+            for (d = 0; d < t->ndim; d++)
+                if (t->shape[d] != 1) tc__text_printf(o, " + o%d * %lldLL", lead + d, (long long)t->strides[d]);
+            tc__text_printf(o, ";\n");
+        }
+        tc__text_printf(o, "    if (((const unsigned char *)p.in[0])[w0]) {\n");
+        for (k = 1; k < 3; k++) {
+            const tc_tensor *t = c->ins[k];
+            if (k == 2) tc__text_printf(o, "    } else {\n");
+            tc__cu_assign_begin(o, t->dtype, out->dtype);
+            tc__text_printf(o, "((const %s *)p.in[%d])[w%d]", tc__cu_ctype(t->dtype), k, k);
+            tc__cu_assign_end(o, t->dtype, out->dtype);
+        }
+        tc__text_printf(o, "    }\n");
+        break;
+    }
+    default: {
+        const char *expr = tc__cu_int_expr(c->op);
+        int k2, ints = c->nin >= 1 && c->nin <= 2;
+        for (k2 = 0; k2 < c->nin && ints; k2++) ints = c->ins[k2] && c->ins[k2]->dtype == TC_I32;
+        if (!expr || !ints || (out->dtype != TC_I32 && out->dtype != TC_BOOL)) return 0;
+        tc__cu_out_loop(o, name, out, c->nin);
+        tc__cu_int_pointwise(o, c, out, expr);
+        break;
+    }
     }
     tc__text_printf(o, "  }\n}\n");
     return 1;

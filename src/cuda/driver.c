@@ -180,6 +180,7 @@ typedef struct tc__cuda_api {
     int cc_major, cc_minor, sm_count, max_threads, smem_block, smem_optin, l2_bytes;
     int driver_version, nvrtc_major, nvrtc_minor;
     int arch_max;                   /* the newest sm NVRTC targets (CUBIN)   */
+    int archs[64], narchs;          /* every sm it targets                   */
     char name[96];
     int lock;
 } tc__cuda_api;
@@ -299,8 +300,11 @@ TC__FN int tc__cu_query_device(void) {
     if (tc__cu.nv.GetNumSupportedArchs(&na) != TC__NVRTC_SUCCESS || na < 1 || na > 64 ||
         tc__cu.nv.GetSupportedArchs(archs) != TC__NVRTC_SUCCESS)
         return tc__cu_fail("NVRTC: %s%s", "nvrtcGetSupportedArchs failed", "");
-    for (i = 0; i < na; i++)
+    for (i = 0; i < na; i++) {
+        tc__cu.archs[i] = archs[i];
         if (archs[i] > tc__cu.arch_max) tc__cu.arch_max = archs[i];
+    }
+    tc__cu.narchs = na;
     return 0;
 }
 

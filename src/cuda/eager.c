@@ -14,9 +14,11 @@
 #ifndef TC_NO_CUDA
 
 #define TC__EAGER_SLOTS 64
+#define TC__EAGER_SHAPES 32 /* signatures one op keeps; then it starts afresh (NVRTC's disk cache keeps the binaries) */
 
 typedef struct tc__eager_fn {
     tc__call key;              /* op, name, attributes, which inputs exist  */
+    tc_compile_options f_opts; /* f's options (to start afresh)             */
     tc_fn *f;
 } tc__eager_fn;
 
@@ -90,8 +92,9 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     for (i = 0; i < c->nin; i++) o.num_inputs += c->ins[i] != NULL;
     o.num_outputs = 1;
     o.dynamic = -1;          /* each shape its own entry: sizes are kernel parameters */
-    o.recompile_limit = 64;
+    o.recompile_limit = TC__EAGER_SHAPES + 1; /* never reached: tc__cuda_eager_run starts afresh at TC__EAGER_SHAPES */
     o.cache_dir = NULL;
+    e->f_opts = o;
     e->f = tc__compile(ctx, tc__eager_model, &e->key, &o, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
     if (!e->f) {
         e->key.op = (tc__op)-1; /* never matches */
@@ -103,6 +106,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
 /* The dispatcher's hook for an op whose inputs are on the GPU. */
 TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
     tc_tensor *ins[TC__MAX_IN], *out = NULL;
+    int owned[TC__MAX_IN];
     tc__eager_fn *e;
     tc_result r;
     int i, n = 0;
@@ -119,30 +123,40 @@ TC__FN tc_tensor *tc__cuda_eager_run(tc__call *c) {
                 c->ctx->first_err[0] ? c->ctx->first_err : "out of memory");
         return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
     }
+    if (e->f->nentries >= TC__EAGER_SHAPES) { /* many shapes seen: start afresh rather than grow */
+        tc_fn_free(e->f);
+        e->f = tc__compile(c->ctx, tc__eager_model, &e->key, &e->f_opts, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
+        if (!e->f) {
+            e->key.op = (tc__op)-1;
+            tc__msg(c, TC_ERR_OOM, "out of memory");
+            return tc__fail(c, TC_ERR_OOM);
+        }
+    }
     for (i = 0; i < c->nin; i++) {
         if (!c->ins[i]) continue;
+        owned[n] = 0;
         if (c->ins[i]->device != TC_CUDA) { /* a scalar argument: its value goes up */
             tc_tensor *d = tc__to_device(c->ctx, c->ins[i]);
             if (!d || d->status != TC_OK) {
                 for (i = 0; i < n; i++)
-                    if (ins[i] != c->ins[i] && ins[i]->is_wrapped) tc_free(ins[i]);
+                    if (owned[i]) tc_free(ins[i]);
                 tc__msg(c, d ? d->status : TC_ERR_OOM, "%s", d ? tc_error(d) : "out of memory");
                 tc_free(d);
                 return tc__fail(c, c->ctx->first_status ? c->ctx->first_status : TC_ERR_OOM);
             }
             d->is_wrapped = c->ins[i]->is_wrapped;
+            owned[n] = 1;
             ins[n++] = d;
         } else ins[n++] = c->ins[i];
     }
     r = tc_call(e->f, ins, &out);
-    for (i = 0, n = 0; i < c->nin; i++) /* the scalars' copies */
-        if (c->ins[i] && ins[n++] != c->ins[i]) tc_free(ins[n - 1]);
+    for (i = 0; i < n; i++) /* the scalars' copies */
+        if (owned[i]) tc_free(ins[i]);
     if (r != TC_OK) {
-        const char *why = tc_fn_error(e->f);
+        const char *why = tc_fn_error(e->f), *rest = strstr(why, "): ");
         tc_free(out);
-        /* the message names the op already when it comes from its launch */
-        if (strncmp(why, "tc_", 3) == 0) return tc__error_tensor(c->ctx, r, why);
-        tc__msg(c, r, "%s", why);
+        /* the program's message names the site it was first traced at: this call's instead */
+        tc__msg(c, r, "%s", strncmp(why, "tc_", 3) == 0 && rest ? rest + 3 : why);
         return tc__fail(c, r);
     }
     return out;

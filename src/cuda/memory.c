@@ -105,7 +105,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
     int i, best = -1;
     if (!c) return 0;
     if (!want) {
-        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %zu bytes", what, bytes);
+        tc__ctx_fail(ctx, TC_ERR_OVERFLOW, "%s: %llu bytes", what, (unsigned long long)bytes);
         return 0;
     }
     for (i = 0; i < c->nfree; i++) {
@@ -126,7 +126,7 @@ TC__FN tc__CUdeviceptr tc__cuda_alloc(tc_ctx *ctx, size_t bytes, size_t *cap, co
         r = tc__cu.cu.MemAlloc(&p, want);
     }
     if (r != TC__CUDA_SUCCESS) {
-        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %zu bytes: %s", what, want, tc__cu_errname(r));
+        tc__ctx_fail(ctx, tc__cu_result(r), "%s: cuMemAlloc of %llu bytes: %s", what, (unsigned long long)want, tc__cu_errname(r));
         return 0;
     }
     c->allocs++;
@@ -167,7 +167,7 @@ TC__FN tc_result tc__cuda_copy(tc_ctx *ctx, void *host, tc__CUdeviceptr dev, siz
                 : tc__cu.cu.MemcpyHtoDAsync(dev, host, bytes, c->stream);
     if (r == TC__CUDA_SUCCESS) r = tc__cu.cu.StreamSynchronize(c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %zu bytes %s the device: %s", what, bytes,
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: copy of %llu bytes %s the device: %s", what, (unsigned long long)bytes,
                             to_host ? "from" : "to", tc__cu_errname(r));
     return TC_OK;
 }
@@ -179,7 +179,7 @@ TC__FN TC__UNUSED tc_result tc__cuda_copy_d2d(tc_ctx *ctx, tc__CUdeviceptr dst, 
     if (bytes == 0) return TC_OK;
     r = tc__cu.cu.MemcpyDtoDAsync(dst, src, bytes, c->stream);
     if (r != TC__CUDA_SUCCESS)
-        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %zu bytes: %s", what, bytes, tc__cu_errname(r));
+        return tc__ctx_fail(ctx, tc__cu_result(r), "%s: device copy of %llu bytes: %s", what, (unsigned long long)bytes, tc__cu_errname(r));
     return TC_OK;
 }
 

@@ -488,7 +488,7 @@ TC__FN tc_result tc__stage(const tc_tensor *t, tc__staged *st, const char *what)
     st->lo = lo;
     st->bytes = hi >= lo ? (size_t)(hi - lo + 1) * es : 0;
     buf = TC_MALLOC(st->bytes ? st->bytes : 1);
-    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %zu bytes", what, st->bytes);
+    if (!buf) return tc__ctx_fail(t->ctx, TC_ERR_OOM, "%s: out of memory staging %llu bytes", what, (unsigned long long)st->bytes);
     memset(&st->hs, 0, sizeof st->hs);
     st->hs.data = buf;
     st->hs.refs = 1;

@@ -578,7 +578,11 @@ TCEMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
         bz > 64 || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
     if (bx * by * bz > (unsigned)k->max_threads) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-    if (smem > (f->max_dyn >= 0 ? (size_t)f->max_dyn : 49152 - std::min<size_t>(49152, f->mod->static_smem)))
+    /* static __shared__ is counted per module here (every kernel's, as one
+     * thread_local segment), not per kernel as on a device: subtracting it
+     * would refuse a kernel for its neighbours' buffers, so dynamic shared
+     * memory is checked against the limit alone */
+    if (smem > (f->max_dyn >= 0 ? (size_t)f->max_dyn : (size_t)49152))
         return CUDA_ERROR_INVALID_VALUE;
     /* the parameters' offsets, as packed in a buffer passed through extra */
     std::vector<size_t> off(k->nparams);
