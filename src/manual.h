@@ -411,10 +411,13 @@
  *     the CPU and on the GPU (a flag the kernel raises, read back after the
  *     launch or the CUDA graph's replay);
  *   - safetensors files (section 6): the header strictly, every tensor's
- *     extent against the file, names by a sorted index;
- *   - running out of memory: every allocation may fail (the tests fail
- *     each allocation of a first call in turn), giving errored outputs and
- *     a message, with nothing leaked and the context usable after;
+ *     extent against the file, names by a sorted index (the parser, the op
+ *     API and compiled-vs-eager are fuzzed with libFuzzer, tests/fuzz/);
+ *   - running out of memory: every allocation may fail, giving errored
+ *     outputs and a message, with nothing leaked and the context usable
+ *     after (`make check-faults` fails each allocation in turn over
+ *     compiles and calls in every mode with shape changes, and over
+ *     checkpoint save and load, under ASan + LeakSanitizer);
  *   - graph size: no pass recurses in proportion to the graph (below);
  *   - a scope the user ends inside a compiled function cannot free
  *     tcompile's own (TC_ERR_STATE).
@@ -428,7 +431,8 @@
  *   - the CUDA driver and NVRTC found by name (or named in TC_CUDA_LIB /
  *     TC_NVRTC_LIB): trusted code loaded into the process; the CUDA C
  *     tcompile compiles is its own, never user text;
- *   - two threads using one context at once (one at a time is fine).
+ *   - two threads using one context at once (one at a time is fine; the
+ *     context's own worker threads are checked under ThreadSanitizer).
  * Tensor *values* (NaN, inf) are data, never control.
  *
  * A graph's length costs heap, not stack: tracing, the passes, fusion and
