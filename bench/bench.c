@@ -106,6 +106,134 @@ static double copy_bandwidth(int threads, size_t n) {
     return best;
 }
 
+/* ---- the FMA peak ------------------------------------------------------------- */
+
+/* Flops per second of independent multiply-add chains (12 of them: enough
+ * to cover two pipes' latency on current cores) on `threads` threads at
+ * the context's widest vector level, the best of 7 runs: the ceiling a
+ * contraction's GFLOP/s is read against. */
+#define FMA_CHAINS 12
+#define FMA_BODY(FMA)                                                                                   \
+    for (i = 0; i < iters; i++) {                                                                       \
+        a0 = FMA(a0, m, c), a1 = FMA(a1, m, c), a2 = FMA(a2, m, c), a3 = FMA(a3, m, c);                 \
+        a4 = FMA(a4, m, c), a5 = FMA(a5, m, c), a6 = FMA(a6, m, c), a7 = FMA(a7, m, c);                 \
+        a8 = FMA(a8, m, c), a9 = FMA(a9, m, c), a10 = FMA(a10, m, c), a11 = FMA(a11, m, c);             \
+    }
+#define FMA_SUM(ADD) ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)))
+
+#if defined(TC__HAVE_VEXEC_X86)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
+    __m512 m = _mm512_set1_ps(0.99999f), c = _mm512_set1_ps(1e-6f), a0 = _mm512_set1_ps(1.0f), a1 = a0, a2 = a0,
+           a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    long i;
+    FMA_BODY(_mm512_fmadd_ps)
+    return _mm512_reduce_add_ps(FMA_SUM(_mm512_add_ps));
+}
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
+    __m256 m = _mm256_set1_ps(0.99999f), c = _mm256_set1_ps(1e-6f), a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0,
+           a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0, t;
+    float f[8];
+    long i;
+    FMA_BODY(_mm256_fmadd_ps)
+    t = FMA_SUM(_mm256_add_ps);
+    _mm256_storeu_ps(f, t);
+    return f[0] + f[7];
+}
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#define NEON_FMA(a, b, c) vfmaq_f32(c, a, b)
+static float fma_v128(long iters) {
+    float32x4_t m = vdupq_n_f32(0.99999f), c = vdupq_n_f32(1e-6f), a0 = vdupq_n_f32(1.0f), a1 = a0, a2 = a0, a3 = a0,
+                a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    long i;
+    FMA_BODY(NEON_FMA)
+    return vaddvq_f32(FMA_SUM(vaddq_f32));
+}
+#else /* 128-bit vectors without a fused multiply-add (SSE2): a multiply and an add, 2 flops */
+typedef float v4f __attribute__((vector_size(16)));
+#define V4_FMA(a, b, c) ((a) * (b) + (c))
+#define V4_ADD(a, b) ((a) + (b))
+static float fma_v128(long iters) {
+    v4f m = {0.99999f, 0.99999f, 0.99999f, 0.99999f}, c = {1e-6f, 1e-6f, 1e-6f, 1e-6f}, a0 = {1, 1, 1, 1}, a1 = a0,
+        a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0, t;
+    long i;
+    FMA_BODY(V4_FMA)
+    t = FMA_SUM(V4_ADD);
+    return t[0] + t[3];
+}
+#endif
+
+typedef struct fma_part {
+    tc_isa isa;
+    long iters;
+    volatile float sink;
+} fma_part;
+
+static int fma_lanes(tc_isa isa) { return isa == TC_ISA_AVX512 ? 16 : isa == TC_ISA_AVX2 ? 8 : 4; }
+
+static void *fma_main(void *arg) {
+    fma_part *p = (fma_part *)arg;
+#if defined(TC__HAVE_VEXEC_X86)
+    if (p->isa == TC_ISA_AVX512) p->sink = fma_avx512(p->iters);
+    else if (p->isa == TC_ISA_AVX2) p->sink = fma_avx2(p->iters);
+    else
+#endif
+        p->sink = fma_v128(p->iters);
+    return NULL;
+}
+
+static double fma_peak(int threads, tc_isa isa) {
+    double best = 0;
+    int rep, t;
+    if (threads > 64) threads = 64;
+    if (isa < TC_ISA_V128) isa = TC_ISA_V128;
+    for (rep = 0; rep < 7; rep++) {
+        pthread_t th[64];
+        fma_part part[64];
+        double t0 = now_ms(), ms, flops;
+        for (t = 0; t < threads; t++) {
+            part[t].isa = isa;
+            part[t].iters = 2000000;
+            if (t > 0) pthread_create(&th[t], NULL, fma_main, &part[t]);
+        }
+        fma_main(&part[0]);
+        for (t = 1; t < threads; t++) pthread_join(th[t], NULL);
+        ms = now_ms() - t0;
+        flops = 2.0 * FMA_CHAINS * fma_lanes(isa) * (double)part[0].iters * threads;
+        if (ms > 0 && flops / (ms * 1e-3) > best) best = flops / (ms * 1e-3);
+    }
+    return best;
+}
+
+/* --tune-under-load: busy threads, one per bench thread, while the
+ * max-autotune modes make their choices (their first call), to show what
+ * a cache measured on a loaded host does to later calls. */
+static volatile int load_on;
+static pthread_t load_th[64];
+static int load_n;
+
+static void *load_main(void *arg) {
+    volatile double x = 1.0;
+    (void)arg;
+    while (load_on) x = x * 1.0000001 + 1e-9;
+    return NULL;
+}
+
+static void load_start(int threads) {
+    load_on = 1;
+    for (load_n = 0; load_n < threads && load_n < 64; load_n++)
+        if (pthread_create(&load_th[load_n], NULL, load_main, NULL) != 0) break;
+}
+
+static void load_stop(void) {
+    int i;
+    load_on = 0;
+    for (i = 0; i < load_n; i++) pthread_join(load_th[i], NULL);
+    load_n = 0;
+}
+
 /* ---- workloads ------------------------------------------------------------------ */
 
 typedef struct workload {
@@ -422,6 +550,13 @@ static void model_ew(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **
     out[0] = tc_mul(ctx, tc_gelu_tanh(ctx, tc_add_scalar(ctx, tc_mul_scalar(ctx, x, 1.5), 0.25)), tc_sigmoid(ctx, x));
 }
 
+/* call_overhead: one tiny op, so that a call's time is the call itself:
+ * guards, the launch list, the threads (a compiled mode's floor) */
+static void model_call_overhead(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
+    (void)user;
+    out[0] = tc_add_scalar(ctx, in[0], 1.0);
+}
+
 static void model_softmax_ln(tc_ctx *ctx, void *user, tc_tensor *const *in, tc_tensor **out) {
     tc_tensor *x = in[0];
     (void)user;
@@ -444,7 +579,15 @@ static void model_attention_by_hand(tc_ctx *ctx, void *user, tc_tensor *const *i
     out[0] = tc_matmul(ctx, tc_softmax(ctx, s, -1), in[2]);
 }
 
+/* cnn_small's contractions per image: the stem (3 -> 32, 64 x 64), four
+ * 32 -> 32 convs at 64 x 64, the stride-2 block (32 -> 64 and its 1 x 1
+ * downsample, 32 x 32), three 64 -> 64 convs at 32 x 32 and the classifier */
+#define CNN_SMALL_FLOPS                                                                                                 \
+    (2.0 * (32 * 27 * 4096.0 + 4 * 32 * 32 * 9 * 4096.0 + 64 * 32 * 9 * 1024.0 + 64 * 32 * 1024.0 +                   \
+            3 * 64 * 64 * 9 * 1024.0 + 64 * 10))
+
 static workload workloads[] = {
+    {"call_overhead", 1, 1, {{16}}, {1}, model_call_overhead, 2.0 * 4.0 * 16, 0, 0, NULL, 0, 0},
     {"ew", 1, 1, {{4 << 20}}, {1}, model_ew, 2.0 * 4.0 * (4 << 20), 1, 0, NULL, 0, 0},
     {"softmax_ln", 1, 1, {{4096, 1024}}, {2}, model_softmax_ln, 2.0 * 4.0 * 4096 * 1024, 1, 0, NULL, 0, 0},
     /* C[M,N] = A[M,K] @ B[K,N]; named by (M, N, K) */
@@ -472,7 +615,8 @@ static workload workloads[] = {
      2.0 * B * 197 * (384 * 384 * 12 + 2 * 197 * 384), setup_vit_block, 0, 1},                                        \
     {"gpt_tiny", B, 1, {{B, 128}}, {2}, model_gpt_tiny, 4.0 * B * 128 * (1 + 4096), 0,                                   \
      2.0 * B * 128 * (4 * (256 * 256 * 12 + 128 * 256) + 256 * 4096), setup_gpt_tiny, 4096, 1},                        \
-    {"cnn_small", B, 1, {{B, 3, 64, 64}}, {4}, model_resnet, 4.0 * B * (3 * 64 * 64 + 10), 0, 0, setup_cnn_small, 0, 1}, \
+    {"cnn_small", B, 1, {{B, 3, 64, 64}}, {4}, model_resnet, 4.0 * B * (3 * 64 * 64 + 10), 0, B * CNN_SMALL_FLOPS,          \
+     setup_cnn_small, 0, 1},                                                                                           \
     {"resnet18", B, 1, {{B, 3, 224, 224}}, {4}, model_resnet, 4.0 * B * (3 * 224 * 224 + 1000), 0, B * 3.64e9,         \
      setup_resnet18, 0, 1}
     TC_BENCH_MODELS(1), TC_BENCH_MODELS(8), TC_BENCH_MODELS(32),
@@ -518,17 +662,33 @@ static sgemv_fn openblas_sgemv; /* M = 1: a matrix-vector product is sgemv's, no
  * candidates are timed on. */
 static void openblas_load(int threads) {
     static const char *const names[] = {"libopenblas.so.0", "libopenblas.so"};
+    static const char *const pinned[] = {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
+    char saved[2][128];
     size_t i;
     setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    /* Hosts may pin OpenBLAS to an older core (these set Haswell: its AVX2
+     * kernel where the CPU has AVX-512), which would make the row a weak
+     * reference; it reads them when loaded, so they are unset for the
+     * load only (as `env -u` would), and the core it picked is printed. */
+    for (i = 0; i < 2; i++) {
+        const char *v = getenv(pinned[i]);
+        snprintf(saved[i], sizeof saved[i], "%s", v ? v : "");
+        if (v) unsetenv(pinned[i]);
+    }
     for (i = 0; i < sizeof names / sizeof names[0] && !openblas_sgemm; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         void (*set_threads)(int);
+        char *(*corename)(void);
         if (!h) continue;
         *(void **)&openblas_sgemm = dlsym(h, "cblas_sgemm");
         *(void **)&openblas_sgemv = dlsym(h, "cblas_sgemv");
         *(void **)&set_threads = dlsym(h, "openblas_set_num_threads");
+        *(void **)&corename = dlsym(h, "openblas_get_corename");
         if (set_threads) set_threads(threads);
+        if (openblas_sgemm && corename) printf("openblas: %s core%s\n", corename(), saved[0][0] ? " (OPENBLAS_CORETYPE unset for it)" : "");
     }
+    for (i = 0; i < 2; i++)
+        if (saved[i][0]) setenv(pinned[i], saved[i], 1);
 }
 
 /* ---- hand-written references ------------------------------------------------------ */
@@ -543,6 +703,7 @@ typedef struct ref_job {
     const float *x;
     float *y;
     float *yraw;   /* what y was allocated as (y: aligned up)    */
+    float *xraw;   /* warm copy: its own source                   */
     int nt;        /* the output streamed past the caches        */
     int64_t n;     /* softmax_ln: floats per row                 */
     int64_t count; /* elements (ew) or rows (softmax_ln)         */
@@ -596,6 +757,34 @@ static int copy_setup(workload *w, tc_tensor **in, ref_job *j) {
     if (j->y) memset(j->y, 0, sizeof(float) * (size_t)numel); /* faulted in before timing */
     j->copy = j->y != NULL && j->x != NULL;
     return j->copy;
+}
+
+/* The other workloads read parameters and intermediates that stay cached
+ * between calls, so their floor is a warm copy through the same thread
+ * pool of a buffer as large as the bytes they must move (io_bytes:
+ * inputs, weights, outputs once), half read and half written, timed in the
+ * same rounds: mlp_large's 32 MB of weights against a 32 MB copy, which is
+ * the last-level cache's bandwidth where they fit and memory's where not. */
+static int warm_copy_setup(workload *w, ref_job *j) {
+    int64_t n = (int64_t)(w->io_bytes / (2.0 * sizeof(float)));
+    float *x;
+    memset(j, 0, sizeof *j);
+    if (n < 1) return 0;
+    x = (float *)malloc(sizeof(float) * (size_t)n);
+    j->y = (float *)malloc(sizeof(float) * (size_t)n);
+    if (!x || !j->y) {
+        free(x);
+        free(j->y);
+        j->y = NULL;
+        return 0;
+    }
+    memset(x, 0, sizeof(float) * (size_t)n);
+    memset(j->y, 0, sizeof(float) * (size_t)n);
+    j->x = j->xraw = x;
+    j->count = n;
+    j->work = n * 64;
+    j->copy = 1;
+    return 1;
 }
 
 /* Sets j up for w's hand-written reference; 0 when there is none here. */
@@ -657,6 +846,8 @@ typedef struct cand {
 } cand;
 
 static void *bench_user; /* the running workload's parameters */
+static int tune_under_load; /* --tune-under-load */
+static double fma_flops;    /* the FMA peak of the threads in use */
 /* --device cuda: the workloads' inputs on the GPU, every mode's calls timed
  * to the end of their GPU work (tc_cuda_synchronize); rows named cuda:<mode> */
 static tc_device bench_dev = TC_CPU;
@@ -826,7 +1017,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     static cand c[10];
     tc_tensor *in[4];
     ref_job ref, blas, copy;
-    int i, m, nc = 0;
+    int i, m, nc = 0, cold;
     static const char *const cuda_modes[] = {"cuda:eager", "cuda:default", "cuda:reduce-overhead", "cuda:max-autotune",
                                              "cuda:default-unfused"};
     if (bench_dev == TC_CUDA && w->setup) { /* its weights are host tensors, which eager cannot mix with GPU inputs */
@@ -869,9 +1060,11 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         plant_inner = w->fn;
         c[nc].f = tc_compile(ctx, plant != PLANT_NONE ? model_planted : w->fn, bench_user, &o);
         tc_scope_begin(ctx);
+        if (tune_under_load && o.mode == TC_MODE_MAX_AUTOTUNE) load_start(threads);
         t0 = now_ms();
         r = tc_call(c[nc].f, in, out);
         c[nc].first = now_ms() - t0;
+        load_stop();
         tc_scope_end(ctx);
         if (r != TC_OK) {
             fprintf(stderr, "bench: %s %s dropped: the first call failed: %s\n", w->name, modes[m].name, tc_fn_error(c[nc].f));
@@ -906,12 +1099,14 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         c[nc].mode = "openblas";
         c[nc++].ref = &blas;
     }
-    if (copy_setup(w, in, &copy)) {
+    cold = copy_setup(w, in, &copy);
+    if (cold || warm_copy_setup(w, &copy)) {
         c[nc].mode = "bandwidth";
         c[nc++].ref = &copy;
     }
-    /* the workloads with a copy floor stream memory: timed from a cold cache, as that floor is */
-    time_interleaved(ctx, w, c, nc, in, copy.copy);
+    /* the workloads with a copy floor of their input stream memory: timed
+     * from a cold cache, as that floor is */
+    time_interleaved(ctx, w, c, nc, in, cold);
     for (i = 0; i < nc; i++) {
         if (!c[i].failed) add_row(w->name, w->batch, c[i].mode, threads, c[i].t[c[i].n / 2], c[i].first);
         tc_fn_free(c[i].f);
@@ -920,6 +1115,7 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
     free(blas.y);
     if (!copy.copy && bw > 0) add_row(w->name, w->batch, "bandwidth", threads, w->io_bytes / bw * 1e3, 0);
     free(copy.y);
+    free(copy.xraw);
     for (i = 0; i < w->nin; i++) tc_free(in[i]);
 }
 
@@ -961,8 +1157,8 @@ static void write_outputs(const char *csv, const char *cpu) {
     } else {
         fprintf(stderr, "bench: cannot write %s\n", csv);
     }
-    printf("\n%-18s %5s %-16s %7s %10s %11s %9s %8s %8s\n", "workload", "batch", "mode", "threads", "ms", "compile_ms",
-           "vs eager", "GFLOP/s", "GB/s");
+    printf("\n%-18s %5s %-16s %7s %10s %11s %9s %8s %6s %8s\n", "workload", "batch", "mode", "threads", "ms", "compile_ms",
+           "vs eager", "GFLOP/s", "%peak", "GB/s");
     for (i = 0; i < nrows; i++) {
         double eager = 0;
         int j;
@@ -972,10 +1168,13 @@ static void write_outputs(const char *csv, const char *cpu) {
                 eager = rows[j].ms; /* the same device's eager */
         const workload *w = find_workload(rows[i].workload, rows[i].batch);
         double sec = rows[i].ms * 1e-3;
-        printf("%-18s %5d %-16s %7d %10.3f %11.2f %8.2fx", rows[i].workload, rows[i].batch, rows[i].mode,
+        printf("%-18s %5d %-16s %7d %10.4f %11.2f %8.2fx", rows[i].workload, rows[i].batch, rows[i].mode,
                rows[i].threads, rows[i].ms, rows[i].compile_ms, rows[i].ms > 0 ? eager / rows[i].ms : 0);
-        if (w && w->flops > 0 && sec > 0 && strcmp(rows[i].mode, "bandwidth") != 0) printf(" %8.1f", w->flops / sec * 1e-9);
-        else printf(" %8s", "");
+        if (w && w->flops > 0 && sec > 0 && strcmp(rows[i].mode, "bandwidth") != 0) {
+            printf(" %8.1f", w->flops / sec * 1e-9);
+            if (fma_flops > 0 && strncmp(rows[i].mode, "cuda:", 5) != 0) printf(" %5.0f%%", 100.0 * w->flops / sec / fma_flops);
+            else printf(" %6s", "");
+        } else printf(" %8s %6s", "", "");
         /* bytes the workload must move (inputs + outputs once) per second */
         if (w && sec > 0) printf(" %8.1f", w->io_bytes / sec * 1e-9);
         printf("\n");
@@ -1198,6 +1397,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench: --plant takes fail or wrong\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--tune-under-load") == 0) {
+            tune_under_load = 1;
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
             const char *why = "";
             if (strcmp(argv[++i], "cuda") != 0) {
@@ -1229,8 +1430,10 @@ int main(int argc, char **argv) {
     if (!ctx) return 1;
     cpu_name(cpu, sizeof cpu, ctx);
     bw = copy_bandwidth(threads, (size_t)32 << 20);
+    fma_flops = fma_peak(threads, tc_ctx_isa(ctx));
+    printf("tcompile bench: %s, %d threads, copy bandwidth %.1f GB/s, FMA peak %.1f GFLOP/s (%s)\n", cpu, threads,
+           bw / 1e9, fma_flops / 1e9, tc_isa_name(tc_ctx_isa(ctx) < TC_ISA_V128 ? TC_ISA_V128 : tc_ctx_isa(ctx)));
     openblas_load(threads);
-    printf("tcompile bench: %s, %d threads, copy bandwidth %.1f GB/s\n", cpu, threads, bw / 1e9);
     if (!openblas_sgemm) printf("(no libopenblas found: the openblas rows are left out)\n");
     for (j = 0; j < NWORK; j++) {
         int want = nsel == 0;

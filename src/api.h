@@ -652,6 +652,9 @@ typedef struct tc_explain_info {
                                 microkernels (measured or cached)          */
     int tuned_cached;        /* max-autotune: choices read from the on-disk
                                 cache instead of measured                   */
+    int tuned_dropped;       /* of them, lost to the default when measured
+                                again in turns on first use, and replaced
+                                by it (here and in the cache)               */
     int frozen_weights;      /* freeze: contractions whose weight is made
                                 constant: packed once for the GEMM (GEMV-
                                 shaped ones stream it instead), or a conv's

@@ -363,6 +363,14 @@ static void *race_put(void *arg) {
 }
 #endif
 
+/* Planted records are re-checked on first use (test_autotune_rechecks_
+ * cached_choices): this hook makes any choice other than the default
+ * measure faster, so that the record is kept and the test sees it run. */
+static double planted_wins_hook(const tc__launch *l, int cap) {
+    (void)cap;
+    return l->tile || l->call.blk.isa || l->call.blk.kc || l->call.blk.mc_tiles ? 1.0 : 2.0;
+}
+
 TC_TEST(test_autotune_disk_cache) {
 #if !defined(_WIN32)
     char dir[256], cmd[600];
@@ -398,7 +406,9 @@ TC_TEST(test_autotune_disk_cache) {
         tc_explain_info m;
         snprintf(cmd, sizeof cmd, "sed -i 's/ isa=[0-9]* / isa=%d /' '%.200s'/tune-*.txt", (int)TC_ISA_V128, dir);
         TC_CHECK(system(cmd) == 0);
+        tc__tune_measure_hook = planted_wins_hook;
         m = tune_once(TC_MODE_MAX_AUTOTUNE, dir, in);
+        tc__tune_measure_hook = NULL;
         TC_CHECKF(m.tuned_cached == b.tuned_launches && m.tuned_microkernels == 2,
                   "planted level: %d choices cached, %d contractions on it (want 2)", m.tuned_cached, m.tuned_microkernels);
     }
@@ -539,7 +549,9 @@ TC_TEST(test_autotune_kernel_tiles) {
     TC_CHECKF(system(cmd) == 0, "every record carries a tile");
     snprintf(cmd, sizeof cmd, "sed -i 's/ tile=[0-9]* / tile=64 /' '%.200s'/tune-*.txt", dir);
     TC_CHECK(system(cmd) == 0);
+    tc__tune_measure_hook = planted_wins_hook;
     b = tiles_once(dir, x, want);
+    tc__tune_measure_hook = NULL;
     TC_CHECKF(b.tuned_cached == a.tuned_launches && b.tuned_tiles == a.tuned_launches,
               "from the cache %d of %d, %d on the planted tile", b.tuned_cached, a.tuned_launches, b.tuned_tiles);
     {   /* tiles the executor does not run (not below the heuristic's, at
@@ -605,6 +617,114 @@ TC_TEST(test_autotune_confirms_in_turns) {
         tc_scope_end(ctx);
         tc_fn_free(f);
     }
+}
+
+/* A one-thread split is only a choice for work too small to split: a
+ * launch measured at 1 ms on all threads and 0.5 ms on one is another
+ * process holding a core (the split stays), one of 10 us against 5 us is
+ * the pool's synchronisation (one thread kept).  Scripted times. */
+static double split_all_ms;
+static double split_hook(const tc__launch *l, int cap) {
+    (void)l;
+    return cap == 1 ? split_all_ms / 2 : split_all_ms;
+}
+TC_TEST(test_autotune_one_thread_only_for_small_work) {
+    int64_t sx[2] = {57, 1111};
+    int big;
+    if (tc_ctx_num_threads(ctx) < 2) TC_SKIP("the context has one thread (TC_NO_THREADS): no split to choose");
+    for (big = 0; big < 2; big++) {
+        tc_compile_options o;
+        tc_explain_info info;
+        tc_tensor *x, *y = NULL;
+        tc_fn *f;
+        memset(&o, 0, sizeof o);
+        o.mode = TC_MODE_MAX_AUTOTUNE;
+        o.cache_dir = "";
+        split_all_ms = big ? 1.0 : 0.01;
+        tc__tune_measure_hook = split_hook;
+        f = tc_compile(ctx, confirm_fn, NULL, &o);
+        tc_scope_begin(ctx);
+        x = rand_t(2, sx, 82);
+        TC_CHECK(tc_call(f, &x, &y) == TC_OK);
+        tc__tune_measure_hook = NULL;
+        memset(&info, 0, sizeof info);
+        TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+        TC_CHECKF(info.tuned_launches >= 1 && info.tuned_single_thread == (big ? 0 : info.tuned_launches),
+                  "%s work: %d of %d launches kept on one thread", big ? "1 ms" : "10 us", info.tuned_single_thread,
+                  info.tuned_launches);
+        tc_scope_end(ctx);
+        tc_fn_free(f);
+    }
+}
+
+/* A choice read from the cache is measured again in turns with the default
+ * on first use, and replaced by it (in the cache too) where it lost: a
+ * record made while the host was loaded must not keep a process slow.
+ * Scripted times: the planted record's tile measures 1.0 against the
+ * default's 1.5 (kept), then 2.0 (dropped: the next process reads the
+ * default).  A planted one-thread record of 5 ms is read as all threads. */
+static double recheck_tile_ms;
+static int recheck_one_thread_runs;
+static double recheck_hook(const tc__launch *l, int cap) {
+    recheck_one_thread_runs += cap == 1;
+    return l->tile ? recheck_tile_ms : 1.5;
+}
+static tc_explain_info recheck_once(const char *dir, double tile_ms) {
+    int64_t sx[2] = {57, 1111};
+    tc_compile_options o;
+    tc_explain_info info;
+    tc_tensor *x, *y = NULL;
+    tc_fn *f;
+    memset(&o, 0, sizeof o);
+    o.mode = TC_MODE_MAX_AUTOTUNE;
+    o.cache_dir = dir;
+    recheck_tile_ms = tile_ms;
+    tc__tune_measure_hook = recheck_hook;
+    f = tc_compile(ctx, confirm_fn, NULL, &o);
+    tc_scope_begin(ctx);
+    x = rand_t(2, sx, 83);
+    TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+    tc__tune_measure_hook = NULL;
+    memset(&info, 0, sizeof info);
+    TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
+    tc_scope_end(ctx);
+    tc_fn_free(f);
+    return info;
+}
+TC_TEST(test_autotune_rechecks_cached_choices) {
+#if !defined(_WIN32)
+    char dir[256], cmd[600];
+    tc_explain_info a, b, c, d;
+    snprintf(dir, sizeof dir, "/tmp/tcompile-recheck-test-%lu", tc__pid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
+    TC_CHECK(system(cmd) == 0);
+    a = recheck_once(dir, 1.0); /* measured: the smaller tile wins */
+    TC_CHECKF(a.tuned_launches >= 1 && a.tuned_tiles == a.tuned_launches, "measured %d, %d on smaller tiles",
+              a.tuned_launches, a.tuned_tiles);
+    b = recheck_once(dir, 1.0); /* read back, wins again: kept */
+    TC_CHECKF(b.tuned_cached == a.tuned_launches && b.tuned_dropped == 0 && b.tuned_tiles == a.tuned_launches,
+              "cached %d, dropped %d, tiles %d", b.tuned_cached, b.tuned_dropped, b.tuned_tiles);
+    c = recheck_once(dir, 2.0); /* read back, loses now: the default, and the record rewritten */
+    TC_CHECKF(c.tuned_cached == a.tuned_launches && c.tuned_dropped == a.tuned_launches && c.tuned_tiles == 0,
+              "cached %d, dropped %d, tiles %d", c.tuned_cached, c.tuned_dropped, c.tuned_tiles);
+    snprintf(cmd, sizeof cmd, "grep -l ' tile=0 ' '%.200s'/tune-*.txt | wc -l | grep -qx %d", dir, a.tuned_launches);
+    TC_CHECKF(system(cmd) == 0, "the lost choices are rewritten as the default");
+    d = recheck_once(dir, 1.0); /* a default record has nothing to re-check */
+    TC_CHECKF(d.tuned_cached == a.tuned_launches && d.tuned_dropped == 0 && d.tuned_tiles == 0,
+              "cached %d, dropped %d, tiles %d", d.tuned_cached, d.tuned_dropped, d.tuned_tiles);
+    /* a one-thread record of a 5 ms launch (as an older process under load
+     * wrote it): re-read as all threads, never measured on one */
+    snprintf(cmd, sizeof cmd, "sed -i 's/ threads=[0-9]* us=[0-9]*$/ threads=1 us=5000/' '%.200s'/tune-*.txt", dir);
+    TC_CHECK(system(cmd) == 0);
+    recheck_one_thread_runs = 0;
+    d = recheck_once(dir, 1.0);
+    TC_CHECKF(d.tuned_cached == a.tuned_launches && recheck_one_thread_runs == 0 && d.tuned_dropped == a.tuned_launches,
+              "cached %d, dropped %d, %d runs on one thread", d.tuned_cached, d.tuned_dropped, recheck_one_thread_runs);
+    snprintf(cmd, sizeof cmd, "grep -l ' threads=1 ' '%.200s'/tune-*.txt | wc -l | grep -qx 0", dir);
+    TC_CHECKF(system(cmd) == 0, "the one-thread records are rewritten");
+    snprintf(cmd, sizeof cmd, "rm -rf '%.200s'", dir);
+    TC_CHECK(system(cmd) == 0);
+#endif
 }
 
 /* ---- freeze: weights packed once ---------------------------------------------- */
@@ -695,6 +815,8 @@ int main(void) {
     TC_RUN(test_autotune_disk_cache);
     TC_RUN(test_autotune_kernel_tiles);
     TC_RUN(test_autotune_confirms_in_turns);
+    TC_RUN(test_autotune_one_thread_only_for_small_work);
+    TC_RUN(test_autotune_rechecks_cached_choices);
     TC_RUN(test_freeze_packs_weights_once);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();

@@ -119,6 +119,7 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     in.tuned_tiles = f->tune.tiles;
     in.tuned_microkernels = f->tune.isas;
     in.tuned_cached = f->tune.from_disk;
+    in.tuned_dropped = f->tune.dropped;
     in.device = f->be->device;
     if (info) *info = in;
     if (!text || cap == 0) return TC_OK;
@@ -152,9 +153,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
     }
     if (f->mode == TC_MODE_MAX_AUTOTUNE)
         TC__W_("  max-autotune: %d launches measured, %d run faster on one thread, %d fused kernels on smaller tiles, "
-               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s\n",
+               "%d contractions on a lower level's microkernels, %d choices from the cache%s%s (%d lost to the "
+               "default when measured again)\n",
                in.tuned_launches, in.tuned_single_thread, in.tuned_tiles, in.tuned_microkernels, in.tuned_cached,
-               f->tune_dir[0] ? " in " : "", f->tune_dir);
+               f->tune_dir[0] ? " in " : "", f->tune_dir, in.tuned_dropped);
     TC__W_("  calls %d (cached %d, recorded with cached segments %d, eager %d), intermediates arena %lld bytes, "
            "peak %lld bytes, %d results in place, dynamic dims %d\n",
            in.calls, in.cached_calls, in.recorded_calls, in.eager_calls, (long long)in.arena_bytes,

@@ -26,7 +26,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207c"
+#define TC__TUNE_KERNELS "k20261208a"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -36,6 +36,7 @@ struct tc__tune_mem {
     tc__tune_choice *ch;
     int n, cap;
     int measured, single, from_disk;
+    int dropped;               /* read from disk, then lost to the default  */
     int tiles;                 /* fused kernels whose tile was changed       */
     int isas;                  /* contractions on lower-level microkernels  */
 };
@@ -320,6 +321,33 @@ TC__FN tc_result tc__tune_confirm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc
     return TC_OK;
 }
 
+/* A launch that takes longer than this on all threads is never kept on
+ * one: waking and joining the pool costs microseconds, so one thread wins
+ * on such work only while another process holds a core, and the choice,
+ * cached on disk, would keep it slow after that process is gone. */
+#define TC__TUNE_SPLIT_MS 0.05
+
+/* A choice read from disk, measured again in turns against the default the
+ * first time this function uses it: the cores may be busier or quieter
+ * than in the process that measured it.  It is replaced by the default,
+ * here and on disk, when it no longer wins. */
+TC__FN tc_result tc__tune_recheck(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out, const char *key,
+                                  tc__tune_choice *ch) {
+    tc__tune_choice was;
+    double best = ch->ms;
+    tc_result r;
+    was = *ch;
+    if (ch->threads && ch->ms > TC__TUNE_SPLIT_MS) ch->threads = 0;
+    if ((r = tc__tune_confirm(p, ctx, l, out, ch, &best)) != TC_OK) return r;
+    if (was.kc != ch->kc || was.mc_tiles != ch->mc_tiles || was.tile != ch->tile || was.isa != ch->isa ||
+        was.threads != ch->threads) {
+        ch->ms = best;
+        if (p->tune_mem) p->tune_mem->dropped++;
+        tc__tune_cache_put(p->tune_dir, key, ch);
+    }
+    return TC_OK;
+}
+
 TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_tensor *out) {
     char key[1024];
     tc__tune_choice ch;
@@ -330,6 +358,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     tc__tune_key(p, ctx, l, out, key, sizeof key);
     known = key[0] ? tc__tune_mem_get(p->tune_mem, key) : NULL;
     if (!known && key[0] && tc__tune_cache_get(p->tune_dir, key, &ch)) {
+        if ((r = tc__tune_recheck(p, ctx, l, out, key, &ch)) != TC_OK) return r;
         tc__tune_mem_put(p->tune_mem, key, &ch);
         if (p->tune_mem) p->tune_mem->from_disk++;
         known = &ch;
@@ -393,7 +422,7 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
         }
         l->tile = ch.tile;
     }
-    if (ctx->num_threads > 1) {
+    if (ctx->num_threads > 1 && best <= TC__TUNE_SPLIT_MS) {
         double t = tc__tune_measure(p, ctx, l, out, 1, &r);
         if (r != TC_OK) return r;
         if (t < best) {
