@@ -23565,7 +23565,6 @@ static const char *const tc__cu_mma_prelude[] = {
     "__device__ __forceinline__ void tc_cp_async_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n"
     "template <int N> __device__ __forceinline__ void tc_cp_async_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\"); }\n"
     "#endif\n",
-    "template <int R> __device__ __forceinline__ int tc_swz(int r) { return R == 4 ? (r >> 1) & 3 : R == 8 ? r & 7 : (r & 3) << 1; }\n"
     "template <int R> __device__ __forceinline__ int tc_soff(int r, int c) { return r * (R * 16) + ((c ^ tc_swz<R>(r)) << 4); }\n"
     "template <int R> __device__ __forceinline__ float tc_lds32(const unsigned char *s, int r, int c) {\n"
     "  return *(const float *)(s + tc_soff<R>(r, c >> 2) + ((c & 3) << 2));\n"
@@ -23591,18 +23590,24 @@ static const char *const tc__cu_mma_prelude[] = {
     "}\n",
     NULL};
 
-TC__FN void tc__cuda_emit_mma_prelude(tc__text *o) {
-    int i;
-    for (i = 0; tc__cu_mma_prelude[i]; i++) tc__text_printf(o, "%s", tc__cu_mma_prelude[i]);
-}
-
 #ifdef TCOMPILE_TESTING
-/* Tests plant a wrong fragment (A's rows 8..15 and columns 8..15 swapped
- * in the registers mma reads), which the emulator must catch. */
+/* Tests plant a wrong fragment (1: A's rows 8..15 and columns 8..15
+ * swapped in the registers mma reads) or no swizzle (2: bank conflicts),
+ * which the emulator must catch. */
 static int tc__cu_plant_frag = 0;
 #else
 #define tc__cu_plant_frag 0
 #endif
+
+TC__FN void tc__cuda_emit_mma_prelude(tc__text *o) {
+    int i;
+    for (i = 0; tc__cu_mma_prelude[i]; i++) {
+        if (i == 1)
+            tc__text_printf(o, "template <int R> __device__ __forceinline__ int tc_swz(int r) { return %s; }\n",
+                            tc__cu_plant_frag == 2 ? "0 * r" : "R == 4 ? (r >> 1) & 3 : R == 8 ? r & 7 : (r & 3) << 1");
+        tc__text_printf(o, "%s", tc__cu_mma_prelude[i]);
+    }
+}
 
 /* A tensor-core GEMM (kind 1: f16, 2: bf16 inputs, mma.sync m16n8k16; 3:
  * f32 inputs as TF32, m16n8k8), f32 accumulators, the same parameters and
@@ -23648,7 +23653,7 @@ TC__FN void tc__cu_gemm_mma(tc__text *o, const char *name, int kind, int bt, tc_
                        "      unsigned af[2][4], bf[4][2];\n",
                     bk, bk);
     if (kind != 3) {
-        if (!tc__cu_plant_frag)
+        if (tc__cu_plant_frag != 1)
             tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 15), ks * 2 + (lane >> 4)));\n");
         else /* planted: matrices 1 and 2 (rows 8..15 and columns 8..15) swapped */
             tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));\n");
@@ -23669,7 +23674,7 @@ TC__FN void tc__cu_gemm_mma(tc__text *o, const char *name, int kind, int bt, tc_
                            "        af[mi][%d] = tc_f2tf32(tc_lds32<4>(sa, r, k + 4));\n"
                            "        af[mi][3] = tc_f2tf32(tc_lds32<4>(sa, r + 8, k + 4));\n      }\n"
                            "      for (int ni = 0; ni < 4; ni++) {\n        const int n = wn + ni * 8 + g;\n",
-                        tc__cu_plant_frag ? 2 : 1, tc__cu_plant_frag ? 1 : 2);
+                        tc__cu_plant_frag == 1 ? 2 : 1, tc__cu_plant_frag == 1 ? 1 : 2);
         if (bt)
             tc__text_printf(o, "        bf[ni][0] = tc_f2tf32(tc_lds32<4>(sb, n, k)); bf[ni][1] = tc_f2tf32(tc_lds32<4>(sb, n, k + 4));\n");
         else
@@ -24023,10 +24028,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24027, "tcompile.h", 24027)
+#line TC__LINE_AT(24032, "tcompile.h", 24032)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24030)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24035)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -24901,10 +24906,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24905, "tcompile.h", 24905)
+#line TC__LINE_AT(24910, "tcompile.h", 24910)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24908)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 24913)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25000,10 +25005,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25004, "tcompile.h", 25004)
+#line TC__LINE_AT(25009, "tcompile.h", 25009)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25007)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25012)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25208,10 +25213,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25212, "tcompile.h", 25212)
+#line TC__LINE_AT(25217, "tcompile.h", 25217)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25215)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25220)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25904,10 +25909,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25908, "tcompile.h", 25908)
+#line TC__LINE_AT(25913, "tcompile.h", 25913)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25911)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25916)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26217,10 +26222,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26221, "tcompile.h", 26221)
+#line TC__LINE_AT(26226, "tcompile.h", 26226)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26224)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26229)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26448,10 +26453,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26452, "tcompile.h", 26452)
+#line TC__LINE_AT(26457, "tcompile.h", 26457)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26455)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26460)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26671,10 +26676,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26675, "tcompile.h", 26675)
+#line TC__LINE_AT(26680, "tcompile.h", 26680)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26678)
+#line TC__LINE_AT(1, "src/license.h", 26683)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26716,7 +26721,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26720, "tcompile.h", 26720)
+#line TC__LINE_AT(26725, "tcompile.h", 26725)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -642,6 +642,17 @@ TC_TEST(test_disk_cache_across_processes) {
 
 /* ---- the GEMM templates against a float64 reference ------------------------ */
 
+/* The emulator's last launch error ("" if none or not found). */
+static const char *tcemu_last(void) {
+    void *h = dlopen(emu_lib, RTLD_NOW | RTLD_NOLOAD);
+    const char *(*fn)(void) = NULL;
+    const char *r = "";
+    if (h) *(void **)&fn = dlsym(h, "tcemu_last_error");
+    if (fn) r = fn();
+    if (h) dlclose(h);
+    return r;
+}
+
 typedef struct gemm_case {
     tc_dtype dt;
     int64_t batch, M, N, K; /* batch 0: 2-D */
@@ -836,6 +847,25 @@ TC_TEST(test_planted_fragment_is_caught) {
     tc_ctx_set_allow_tf32(ctx, 0);
 }
 
+/* The XOR swizzle keeps every ldmatrix free of bank conflicts (the
+ * emulator checks each one under TC_EMU_BANK_CHECK, which main sets), for
+ * both B layouts; without it (planted) the check fails the launch. */
+TC_TEST(test_swizzle_has_no_bank_conflicts) {
+    const gemm_case cs[] = {{TC_F16, 0, 70, 72, 64, 0, 0, 0, 0, 0}, {TC_BF16, 0, 70, 72, 64, 1, 1, 0, 0, 0}};
+    int c, has;
+    double e;
+    for (c = 0; c < 2; c++) {
+        e = gemm_run(&cs[c], 2e-5, "tc_mma", &has);
+        TC_CHECKF(e >= 0 && e <= 1 && has, "case %d: %.3g", c, e);
+        tc__cu_plant_frag = 2;
+        e = gemm_run(&cs[c], 2e-5, "tc_mma", &has);
+        tc__cu_plant_frag = 0;
+        TC_CHECKF(e < 0 && strstr(tcemu_last(), "share shared-memory banks") != NULL, "case %d unswizzled: %.3g, '%s'", c, e,
+                  tcemu_last());
+        tc_ctx_clear_error(ctx);
+    }
+}
+
 int main(int argc, char **argv) {
     emu_lib = getenv("TCEMU_LIB");
     if (argc > 1) emu_lib = argv[1];
@@ -853,6 +883,7 @@ int main(int argc, char **argv) {
         } else TC_RUN(test_loader_default_names);
     }
     if (emu_lib) {
+        setenv("TC_EMU_BANK_CHECK", "1", 1); /* a conflicted ldmatrix fails the launch */
         setenv("TC_CUDA_LIB", emu_lib, 1);
         setenv("TC_NVRTC_LIB", emu_lib, 1);
     }
@@ -876,6 +907,7 @@ int main(int argc, char **argv) {
     RUN_DEV(test_tf32_gemm_is_opt_in);
     RUN_DEV(test_gemm_template_below_sm80);
     RUN_EMU(test_planted_fragment_is_caught);
+    RUN_EMU(test_swizzle_has_no_bank_conflicts);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

@@ -392,7 +392,6 @@ static const char *const tc__cu_mma_prelude[] = {
     "__device__ __forceinline__ void tc_cp_async_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n"
     "template <int N> __device__ __forceinline__ void tc_cp_async_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\"); }\n"
     "#endif\n",
-    "template <int R> __device__ __forceinline__ int tc_swz(int r) { return R == 4 ? (r >> 1) & 3 : R == 8 ? r & 7 : (r & 3) << 1; }\n"
     "template <int R> __device__ __forceinline__ int tc_soff(int r, int c) { return r * (R * 16) + ((c ^ tc_swz<R>(r)) << 4); }\n"
     "template <int R> __device__ __forceinline__ float tc_lds32(const unsigned char *s, int r, int c) {\n"
     "  return *(const float *)(s + tc_soff<R>(r, c >> 2) + ((c & 3) << 2));\n"
@@ -418,18 +417,24 @@ static const char *const tc__cu_mma_prelude[] = {
     "}\n",
     NULL};
 
-TC__FN void tc__cuda_emit_mma_prelude(tc__text *o) {
-    int i;
-    for (i = 0; tc__cu_mma_prelude[i]; i++) tc__text_printf(o, "%s", tc__cu_mma_prelude[i]);
-}
-
 #ifdef TCOMPILE_TESTING
-/* Tests plant a wrong fragment (A's rows 8..15 and columns 8..15 swapped
- * in the registers mma reads), which the emulator must catch. */
+/* Tests plant a wrong fragment (1: A's rows 8..15 and columns 8..15
+ * swapped in the registers mma reads) or no swizzle (2: bank conflicts),
+ * which the emulator must catch. */
 static int tc__cu_plant_frag = 0;
 #else
 #define tc__cu_plant_frag 0
 #endif
+
+TC__FN void tc__cuda_emit_mma_prelude(tc__text *o) {
+    int i;
+    for (i = 0; tc__cu_mma_prelude[i]; i++) {
+        if (i == 1)
+            tc__text_printf(o, "template <int R> __device__ __forceinline__ int tc_swz(int r) { return %s; }\n",
+                            tc__cu_plant_frag == 2 ? "0 * r" : "R == 4 ? (r >> 1) & 3 : R == 8 ? r & 7 : (r & 3) << 1");
+        tc__text_printf(o, "%s", tc__cu_mma_prelude[i]);
+    }
+}
 
 /* A tensor-core GEMM (kind 1: f16, 2: bf16 inputs, mma.sync m16n8k16; 3:
  * f32 inputs as TF32, m16n8k8), f32 accumulators, the same parameters and
@@ -475,7 +480,7 @@ TC__FN void tc__cu_gemm_mma(tc__text *o, const char *name, int kind, int bt, tc_
                        "      unsigned af[2][4], bf[4][2];\n",
                     bk, bk);
     if (kind != 3) {
-        if (!tc__cu_plant_frag)
+        if (tc__cu_plant_frag != 1)
             tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 15), ks * 2 + (lane >> 4)));\n");
         else /* planted: matrices 1 and 2 (rows 8..15 and columns 8..15) swapped */
             tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));\n");
@@ -496,7 +501,7 @@ TC__FN void tc__cu_gemm_mma(tc__text *o, const char *name, int kind, int bt, tc_
                            "        af[mi][%d] = tc_f2tf32(tc_lds32<4>(sa, r, k + 4));\n"
                            "        af[mi][3] = tc_f2tf32(tc_lds32<4>(sa, r + 8, k + 4));\n      }\n"
                            "      for (int ni = 0; ni < 4; ni++) {\n        const int n = wn + ni * 8 + g;\n",
-                        tc__cu_plant_frag ? 2 : 1, tc__cu_plant_frag ? 1 : 2);
+                        tc__cu_plant_frag == 1 ? 2 : 1, tc__cu_plant_frag == 1 ? 1 : 2);
         if (bt)
             tc__text_printf(o, "        bf[ni][0] = tc_f2tf32(tc_lds32<4>(sb, n, k)); bf[ni][1] = tc_f2tf32(tc_lds32<4>(sb, n, k + 4));\n");
         else

@@ -373,6 +373,16 @@ template <int TRANS> inline void tcemu_ldmatrix_x4(unsigned *r, const void *row)
     if ((uintptr_t)row & 15) tcemu_api->fail("ldmatrix: a row address that is not 16-byte aligned");
     x.w[l][0] = (uint64_t)(uintptr_t)row;
     tcemu::warp_all();
+    /* TC_EMU_BANK_CHECK=1: a matrix whose 8 rows do not fall in 8 distinct
+     * 16-byte bank groups (a conflict: the read takes several passes) is a
+     * launch error (a slowness, not a wrong result, so opt-in) */
+    static const int bank_check = getenv("TC_EMU_BANK_CHECK") && atoi(getenv("TC_EMU_BANK_CHECK"));
+    if (bank_check && l == 0)
+        for (int i = 0; i < 4; i++) {
+            unsigned seen = 0;
+            for (int r = 0; r < 8; r++) seen |= 1u << ((x.w[8 * i + r][0] >> 4) & 7);
+            if (seen != 0xffu) tcemu_api->fail("ldmatrix: the rows of a matrix share shared-memory banks (TC_EMU_BANK_CHECK)");
+        }
     for (int i = 0; i < 4; i++) {
         if (!TRANS) std::memcpy(&r[i], (const char *)(uintptr_t)x.w[8 * i + (l >> 2)][0] + 4 * (l & 3), 4);
         else {
