@@ -110,6 +110,12 @@ typedef struct tc_ctx_options {
     int64_t cache_bytes;    /* freed tensor blocks (and default-mode call
                                arenas) kept for reuse, at most
                                this many bytes: 0 = 256 MiB, < 0 = none     */
+    int allow_tf32;         /* nonzero: f32 matmuls and linears on a CUDA
+                               device of compute capability 8.0+ may use
+                               TF32 tensor cores (inputs rounded to 10
+                               mantissa bits, f32 accumulation), like
+                               torch.backends.cuda.matmul.allow_tf32;
+                               0 = off: f32 stays f32                       */
 } tc_ctx_options;
 
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts); /* NULL on OOM */
@@ -122,6 +128,9 @@ TCDEF tc_result tc_ctx_set_num_threads(tc_ctx *ctx, int num_threads);
  * avx512) caps it at context creation, for debugging. */
 TCDEF tc_isa tc_ctx_isa(const tc_ctx *ctx);
 TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa);
+/* tc_ctx_options.allow_tf32, changed: read when a function's program for a
+ * signature is built (its first run) and by eager ops compiled after it. */
+TCDEF tc_result tc_ctx_set_allow_tf32(tc_ctx *ctx, int allow);
 TCDEF const char *tc_isa_name(tc_isa isa);
 /* The first error any op on this context produced since the last clear. */
 TCDEF tc_result tc_ctx_status(const tc_ctx *ctx);

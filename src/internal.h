@@ -219,7 +219,9 @@ TC__FN uint64_t tc__fnv1a(const char *s);
 TC__FN void tc__cuda_emit_prelude(tc__text *o);
 TC__FN void tc__cuda_emit_kernel(tc__text *o, const struct tc__kernel *k, const tc_dtype *dt, const char *name);
 TC__FN int tc__cuda_is_rows(const struct tc__kernel *k);
-TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias);
+TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias,
+                               int kind, int bt);
+TC__FN void tc__cuda_emit_mma_prelude(tc__text *o);
 TC__FN int tc__cuda_emit_op(tc__text *o, const char *name, const tc__call *c, const tc_tensor *out);
 TC__FN const char *tc__cu_int_expr(int op);
 #endif

@@ -386,8 +386,9 @@
  *   - no autograd: inference only;
  *   - no i64/f64 compute dtypes; f16/bf16 are storage formats;
  *   - on the GPU (CUDA backend, part 1) every op runs, with simple kernels
- *     for convolution and indexing and an f32 GEMM (part 2 brings the
- *     tensor-core ones); tc_copy into a GPU tensor and i32 arithmetic in
+ *     for convolution and indexing; f16/bf16 GEMMs on tensor cores from
+ *     sm_80, f32 ones exact unless tc_ctx_options.allow_tf32 (part 2
+ *     brings tensor-core convolution and attention); tc_copy into a GPU tensor and i32 arithmetic in
  *     fused kernels are TC_ERR_UNSUPPORTED naming the op; a compiled
  *     function runs on the device of its first call's inputs, and host
  *     tensors it reads are uploaded once (later changes are not seen);

@@ -6,6 +6,7 @@
  * is not built yet failing cleanly.  Without the emulator those tests are
  * skipped with the reason printed. */
 #define _POSIX_C_SOURCE 200809L
+#define TCOMPILE_TESTING /* the GEMM template's test switches (tc__cu_plant_frag, tc__cu_test_sm) */
 #define TCOMPILE_IMPLEMENTATION
 #include "tcompile.h"
 #include "tc_test.h"
@@ -639,6 +640,232 @@ TC_TEST(test_disk_cache_across_processes) {
     else unsetenv("TC_CACHE_DIR");
 }
 
+/* ---- the GEMM templates against a float64 reference ------------------------ */
+
+/* The emulator's last launch error ("" if none or not found). */
+static const char *tcemu_last(void) {
+    void *h = dlopen(emu_lib, RTLD_NOW | RTLD_NOLOAD);
+    const char *(*fn)(void) = NULL;
+    const char *r = "";
+    if (h) *(void **)&fn = dlsym(h, "tcemu_last_error");
+    if (fn) r = fn();
+    if (h) dlclose(h);
+    return r;
+}
+
+typedef struct gemm_case {
+    tc_dtype dt;
+    int64_t batch, M, N, K; /* batch 0: 2-D */
+    int linear, bias;       /* linear(x, W, bias) with W (N, K); else matmul */
+    int bt;                 /* matmul: B a transposed (N, K) tensor (its k contiguous) */
+    int ta;                 /* A a transposed (K, M) tensor (no cp.async for it) */
+    int pad;                /* B's rows (or W's) padded to this many columns, then sliced */
+} gemm_case;
+
+static void gemm_model(tc_ctx *c, void *user, tc_tensor *const *in, tc_tensor **out) {
+    const gemm_case *g = (const gemm_case *)user;
+    out[0] = g->linear ? tc_linear(c, in[0], in[1], g->bias ? in[2] : NULL) : tc_matmul(c, in[0], in[1]);
+}
+
+/* Host operand of `rows` x `cols` (as the GEMM reads it): transposed or
+ * sliced from a padded one as the case asks, in dtype dt. */
+static tc_tensor *gemm_operand(const gemm_case *g, int64_t b, int64_t rows, int64_t cols, int trans, int pad, uint64_t seed) {
+    int64_t shape[3];
+    int nd = 0;
+    tc_tensor *x;
+    if (b) shape[nd++] = b;
+    shape[nd++] = trans ? cols : rows;
+    shape[nd++] = trans ? rows : (pad > cols ? pad : cols);
+    x = tc_cast(ctx, tc_rand_uniform(ctx, nd, shape, -1, 1, seed), g->dt);
+    if (pad > cols && !trans) x = tc_slice(ctx, x, nd - 1, 0, cols, 1);
+    if (trans) x = tc_transpose(ctx, x, nd - 2, nd - 1);
+    return x;
+}
+
+/* Runs case g on the device (compiled), checks every element against a
+ * float64 reference from the same inputs: |got - ref| <= tol * sum_k
+ * |a_ik b_kj| (+ |bias|) + the output dtype's rounding of ref.  Returns
+ * the largest error over that bound's tol part (tol_used / tol), -1 on a
+ * failed call; *src_has reports whether the program's source contains
+ * `want` (the template chosen). */
+static double gemm_run(const gemm_case *g, double tol, const char *want, int *src_has) {
+    int64_t M = g->M, N = g->N, K = g->K, nb = g->batch ? g->batch : 1, i, j, k, b, n;
+    tc_tensor *a, *w, *bias = NULL, *in[3], *din[3], *got = NULL;
+    float *ha, *hw, *hb = NULL, *hg;
+    double worst = 0, oround = g->dt == TC_F16 ? 1.0 / 2048 : g->dt == TC_BF16 ? 1.0 / 256 : 1.2e-7;
+    tc_fn *f;
+    size_t len;
+    tc_compile_options o;
+    tc_scope_begin(ctx);
+    a = gemm_operand(g, g->batch, M, K, g->ta, 0, 11 + (uint64_t)M);
+    /* B (K, N) as matmul reads it, or W (N, K) for linear; bt: B = W^T */
+    if (g->linear || g->bt) w = gemm_operand(g, 0, N, K, 0, g->pad, 12 + (uint64_t)N);
+    else w = gemm_operand(g, 0, K, N, 0, g->pad, 13 + (uint64_t)N);
+    if (g->bt) w = tc_transpose(ctx, w, 0, 1);
+    if (g->bias) {
+        int64_t bs[1] = {N};
+        bias = tc_cast(ctx, tc_rand_uniform(ctx, 1, bs, -1, 1, 14), g->dt);
+    }
+    in[0] = a, in[1] = w, in[2] = bias;
+    for (k = 0; k < 2 + (g->bias != 0); k++) din[k] = tc_to(ctx, in[k], TC_CUDA);
+    ha = (float *)malloc(sizeof(float) * (size_t)(nb * M * K));
+    hw = (float *)malloc(sizeof(float) * (size_t)(N * K));
+    hg = (float *)malloc(sizeof(float) * (size_t)(nb * M * N + 1));
+    tc_read(a, TC_F32, ha, sizeof(float) * (size_t)(nb * M * K));
+    tc_read(w, TC_F32, hw, sizeof(float) * (size_t)(N * K)); /* (N, K) for linear, else (K, N) */
+    if (bias) {
+        hb = (float *)malloc(sizeof(float) * (size_t)N);
+        tc_read(bias, TC_F32, hb, sizeof(float) * (size_t)N);
+    }
+    memset(&o, 0, sizeof o);
+    o.num_inputs = 2 + (g->bias != 0);
+    f = tc_compile(ctx, gemm_model, (void *)g, &o);
+    if (tc_call(f, din, &got) != TC_OK || tc_call(f, din, &got) != TC_OK) {
+        fprintf(stderr, "      %s\n", tc_fn_error(f));
+        worst = -1;
+    } else {
+        char *src;
+        len = tc_fn_cuda_source(f, 0, NULL, 0);
+        src = (char *)malloc(len + 1);
+        tc_fn_cuda_source(f, 0, src, len + 1);
+        *src_has = strstr(src, want) != NULL;
+        free(src);
+        n = tc_numel(got);
+        TC_CHECK(n == nb * M * N);
+        tc_read(got, TC_F32, hg, sizeof(float) * (size_t)n);
+        for (b = 0; b < nb; b++)
+            for (i = 0; i < M; i++)
+                for (j = 0; j < N; j++) {
+                    double ref = hb ? hb[j] : 0, mag = hb ? fabs(hb[j]) : 0, e;
+                    for (k = 0; k < K; k++) {
+                        double x = ha[(b * M + i) * K + k], y = g->linear ? hw[j * K + k] : hw[k * N + j];
+                        ref += x * y;
+                        mag += fabs(x * y);
+                    }
+                    e = fabs((double)hg[(b * M + i) * N + j] - ref) - oround * fabs(ref);
+                    e = e <= 0 ? 0 : e / (tol * mag + 1e-30);
+                    if (e > worst || e != e) worst = e != e ? INFINITY : e;
+                }
+    }
+    tc_fn_free(f);
+    free(ha), free(hw), free(hb), free(hg);
+    tc_scope_end(ctx);
+    return worst;
+}
+
+static const gemm_case gemm_cases[] = {
+    /* dt, batch, M, N, K, linear, bias, bt, ta, pad */
+    {TC_F16, 0, 1, 1, 1, 0, 0, 0, 0, 0},       {TC_F16, 0, 16, 16, 16, 0, 0, 0, 0, 0},
+    {TC_F16, 0, 15, 17, 16, 0, 0, 0, 0, 0},    {TC_F16, 0, 17, 15, 17, 0, 0, 0, 0, 0},
+    {TC_F16, 0, 127, 129, 64, 0, 0, 0, 0, 0},  {TC_F16, 0, 129, 72, 129, 0, 0, 0, 0, 0},
+    {TC_F16, 0, 65, 75, 48, 0, 0, 0, 0, 80},   {TC_F16, 0, 33, 40, 72, 0, 0, 1, 0, 0},
+    {TC_F16, 0, 31, 33, 40, 0, 0, 0, 1, 0},    {TC_F16, 3, 33, 40, 40, 0, 0, 0, 0, 0},
+    {TC_F16, 0, 70, 129, 127, 1, 1, 0, 0, 0},  {TC_F16, 2, 37, 19, 64, 1, 1, 0, 0, 0},
+    {TC_BF16, 0, 1, 1, 1, 0, 0, 0, 0, 0},      {TC_BF16, 0, 127, 129, 64, 0, 0, 0, 0, 0},
+    {TC_BF16, 0, 129, 127, 129, 0, 0, 0, 0, 0}, {TC_BF16, 0, 17, 33, 16, 0, 0, 1, 0, 0},
+    {TC_BF16, 0, 65, 75, 48, 0, 0, 0, 0, 80},  {TC_BF16, 0, 31, 33, 40, 0, 0, 0, 1, 0},
+    {TC_BF16, 2, 37, 19, 64, 1, 1, 0, 0, 0},   {TC_BF16, 0, 70, 129, 127, 1, 1, 0, 0, 0},
+};
+
+/* f16 and bf16 inputs: the tensor-core template (sm_90 by default in the
+ * emulator), every element within the f32 accumulation's bound plus the
+ * output's rounding; shapes with edges in M, N and K, a K not a multiple
+ * of 8 (rows not 16-byte aligned: element copies), B as [n][k] and
+ * [k][n], a transposed A, padded rows (a partial cp.async chunk), batches
+ * and the bias epilogue. */
+TC_TEST(test_tensor_core_gemm_16bit) {
+    size_t c;
+    for (c = 0; c < sizeof gemm_cases / sizeof gemm_cases[0]; c++) {
+        const gemm_case *g = &gemm_cases[c];
+        int has = 0;
+        double e = gemm_run(g, 2e-5, g->dt == TC_F16 ? "tc_mma_m16n8k16_f16(acc" : "tc_mma_m16n8k16_bf16(acc", &has);
+        TC_CHECKF(e >= 0 && e <= 1, "%s %s %lldx%lldx%lldx%lld bt %d ta %d pad %d: error %.3g of the bound",
+                  tc_dtype_name(g->dt), g->linear ? "linear" : "matmul", (long long)g->batch, (long long)g->M, (long long)g->N,
+                  (long long)g->K, g->bt, g->ta, g->pad, e);
+        TC_CHECKF(has, "case %d: not the tensor-core template", (int)c);
+    }
+}
+
+/* f32: exact f32 (the SIMT template) unless the context allows TF32; with
+ * it, mma m16n8k8 on inputs rounded to TF32, within 2^-10 of sum |a b| and
+ * measurably not f32 (the rounding shows). */
+TC_TEST(test_tf32_gemm_is_opt_in) {
+    static const gemm_case cs[] = {
+        {TC_F32, 0, 1, 1, 1, 0, 0, 0, 0, 0},      {TC_F32, 0, 15, 17, 16, 0, 0, 0, 0, 0},
+        {TC_F32, 0, 127, 129, 33, 0, 0, 0, 0, 0}, {TC_F32, 0, 129, 127, 129, 0, 0, 0, 0, 0},
+        {TC_F32, 0, 33, 40, 72, 0, 0, 1, 0, 0},   {TC_F32, 0, 65, 75, 48, 0, 0, 0, 0, 80},
+        {TC_F32, 0, 31, 33, 40, 0, 0, 0, 1, 0},   {TC_F32, 2, 37, 19, 64, 1, 1, 0, 0, 0},
+        {TC_F32, 3, 33, 40, 40, 0, 0, 0, 0, 0},
+    };
+    size_t c;
+    double most = 0;
+    for (c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const gemm_case *g = &cs[c];
+        int has = 0;
+        double e;
+        TC_CHECK(tc_ctx_set_allow_tf32(ctx, 0) == TC_OK);
+        e = gemm_run(g, 1e-6, "tc_mma", &has);
+        TC_CHECKF(e >= 0 && e <= 1 && !has, "f32 case %d without TF32: error %.3g of 1e-6 sum|ab|, mma %d", (int)c, e, has);
+        TC_CHECK(tc_ctx_set_allow_tf32(ctx, 1) == TC_OK);
+        e = gemm_run(g, 1.0 / 1024, "tc_mma_m16n8k8_tf32(acc", &has);
+        TC_CHECKF(e >= 0 && e <= 1 && has, "f32 case %d with TF32: error %.3g of 2^-10 sum|ab|, mma %d", (int)c, e, has);
+        if (e > most) most = e;
+    }
+    TC_CHECKF(most > 1e-3, "TF32 never rounded: largest error %.3g of 2^-10 sum|ab|", most);
+    tc_ctx_set_allow_tf32(ctx, 0);
+}
+
+/* Below compute capability 8.0 the SIMT template runs f16 too. */
+TC_TEST(test_gemm_template_below_sm80) {
+    const gemm_case g = {TC_F16, 0, 33, 40, 72, 1, 1, 0, 0, 0};
+    int has = 1;
+    double e;
+    tc__cu_test_sm = 75;
+    e = gemm_run(&g, 2e-5, "tc_mma", &has);
+    tc__cu_test_sm = 0;
+    TC_CHECKF(e >= 0 && e <= 1 && !has, "sm_75: error %.3g, mma %d", e, has);
+}
+
+/* A wrong fragment in the generator (A's rows 8..15 and columns 8..15
+ * swapped in the registers mma reads) fails against the reference: the
+ * emulator's mma uses the PTX layouts, not the generator's. */
+TC_TEST(test_planted_fragment_is_caught) {
+    const gemm_case cs[] = {{TC_F16, 0, 33, 40, 72, 0, 0, 0, 0, 0}, {TC_BF16, 0, 33, 40, 72, 1, 1, 0, 0, 0},
+                            {TC_F32, 0, 33, 40, 72, 0, 0, 0, 0, 0}};
+    int c, has;
+    double e;
+    tc_ctx_set_allow_tf32(ctx, 1);
+    for (c = 0; c < 3; c++) {
+        tc__cu_plant_frag = 0;
+        e = gemm_run(&cs[c], c < 2 ? 2e-5 : 1.0 / 1024, "tc_mma", &has);
+        TC_CHECKF(e >= 0 && e <= 1 && has, "case %d as generated: %.3g", c, e);
+        tc__cu_plant_frag = 1;
+        e = gemm_run(&cs[c], c < 2 ? 2e-5 : 1.0 / 1024, "tc_mma", &has);
+        tc__cu_plant_frag = 0;
+        TC_CHECKF(e > 100 && has, "case %d planted: error only %.3g of the bound", c, e);
+    }
+    tc_ctx_set_allow_tf32(ctx, 0);
+}
+
+/* The XOR swizzle keeps every ldmatrix free of bank conflicts (the
+ * emulator checks each one under TC_EMU_BANK_CHECK, which main sets), for
+ * both B layouts; without it (planted) the check fails the launch. */
+TC_TEST(test_swizzle_has_no_bank_conflicts) {
+    const gemm_case cs[] = {{TC_F16, 0, 70, 72, 64, 0, 0, 0, 0, 0}, {TC_BF16, 0, 70, 72, 64, 1, 1, 0, 0, 0}};
+    int c, has;
+    double e;
+    for (c = 0; c < 2; c++) {
+        e = gemm_run(&cs[c], 2e-5, "tc_mma", &has);
+        TC_CHECKF(e >= 0 && e <= 1 && has, "case %d: %.3g", c, e);
+        tc__cu_plant_frag = 2;
+        e = gemm_run(&cs[c], 2e-5, "tc_mma", &has);
+        tc__cu_plant_frag = 0;
+        TC_CHECKF(e < 0 && strstr(tcemu_last(), "share shared-memory banks") != NULL, "case %d unswizzled: %.3g, '%s'", c, e,
+                  tcemu_last());
+        tc_ctx_clear_error(ctx);
+    }
+}
+
 int main(int argc, char **argv) {
     emu_lib = getenv("TCEMU_LIB");
     if (argc > 1) emu_lib = argv[1];
@@ -656,6 +883,7 @@ int main(int argc, char **argv) {
         } else TC_RUN(test_loader_default_names);
     }
     if (emu_lib) {
+        setenv("TC_EMU_BANK_CHECK", "1", 1); /* a conflicted ldmatrix fails the launch */
         setenv("TC_CUDA_LIB", emu_lib, 1);
         setenv("TC_NVRTC_LIB", emu_lib, 1);
     }
@@ -675,6 +903,11 @@ int main(int argc, char **argv) {
     RUN_DEV(test_models_on_device);
     RUN_DEV(test_index_checked_in_a_replay);
     RUN_DEV(test_review_cases);
+    RUN_DEV(test_tensor_core_gemm_16bit);
+    RUN_DEV(test_tf32_gemm_is_opt_in);
+    RUN_DEV(test_gemm_template_below_sm80);
+    RUN_EMU(test_planted_fragment_is_caught);
+    RUN_EMU(test_swizzle_has_no_bank_conflicts);
     RUN_EMU(test_failed_capture_falls_back);
     RUN_EMU(test_disk_cache_across_processes);
     tc_ctx_destroy(ctx);

@@ -96,6 +96,43 @@ TC_TEST(test_models_compile) {
     for (i = 0; i < (int)(sizeof w / sizeof(tc_tensor *)); i++) tc_free(((tc_tensor **)&w)[i]);
 }
 
+/* Every instance of the tensor-core GEMM template (f16, bf16 and TF32
+ * inputs; B as [n][k] and [k][n]; with and without the bias) in one
+ * program, compiled for sm_80 and sm_90: mma.sync, ldmatrix and cp.async
+ * assemble, and ptxas reports no spills. */
+TC_TEST(test_tensor_core_gemm_compiles) {
+    tc__text t;
+    int pass, kind, bt, bias, a, n = 0;
+    memset(&t, 0, sizeof t);
+    for (pass = 0; pass < 2; pass++) {
+        n = 0;
+        tc__cuda_emit_prelude(&t);
+        tc__cuda_emit_mma_prelude(&t);
+        for (kind = 1; kind <= 3; kind++)
+            for (bt = 0; bt < 2; bt++)
+                for (bias = 0; bias < 2; bias++) {
+                    char name[32];
+                    tc_dtype dt = kind == 1 ? TC_F16 : kind == 2 ? TC_BF16 : TC_F32;
+                    snprintf(name, sizeof name, "tcg%d", n++);
+                    tc__cuda_emit_gemm(&t, name, dt, dt, dt, bias, dt, kind, bt);
+                }
+        if (pass == 0) {
+            t.cap = t.n + 1;
+            t.n = 0;
+            t.p = (char *)malloc(t.cap);
+            if (!t.p) return;
+        }
+    }
+    for (a = 80; a <= 90; a += 10) {
+        long spill = -1;
+        tc_result r = tc__test_nvrtc(t.p, a, &spill, log_buf, sizeof log_buf);
+        TC_CHECKF(r == TC_OK, "sm_%d: %s\n%s", a, log_buf, t.p);
+        TC_CHECKF(r != TC_OK || spill == 0, "sm_%d: %ld bytes of spills\n%s", a, spill, log_buf);
+    }
+    printf("      %d tensor-core GEMM instances, each compiled for sm_80 and sm_90\n", n);
+    free(t.p);
+}
+
 /* A program that does not compile gives NVRTC's log naming the line. */
 TC_TEST(test_compile_error_has_the_log) {
     long spill;
@@ -117,6 +154,7 @@ int main(void) {
     ncases = cg_cases(cases);
     TC_RUN(test_every_graph_compiles_for_sm80_and_sm90);
     TC_RUN(test_models_compile);
+    TC_RUN(test_tensor_core_gemm_compiles);
     TC_RUN(test_compile_error_has_the_log);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();

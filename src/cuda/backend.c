@@ -107,6 +107,34 @@ TC__FN int tc__cuda_is_gemm(const tc__launch *l) {
     return l->kernel < 0 && !l->is_view && (l->call.op == TC__OP_MATMUL || l->call.op == TC__OP_LINEAR);
 }
 
+#ifdef TCOMPILE_TESTING
+/* Tests pick the compute capability the GEMM templates are chosen for
+ * (tc_fn_cuda_source without a device); 0: the device's. */
+static int tc__cu_test_sm = 0;
+#else
+#define tc__cu_test_sm 0
+#endif
+
+/* Launch l's GEMM template: 0 the SIMT one, else the tensor-core one for
+ * f16 (1) or bf16 (2) inputs, or f32 ones as TF32 (3, when the context
+ * allows it), on compute capability 8.0 and up (mma.sync, ldmatrix and
+ * cp.async need it). */
+TC__FN int tc__cuda_gemm_kind(const tc__program *p, const tc__launch *l) {
+    int sm = tc__cu_test_sm ? tc__cu_test_sm : tc__cu.cc_major * 10 + tc__cu.cc_minor;
+    tc_dtype da = l->call.ins[0]->dtype, db = l->call.ins[1]->dtype;
+    if (sm < 80 || da != db) return 0;
+    return da == TC_F16 ? 1 : da == TC_BF16 ? 2 : da == TC_F32 && p->ctx && p->ctx->opts.allow_tf32 ? 3 : 0;
+}
+
+/* Whether the tensor-core GEMM keeps B as [n][k] in shared memory (its k
+ * contiguous, as a linear's weight), else [k][n]; either is right for any
+ * strides (the kernel copies element by element where they do not fit). */
+TC__FN int tc__cuda_gemm_bt(const tc__launch *l) {
+    const tc_tensor *b = l->call.ins[1];
+    if (l->call.op == TC__OP_LINEAR) return b->strides[1] == 1;
+    return b->ndim < 2 || (b->strides[b->ndim - 2] == 1 && b->strides[b->ndim - 1] != 1);
+}
+
 /* Whether launch l runs a kernel of its own op (tco<launch>): none of the
  * other kinds, and one cuda/codegen.c knows. */
 TC__FN int tc__cuda_is_op(const tc__program *p, const tc__launch *l, const tc__kernel *xk) {
@@ -127,15 +155,19 @@ TC__FN char *tc__cuda_source(const tc__program *p, const tc__kernel *xk) {
     int pass, k, a;
     memset(&sb, 0, sizeof sb);
     for (pass = 0; pass < 2; pass++) { /* measure, then print */
+        int mma = 0;
         tc__cuda_emit_prelude(&sb);
         for (k = 0; k < p->nlaunch; k++) {
             const tc__launch *l = &p->launch[k];
             char name[32];
+            int kind;
             if (!tc__cuda_is_gemm(l)) continue;
+            if ((kind = tc__cuda_gemm_kind(p, l)) != 0 && !mma++) tc__cuda_emit_mma_prelude(&sb);
             tc__fmt(name, sizeof name, "tcg%d", k);
             tc__cuda_emit_gemm(&sb, name, l->call.ins[0]->dtype, l->call.ins[1]->dtype, p->hdr[l->node].dtype,
                                l->call.op == TC__OP_LINEAR && l->call.ins[2],
-                               l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32);
+                               l->call.op == TC__OP_LINEAR && l->call.ins[2] ? l->call.ins[2]->dtype : TC_F32, kind,
+                               tc__cuda_gemm_bt(l));
         }
         for (k = 0; k < p->nlaunch; k++) {
             const tc__launch *l = &p->launch[k];
@@ -513,7 +545,6 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     unsigned gx, gy, gz;
     void *args[1];
     tc__CUresult cr;
-    (void)p;
     memcpy(ash, a->shape, sizeof a->shape);
     memcpy(ast, a->strides, sizeof a->strides);
     if (c->op == TC__OP_LINEAR) { /* B(k, j) = W[j, k] */
@@ -551,7 +582,8 @@ TC__FN tc_result tc__cuda_gemm(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_te
     if (M == 0 || N == 0 || gz == 0) return TC_OK;
     if (gy > 65535 || gz > 65535) return tc__msg(&l->call, TC_ERR_UNSUPPORTED, "a GEMM of %lld rows x %u batches is too large for part 1's grid", (long long)M, gz);
     args[0] = pb;
-    cr = tc__cu.cu.LaunchKernel(fn, gx, gy, gz, 256, 1, 1, 0, ctx->cuda->stream, args, NULL);
+    /* the same 64 x 64 tiles: 256 threads in the SIMT template, 4 warps in the tensor-core one */
+    cr = tc__cu.cu.LaunchKernel(fn, gx, gy, gz, tc__cuda_gemm_kind(p, l) ? 128 : 256, 1, 1, 0, ctx->cuda->stream, args, NULL);
     if (cr != TC__CUDA_SUCCESS)
         return tc__msg(&l->call, tc__cu_result(cr), "cuLaunchKernel (GEMM %lldx%lldx%lld): %s", (long long)M, (long long)N,
                        (long long)K, tc__cu_errname(cr));

@@ -305,25 +305,32 @@ TC__FN void tc__cuda_emit_kernel(tc__text *o, const tc__kernel *k, const tc_dtyp
     tc__text_printf(o, "}\n");
 }
 
+/* The GEMM kernels' common head: the parameter block tc__cuda_gemm packs,
+ * the kernel's signature, the batch's offsets (the grid's z) and the
+ * operands' typed pointers A, B, C. */
+TC__FN void tc__cu_gemm_head(tc__text *o, const char *name, int threads, tc_dtype da, tc_dtype db, tc_dtype dc) {
+    tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
+                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; i64 nb_bias; };\n",
+                    name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
+    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const P_%s p) {\n", threads, name, name);
+    tc__text_printf(o, "  i64 t_ = blockIdx.z, oa = 0, ob = 0, oc = 0;\n"
+                       "  for (int d = (int)p.nb - 1; d >= 0; d--) { i64 i = t_ %% p.bsh[d]; t_ /= p.bsh[d];"
+                       " oa += i * p.bsa[d]; ob += i * p.bsb[d]; oc += i * p.bsc[d]; }\n");
+    tc__text_printf(o, "  const %s *A = (const %s *)p.a + oa;\n  const %s *B = (const %s *)p.b + ob;\n  %s *C = (%s *)p.c + oc;\n",
+                    tc__cu_ctype(da), tc__cu_ctype(da), tc__cu_ctype(db), tc__cu_ctype(db), tc__cu_ctype(dc), tc__cu_ctype(dc));
+}
+
 /* An f32-accumulating GEMM, C[b] = A[b] B[b] (+ bias over columns), every
  * operand by strides (a transposed weight, broadcast batch dims, 1-D
  * operands are strides), A, B, C and the bias of any float dtype.  Tiles of
  * 64 x 64 per block of 256 threads, each thread a 4 x 4 register tile, K in
  * steps of 16 through shared memory (padded rows: no bank conflicts on the
- * transposed reads); the batch is the grid's z.  Part 1's kernel: the
- * tensor-core one is part 2's. */
-TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
+ * transposed reads); the batch is the grid's z.  The template where no
+ * tensor-core one applies (tc__cu_gemm_mma). */
+TC__FN void tc__cu_gemm_simt(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias) {
     static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
-    tc__text_printf(o, "\nstruct P_%s { u64 a, b, c, bias; i64 M, N, K, sam, sak, sbk, sbn, scm, scn, nb; "
-                       "i64 bsh[%d], bsa[%d], bsb[%d], bsc[%d]; i64 nb_bias; };\n",
-                    name, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS, TC_MAX_DIMS);
-    tc__text_printf(o, "extern \"C\" __global__ void __launch_bounds__(256) %s(const P_%s p) {\n", name, name);
-    tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n"
-                       "  i64 t_ = blockIdx.z, oa = 0, ob = 0, oc = 0;\n"
-                       "  for (int d = (int)p.nb - 1; d >= 0; d--) { i64 i = t_ %% p.bsh[d]; t_ /= p.bsh[d];"
-                       " oa += i * p.bsa[d]; ob += i * p.bsb[d]; oc += i * p.bsc[d]; }\n");
-    tc__text_printf(o, "  const %s *A = (const %s *)p.a + oa;\n  const %s *B = (const %s *)p.b + ob;\n  %s *C = (%s *)p.c + oc;\n",
-                    tc__cu_ctype(da), tc__cu_ctype(da), tc__cu_ctype(db), tc__cu_ctype(db), tc__cu_ctype(dc), tc__cu_ctype(dc));
+    tc__cu_gemm_head(o, name, 256, da, db, dc);
+    tc__text_printf(o, "  __shared__ float As[16][68];\n  __shared__ float Bs[16][68];\n");
     tc__text_printf(o, "  const int tx = threadIdx.x %% 16, ty = threadIdx.x / 16;\n"
                        "  const i64 m0 = (i64)blockIdx.y * 64, n0 = (i64)blockIdx.x * 64;\n"
                        "  float acc[4][4];\n  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) acc[i][j] = 0.f;\n"
@@ -346,6 +353,177 @@ TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dt
                        "    float v = acc[i][j];\n");
     if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn * p.nb_bias]);\n", cv[dbias], tc__cu_ctype(dbias));
     tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
+}
+
+
+/* The tensor-core helpers, printed once before the first tensor-core GEMM:
+ * mma.sync, ldmatrix and cp.async as small device functions with inline
+ * PTX (the emulator, which defines __TCEMU__, has its own, with the PTX
+ * ISA's fragment layouts), and the shared-memory tile helpers.  A tile row
+ * is R 16-byte chunks; chunk c of row r lives at chunk c ^ tc_swz<R>(r), an
+ * XOR swizzle under which the 8 rows an ldmatrix (or a fragment's 32-bit
+ * loads) reads fall in distinct banks. */
+static const char *const tc__cu_mma_prelude[] = {
+    "#ifndef __TCEMU__\n"
+    "__device__ __forceinline__ unsigned tc_smem_addr(const void *p) {\n"
+    "  unsigned s; asm(\"{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\" : \"=r\"(s) : \"l\"(p)); return s;\n"
+    "}\n"
+    "#define TC_MMA_(name, shape, ty)                                                                  \\\n"
+    "  __device__ __forceinline__ void name(float *d, const unsigned *a, const unsigned *b) {         \\\n"
+    "    asm volatile(\"mma.sync.aligned.\" shape \".row.col.f32.\" ty \".\" ty \".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\" \\\n"
+    "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])                               \\\n"
+    "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));          \\\n"
+    "  }\n"
+    "TC_MMA_(tc_mma_m16n8k16_f16, \"m16n8k16\", \"f16\")\n"
+    "TC_MMA_(tc_mma_m16n8k16_bf16, \"m16n8k16\", \"bf16\")\n"
+    "TC_MMA_(tc_mma_m16n8k8_tf32, \"m16n8k8\", \"tf32\")\n"
+    "__device__ __forceinline__ unsigned tc_f2tf32(float f) { unsigned r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+    "__device__ __forceinline__ void tc_ldmatrix_x4(unsigned *r, const void *p) {\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tc_smem_addr(p)));\n"
+    "}\n"
+    "__device__ __forceinline__ void tc_ldmatrix_x4_trans(unsigned *r, const void *p) {\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tc_smem_addr(p)));\n"
+    "}\n"
+    "__device__ __forceinline__ void tc_cp_async_16(void *d, const void *s, int n) {\n"
+    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(tc_smem_addr(d)), \"l\"(s), \"r\"(n) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void tc_cp_async_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void tc_cp_async_wait() { asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\"); }\n"
+    "#endif\n",
+    "template <int R> __device__ __forceinline__ int tc_soff(int r, int c) { return r * (R * 16) + ((c ^ tc_swz<R>(r)) << 4); }\n"
+    "template <int R> __device__ __forceinline__ float tc_lds32(const unsigned char *s, int r, int c) {\n"
+    "  return *(const float *)(s + tc_soff<R>(r, c >> 2) + ((c & 3) << 2));\n"
+    "}\n"
+    "/* rows [r0, r0 + ROWS) x R chunks of a tile of G (element (r, c) at r srow + c scol):\n"
+    "   cp.async when the chunks are contiguous and aligned (fast), else element by element;\n"
+    "   past rlim rows or clim columns, zeros */\n"
+    "template <int ES, int R, int ROWS> __device__ __forceinline__ void tc_tile_load(unsigned char *s, const void *G, i64 r0,\n"
+    "    i64 c0, i64 rlim, i64 clim, i64 srow, i64 scol, int fast) {\n"
+    "  const unsigned char *g = (const unsigned char *)G;\n"
+    "  for (int c = threadIdx.x; c < ROWS * R; c += blockDim.x) {\n"
+    "    const int r = c / R, ch = c % R;\n"
+    "    const i64 gr = r0 + r, gc = c0 + (i64)ch * (16 / ES);\n"
+    "    unsigned char *d = s + tc_soff<R>(r, ch);\n"
+    "    i64 n = gr < rlim ? clim - gc : 0;\n"
+    "    n = n < 0 ? 0 : n > 16 / ES ? 16 / ES : n;\n"
+    "    if (fast) tc_cp_async_16(d, n > 0 ? (const void *)(g + (gr * srow + gc) * ES) : G, (int)n * ES);\n"
+    "    else for (int e = 0; e < 16 / ES; e++) {\n"
+    "      if (ES == 2) ((unsigned short *)d)[e] = e < n ? ((const unsigned short *)g)[gr * srow + (gc + e) * scol] : (unsigned short)0;\n"
+    "      else ((unsigned *)d)[e] = e < n ? ((const unsigned *)g)[gr * srow + (gc + e) * scol] : 0u;\n"
+    "    }\n"
+    "  }\n"
+    "}\n",
+    NULL};
+
+#ifdef TCOMPILE_TESTING
+/* Tests plant a wrong fragment (1: A's rows 8..15 and columns 8..15
+ * swapped in the registers mma reads) or no swizzle (2: bank conflicts),
+ * which the emulator must catch. */
+static int tc__cu_plant_frag = 0;
+#else
+#define tc__cu_plant_frag 0
+#endif
+
+TC__FN void tc__cuda_emit_mma_prelude(tc__text *o) {
+    int i;
+    for (i = 0; tc__cu_mma_prelude[i]; i++) {
+        if (i == 1)
+            tc__text_printf(o, "template <int R> __device__ __forceinline__ int tc_swz(int r) { return %s; }\n",
+                            tc__cu_plant_frag == 2 ? "0 * r" : "R == 4 ? (r >> 1) & 3 : R == 8 ? r & 7 : (r & 3) << 1");
+        tc__text_printf(o, "%s", tc__cu_mma_prelude[i]);
+    }
+}
+
+/* A tensor-core GEMM (kind 1: f16, 2: bf16 inputs, mma.sync m16n8k16; 3:
+ * f32 inputs as TF32, m16n8k8), f32 accumulators, the same parameters and
+ * 64 x 64 tiles per block as the SIMT template, 4 warps of 32 x 32 each
+ * (2 x 4 mma tiles).  K in steps of BK (64 bytes of a row of A) through a
+ * 3-stage cp.async pipeline in swizzled shared memory: A as [m][k], B as
+ * [n][k] when bt (its k contiguous: a linear's weight) else [k][n], read
+ * by ldmatrix (.trans for [k][n]) for 16-bit inputs, by 32-bit loads
+ * rounded to TF32 for f32.  The chunks of a tile are copied by cp.async
+ * when the operand's contiguous dim has stride 1 and its rows are 16-byte
+ * aligned, else element by element; edges past M, N, K are zeros.  The
+ * bias is added to the accumulators before the one store. */
+TC__FN void tc__cu_gemm_mma(tc__text *o, const char *name, int kind, int bt, tc_dtype dc, int bias, tc_dtype dbias) {
+    static const char *const cv[] = {"", "tc_h2f", "tc_b2f", "(float)", "(float)"};
+    tc_dtype dt = kind == 1 ? TC_F16 : kind == 2 ? TC_BF16 : TC_F32;
+    int es = kind == 3 ? 4 : 2, bk = 64 / es, rb = bt ? 4 : 4 * es; /* B's chunks per row ([k][n]: 64 columns) */
+    tc__cu_gemm_head(o, name, 128, dt, dt, dc);
+    tc__text_printf(o, "  __shared__ __align__(128) unsigned char sm[3][8192];\n"
+                       "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wm = (warp >> 1) * 32, wn = (warp & 1) * 32;\n"
+                       "  const int g = lane >> 2, t = lane & 3; (void)g; (void)t;\n"
+                       "  const i64 m0 = (i64)blockIdx.y * 64, n0 = (i64)blockIdx.x * 64;\n"
+                       "  const int fa = p.sak == 1 && ((u64)A & 15) == 0 && ((p.sam * %d) & 15) == 0;\n"
+                       "  const int fb = p.%s == 1 && ((u64)B & 15) == 0 && ((p.%s * %d) & 15) == 0;\n"
+                       "  float acc[2][4][4];\n"
+                       "  for (int i = 0; i < 2; i++) for (int j = 0; j < 4; j++) for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;\n"
+                       "  const int nk = (int)((p.K + %d) / %d);\n",
+                    es, bt ? "sbk" : "sbn", bt ? "sbn" : "sbk", es, bk - 1, bk);
+    /* one stage's tiles: A's 64 x BK, B's BK x 64 */
+    tc__text_printf(o, "#define TC_LD_(st, k0) do { \\\n"
+                       "    tc_tile_load<%d, 4, 64>(sm[st], A, m0, (k0), p.M, p.K, p.sam, p.sak, fa); \\\n", es);
+    if (bt) tc__text_printf(o, "    tc_tile_load<%d, 4, 64>(sm[st] + 4096, B, n0, (k0), p.N, p.K, p.sbn, p.sbk, fb); \\\n", es);
+    else tc__text_printf(o, "    tc_tile_load<%d, %d, %d>(sm[st] + 4096, B, (k0), n0, p.K, p.N, p.sbk, p.sbn, fb); \\\n", es, rb, bk);
+    tc__text_printf(o, "  } while (0)\n"
+                       "  for (int s = 0; s < 2; s++) { if (s < nk) TC_LD_(s, (i64)s * %d); tc_cp_async_commit(); }\n"
+                       "  for (int kt = 0; kt < nk; kt++) {\n"
+                       "    tc_cp_async_wait<1>(); /* tile kt has landed (this thread's copies) */\n"
+                       "    __syncthreads();       /* everyone's, and stage (kt + 2) %% 3 is read by no one */\n"
+                       "    if (kt + 2 < nk) TC_LD_((kt + 2) %% 3, (i64)(kt + 2) * %d);\n"
+                       "    tc_cp_async_commit();\n"
+                       "    const unsigned char *sa = sm[kt %% 3], *sb = sa + 4096; (void)sb;\n"
+                       "#pragma unroll\n"
+                       "    for (int ks = 0; ks < 2; ks++) {\n"
+                       "      unsigned af[2][4], bf[4][2];\n",
+                    bk, bk);
+    if (kind != 3) {
+        if (tc__cu_plant_frag != 1)
+            tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 15), ks * 2 + (lane >> 4)));\n");
+        else /* planted: matrices 1 and 2 (rows 8..15 and columns 8..15) swapped */
+            tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) tc_ldmatrix_x4(af[mi], sa + tc_soff<4>(wm + mi * 16 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));\n");
+        tc__text_printf(o, "      for (int nj = 0; nj < 2; nj++) {\n        unsigned r4[4];\n");
+        if (bt)
+            tc__text_printf(o, "        tc_ldmatrix_x4(r4, sb + tc_soff<4>(wn + nj * 16 + (lane & 7) + ((lane >> 4) << 3), ks * 2 + ((lane >> 3) & 1)));\n");
+        else
+            tc__text_printf(o, "        tc_ldmatrix_x4_trans(r4, sb + tc_soff<8>(ks * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), ((wn + nj * 16) >> 3) + (lane >> 4)));\n");
+        tc__text_printf(o, "        bf[2 * nj][0] = r4[0]; bf[2 * nj][1] = r4[1]; bf[2 * nj + 1][0] = r4[2]; bf[2 * nj + 1][1] = r4[3];\n      }\n");
+        tc__text_printf(o, "      for (int mi = 0; mi < 2; mi++) for (int ni = 0; ni < 4; ni++) tc_mma_m16n8k16_%s(acc[mi][ni], af[mi], bf[ni]);\n",
+                        kind == 1 ? "f16" : "bf16");
+    } else {
+        tc__text_printf(o, "      const int k = ks * 8 + t;\n"
+                           "      for (int mi = 0; mi < 2; mi++) {\n"
+                           "        const int r = wm + mi * 16 + g;\n"
+                           "        af[mi][0] = tc_f2tf32(tc_lds32<4>(sa, r, k));\n"
+                           "        af[mi][%d] = tc_f2tf32(tc_lds32<4>(sa, r + 8, k));\n"
+                           "        af[mi][%d] = tc_f2tf32(tc_lds32<4>(sa, r, k + 4));\n"
+                           "        af[mi][3] = tc_f2tf32(tc_lds32<4>(sa, r + 8, k + 4));\n      }\n"
+                           "      for (int ni = 0; ni < 4; ni++) {\n        const int n = wn + ni * 8 + g;\n",
+                        tc__cu_plant_frag == 1 ? 2 : 1, tc__cu_plant_frag == 1 ? 1 : 2);
+        if (bt)
+            tc__text_printf(o, "        bf[ni][0] = tc_f2tf32(tc_lds32<4>(sb, n, k)); bf[ni][1] = tc_f2tf32(tc_lds32<4>(sb, n, k + 4));\n");
+        else
+            tc__text_printf(o, "        bf[ni][0] = tc_f2tf32(tc_lds32<16>(sb, k, n)); bf[ni][1] = tc_f2tf32(tc_lds32<16>(sb, k + 4, n));\n");
+        tc__text_printf(o, "      }\n      for (int mi = 0; mi < 2; mi++) for (int ni = 0; ni < 4; ni++) tc_mma_m16n8k8_tf32(acc[mi][ni], af[mi], bf[ni]);\n");
+    }
+    tc__text_printf(o, "    }\n  }\n  tc_cp_async_wait<0>();\n#undef TC_LD_\n");
+    /* the accumulators (c_i: row groupID, + 8 for i >= 2; column 2 t + i %% 2) */
+    tc__text_printf(o, "  for (int mi = 0; mi < 2; mi++) for (int ni = 0; ni < 4; ni++) for (int i = 0; i < 4; i++) {\n"
+                       "    const i64 gm = m0 + wm + mi * 16 + g + (i >> 1) * 8, gn = n0 + wn + ni * 8 + t * 2 + (i & 1);\n"
+                       "    if (gm >= p.M || gn >= p.N) continue;\n"
+                       "    float v = acc[mi][ni][i];\n");
+    if (bias) tc__text_printf(o, "    v += %s(((const %s *)p.bias)[gn * p.nb_bias]);\n", cv[dbias], tc__cu_ctype(dbias));
+    tc__text_printf(o, "    C[gm * p.scm + gn * p.scn] = %s(v)%s;\n  }\n}\n", tc__cu_fromf(dc), tc__cu_fromf_end(dc));
+}
+
+/* Launch l's GEMM: kind 0 the SIMT template (any float dtypes), else the
+ * tensor-core one (tc__cu_gemm_mma; bt: B's layout in shared memory). */
+TC__FN void tc__cuda_emit_gemm(tc__text *o, const char *name, tc_dtype da, tc_dtype db, tc_dtype dc, int bias, tc_dtype dbias,
+                               int kind, int bt) {
+    if (kind) tc__cu_gemm_mma(o, name, kind, bt, dc, bias, dbias);
+    else tc__cu_gemm_simt(o, name, da, db, dc, bias, dbias);
 }
 
 /* ---- the ops the fuser leaves alone: one kernel per launch ----------------- */

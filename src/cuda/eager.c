@@ -19,6 +19,7 @@
 typedef struct tc__eager_fn {
     tc__call key;              /* op, name, attributes, which inputs exist  */
     tc_compile_options f_opts; /* f's options (to start afresh)             */
+    int tf32;                  /* ctx's allow_tf32 when f was made          */
     tc_fn *f;
 } tc__eager_fn;
 
@@ -72,7 +73,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
         ctx->cuda->eager_free = tc__eager_free;
     }
     for (i = 0; i < ec->n; i++)
-        if (tc__eager_same(&ec->e[i].key, c)) return &ec->e[i];
+        if (tc__eager_same(&ec->e[i].key, c) && ec->e[i].tf32 == (ctx->opts.allow_tf32 != 0)) return &ec->e[i];
     if (ec->n < TC__EAGER_SLOTS) e = &ec->e[ec->n++];
     else { /* full: the oldest goes */
         e = &ec->e[ec->next];
@@ -95,6 +96,7 @@ TC__FN tc__eager_fn *tc__eager_get(tc__call *c) {
     o.recompile_limit = TC__EAGER_SHAPES + 1; /* never reached: tc__cuda_eager_run starts afresh at TC__EAGER_SHAPES */
     o.cache_dir = NULL;
     e->f_opts = o;
+    e->tf32 = ctx->opts.allow_tf32 != 0;
     e->f = tc__compile(ctx, tc__eager_model, &e->key, &o, TC_MODE_DEFAULT, 0, 0, c->file, c->line);
     if (!e->f) {
         e->key.op = (tc__op)-1; /* never matches */

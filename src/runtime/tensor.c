@@ -36,6 +36,12 @@ TCDEF tc_result tc_ctx_set_isa(tc_ctx *ctx, tc_isa max_isa) {
     return TC_OK;
 }
 
+TCDEF tc_result tc_ctx_set_allow_tf32(tc_ctx *ctx, int allow) {
+    if (!ctx) return TC_ERR_NULL;
+    ctx->opts.allow_tf32 = allow != 0;
+    return TC_OK;
+}
+
 TCDEF tc_ctx *tc_ctx_create(const tc_ctx_options *opts) {
     tc_ctx *ctx = (tc_ctx *)TC_MALLOC(sizeof *ctx);
     if (!ctx) return NULL;

@@ -276,6 +276,158 @@ inline double max(float a, double b) { return fmax(a, b); }
 inline double min(double a, float b) { return fmin(a, b); }
 inline double max(double a, float b) { return fmax(a, b); }
 
+/* Tensor cores, as the generated code calls them (cuda/codegen.c's
+ * prelude defines the same functions with inline PTX for the real NVRTC).
+ * The layouts are the PTX ISA's (9.7.14.5 "Matrix Fragments for mma",
+ * 9.7.14.5.15 "ldmatrix"), lane l = 4 * groupID + threadID_in_group: every
+ * lane's registers go to the warp's slot of a per-block exchange buffer,
+ * a __syncwarp (a warp collective: every lane has arrived) publishes them,
+ * each lane computes its own result from the whole warp's, and a second
+ * __syncwarp frees the buffer.  A fragment index the generator gets wrong
+ * therefore gives a wrong product, as on the GPU. */
+namespace tcemu {
+struct xch_t { uint64_t w[32][8]; }; /* per warp: 8 words of each lane */
+inline xch_t &xch() {
+    static thread_local xch_t x[32]; /* blocks of an OS thread run one at a time */
+    unsigned t = tcemu_st.tid.x + tcemu_st.bdim.x * (tcemu_st.tid.y + tcemu_st.bdim.y * tcemu_st.tid.z);
+    return x[t >> 5];
+}
+inline void warp_all() { __syncwarp(0xffffffffu); }
+inline float f16f(uint16_t h) {
+    unsigned s = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return tcemu_bits<float>(s | 0x7f800000u | (m << 13));
+    if (e == 0u) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }
+    return tcemu_bits<float>(s | ((e + 112u) << 23) | (m << 13));
+}
+inline float bf16f(uint16_t h) { return tcemu_bits<float>((unsigned)h << 16); }
+/* cvt.rna.tf32.f32: 10 mantissa bits, to nearest, ties away from zero */
+inline float tf32(float f) {
+    unsigned u = tcemu_bits<unsigned>(f);
+    if ((u & 0x7f800000u) == 0x7f800000u) return f;
+    return tcemu_bits<float>((u + 0x1000u) & 0xffffe000u);
+}
+/* D = A B + C for one m16n8k16 (.row.col, f16 or bf16, f32 accumulators). */
+template <int BF> inline void mma16816(float *d, const unsigned *a, const unsigned *b) {
+    xch_t &x = xch();
+    const int l = lane();
+    float A[16][16], B[16][8];
+    for (int i = 0; i < 4; i++) x.w[l][i] = a[i];
+    x.w[l][4] = b[0], x.w[l][5] = b[1];
+    warp_all();
+    for (int s = 0; s < 32; s++) {
+        const int g = s >> 2, t = s & 3;
+        for (int i = 0; i < 8; i++) { /* a_i: register i / 2, half i % 2 (low first) */
+            const uint16_t h = (uint16_t)(x.w[s][i >> 1] >> (16 * (i & 1)));
+            const int row = (i < 2 || (i >= 4 && i < 6)) ? g : g + 8, col = t * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+            A[row][col] = BF ? bf16f(h) : f16f(h);
+        }
+        for (int i = 0; i < 4; i++) { /* b_i: row (k) = 2 t + (i & 1) (+ 8 for i >= 2), col (n) = groupID */
+            const uint16_t h = (uint16_t)(x.w[s][4 + (i >> 1)] >> (16 * (i & 1)));
+            B[t * 2 + (i & 1) + (i >= 2 ? 8 : 0)][g] = BF ? bf16f(h) : f16f(h);
+        }
+    }
+    warp_all();
+    const int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; i++) { /* c_i: row groupID (+ 8 for i >= 2), col 2 t + (i & 1) */
+        const int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+        float acc = d[i];
+        for (int k = 0; k < 16; k++) acc = fmaf(A[row][k], B[k][col], acc);
+        d[i] = acc;
+    }
+}
+} // namespace tcemu
+inline void tc_mma_m16n8k16_f16(float *d, const unsigned *a, const unsigned *b) { tcemu::mma16816<0>(d, a, b); }
+inline void tc_mma_m16n8k16_bf16(float *d, const unsigned *a, const unsigned *b) { tcemu::mma16816<1>(d, a, b); }
+/* D = A B + C for one m16n8k8 .tf32 (inputs rounded to TF32 first). */
+inline void tc_mma_m16n8k8_tf32(float *d, const unsigned *a, const unsigned *b) {
+    tcemu::xch_t &x = tcemu::xch();
+    const int l = tcemu::lane();
+    float A[16][8], B[8][8];
+    for (int i = 0; i < 4; i++) x.w[l][i] = a[i];
+    x.w[l][4] = b[0], x.w[l][5] = b[1];
+    tcemu::warp_all();
+    for (int s = 0; s < 32; s++) {
+        const int g = s >> 2, t = s & 3;
+        for (int i = 0; i < 4; i++) /* a_i: row groupID (+ 8 for a1, a3), col t (+ 4 for a2, a3) */
+            A[g + (i & 1) * 8][t + (i >> 1) * 4] = tcemu::tf32(tcemu_bits<float>((unsigned)x.w[s][i]));
+        for (int i = 0; i < 2; i++) /* b_i: row (k) t (+ 4 for b1), col (n) groupID */
+            B[t + i * 4][g] = tcemu::tf32(tcemu_bits<float>((unsigned)x.w[s][4 + i]));
+    }
+    tcemu::warp_all();
+    const int g = l >> 2, t = l & 3;
+    for (int i = 0; i < 4; i++) {
+        const int row = g + (i >= 2 ? 8 : 0), col = t * 2 + (i & 1);
+        float acc = d[i];
+        for (int k = 0; k < 8; k++) acc = fmaf(A[row][k], B[k][col], acc);
+        d[i] = acc;
+    }
+}
+inline unsigned tc_f2tf32(float f) { return tcemu_bits<unsigned>(tcemu::tf32(f)); }
+/* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lanes 8 i .. 8 i + 7
+ * give the rows (16 bytes, 16-byte aligned) of matrix i; register i of lane
+ * l holds matrix i's row l / 4, columns 2 (l % 4) and + 1 (.trans: rows
+ * 2 (l % 4) and + 1 of column l / 4). */
+template <int TRANS> inline void tcemu_ldmatrix_x4(unsigned *r, const void *row) {
+    tcemu::xch_t &x = tcemu::xch();
+    const int l = tcemu::lane();
+    if ((uintptr_t)row & 15) tcemu_api->fail("ldmatrix: a row address that is not 16-byte aligned");
+    x.w[l][0] = (uint64_t)(uintptr_t)row;
+    tcemu::warp_all();
+    /* TC_EMU_BANK_CHECK=1: a matrix whose 8 rows do not fall in 8 distinct
+     * 16-byte bank groups (a conflict: the read takes several passes) is a
+     * launch error (a slowness, not a wrong result, so opt-in) */
+    static const int bank_check = getenv("TC_EMU_BANK_CHECK") && atoi(getenv("TC_EMU_BANK_CHECK"));
+    if (bank_check && l == 0)
+        for (int i = 0; i < 4; i++) {
+            unsigned seen = 0;
+            for (int r = 0; r < 8; r++) seen |= 1u << ((x.w[8 * i + r][0] >> 4) & 7);
+            if (seen != 0xffu) tcemu_api->fail("ldmatrix: the rows of a matrix share shared-memory banks (TC_EMU_BANK_CHECK)");
+        }
+    for (int i = 0; i < 4; i++) {
+        if (!TRANS) std::memcpy(&r[i], (const char *)(uintptr_t)x.w[8 * i + (l >> 2)][0] + 4 * (l & 3), 4);
+        else {
+            uint16_t lo, hi;
+            std::memcpy(&lo, (const char *)(uintptr_t)x.w[8 * i + 2 * (l & 3)][0] + 2 * (l >> 2), 2);
+            std::memcpy(&hi, (const char *)(uintptr_t)x.w[8 * i + 2 * (l & 3) + 1][0] + 2 * (l >> 2), 2);
+            r[i] = (unsigned)lo | (unsigned)hi << 16;
+        }
+    }
+    tcemu::warp_all();
+}
+inline void tc_ldmatrix_x4(unsigned *r, const void *row) { tcemu_ldmatrix_x4<0>(r, row); }
+inline void tc_ldmatrix_x4_trans(unsigned *r, const void *row) { tcemu_ldmatrix_x4<1>(r, row); }
+/* cp.async.cg.shared.global 16 bytes (src_bytes of them read, the rest
+ * zeroed): queued per thread and done when a tc_cp_async_wait<N> retires
+ * its group, so a read of the tile before the wait sees the old bytes. */
+namespace tcemu {
+struct cpa_t { void *d; const void *s; int n, grp; };
+struct cpq_t { cpa_t q[32]; int n, committed; };
+inline cpq_t &cpq() {
+    static thread_local cpq_t x[1024];
+    return x[tcemu_st.tid.x + tcemu_st.bdim.x * (tcemu_st.tid.y + tcemu_st.bdim.y * tcemu_st.tid.z)];
+}
+} // namespace tcemu
+inline void tc_cp_async_16(void *dst, const void *src, int src_bytes) {
+    tcemu::cpq_t &c = tcemu::cpq();
+    if (((uintptr_t)dst & 15) || (src_bytes > 0 && ((uintptr_t)src & 15)) || src_bytes < 0 || src_bytes > 16)
+        tcemu_api->fail("cp.async: a misaligned address or a size outside 0..16");
+    if (c.n == 32) tcemu_api->fail("cp.async: more than 32 copies in flight in one thread");
+    c.q[c.n++] = {dst, src, src_bytes, c.committed};
+}
+inline void tc_cp_async_commit() { tcemu::cpq().committed++; }
+template <int N> inline void tc_cp_async_wait() {
+    tcemu::cpq_t &c = tcemu::cpq();
+    int k = 0;
+    for (int i = 0; i < c.n; i++) {
+        tcemu::cpa_t &e = c.q[i];
+        if (e.grp < c.committed - N) { /* retired: its bytes land now */
+            if (e.n) std::memcpy(e.d, e.s, (size_t)e.n);
+            std::memset((char *)e.d + e.n, 0, (size_t)(16 - e.n));
+        } else c.q[k++] = e;
+    }
+    c.n = k;
+}
+
 /* A file-scope `extern __shared__ T name[];` becomes one of these (at block
  * scope it becomes a plain pointer): indexing and conversion to pointers. */
 template <class T> struct tcemu_dyn {
