@@ -287,7 +287,8 @@ inline double max(double a, float b) { return fmax(a, b); }
  * therefore gives a wrong product, as on the GPU. */
 namespace tcemu {
 struct xch_t { uint64_t w[32][8]; }; /* per warp: 8 words of each lane */
-inline xch_t &xch() {
+static inline xch_t &xch() { /* static: per module (an inline function's statics are
+                                 * STB_GNU_UNIQUE, one for every module loaded) */
     static thread_local xch_t x[32]; /* blocks of an OS thread run one at a time */
     unsigned t = tcemu_st.tid.x + tcemu_st.bdim.x * (tcemu_st.tid.y + tcemu_st.bdim.y * tcemu_st.tid.z);
     return x[t >> 5];
@@ -402,13 +403,25 @@ inline void tc_ldmatrix_x4_trans(unsigned *r, const void *row) { tcemu_ldmatrix_
 namespace tcemu {
 struct cpa_t { void *d; const void *s; int n, grp; };
 struct cpq_t { cpa_t q[32]; int n, committed; };
-inline cpq_t &cpq() {
+static inline cpq_t &cpq() {
     static thread_local cpq_t x[1024];
     return x[tcemu_st.tid.x + tcemu_st.bdim.x * (tcemu_st.tid.y + tcemu_st.bdim.y * tcemu_st.tid.z)];
 }
 } // namespace tcemu
+/* Set by the module's first cp.async, so that only modules that use it
+ * carry the queue in their thread-local storage, which tcemu counts as the
+ * module's static shared memory. */
+namespace tcemu {
+static void (*cpq_reset)() = nullptr;
+static inline void cpq_clear() {
+    cpq_t &c = cpq();
+    c.n = 0;
+    c.committed = 0;
+}
+} // namespace tcemu
 inline void tc_cp_async_16(void *dst, const void *src, int src_bytes) {
     tcemu::cpq_t &c = tcemu::cpq();
+    tcemu::cpq_reset = tcemu::cpq_clear;
     if (((uintptr_t)dst & 15) || (src_bytes > 0 && ((uintptr_t)src & 15)) || src_bytes < 0 || src_bytes > 16)
         tcemu_api->fail("cp.async: a misaligned address or a size outside 0..16");
     if (c.n == 32) tcemu_api->fail("cp.async: more than 32 copies in flight in one thread");
@@ -455,6 +468,9 @@ template <class... A> struct sig<void (*)(A...)> {
 };
 template <auto F> void entry(void **p) {
     using S = sig<decltype(F)>;
+    /* a thread starts with no copies in flight: a block that failed (or
+     * ended without waiting) must not land its copies into a later one */
+    if (cpq_reset) cpq_reset();
     S::call(F, p, std::make_index_sequence<S::n>{});
 }
 template <auto F> constexpr kernel_info info(const char *name, int max_threads) {
