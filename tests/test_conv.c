@@ -10,6 +10,7 @@
  * the conv; and batch norm folded into the conv's weights under freeze
  * (not without it, not when the conv's result is read elsewhere). */
 #define TCOMPILE_IMPLEMENTATION
+#define TCOMPILE_TESTING /* the test switches (tc__conv_gemm_on, tc__conv_direct_runs) */
 #include "../tcompile.h"
 #include "tc_test.h"
 
@@ -63,6 +64,8 @@ static void check_conv(const conv_case *k, int strided) {
     tc_tensor *x, *w, *b, *y;
     float *xd, *wd, *bd = NULL, *yd;
     double err;
+    long runs;
+    int direct;
     tc_scope_begin(ctx);
     memset(&o, 0, sizeof o);
     memcpy(o.stride, k->s, sizeof o.stride);
@@ -79,13 +82,22 @@ static void check_conv(const conv_case *k, int strided) {
     }
     w = tc_rand_uniform(ctx, 4, sw, -1.0, 1.0, 32);
     b = k->bias ? tc_rand_uniform(ctx, 1, &sb, -1.0, 1.0, 33) : NULL;
+    runs = tc__conv_direct_runs;
     y = tc_conv2d(ctx, x, w, b, &o);
     TC_CHECKF(tc_status(y) == TC_OK, "conv2d: %s", tc_error(y));
+    /* every conv but the depthwise ones that take the window kernel (as
+     * conv.c chooses) and strides past 16 runs the direct kernel, unless
+     * the test forces the implicit GEMM */
+    direct = !tc__conv_gemm_on && k->s[0] <= 16 && k->s[1] <= 16 &&
+             !(k->groups == k->C && (k->O / k->groups <= 4 || k->N * k->C >= 2 * (int64_t)tc_ctx_num_threads(ctx)));
+    TC_CHECKF(tc__conv_direct_runs - runs == direct, "x[%lld,%lld,%lld,%lld] s %d,%d g %d: %ld direct runs (want %d)",
+              (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W, k->s[0], k->s[1], k->groups,
+              tc__conv_direct_runs - runs, direct);
     xd = dense(x), wd = dense(w), yd = dense(y);
     if (b) bd = dense(b);
     err = tc_status(y) == TC_OK ? conv_err(k, xd, wd, bd, yd, tc_dim(y, 2), tc_dim(y, 3)) : INFINITY;
-    TC_CHECKF(err <= 2e-6, "%s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
-              tc_isa_name(tc_ctx_isa(ctx)), (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
+    TC_CHECKF(err <= 2e-6, "%s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
+              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_gemm_on ? "gemm" : "direct", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
               (long long)k->O, (long long)(k->C / k->groups), k->kh, k->kw, k->s[0], k->s[1], k->p[0], k->p[1], k->d[0],
               k->d[1], k->groups, k->bias, err);
     free(xd), free(wd), free(bd), free(yd);
@@ -110,14 +122,23 @@ TC_TEST(test_conv_every_level_and_shape) {
         {1, 4, 5, 40, 4, 1, 9, {1, 3}, {0, 4}, {1, 1}, 1, 0},     /* a wide row kernel, padding past the row */
         {1, 2, 3, 3, 6, 3, 3, {4, 4}, {5, 5}, {1, 1}, 1, 1},      /* padding wider than the image */
         {1, 1, 1, 1, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},     /* K = 1, one position */
+        /* the direct kernel's own edges: */
+        {1, 64, 60, 62, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},  /* bands of rows, K = 576 in slices */
+        {1, 24, 5, 6, 100, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 0},   /* one band: split by channel tiles */
+        {3, 5, 17, 9, 36, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1},    /* row phases only, 36 = 3 tiles of 12 */
+        {1, 8, 19, 20, 16, 3, 3, {3, 3}, {1, 1}, {2, 2}, 1, 1},   /* stride 3, dilation 2: every phase read */
+        {2, 4, 40, 40, 8, 1, 1, {17, 17}, {0, 0}, {1, 1}, 1, 1},  /* strides past 16: the implicit GEMM */
     };
-    int isa;
+    int isa, gemm;
     size_t i;
-    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
-        tc_ctx_set_isa(ctx, (tc_isa)isa);
-        if ((int)tc_ctx_isa(ctx) != isa) continue;
-        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
-    }
+    for (gemm = 0; gemm < 2; gemm++) /* the direct kernel, then the implicit GEMM (max-autotune's) */
+        for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+            tc_ctx_set_isa(ctx, (tc_isa)isa);
+            if ((int)tc_ctx_isa(ctx) != isa) continue;
+            tc__conv_gemm_on = gemm;
+            for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
+        }
+    tc__conv_gemm_on = 0;
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
@@ -329,15 +350,16 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     n = compiled_launches(1, &err);
     TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, filled stats, frozen: %d launches (want 1), error %.3g", n, err);
     TC_CHECKF(g_frozen == 1, "filled stats, frozen: %d weights counted frozen", g_frozen);
-    /* the raw conv is an output too: no folding, both results right */
+    /* the raw conv is an output too: no folding, both results right (the
+     * conv's own weight is still packed once) */
     g_model = 3;
     n = compiled_launches(1, &err);
     TC_CHECKF(n >= 2 && err < 1e-5, "bn(conv) with conv an output: %d launches (want >= 2), error %.3g", n, err);
-    TC_CHECKF(g_frozen == 0, "bn(conv) with conv an output: %d weights counted frozen", g_frozen);
-    /* frozen, no norm to fold: a conv's weight is not packed ahead */
+    TC_CHECKF(g_frozen == 1, "bn(conv) with conv an output: %d weights counted frozen (want 1)", g_frozen);
+    /* frozen, no norm to fold: the direct conv packs its weight once */
     g_model = 0;
     n = compiled_launches(1, &err);
-    TC_CHECKF(g_frozen == 0 && err < 1e-5, "conv + bias, frozen: %d weights counted frozen", g_frozen);
+    TC_CHECKF(g_frozen == 1 && err < 1e-5, "conv + bias, frozen: %d weights counted frozen (want 1)", g_frozen);
     /* the fold adds nodes while it reads the conv's: across every graph size
      * where the node array grows (ASan in make test sees a stale read) */
     g_model = 1;
