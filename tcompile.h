@@ -9700,6 +9700,20 @@ TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K
         }
 }
 
+/* The tile whose padding wastes least (channels x positions of a band
+ * of j->brows rows), and the channel tiles per group and k per slice. */
+TC__FN void tc__dconv_tile(tc__dconv_job *j, const tc__gemm_impl *im) {
+    int64_t grid = j->brows * j->Wq, ca = (j->og + im->mra - 1) / im->mra * im->mra;
+    int64_t cb = (j->og + im->mrb - 1) / im->mrb * im->mrb;
+    double ea = (double)j->og / (double)ca * (double)grid / (double)((grid + im->nra - 1) / im->nra * im->nra);
+    double eb = (double)j->og / (double)cb * (double)grid / (double)((grid + im->nrb - 1) / im->nrb * im->nrb);
+    j->ukr = eb > ea ? im->dconv_b : im->dconv_a;
+    j->mr = eb > ea ? im->mrb : im->mra;
+    j->nr = eb > ea ? im->nrb : im->nra;
+    j->ncot = (j->og + j->mr - 1) / j->mr;
+    j->kc = 4096 / j->mr; /* 16 KiB of weights */
+}
+
 #define TC__DCONV_BAND_BYTES (192 << 10) /* an input band and its tile's rows stay in L2 */
 
 /* The direct convolution of x (geometry g) into y; the weights packed into
@@ -9715,7 +9729,7 @@ TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const f
     int64_t *koff;
     float *wpk = NULL;
     int nth, rc = 0;
-    double ea, eb;
+    int64_t target;
     memset(&j, 0, sizeof j);
     memset(&gm, 0, sizeof gm);
     gm.isa = (tc_isa)c->blk.isa;
@@ -9746,25 +9760,26 @@ TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const f
     j.brows = TC__DCONV_BAND_BYTES / (rowb > 0 ? rowb : 1);
     if (j.brows < 1) j.brows = 1;
     if (j.brows > g->OH) j.brows = g->OH;
+    j.out = im.dconv_out;
     nth = tc__parallel_parts(c->ctx, INT64_MAX, g->N * j.cout * g->OH * g->OW * K);
-    /* enough tasks for the threads: thinner bands, then channel-tile ranges */
-    while (j.brows > 1 && g->N * groups * ((g->OH + j.brows - 1) / j.brows) < 2 * nth) j.brows = (j.brows + 1) / 2;
+    target = nth > 1 ? 2 * nth : 1;
     j.nbands = (g->OH + j.brows - 1) / j.brows;
     j.brows = (g->OH + j.nbands - 1) / j.nbands;
-    /* the tile whose padding wastes least: channels x positions */
-    {
-        int64_t grid = j.brows * j.Wq, ca = (j.og + im.mra - 1) / im.mra * im.mra, cb = (j.og + im.mrb - 1) / im.mrb * im.mrb;
-        ea = (double)j.og / (double)ca * (double)grid / (double)((grid + im.nra - 1) / im.nra * im.nra);
-        eb = (double)j.og / (double)cb * (double)grid / (double)((grid + im.nrb - 1) / im.nrb * im.nrb);
-    }
-    j.ukr = eb > ea ? im.dconv_b : im.dconv_a;
-    j.out = im.dconv_out;
-    j.mr = eb > ea ? im.mrb : im.mra;
-    j.nr = eb > ea ? im.nrb : im.nra;
-    j.ncot = (j.og + j.mr - 1) / j.mr;
-    j.kc = 4096 / j.mr; /* 16 KiB of weights */
+    tc__dconv_tile(&j, &im);
+    /* enough tasks for the threads: ranges of channel tiles (refilling a
+     * band is cheap), then thinner bands (whose last tile pads more) */
     tasks = g->N * groups * j.nbands;
-    j.nchunks = tasks < 2 * nth ? (2 * nth + tasks - 1) / tasks : 1;
+    if (tasks * j.ncot < target) {
+        while (j.brows > 1 && tasks * j.ncot < target) {
+            j.brows = (j.brows + 1) / 2;
+            tasks = g->N * groups * ((g->OH + j.brows - 1) / j.brows);
+        }
+        j.nbands = (g->OH + j.brows - 1) / j.brows;
+        j.brows = (g->OH + j.nbands - 1) / j.nbands;
+        tc__dconv_tile(&j, &im);
+        tasks = g->N * groups * j.nbands;
+    }
+    j.nchunks = tasks < target ? (target + tasks - 1) / tasks : 1;
     if (j.nchunks > j.ncot) j.nchunks = j.ncot;
     j.Rq = ((j.brows - 1) * g->sh + (g->kh - 1) * g->dh + 1 + g->sh - 1) / g->sh;
     j.plane = j.nphh * j.nphw * j.Rq * j.Wq;
@@ -10159,10 +10174,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(10163, "tcompile.h", 10163)
+#line TC__LINE_AT(10178, "tcompile.h", 10178)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 10166)
+#line TC__LINE_AT(1, "src/ops/shape.c", 10181)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10569,10 +10584,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10573, "tcompile.h", 10573)
+#line TC__LINE_AT(10588, "tcompile.h", 10588)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10576)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10591)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11369,10 +11384,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11373, "tcompile.h", 11373)
+#line TC__LINE_AT(11388, "tcompile.h", 11388)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11376)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11391)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11848,10 +11863,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11852, "tcompile.h", 11852)
+#line TC__LINE_AT(11867, "tcompile.h", 11867)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11855)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11870)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12779,10 +12794,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12783, "tcompile.h", 12783)
+#line TC__LINE_AT(12798, "tcompile.h", 12798)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12786)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12801)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13391,10 +13406,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13395, "tcompile.h", 13395)
+#line TC__LINE_AT(13410, "tcompile.h", 13410)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13398)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13413)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -15121,10 +15136,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(15125, "tcompile.h", 15125)
+#line TC__LINE_AT(15140, "tcompile.h", 15140)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 15128)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 15143)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -15227,7 +15242,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(15231, "tcompile.h", 15231)
+#line TC__LINE_AT(15246, "tcompile.h", 15246)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -15239,7 +15254,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15243)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15258)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15681,7 +15696,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15685, "tcompile.h", 15685)
+#line TC__LINE_AT(15700, "tcompile.h", 15700)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15698,7 +15713,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15702)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15717)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16140,7 +16155,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16144, "tcompile.h", 16144)
+#line TC__LINE_AT(16159, "tcompile.h", 16159)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16157,7 +16172,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16161)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16176)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16599,7 +16614,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16603, "tcompile.h", 16603)
+#line TC__LINE_AT(16618, "tcompile.h", 16618)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16616,7 +16631,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16620)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16635)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -17058,7 +17073,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(17062, "tcompile.h", 17062)
+#line TC__LINE_AT(17077, "tcompile.h", 17077)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17075,7 +17090,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17079)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17094)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18115,7 +18130,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18119, "tcompile.h", 18119)
+#line TC__LINE_AT(18134, "tcompile.h", 18134)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18132,7 +18147,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18136)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18151)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19172,7 +19187,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19176, "tcompile.h", 19176)
+#line TC__LINE_AT(19191, "tcompile.h", 19191)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19189,7 +19204,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19193)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19208)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20229,7 +20244,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20233, "tcompile.h", 20233)
+#line TC__LINE_AT(20248, "tcompile.h", 20248)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20246,7 +20261,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20250)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20265)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21286,7 +21301,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21290, "tcompile.h", 21290)
+#line TC__LINE_AT(21305, "tcompile.h", 21305)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21294,7 +21309,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21298)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21313)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22268,10 +22283,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22272, "tcompile.h", 22272)
+#line TC__LINE_AT(22287, "tcompile.h", 22287)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22275)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22290)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22597,10 +22612,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22601, "tcompile.h", 22601)
+#line TC__LINE_AT(22616, "tcompile.h", 22616)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22604)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22619)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23445,10 +23460,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23449, "tcompile.h", 23449)
+#line TC__LINE_AT(23464, "tcompile.h", 23464)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23452)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23467)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23510,10 +23525,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23514, "tcompile.h", 23514)
+#line TC__LINE_AT(23529, "tcompile.h", 23529)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23517)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23532)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23932,10 +23947,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23936, "tcompile.h", 23936)
+#line TC__LINE_AT(23951, "tcompile.h", 23951)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23939)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23954)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24615,10 +24630,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24619, "tcompile.h", 24619)
+#line TC__LINE_AT(24634, "tcompile.h", 24634)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24622)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24637)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25461,10 +25476,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25465, "tcompile.h", 25465)
+#line TC__LINE_AT(25480, "tcompile.h", 25480)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25468)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25483)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25560,10 +25575,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25564, "tcompile.h", 25564)
+#line TC__LINE_AT(25579, "tcompile.h", 25579)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25567)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25582)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25766,10 +25781,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25770, "tcompile.h", 25770)
+#line TC__LINE_AT(25785, "tcompile.h", 25785)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25773)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25788)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26462,10 +26477,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26466, "tcompile.h", 26466)
+#line TC__LINE_AT(26481, "tcompile.h", 26481)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26469)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26484)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26775,10 +26790,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26779, "tcompile.h", 26779)
+#line TC__LINE_AT(26794, "tcompile.h", 26794)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26782)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26797)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -27006,10 +27021,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(27010, "tcompile.h", 27010)
+#line TC__LINE_AT(27025, "tcompile.h", 27025)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 27013)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 27028)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -27227,10 +27242,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(27231, "tcompile.h", 27231)
+#line TC__LINE_AT(27246, "tcompile.h", 27246)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 27234)
+#line TC__LINE_AT(1, "src/license.h", 27249)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27272,7 +27287,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27276, "tcompile.h", 27276)
+#line TC__LINE_AT(27291, "tcompile.h", 27291)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

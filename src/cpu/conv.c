@@ -434,6 +434,20 @@ TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K
         }
 }
 
+/* The tile whose padding wastes least (channels x positions of a band
+ * of j->brows rows), and the channel tiles per group and k per slice. */
+TC__FN void tc__dconv_tile(tc__dconv_job *j, const tc__gemm_impl *im) {
+    int64_t grid = j->brows * j->Wq, ca = (j->og + im->mra - 1) / im->mra * im->mra;
+    int64_t cb = (j->og + im->mrb - 1) / im->mrb * im->mrb;
+    double ea = (double)j->og / (double)ca * (double)grid / (double)((grid + im->nra - 1) / im->nra * im->nra);
+    double eb = (double)j->og / (double)cb * (double)grid / (double)((grid + im->nrb - 1) / im->nrb * im->nrb);
+    j->ukr = eb > ea ? im->dconv_b : im->dconv_a;
+    j->mr = eb > ea ? im->mrb : im->mra;
+    j->nr = eb > ea ? im->nrb : im->nra;
+    j->ncot = (j->og + j->mr - 1) / j->mr;
+    j->kc = 4096 / j->mr; /* 16 KiB of weights */
+}
+
 #define TC__DCONV_BAND_BYTES (192 << 10) /* an input band and its tile's rows stay in L2 */
 
 /* The direct convolution of x (geometry g) into y; the weights packed into
@@ -449,7 +463,7 @@ TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const f
     int64_t *koff;
     float *wpk = NULL;
     int nth, rc = 0;
-    double ea, eb;
+    int64_t target;
     memset(&j, 0, sizeof j);
     memset(&gm, 0, sizeof gm);
     gm.isa = (tc_isa)c->blk.isa;
@@ -480,25 +494,26 @@ TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const f
     j.brows = TC__DCONV_BAND_BYTES / (rowb > 0 ? rowb : 1);
     if (j.brows < 1) j.brows = 1;
     if (j.brows > g->OH) j.brows = g->OH;
+    j.out = im.dconv_out;
     nth = tc__parallel_parts(c->ctx, INT64_MAX, g->N * j.cout * g->OH * g->OW * K);
-    /* enough tasks for the threads: thinner bands, then channel-tile ranges */
-    while (j.brows > 1 && g->N * groups * ((g->OH + j.brows - 1) / j.brows) < 2 * nth) j.brows = (j.brows + 1) / 2;
+    target = nth > 1 ? 2 * nth : 1;
     j.nbands = (g->OH + j.brows - 1) / j.brows;
     j.brows = (g->OH + j.nbands - 1) / j.nbands;
-    /* the tile whose padding wastes least: channels x positions */
-    {
-        int64_t grid = j.brows * j.Wq, ca = (j.og + im.mra - 1) / im.mra * im.mra, cb = (j.og + im.mrb - 1) / im.mrb * im.mrb;
-        ea = (double)j.og / (double)ca * (double)grid / (double)((grid + im.nra - 1) / im.nra * im.nra);
-        eb = (double)j.og / (double)cb * (double)grid / (double)((grid + im.nrb - 1) / im.nrb * im.nrb);
-    }
-    j.ukr = eb > ea ? im.dconv_b : im.dconv_a;
-    j.out = im.dconv_out;
-    j.mr = eb > ea ? im.mrb : im.mra;
-    j.nr = eb > ea ? im.nrb : im.nra;
-    j.ncot = (j.og + j.mr - 1) / j.mr;
-    j.kc = 4096 / j.mr; /* 16 KiB of weights */
+    tc__dconv_tile(&j, &im);
+    /* enough tasks for the threads: ranges of channel tiles (refilling a
+     * band is cheap), then thinner bands (whose last tile pads more) */
     tasks = g->N * groups * j.nbands;
-    j.nchunks = tasks < 2 * nth ? (2 * nth + tasks - 1) / tasks : 1;
+    if (tasks * j.ncot < target) {
+        while (j.brows > 1 && tasks * j.ncot < target) {
+            j.brows = (j.brows + 1) / 2;
+            tasks = g->N * groups * ((g->OH + j.brows - 1) / j.brows);
+        }
+        j.nbands = (g->OH + j.brows - 1) / j.brows;
+        j.brows = (g->OH + j.nbands - 1) / j.nbands;
+        tc__dconv_tile(&j, &im);
+        tasks = g->N * groups * j.nbands;
+    }
+    j.nchunks = tasks < target ? (target + tasks - 1) / tasks : 1;
     if (j.nchunks > j.ncot) j.nchunks = j.ncot;
     j.Rq = ((j.brows - 1) * g->sh + (g->kh - 1) * g->dh + 1 + g->sh - 1) / g->sh;
     j.plane = j.nphh * j.nphw * j.Rq * j.Wq;
