@@ -235,7 +235,7 @@
  * executable memory at run time); tc_ctx_set_isa forces a lower level.
  * GEMM: per-ISA register-tile microkernels over packed operands (AVX-512
  * 12x32, AVX2 6x16, NEON 8x8, SSE2 4x8, scalar), GEMV paths that read B
- * once; convolution is an implicit GEMM; attention one flash-style kernel.
+ * once; convolution is direct (no im2col); attention one flash-style kernel.
  *
  * Accuracy: the vector exp, log, tanh, sigmoid are within 2-3 ulp of libm,
  * erf within 3 ulp or 2e-7, sin/cos within 2e-7 absolute up to |x| = 8192
@@ -9596,17 +9596,26 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
  * the fused epilogue runs on them while they are in cache.  The implicit
  * GEMM below remains for max-autotune's blockings, which may beat it. */
 #define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
-/* Tests: conv through the implicit GEMM (as max-autotune's blockings
- * run it), and a count of direct convolutions run; a user build (no
- * TCOMPILE_TESTING) has constants and the checks fold away. */
+/* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
+ * max-autotune's blockings do; 0: conv.c's choice), and a count of direct
+ * convolutions run.  A user build (no TCOMPILE_TESTING) has constants and
+ * the checks fold away. */
 #ifdef TCOMPILE_TESTING
-static int tc__conv_gemm_on = 0;
+static int tc__conv_path = 0;
 static long tc__conv_direct_runs = 0;
 #define TC__CONV_DIRECT_RAN() (tc__conv_direct_runs++)
 #else
-#define tc__conv_gemm_on 0
+#define tc__conv_path 0
 #define TC__CONV_DIRECT_RAN() ((void)0)
 #endif
+
+/* Whether the direct kernel takes a conv of geometry g: strides it can
+ * phase-split.  (7 x 7 images, where it computes 9 positions per row of
+ * 7, still run it: the implicit GEMM was 10 % faster there in eager mode
+ * but, repacking its weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g) {
+    return g->sh <= TC__DCONV_PHASES && g->sw <= TC__DCONV_PHASES && tc__conv_path != 1;
+}
 
 typedef struct tc__dconv_job {
     tc_ctx *ctx;
@@ -9688,14 +9697,13 @@ TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K
     int64_t gi, ct, i, k;
     for (gi = 0; gi < groups; gi++)
         for (ct = 0; ct < ncot; ct++) {
+            /* k outer: mr read streams, one sequential write stream */
             float *d = dst + (gi * ncot + ct) * K * mr;
-            for (i = 0; i < mr; i++) {
-                int64_t co = ct * mr + i;
-                const float *src = w + (gi * og + co) * K;
-                if (co < og)
-                    for (k = 0; k < K; k++) d[k * mr + i] = src[k];
-                else
-                    for (k = 0; k < K; k++) d[k * mr + i] = 0.0f;
+            const float *src = w + (gi * og + ct * mr) * K;
+            int64_t rows = og - ct * mr < mr ? og - ct * mr : mr;
+            for (k = 0; k < K; k++, d += mr) {
+                for (i = 0; i < rows; i++) d[i] = src[i * K + k];
+                for (; i < mr; i++) d[i] = 0.0f;
             }
         }
 }
@@ -9864,8 +9872,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    } else if (!c->blk.kc && !c->blk.mc_tiles && g.sh <= TC__DCONV_PHASES && g.sw <= TC__DCONV_PHASES &&
-               !tc__conv_gemm_on) {
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g)) {
         if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
@@ -10174,10 +10181,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(10178, "tcompile.h", 10178)
+#line TC__LINE_AT(10185, "tcompile.h", 10185)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 10181)
+#line TC__LINE_AT(1, "src/ops/shape.c", 10188)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10584,10 +10591,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10588, "tcompile.h", 10588)
+#line TC__LINE_AT(10595, "tcompile.h", 10595)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10591)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10598)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11384,10 +11391,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11388, "tcompile.h", 11388)
+#line TC__LINE_AT(11395, "tcompile.h", 11395)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11391)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11398)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11863,10 +11870,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11867, "tcompile.h", 11867)
+#line TC__LINE_AT(11874, "tcompile.h", 11874)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11870)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11877)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12794,10 +12801,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12798, "tcompile.h", 12798)
+#line TC__LINE_AT(12805, "tcompile.h", 12805)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12801)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12808)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13406,10 +13413,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13410, "tcompile.h", 13410)
+#line TC__LINE_AT(13417, "tcompile.h", 13417)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13413)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13420)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -15136,10 +15143,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(15140, "tcompile.h", 15140)
+#line TC__LINE_AT(15147, "tcompile.h", 15147)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 15143)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 15150)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -15242,7 +15249,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(15246, "tcompile.h", 15246)
+#line TC__LINE_AT(15253, "tcompile.h", 15253)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -15254,7 +15261,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15258)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15265)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15696,7 +15703,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15700, "tcompile.h", 15700)
+#line TC__LINE_AT(15707, "tcompile.h", 15707)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15713,7 +15720,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15717)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15724)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16155,7 +16162,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16159, "tcompile.h", 16159)
+#line TC__LINE_AT(16166, "tcompile.h", 16166)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16172,7 +16179,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16176)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16183)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16614,7 +16621,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16618, "tcompile.h", 16618)
+#line TC__LINE_AT(16625, "tcompile.h", 16625)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16631,7 +16638,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16635)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16642)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -17073,7 +17080,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(17077, "tcompile.h", 17077)
+#line TC__LINE_AT(17084, "tcompile.h", 17084)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17090,7 +17097,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17094)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17101)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18130,7 +18137,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18134, "tcompile.h", 18134)
+#line TC__LINE_AT(18141, "tcompile.h", 18141)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18147,7 +18154,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18151)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18158)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19187,7 +19194,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19191, "tcompile.h", 19191)
+#line TC__LINE_AT(19198, "tcompile.h", 19198)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19204,7 +19211,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19208)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19215)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20244,7 +20251,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20248, "tcompile.h", 20248)
+#line TC__LINE_AT(20255, "tcompile.h", 20255)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20261,7 +20268,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20265)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20272)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21301,7 +21308,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21305, "tcompile.h", 21305)
+#line TC__LINE_AT(21312, "tcompile.h", 21312)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21309,7 +21316,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21313)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21320)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22283,10 +22290,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22287, "tcompile.h", 22287)
+#line TC__LINE_AT(22294, "tcompile.h", 22294)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22290)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22297)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22612,10 +22619,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22616, "tcompile.h", 22616)
+#line TC__LINE_AT(22623, "tcompile.h", 22623)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22619)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22626)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23460,10 +23467,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23464, "tcompile.h", 23464)
+#line TC__LINE_AT(23471, "tcompile.h", 23471)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23467)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23474)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23525,10 +23532,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23529, "tcompile.h", 23529)
+#line TC__LINE_AT(23536, "tcompile.h", 23536)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23532)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23539)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23947,10 +23954,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23951, "tcompile.h", 23951)
+#line TC__LINE_AT(23958, "tcompile.h", 23958)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23954)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23961)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24630,10 +24637,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24634, "tcompile.h", 24634)
+#line TC__LINE_AT(24641, "tcompile.h", 24641)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24637)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24644)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25476,10 +25483,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25480, "tcompile.h", 25480)
+#line TC__LINE_AT(25487, "tcompile.h", 25487)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25483)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25490)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25575,10 +25582,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25579, "tcompile.h", 25579)
+#line TC__LINE_AT(25586, "tcompile.h", 25586)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25582)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25589)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25781,10 +25788,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25785, "tcompile.h", 25785)
+#line TC__LINE_AT(25792, "tcompile.h", 25792)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25788)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25795)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26477,10 +26484,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26481, "tcompile.h", 26481)
+#line TC__LINE_AT(26488, "tcompile.h", 26488)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26484)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26491)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26790,10 +26797,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26794, "tcompile.h", 26794)
+#line TC__LINE_AT(26801, "tcompile.h", 26801)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26797)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26804)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -27021,10 +27028,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(27025, "tcompile.h", 27025)
+#line TC__LINE_AT(27032, "tcompile.h", 27032)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 27028)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 27035)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -27242,10 +27249,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(27246, "tcompile.h", 27246)
+#line TC__LINE_AT(27253, "tcompile.h", 27253)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 27249)
+#line TC__LINE_AT(1, "src/license.h", 27256)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27287,7 +27294,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27291, "tcompile.h", 27291)
+#line TC__LINE_AT(27298, "tcompile.h", 27298)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -10,7 +10,7 @@
  * the conv; and batch norm folded into the conv's weights under freeze
  * (not without it, not when the conv's result is read elsewhere). */
 #define TCOMPILE_IMPLEMENTATION
-#define TCOMPILE_TESTING /* the test switches (tc__conv_gemm_on, tc__conv_direct_runs) */
+#define TCOMPILE_TESTING /* the test switches (tc__conv_path, tc__conv_direct_runs) */
 #include "../tcompile.h"
 #include "tc_test.h"
 
@@ -85,10 +85,10 @@ static void check_conv(const conv_case *k, int strided) {
     runs = tc__conv_direct_runs;
     y = tc_conv2d(ctx, x, w, b, &o);
     TC_CHECKF(tc_status(y) == TC_OK, "conv2d: %s", tc_error(y));
-    /* every conv but the depthwise ones that take the window kernel (as
-     * conv.c chooses) and strides past 16 runs the direct kernel, unless
+    /* every conv runs the direct kernel but the depthwise ones that take
+     * the window kernel (as conv.c chooses) and strides past 16, unless
      * the test forces the implicit GEMM */
-    direct = !tc__conv_gemm_on && k->s[0] <= 16 && k->s[1] <= 16 &&
+    direct = tc__conv_path != 1 && k->s[0] <= 16 && k->s[1] <= 16 &&
              !(k->groups == k->C && (k->O / k->groups <= 4 || k->N * k->C >= 2 * (int64_t)tc_ctx_num_threads(ctx)));
     TC_CHECKF(tc__conv_direct_runs - runs == direct, "x[%lld,%lld,%lld,%lld] s %d,%d g %d: %ld direct runs (want %d)",
               (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W, k->s[0], k->s[1], k->groups,
@@ -97,7 +97,7 @@ static void check_conv(const conv_case *k, int strided) {
     if (b) bd = dense(b);
     err = tc_status(y) == TC_OK ? conv_err(k, xd, wd, bd, yd, tc_dim(y, 2), tc_dim(y, 3)) : INFINITY;
     TC_CHECKF(err <= 2e-6, "%s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
-              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_gemm_on ? "gemm" : "direct", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
+              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_path == 1 ? "gemm" : "direct", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
               (long long)k->O, (long long)(k->C / k->groups), k->kh, k->kw, k->s[0], k->s[1], k->p[0], k->p[1], k->d[0],
               k->d[1], k->groups, k->bias, err);
     free(xd), free(wd), free(bd), free(yd);
@@ -129,16 +129,18 @@ TC_TEST(test_conv_every_level_and_shape) {
         {1, 8, 19, 20, 16, 3, 3, {3, 3}, {1, 1}, {2, 2}, 1, 1},   /* stride 3, dilation 2: every phase read */
         {2, 4, 40, 40, 8, 1, 1, {17, 17}, {0, 0}, {1, 1}, 1, 1},  /* strides past 16: the implicit GEMM */
     };
-    int isa, gemm;
+    int isa, path;
     size_t i;
-    for (gemm = 0; gemm < 2; gemm++) /* the direct kernel, then the implicit GEMM (max-autotune's) */
+    /* conv.c's choice (the direct kernel), then the implicit GEMM
+     * (max-autotune's variant) */
+    for (path = 0; path < 2; path++)
         for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
             tc_ctx_set_isa(ctx, (tc_isa)isa);
             if ((int)tc_ctx_isa(ctx) != isa) continue;
-            tc__conv_gemm_on = gemm;
+            tc__conv_path = path;
             for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
         }
-    tc__conv_gemm_on = 0;
+    tc__conv_path = 0;
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 

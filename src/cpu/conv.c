@@ -330,17 +330,26 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
  * the fused epilogue runs on them while they are in cache.  The implicit
  * GEMM below remains for max-autotune's blockings, which may beat it. */
 #define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
-/* Tests: conv through the implicit GEMM (as max-autotune's blockings
- * run it), and a count of direct convolutions run; a user build (no
- * TCOMPILE_TESTING) has constants and the checks fold away. */
+/* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
+ * max-autotune's blockings do; 0: conv.c's choice), and a count of direct
+ * convolutions run.  A user build (no TCOMPILE_TESTING) has constants and
+ * the checks fold away. */
 #ifdef TCOMPILE_TESTING
-static int tc__conv_gemm_on = 0;
+static int tc__conv_path = 0;
 static long tc__conv_direct_runs = 0;
 #define TC__CONV_DIRECT_RAN() (tc__conv_direct_runs++)
 #else
-#define tc__conv_gemm_on 0
+#define tc__conv_path 0
 #define TC__CONV_DIRECT_RAN() ((void)0)
 #endif
+
+/* Whether the direct kernel takes a conv of geometry g: strides it can
+ * phase-split.  (7 x 7 images, where it computes 9 positions per row of
+ * 7, still run it: the implicit GEMM was 10 % faster there in eager mode
+ * but, repacking its weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g) {
+    return g->sh <= TC__DCONV_PHASES && g->sw <= TC__DCONV_PHASES && tc__conv_path != 1;
+}
 
 typedef struct tc__dconv_job {
     tc_ctx *ctx;
@@ -422,14 +431,13 @@ TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K
     int64_t gi, ct, i, k;
     for (gi = 0; gi < groups; gi++)
         for (ct = 0; ct < ncot; ct++) {
+            /* k outer: mr read streams, one sequential write stream */
             float *d = dst + (gi * ncot + ct) * K * mr;
-            for (i = 0; i < mr; i++) {
-                int64_t co = ct * mr + i;
-                const float *src = w + (gi * og + co) * K;
-                if (co < og)
-                    for (k = 0; k < K; k++) d[k * mr + i] = src[k];
-                else
-                    for (k = 0; k < K; k++) d[k * mr + i] = 0.0f;
+            const float *src = w + (gi * og + ct * mr) * K;
+            int64_t rows = og - ct * mr < mr ? og - ct * mr : mr;
+            for (k = 0; k < K; k++, d += mr) {
+                for (i = 0; i < rows; i++) d[i] = src[i * K + k];
+                for (; i < mr; i++) d[i] = 0.0f;
             }
         }
 }
@@ -598,8 +606,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    } else if (!c->blk.kc && !c->blk.mc_tiles && g.sh <= TC__DCONV_PHASES && g.sw <= TC__DCONV_PHASES &&
-               !tc__conv_gemm_on) {
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g)) {
         if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
