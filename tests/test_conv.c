@@ -1,14 +1,18 @@
-/* Convolution as implicit GEMM (the B packer computes im2col slivers from
- * the image) against a double-precision reference on every ISA level this
- * machine runs: K deeper than one GEMM slice, more output positions than
- * one packed panel, every microkernel tail, stride / padding / dilation /
- * groups / depthwise / 1 x 1, batches folded into one GEMM's columns, bias;
- * the window kernels (depthwise conv, max and avg pooling) across vector
- * tails, strides (phase-split rows), dilation, ceil mode and NaN;
- * the compiler running pointwise ops after a conv as its epilogue (on the
- * depthwise path too), with batch norm's per-channel scale hoisted ahead of
- * the conv; and batch norm folded into the conv's weights under freeze
- * (not without it, not when the conv's result is read elsewhere). */
+/* Convolution, direct (the default: a padded, phase-split input band read
+ * in place by the microkernels) and as implicit GEMM (max-autotune's
+ * variant: the B packer computes im2col slivers from the image), both
+ * against a double-precision reference on every ISA level this machine
+ * runs: K deeper than one slice, more positions than one panel or band,
+ * every microkernel tail, stride / padding / dilation / groups /
+ * depthwise / 1 x 1, batches folded into one GEMM's columns, bias, and a
+ * check that the direct kernel is the one that ran; the window kernels
+ * (depthwise conv, max and avg pooling) across vector tails, strides
+ * (phase-split rows), dilation, ceil mode and NaN; the compiler running
+ * pointwise ops after a conv as its epilogue (on the depthwise path too),
+ * with batch norm's per-channel scale hoisted ahead of the conv; batch
+ * norm folded into the conv's weights under freeze (not without it, not
+ * when the conv's result is read elsewhere); and frozen packed weights
+ * repacked when the ISA level (and so the tile) changes. */
 #define TCOMPILE_IMPLEMENTATION
 #define TCOMPILE_TESTING /* the test switches (tc__conv_path, tc__conv_direct_runs) */
 #include "../tcompile.h"
@@ -374,11 +378,49 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     for (n = 0; n < 4; n++) tc_free(g_bn[n]);
 }
 
+/* freeze packs a conv's weights once for the tile of the level it first
+ * ran at: a later call at another level (tc_ctx_set_isa, max-autotune's
+ * variants) has another tile height and must repack, not reuse them */
+TC_TEST(test_conv_frozen_weights_across_levels) {
+    int64_t sx[4] = {2, 12, 20, 19}, sw[4] = {40, 12, 3, 3}, sb = 40;
+    tc_tensor *in[1], *eager[1], *got[1], *w, *b;
+    tc_compile_options o;
+    tc_conv2d_opts co;
+    tc_fn *f;
+    int isa, calls = 0;
+    tc_scope_begin(ctx);
+    w = tc_rand_uniform(ctx, 4, sw, -0.3, 0.3, 71);
+    b = tc_rand_uniform(ctx, 1, &sb, -1.0, 1.0, 72);
+    in[0] = tc_rand_uniform(ctx, 4, sx, -1.0, 1.0, 73);
+    memset(&co, 0, sizeof co);
+    co.padding[0] = co.padding[1] = 1;
+    eager[0] = tc_conv2d(ctx, in[0], w, b, &co);
+    g_w = w, g_b = b, g_model = 0;
+    memset(&o, 0, sizeof o);
+    o.freeze = 1;
+    f = tc_compile(ctx, model, NULL, &o);
+    eager[0] = tc_add_scalar(ctx, tc_mul_scalar(ctx, tc_relu(ctx, eager[0]), 2.0), 1.0);
+    for (isa = TC_ISA_AVX512; isa >= TC_ISA_SCALAR; isa--) {
+        double err;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        TC_CHECKF(tc_call(f, in, got) == TC_OK, "frozen conv at %s: %s", tc_isa_name((tc_isa)isa), tc_fn_error(f));
+        err = tct_maxrel(got[0], eager[0]);
+        TC_CHECKF(err < 1e-5, "frozen conv at %s after a call at another level: error %.3g", tc_isa_name((tc_isa)isa), err);
+        calls++;
+    }
+    TC_CHECKF(calls >= 2, "frozen conv: %d ISA levels ran (want 2 or more)", calls);
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    tc_fn_free(f);
+    tc_scope_end(ctx);
+}
+
 int main(void) {
     ctx = tc_ctx_create(NULL);
     TC_RUN(test_conv_every_level_and_shape);
     TC_RUN(test_windows_every_level);
     TC_RUN(test_conv_epilogues_and_bn_folding);
+    TC_RUN(test_conv_frozen_weights_across_levels);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }
