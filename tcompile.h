@@ -9597,9 +9597,10 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
  * GEMM below remains for max-autotune's blockings, which may beat it. */
 #define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
 /* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
- * max-autotune's blockings do; 0: conv.c's choice), and a count of direct
- * convolutions run.  A user build (no TCOMPILE_TESTING) has constants and
- * the checks fold away. */
+ * max-autotune's blockings do), 2 through the direct kernel wherever it
+ * can run (0: conv.c's choice); and a count of direct convolutions run.
+ * A user build (no TCOMPILE_TESTING) has constants and the checks fold
+ * away. */
 #ifdef TCOMPILE_TESTING
 static int tc__conv_path = 0;
 static long tc__conv_direct_runs = 0;
@@ -9609,12 +9610,20 @@ static long tc__conv_direct_runs = 0;
 #define TC__CONV_DIRECT_RAN() ((void)0)
 #endif
 
-/* Whether the direct kernel takes a conv of geometry g: strides it can
- * phase-split.  (7 x 7 images, where it computes 9 positions per row of
- * 7, still run it: the implicit GEMM was 10 % faster there in eager mode
- * but, repacking its weights per call, 15 % slower on resnet18 frozen.) */
-TC__FN int tc__dconv_takes(const tc__geom *g) {
-    return g->sh <= TC__DCONV_PHASES && g->sw <= TC__DCONV_PHASES && tc__conv_path != 1;
+/* Whether the direct kernel takes a conv of geometry g (cg input channels
+ * per group): strides it can phase-split, and not a 1 x 1 stride-1
+ * unpadded conv over at most 64 channels, whose image already is the
+ * im2col matrix (the implicit GEMM reads it as B) and whose short K leaves
+ * the band copy and the output pass as a large share (one thread, batch
+ * 8, 56 x 56: 32 -> 64 channels 165 GFLOP/s GEMM against 142 direct,
+ * 64 -> 256 205 against 164; 128 channels even, 256 direct 4 % ahead).
+ * (7 x 7 images, where it computes 9 positions per row of 7, still run it:
+ * the implicit GEMM was 10 % faster there eagerly but, repacking its
+ * weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g, int64_t cg) {
+    int plain_1x1 = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    if (g->sh > TC__DCONV_PHASES || g->sw > TC__DCONV_PHASES || tc__conv_path == 1) return 0;
+    return tc__conv_path == 2 || !(plain_1x1 && cg <= 64);
 }
 
 typedef struct tc__dconv_job {
@@ -9872,7 +9881,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g)) {
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g, cg)) {
         if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
@@ -10181,10 +10190,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(10185, "tcompile.h", 10185)
+#line TC__LINE_AT(10194, "tcompile.h", 10194)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 10188)
+#line TC__LINE_AT(1, "src/ops/shape.c", 10197)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10591,10 +10600,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10595, "tcompile.h", 10595)
+#line TC__LINE_AT(10604, "tcompile.h", 10604)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10598)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10607)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11391,10 +11400,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11395, "tcompile.h", 11395)
+#line TC__LINE_AT(11404, "tcompile.h", 11404)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11398)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11407)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11870,10 +11879,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11874, "tcompile.h", 11874)
+#line TC__LINE_AT(11883, "tcompile.h", 11883)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11877)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11886)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12801,10 +12810,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12805, "tcompile.h", 12805)
+#line TC__LINE_AT(12814, "tcompile.h", 12814)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12808)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12817)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13413,10 +13422,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13417, "tcompile.h", 13417)
+#line TC__LINE_AT(13426, "tcompile.h", 13426)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13420)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13429)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -15143,10 +15152,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(15147, "tcompile.h", 15147)
+#line TC__LINE_AT(15156, "tcompile.h", 15156)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 15150)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 15159)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -15249,7 +15258,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(15253, "tcompile.h", 15253)
+#line TC__LINE_AT(15262, "tcompile.h", 15262)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -15261,7 +15270,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15265)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15274)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15703,7 +15712,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15707, "tcompile.h", 15707)
+#line TC__LINE_AT(15716, "tcompile.h", 15716)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15720,7 +15729,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15724)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15733)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16162,7 +16171,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16166, "tcompile.h", 16166)
+#line TC__LINE_AT(16175, "tcompile.h", 16175)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16179,7 +16188,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16183)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16192)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16621,7 +16630,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16625, "tcompile.h", 16625)
+#line TC__LINE_AT(16634, "tcompile.h", 16634)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16638,7 +16647,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16642)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16651)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -17080,7 +17089,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(17084, "tcompile.h", 17084)
+#line TC__LINE_AT(17093, "tcompile.h", 17093)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17097,7 +17106,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17101)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17110)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18137,7 +18146,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18141, "tcompile.h", 18141)
+#line TC__LINE_AT(18150, "tcompile.h", 18150)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18154,7 +18163,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18158)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18167)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19194,7 +19203,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19198, "tcompile.h", 19198)
+#line TC__LINE_AT(19207, "tcompile.h", 19207)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19211,7 +19220,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19215)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19224)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20251,7 +20260,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20255, "tcompile.h", 20255)
+#line TC__LINE_AT(20264, "tcompile.h", 20264)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20268,7 +20277,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20272)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20281)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21308,7 +21317,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21312, "tcompile.h", 21312)
+#line TC__LINE_AT(21321, "tcompile.h", 21321)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21316,7 +21325,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21320)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21329)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22290,10 +22299,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22294, "tcompile.h", 22294)
+#line TC__LINE_AT(22303, "tcompile.h", 22303)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22297)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22306)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22619,10 +22628,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22623, "tcompile.h", 22623)
+#line TC__LINE_AT(22632, "tcompile.h", 22632)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22626)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22635)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23467,10 +23476,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23471, "tcompile.h", 23471)
+#line TC__LINE_AT(23480, "tcompile.h", 23480)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23474)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23483)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23532,10 +23541,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23536, "tcompile.h", 23536)
+#line TC__LINE_AT(23545, "tcompile.h", 23545)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23539)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23548)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23954,10 +23963,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23958, "tcompile.h", 23958)
+#line TC__LINE_AT(23967, "tcompile.h", 23967)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23961)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23970)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24637,10 +24646,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24641, "tcompile.h", 24641)
+#line TC__LINE_AT(24650, "tcompile.h", 24650)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24644)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24653)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25483,10 +25492,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25487, "tcompile.h", 25487)
+#line TC__LINE_AT(25496, "tcompile.h", 25496)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25490)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25499)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25582,10 +25591,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25586, "tcompile.h", 25586)
+#line TC__LINE_AT(25595, "tcompile.h", 25595)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25589)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25598)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25788,10 +25797,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25792, "tcompile.h", 25792)
+#line TC__LINE_AT(25801, "tcompile.h", 25801)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25795)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25804)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26484,10 +26493,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26488, "tcompile.h", 26488)
+#line TC__LINE_AT(26497, "tcompile.h", 26497)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26491)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26500)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26797,10 +26806,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26801, "tcompile.h", 26801)
+#line TC__LINE_AT(26810, "tcompile.h", 26810)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26804)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26813)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -27028,10 +27037,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(27032, "tcompile.h", 27032)
+#line TC__LINE_AT(27041, "tcompile.h", 27041)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 27035)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 27044)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -27249,10 +27258,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(27253, "tcompile.h", 27253)
+#line TC__LINE_AT(27262, "tcompile.h", 27262)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 27256)
+#line TC__LINE_AT(1, "src/license.h", 27265)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27294,7 +27303,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27298, "tcompile.h", 27298)
+#line TC__LINE_AT(27307, "tcompile.h", 27307)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -89,11 +89,14 @@ static void check_conv(const conv_case *k, int strided) {
     runs = tc__conv_direct_runs;
     y = tc_conv2d(ctx, x, w, b, &o);
     TC_CHECKF(tc_status(y) == TC_OK, "conv2d: %s", tc_error(y));
-    /* every conv runs the direct kernel but the depthwise ones that take
-     * the window kernel (as conv.c chooses) and strides past 16, unless
-     * the test forces the implicit GEMM */
+    /* forced onto the direct kernel, every conv runs it but the depthwise
+     * ones that take the window kernel (as conv.c chooses) and strides
+     * past 16; forced onto the implicit GEMM, none; left to conv.c, also
+     * not the 1 x 1 stride-1 unpadded ones over at most 64 channels */
     direct = tc__conv_path != 1 && k->s[0] <= 16 && k->s[1] <= 16 &&
-             !(k->groups == k->C && (k->O / k->groups <= 4 || k->N * k->C >= 2 * (int64_t)tc_ctx_num_threads(ctx)));
+             !(k->groups == k->C && (k->O / k->groups <= 4 || k->N * k->C >= 2 * (int64_t)tc_ctx_num_threads(ctx))) &&
+             (tc__conv_path == 2 || !(k->kh == 1 && k->kw == 1 && k->s[0] == 1 && k->s[1] == 1 && k->p[0] == 0 &&
+                                      k->p[1] == 0 && k->C / k->groups <= 64));
     TC_CHECKF(tc__conv_direct_runs - runs == direct, "x[%lld,%lld,%lld,%lld] s %d,%d g %d: %ld direct runs (want %d)",
               (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W, k->s[0], k->s[1], k->groups,
               tc__conv_direct_runs - runs, direct);
@@ -101,7 +104,7 @@ static void check_conv(const conv_case *k, int strided) {
     if (b) bd = dense(b);
     err = tc_status(y) == TC_OK ? conv_err(k, xd, wd, bd, yd, tc_dim(y, 2), tc_dim(y, 3)) : INFINITY;
     TC_CHECKF(err <= 2e-6, "%s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
-              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_path == 1 ? "gemm" : "direct", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
+              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_path == 1 ? "gemm" : tc__conv_path == 2 ? "direct" : "auto", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
               (long long)k->O, (long long)(k->C / k->groups), k->kh, k->kw, k->s[0], k->s[1], k->p[0], k->p[1], k->d[0],
               k->d[1], k->groups, k->bias, err);
     free(xd), free(wd), free(bd), free(yd);
@@ -135,9 +138,9 @@ TC_TEST(test_conv_every_level_and_shape) {
     };
     int isa, path;
     size_t i;
-    /* conv.c's choice (the direct kernel), then the implicit GEMM
-     * (max-autotune's variant) */
-    for (path = 0; path < 2; path++)
+    /* the direct kernel wherever it can run, the implicit GEMM
+     * (max-autotune's variant), then conv.c's choice */
+    for (path = 2; path >= 0; path--)
         for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
             tc_ctx_set_isa(ctx, (tc_isa)isa);
             if ((int)tc_ctx_isa(ctx) != isa) continue;

@@ -331,9 +331,10 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
  * GEMM below remains for max-autotune's blockings, which may beat it. */
 #define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
 /* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
- * max-autotune's blockings do; 0: conv.c's choice), and a count of direct
- * convolutions run.  A user build (no TCOMPILE_TESTING) has constants and
- * the checks fold away. */
+ * max-autotune's blockings do), 2 through the direct kernel wherever it
+ * can run (0: conv.c's choice); and a count of direct convolutions run.
+ * A user build (no TCOMPILE_TESTING) has constants and the checks fold
+ * away. */
 #ifdef TCOMPILE_TESTING
 static int tc__conv_path = 0;
 static long tc__conv_direct_runs = 0;
@@ -343,12 +344,20 @@ static long tc__conv_direct_runs = 0;
 #define TC__CONV_DIRECT_RAN() ((void)0)
 #endif
 
-/* Whether the direct kernel takes a conv of geometry g: strides it can
- * phase-split.  (7 x 7 images, where it computes 9 positions per row of
- * 7, still run it: the implicit GEMM was 10 % faster there in eager mode
- * but, repacking its weights per call, 15 % slower on resnet18 frozen.) */
-TC__FN int tc__dconv_takes(const tc__geom *g) {
-    return g->sh <= TC__DCONV_PHASES && g->sw <= TC__DCONV_PHASES && tc__conv_path != 1;
+/* Whether the direct kernel takes a conv of geometry g (cg input channels
+ * per group): strides it can phase-split, and not a 1 x 1 stride-1
+ * unpadded conv over at most 64 channels, whose image already is the
+ * im2col matrix (the implicit GEMM reads it as B) and whose short K leaves
+ * the band copy and the output pass as a large share (one thread, batch
+ * 8, 56 x 56: 32 -> 64 channels 165 GFLOP/s GEMM against 142 direct,
+ * 64 -> 256 205 against 164; 128 channels even, 256 direct 4 % ahead).
+ * (7 x 7 images, where it computes 9 positions per row of 7, still run it:
+ * the implicit GEMM was 10 % faster there eagerly but, repacking its
+ * weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g, int64_t cg) {
+    int plain_1x1 = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    if (g->sh > TC__DCONV_PHASES || g->sw > TC__DCONV_PHASES || tc__conv_path == 1) return 0;
+    return tc__conv_path == 2 || !(plain_1x1 && cg <= 64);
 }
 
 typedef struct tc__dconv_job {
@@ -606,7 +615,7 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
-    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g)) {
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g, cg)) {
         if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
