@@ -315,7 +315,8 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
 
 /* ---- direct convolution ------------------------------------------------------------ */
 
-/* Direct convolution (the default for every conv but the depthwise ones):
+/* Direct convolution (the default for every conv but the depthwise ones
+ * and short 1 x 1 ones, tc__dconv_takes):
  * no im2col matrix is packed.  Each task takes one image's band of output
  * rows (and one group, and a range of output-channel tiles): it copies the
  * input rows the band reads into scratch, padded and split by stride
