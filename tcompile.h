@@ -9732,7 +9732,7 @@ TC__FN void tc__dconv_tile(tc__dconv_job *j, const tc__gemm_impl *im) {
     j->kc = 4096 / j->mr; /* 16 KiB of weights */
 }
 
-#define TC__DCONV_BAND_BYTES (192 << 10) /* an input band and its tile's rows stay in L2 */
+#define TC__DCONV_BAND_BYTES (384 << 10) /* an input band and its tile's rows stay in L2 */
 
 /* The direct convolution of x (geometry g) into y; the weights packed into
  * pre when given (freeze), else per call.  -1 on OOM. */
