@@ -135,9 +135,9 @@ TC_TEST(test_conv_every_level_and_shape) {
         {3, 5, 17, 9, 36, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1},    /* row phases only, 36 = 3 tiles of 12 */
         {1, 8, 19, 20, 16, 3, 3, {3, 3}, {1, 1}, {2, 2}, 1, 1},   /* stride 3, dilation 2: every phase read */
         {2, 4, 40, 40, 8, 1, 1, {17, 17}, {0, 0}, {1, 1}, 1, 1},  /* strides past 16: the implicit GEMM */
-        {11, 6, 7, 7, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},    /* 8 images side by side, then 3 */
-        {3, 4, 9, 8, 8, 3, 3, {1, 1}, {1, 1}, {2, 2}, 1, 0},      /* side by side, dilated: 3 dropped per row */
-        {3, 4, 5, 6, 8, 1, 1, {1, 1}, {1, 1}, {1, 1}, 1, 1},      /* padding past the kernel's reach: one per row */
+        {11, 6, 7, 7, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},    /* 11 small images, 2 of 9 positions dropped */
+        {3, 4, 9, 8, 8, 3, 3, {1, 1}, {1, 1}, {2, 2}, 1, 0},      /* dilated and padded: 4 dropped per row */
+        {3, 4, 5, 6, 8, 1, 1, {1, 1}, {1, 1}, {1, 1}, 1, 1},      /* 1 x 1 padded: direct, not the GEMM */
     };
     int isa, path;
     size_t i;
