@@ -235,7 +235,7 @@
  * executable memory at run time); tc_ctx_set_isa forces a lower level.
  * GEMM: per-ISA register-tile microkernels over packed operands (AVX-512
  * 12x32, AVX2 6x16, NEON 8x8, SSE2 4x8, scalar), GEMV paths that read B
- * once; convolution is an implicit GEMM; attention one flash-style kernel.
+ * once; convolution is direct (no im2col); attention one flash-style kernel.
  *
  * Accuracy: the vector exp, log, tanh, sigmoid are within 2-3 ulp of libm,
  * erf within 3 ulp or 2e-7, sin/cos within 2e-7 absolute up to |x| = 8192
@@ -4134,6 +4134,7 @@ TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc
 TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
 TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
 TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
+TC__FN struct tc__gemm_impl tc__gemm_impl_for(const tc_ctx *ctx, const struct tc__gemm *g);
 TC__FN void tc__pack_a(const struct tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap);
 TC__FN int tc__gemm_batched(tc_ctx *ctx, const struct tc__gemm *g, int64_t nbatch, const int64_t *aoff, const int64_t *boff, const int64_t *coff);
 
@@ -4241,10 +4242,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4245, "tcompile.h", 4245)
+#line TC__LINE_AT(4246, "tcompile.h", 4246)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4248)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4249)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5095,10 +5096,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5099, "tcompile.h", 5099)
+#line TC__LINE_AT(5100, "tcompile.h", 5100)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5102)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5103)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5819,10 +5820,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5823, "tcompile.h", 5823)
+#line TC__LINE_AT(5824, "tcompile.h", 5824)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5826)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5827)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6397,7 +6398,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6401, "tcompile.h", 6401)
+#line TC__LINE_AT(6402, "tcompile.h", 6402)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6409,7 +6410,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6413)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6414)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6733,11 +6734,138 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
     }
 }
 
-/* The level's register tile, for gemm.c's table. */
+/* Direct convolution (conv.c's tc__dconv_*): one tile of MR output
+ * channels x NV vectors of output positions,
+ *   c[i * ldc + j] = sum_k wp[k * MR + i] * x[koff[k] + j],
+ * for i < mr (rows past mr are not stored), j < NV * W; added to what c
+ * holds when acc is set (the sum over k split in slices that stay in L1).  x is the input
+ * band conv.c has padded and split by stride phase, so that for every tap
+ * k (channel, kernel row, kernel column) consecutive output positions read
+ * consecutive floats at koff[k]: the im2col matrix is read in place, as
+ * whole vectors, never packed.  wp is the tile's weights, packed once
+ * (freeze) or per call, [k][MR] zero-padded.  Two shapes per level: the
+ * GEMM's (TC__GMR x 2 vectors) and one of fewer channels and more
+ * positions (TC__DMR8 x 3 vectors: 8 on AVX-512, so that 32 or 64 output
+ * channels fill every tile). */
+#if TC__ISA_W == 16
+#define TC__DMR8 8
+#else
+#define TC__DMR8 4
+#endif
+#define TC__DR_OUT2(i)                                                                     \
+    if (i < mr) {                                                                          \
+        float *r_ = c + (int64_t)i * ldc;                                                  \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW);                  \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b);                               \
+    }
+#define TC__DR_DECL3(i) TC__GV c##i##a = z, c##i##b = z, c##i##c = z;
+#define TC__DR_STEP3(i)                                 \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+        c##i##c = TC__GFMA(a_, b2, c##i##c);            \
+    }
+#define TC__DR_OUT3(i)                                                                                   \
+    if (i < mr) {                                                                                        \
+        float *r_ = c + (int64_t)i * ldc;                                                                \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
+    }
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+#if TC__DMR8 == 8
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3)
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_a_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < K; k++, wp += TC__GMR) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__DR_OUT2)
+}
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__DR_ALL8(TC__DR_DECL3)
+    for (k = 0; k < K; k++, wp += TC__DMR8) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW), b2 = TC__GLD(xk + 2 * TC__GW);
+        TC__DR_ALL8(TC__DR_STEP3)
+    }
+    TC__DR_ALL8(TC__DR_OUT3)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_ALL
+#undef TC__DR_ALL8
+#undef TC__DR_OUT2
+#undef TC__DR_DECL3
+#undef TC__DR_STEP3
+#undef TC__DR_OUT3
+
+/* The direct conv's tile rows to the output: rows i < mr of the grid g
+ * (row i at g + i * ldg; output row r of it at r * wq, wq >= ow) into y
+ * (channel i at y + i * ys, row r at r * ow), plus bias[i].  A row's last
+ * vector overlaps the one before it rather than going scalar. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_out_)(const float *g, int64_t ldg, int64_t wq, int mr,
+                                                             int64_t nrows, int64_t ow, float *y, int64_t ys,
+                                                             const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++) {
+        float bs = bias ? bias[i] : 0.0f;
+        TC__GV b = TC__GFN(tc__gsplat_)(bs);
+        for (r = 0; r < nrows; r++) {
+            const float *s = g + i * ldg + r * wq;
+            float *d = y + i * ys + r * ow;
+            if (ow < TC__GW) {
+                for (w = 0; w < ow; w++) d[w] = s[w] + bs;
+                continue;
+            }
+            for (w = 0; w + TC__GW <= ow; w += TC__GW) TC__GST(d + w, TC__GLD(s + w) + b);
+            if (w < ow) TC__GST(d + ow - TC__GW, TC__GLD(s + ow - TC__GW) + b);
+        }
+    }
+}
+
+/* The level's register tile, for gemm.c's table; and the direct conv's
+ * two tiles (channels x positions). */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
     *nr = TC__GNR;
 }
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra, int *mrb, int *nrb) {
+    *mra = TC__GMR;
+    *nra = 2 * TC__GW;
+    *mrb = TC__DMR8;
+    *nrb = 3 * TC__GW;
+}
+#undef TC__DMR8
 
 #undef TC__GV
 #undef TC__GVU
@@ -6750,7 +6878,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6754, "tcompile.h", 6754)
+#line TC__LINE_AT(6882, "tcompile.h", 6882)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6767,7 +6895,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6771)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6899)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7091,11 +7219,138 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
     }
 }
 
-/* The level's register tile, for gemm.c's table. */
+/* Direct convolution (conv.c's tc__dconv_*): one tile of MR output
+ * channels x NV vectors of output positions,
+ *   c[i * ldc + j] = sum_k wp[k * MR + i] * x[koff[k] + j],
+ * for i < mr (rows past mr are not stored), j < NV * W; added to what c
+ * holds when acc is set (the sum over k split in slices that stay in L1).  x is the input
+ * band conv.c has padded and split by stride phase, so that for every tap
+ * k (channel, kernel row, kernel column) consecutive output positions read
+ * consecutive floats at koff[k]: the im2col matrix is read in place, as
+ * whole vectors, never packed.  wp is the tile's weights, packed once
+ * (freeze) or per call, [k][MR] zero-padded.  Two shapes per level: the
+ * GEMM's (TC__GMR x 2 vectors) and one of fewer channels and more
+ * positions (TC__DMR8 x 3 vectors: 8 on AVX-512, so that 32 or 64 output
+ * channels fill every tile). */
+#if TC__ISA_W == 16
+#define TC__DMR8 8
+#else
+#define TC__DMR8 4
+#endif
+#define TC__DR_OUT2(i)                                                                     \
+    if (i < mr) {                                                                          \
+        float *r_ = c + (int64_t)i * ldc;                                                  \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW);                  \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b);                               \
+    }
+#define TC__DR_DECL3(i) TC__GV c##i##a = z, c##i##b = z, c##i##c = z;
+#define TC__DR_STEP3(i)                                 \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+        c##i##c = TC__GFMA(a_, b2, c##i##c);            \
+    }
+#define TC__DR_OUT3(i)                                                                                   \
+    if (i < mr) {                                                                                        \
+        float *r_ = c + (int64_t)i * ldc;                                                                \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
+    }
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+#if TC__DMR8 == 8
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3)
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_a_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < K; k++, wp += TC__GMR) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__DR_OUT2)
+}
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__DR_ALL8(TC__DR_DECL3)
+    for (k = 0; k < K; k++, wp += TC__DMR8) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW), b2 = TC__GLD(xk + 2 * TC__GW);
+        TC__DR_ALL8(TC__DR_STEP3)
+    }
+    TC__DR_ALL8(TC__DR_OUT3)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_ALL
+#undef TC__DR_ALL8
+#undef TC__DR_OUT2
+#undef TC__DR_DECL3
+#undef TC__DR_STEP3
+#undef TC__DR_OUT3
+
+/* The direct conv's tile rows to the output: rows i < mr of the grid g
+ * (row i at g + i * ldg; output row r of it at r * wq, wq >= ow) into y
+ * (channel i at y + i * ys, row r at r * ow), plus bias[i].  A row's last
+ * vector overlaps the one before it rather than going scalar. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_out_)(const float *g, int64_t ldg, int64_t wq, int mr,
+                                                             int64_t nrows, int64_t ow, float *y, int64_t ys,
+                                                             const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++) {
+        float bs = bias ? bias[i] : 0.0f;
+        TC__GV b = TC__GFN(tc__gsplat_)(bs);
+        for (r = 0; r < nrows; r++) {
+            const float *s = g + i * ldg + r * wq;
+            float *d = y + i * ys + r * ow;
+            if (ow < TC__GW) {
+                for (w = 0; w < ow; w++) d[w] = s[w] + bs;
+                continue;
+            }
+            for (w = 0; w + TC__GW <= ow; w += TC__GW) TC__GST(d + w, TC__GLD(s + w) + b);
+            if (w < ow) TC__GST(d + ow - TC__GW, TC__GLD(s + ow - TC__GW) + b);
+        }
+    }
+}
+
+/* The level's register tile, for gemm.c's table; and the direct conv's
+ * two tiles (channels x positions). */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
     *nr = TC__GNR;
 }
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra, int *mrb, int *nrb) {
+    *mra = TC__GMR;
+    *nra = 2 * TC__GW;
+    *mrb = TC__DMR8;
+    *nrb = 3 * TC__GW;
+}
+#undef TC__DMR8
 
 #undef TC__GV
 #undef TC__GVU
@@ -7108,7 +7363,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7112, "tcompile.h", 7112)
+#line TC__LINE_AT(7367, "tcompile.h", 7367)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7125,7 +7380,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7129)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7384)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7449,11 +7704,138 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
     }
 }
 
-/* The level's register tile, for gemm.c's table. */
+/* Direct convolution (conv.c's tc__dconv_*): one tile of MR output
+ * channels x NV vectors of output positions,
+ *   c[i * ldc + j] = sum_k wp[k * MR + i] * x[koff[k] + j],
+ * for i < mr (rows past mr are not stored), j < NV * W; added to what c
+ * holds when acc is set (the sum over k split in slices that stay in L1).  x is the input
+ * band conv.c has padded and split by stride phase, so that for every tap
+ * k (channel, kernel row, kernel column) consecutive output positions read
+ * consecutive floats at koff[k]: the im2col matrix is read in place, as
+ * whole vectors, never packed.  wp is the tile's weights, packed once
+ * (freeze) or per call, [k][MR] zero-padded.  Two shapes per level: the
+ * GEMM's (TC__GMR x 2 vectors) and one of fewer channels and more
+ * positions (TC__DMR8 x 3 vectors: 8 on AVX-512, so that 32 or 64 output
+ * channels fill every tile). */
+#if TC__ISA_W == 16
+#define TC__DMR8 8
+#else
+#define TC__DMR8 4
+#endif
+#define TC__DR_OUT2(i)                                                                     \
+    if (i < mr) {                                                                          \
+        float *r_ = c + (int64_t)i * ldc;                                                  \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW);                  \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b);                               \
+    }
+#define TC__DR_DECL3(i) TC__GV c##i##a = z, c##i##b = z, c##i##c = z;
+#define TC__DR_STEP3(i)                                 \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+        c##i##c = TC__GFMA(a_, b2, c##i##c);            \
+    }
+#define TC__DR_OUT3(i)                                                                                   \
+    if (i < mr) {                                                                                        \
+        float *r_ = c + (int64_t)i * ldc;                                                                \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
+    }
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+#if TC__DMR8 == 8
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3)
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_a_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < K; k++, wp += TC__GMR) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__DR_OUT2)
+}
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__DR_ALL8(TC__DR_DECL3)
+    for (k = 0; k < K; k++, wp += TC__DMR8) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW), b2 = TC__GLD(xk + 2 * TC__GW);
+        TC__DR_ALL8(TC__DR_STEP3)
+    }
+    TC__DR_ALL8(TC__DR_OUT3)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_ALL
+#undef TC__DR_ALL8
+#undef TC__DR_OUT2
+#undef TC__DR_DECL3
+#undef TC__DR_STEP3
+#undef TC__DR_OUT3
+
+/* The direct conv's tile rows to the output: rows i < mr of the grid g
+ * (row i at g + i * ldg; output row r of it at r * wq, wq >= ow) into y
+ * (channel i at y + i * ys, row r at r * ow), plus bias[i].  A row's last
+ * vector overlaps the one before it rather than going scalar. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_out_)(const float *g, int64_t ldg, int64_t wq, int mr,
+                                                             int64_t nrows, int64_t ow, float *y, int64_t ys,
+                                                             const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++) {
+        float bs = bias ? bias[i] : 0.0f;
+        TC__GV b = TC__GFN(tc__gsplat_)(bs);
+        for (r = 0; r < nrows; r++) {
+            const float *s = g + i * ldg + r * wq;
+            float *d = y + i * ys + r * ow;
+            if (ow < TC__GW) {
+                for (w = 0; w < ow; w++) d[w] = s[w] + bs;
+                continue;
+            }
+            for (w = 0; w + TC__GW <= ow; w += TC__GW) TC__GST(d + w, TC__GLD(s + w) + b);
+            if (w < ow) TC__GST(d + ow - TC__GW, TC__GLD(s + ow - TC__GW) + b);
+        }
+    }
+}
+
+/* The level's register tile, for gemm.c's table; and the direct conv's
+ * two tiles (channels x positions). */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
     *nr = TC__GNR;
 }
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra, int *mrb, int *nrb) {
+    *mra = TC__GMR;
+    *nra = 2 * TC__GW;
+    *mrb = TC__DMR8;
+    *nrb = 3 * TC__GW;
+}
+#undef TC__DMR8
 
 #undef TC__GV
 #undef TC__GVU
@@ -7466,7 +7848,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7470, "tcompile.h", 7470)
+#line TC__LINE_AT(7852, "tcompile.h", 7852)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7483,7 +7865,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7487)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7869)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7807,11 +8189,138 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
     }
 }
 
-/* The level's register tile, for gemm.c's table. */
+/* Direct convolution (conv.c's tc__dconv_*): one tile of MR output
+ * channels x NV vectors of output positions,
+ *   c[i * ldc + j] = sum_k wp[k * MR + i] * x[koff[k] + j],
+ * for i < mr (rows past mr are not stored), j < NV * W; added to what c
+ * holds when acc is set (the sum over k split in slices that stay in L1).  x is the input
+ * band conv.c has padded and split by stride phase, so that for every tap
+ * k (channel, kernel row, kernel column) consecutive output positions read
+ * consecutive floats at koff[k]: the im2col matrix is read in place, as
+ * whole vectors, never packed.  wp is the tile's weights, packed once
+ * (freeze) or per call, [k][MR] zero-padded.  Two shapes per level: the
+ * GEMM's (TC__GMR x 2 vectors) and one of fewer channels and more
+ * positions (TC__DMR8 x 3 vectors: 8 on AVX-512, so that 32 or 64 output
+ * channels fill every tile). */
+#if TC__ISA_W == 16
+#define TC__DMR8 8
+#else
+#define TC__DMR8 4
+#endif
+#define TC__DR_OUT2(i)                                                                     \
+    if (i < mr) {                                                                          \
+        float *r_ = c + (int64_t)i * ldc;                                                  \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW);                  \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b);                               \
+    }
+#define TC__DR_DECL3(i) TC__GV c##i##a = z, c##i##b = z, c##i##c = z;
+#define TC__DR_STEP3(i)                                 \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+        c##i##c = TC__GFMA(a_, b2, c##i##c);            \
+    }
+#define TC__DR_OUT3(i)                                                                                   \
+    if (i < mr) {                                                                                        \
+        float *r_ = c + (int64_t)i * ldc;                                                                \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
+    }
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+#if TC__DMR8 == 8
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3)
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_a_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < K; k++, wp += TC__GMR) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__DR_OUT2)
+}
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__DR_ALL8(TC__DR_DECL3)
+    for (k = 0; k < K; k++, wp += TC__DMR8) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW), b2 = TC__GLD(xk + 2 * TC__GW);
+        TC__DR_ALL8(TC__DR_STEP3)
+    }
+    TC__DR_ALL8(TC__DR_OUT3)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_ALL
+#undef TC__DR_ALL8
+#undef TC__DR_OUT2
+#undef TC__DR_DECL3
+#undef TC__DR_STEP3
+#undef TC__DR_OUT3
+
+/* The direct conv's tile rows to the output: rows i < mr of the grid g
+ * (row i at g + i * ldg; output row r of it at r * wq, wq >= ow) into y
+ * (channel i at y + i * ys, row r at r * ow), plus bias[i].  A row's last
+ * vector overlaps the one before it rather than going scalar. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_out_)(const float *g, int64_t ldg, int64_t wq, int mr,
+                                                             int64_t nrows, int64_t ow, float *y, int64_t ys,
+                                                             const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++) {
+        float bs = bias ? bias[i] : 0.0f;
+        TC__GV b = TC__GFN(tc__gsplat_)(bs);
+        for (r = 0; r < nrows; r++) {
+            const float *s = g + i * ldg + r * wq;
+            float *d = y + i * ys + r * ow;
+            if (ow < TC__GW) {
+                for (w = 0; w < ow; w++) d[w] = s[w] + bs;
+                continue;
+            }
+            for (w = 0; w + TC__GW <= ow; w += TC__GW) TC__GST(d + w, TC__GLD(s + w) + b);
+            if (w < ow) TC__GST(d + ow - TC__GW, TC__GLD(s + ow - TC__GW) + b);
+        }
+    }
+}
+
+/* The level's register tile, for gemm.c's table; and the direct conv's
+ * two tiles (channels x positions). */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
     *nr = TC__GNR;
 }
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra, int *mrb, int *nrb) {
+    *mra = TC__GMR;
+    *nra = 2 * TC__GW;
+    *mrb = TC__DMR8;
+    *nrb = 3 * TC__GW;
+}
+#undef TC__DMR8
 
 #undef TC__GV
 #undef TC__GVU
@@ -7824,7 +8333,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7828, "tcompile.h", 7828)
+#line TC__LINE_AT(8337, "tcompile.h", 8337)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7832,7 +8341,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7836)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8345)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7919,6 +8428,10 @@ typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const fl
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
+typedef void (*tc__dconv_fn)(int64_t K, const float *wp, const float *x, const int64_t *koff, float *c, int64_t ldc,
+                             int mr, int acc);
+typedef void (*tc__dconv_out_fn)(const float *g, int64_t ldg, int64_t wq, int mr, int64_t nrows, int64_t ow, float *y,
+                                 int64_t ys, const float *bias);
 
 /* One ISA level's kernels and register tile. */
 typedef struct tc__gemm_impl {
@@ -7929,6 +8442,11 @@ typedef struct tc__gemm_impl {
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
+    /* direct convolution (conv.c): tile a of mra channels x nra positions,
+     * tile b of mrb x nrb (gemm_isa.c's tc__dconv_a_ / _b_) */
+    tc__dconv_fn dconv_a, dconv_b;
+    tc__dconv_out_fn dconv_out; /* a tile's rows to the output (conv.c) */
+    int mra, nra, mrb, nrb;
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -8003,6 +8521,38 @@ TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w
     }
 }
 
+/* gemm_isa.c's tc__dconv_a_ in plain C: 4 channels x 16 positions (both tiles). */
+TC__FN void tc__dconv_base(int64_t K, const float *TC__RESTRICT wp, const float *TC__RESTRICT x, const int64_t *koff,
+                           float *c, int64_t ldc, int mr, int acc) {
+    float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
+    float *rows[TC__BASE_MR];
+    int64_t k;
+    int i, j;
+    for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < K; k++) {
+        const float *b = x + koff[k], *a = wp + k * TC__BASE_MR;
+        for (j = 0; j < TC__BASE_NR; j++) {
+            c0[j] += a[0] * b[j];
+            c1[j] += a[1] * b[j];
+            c2[j] += a[2] * b[j];
+            c3[j] += a[3] * b[j];
+        }
+    }
+    rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
+    for (i = 0; i < mr; i++)
+        for (j = 0; j < TC__BASE_NR; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+}
+
+/* gemm_isa.c's tc__dconv_out_ in plain C. */
+TC__FN void tc__dconv_out_base(const float *g, int64_t ldg, int64_t wq, int mr, int64_t nrows, int64_t ow, float *y,
+                               int64_t ys, const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++)
+        for (r = 0; r < nrows; r++)
+            for (w = 0; w < ow; w++) y[i * ys + r * ow + w] = g[i * ldg + r * wq + w] + (bias ? bias[i] : 0.0f);
+}
+
 /* One row per level this build instantiates (TC__ISA_LEVELS), then plain C. */
 typedef struct tc__gemm_level {
     tc_isa isa;
@@ -8012,13 +8562,17 @@ typedef struct tc__gemm_level {
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;
+    void (*dshape)(int *mra, int *nra, int *mrb, int *nrb); /* NULL: plain C's */
+    tc__dconv_fn dconv_a, dconv_b;
+    tc__dconv_out_fn dconv_out;
 } tc__gemm_level;
 #define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
     {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__gwin_row_##sfx},
+     tc__gwin_row_##sfx, tc__dconv_shape_##sfx, tc__dconv_a_##sfx, tc__dconv_b_##sfx, tc__dconv_out_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__gwin_row_base}};
+                                        tc__gtile_fin_base, tc__gwin_row_base, NULL, tc__dconv_base, tc__dconv_base,
+                                        tc__dconv_out_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -8035,6 +8589,12 @@ TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     g.dot = l->dot;
     g.fin = l->fin;
     g.win = l->win;
+    g.mra = g.mrb = TC__BASE_MR;
+    g.nra = g.nrb = TC__BASE_NR;
+    if (l->dshape) l->dshape(&g.mra, &g.nra, &g.mrb, &g.nrb);
+    g.dconv_a = l->dconv_a;
+    g.dconv_b = l->dconv_b;
+    g.dconv_out = l->dconv_out;
     return g;
 }
 
@@ -8447,10 +9007,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8451, "tcompile.h", 8451)
+#line TC__LINE_AT(9011, "tcompile.h", 9011)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8454)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 9014)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8721,10 +9281,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8725, "tcompile.h", 8725)
+#line TC__LINE_AT(9285, "tcompile.h", 9285)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8728)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9288)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -8923,36 +9483,36 @@ typedef struct tc__win_job {
 /* The window row kernels may read a vector past a row's last output. */
 #define TC__WIN_SLACK 32
 
+/* Padded columns ph, ph + s, ph + 2s, ... of input row xr (W floats, pw
+ * columns of padding before it; NULL: a padding row) into d[0..Wq), pad
+ * where they fall outside the row. */
+TC__FN void tc__fill_phase(const float *xr, float *d, int64_t W, int64_t pw, int64_t s, int64_t ph, int64_t Wq,
+                           float pad) {
+    /* the t-th float is padded column c = ph + t * s, input column c - pw */
+    int64_t lo = pw > ph ? (pw - ph + s - 1) / s : 0, hi = (pw + W - ph + s - 1) / s, t;
+    if (!xr) lo = hi = 0;
+    if (hi > Wq) hi = Wq;
+    if (lo > hi) lo = hi;
+    for (t = 0; t < lo; t++) d[t] = pad;
+    if (s == 1) {
+        if (hi > lo) memcpy(d + lo, xr + (lo - pw), sizeof(float) * (size_t)(hi - lo));
+    } else {
+        for (t = lo; t < hi; t++) d[t] = xr[ph - pw + t * s];
+    }
+    for (t = hi; t < Wq; t++) d[t] = pad;
+}
+
 /* Input plane xp into buf: padded rows of nph phases of Wq floats (a
  * phase shorter than Wq is padded too, so every float is written). */
 TC__FN void tc__win_fill(const tc__win_job *j, const float *xp, float *buf) {
     const tc__geom *g = &j->g;
-    const int64_t s = g->sw, rowlen = j->nph * j->Wq;
+    const int64_t rowlen = j->nph * j->Wq;
     const float pad = j->kind == TC__WIN_MAX ? -INFINITY : 0.0f;
-    int64_t r, c, ph, t;
+    int64_t r, ph;
     for (r = 0; r < j->Hp; r++) {
         int64_t ih = r - g->ph;
-        float *d = buf + r * rowlen;
-        const float *xr = xp + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
-        if (ih < 0 || ih >= g->H) {
-            for (c = 0; c < rowlen; c++) d[c] = pad;
-            continue;
-        }
-        for (ph = 0; ph < j->nph; ph++) {
-            /* phase ph's t-th float is padded column c = ph + t * s, input column c - pw */
-            float *dp = d + ph * j->Wq;
-            int64_t lo = g->pw > ph ? (g->pw - ph + s - 1) / s : 0, hi = (g->pw + g->W - ph + s - 1) / s;
-            if (hi > j->Wq) hi = j->Wq;
-            if (lo > hi) lo = hi;
-            for (t = 0; t < lo; t++) dp[t] = pad;
-            if (s == 1) {
-                if (hi > lo) memcpy(dp + lo, xr + (lo - g->pw), sizeof(float) * (size_t)(hi - lo));
-            } else {
-                const float *src = xr + ph - g->pw;
-                for (t = lo; t < hi; t++) dp[t] = src[t * s];
-            }
-            for (t = hi; t < j->Wq; t++) dp[t] = pad;
-        }
+        const float *xr = ih >= 0 && ih < g->H ? xp + ih * g->W : NULL;
+        for (ph = 0; ph < j->nph; ph++) tc__fill_phase(xr, buf + r * rowlen + ph * j->Wq, g->W, g->pw, g->sw, ph, j->Wq, pad);
     }
 }
 
@@ -9040,6 +9600,286 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
     return j.failed ? -1 : 0;
 }
 
+/* ---- direct convolution ------------------------------------------------------------ */
+
+/* Direct convolution (the default for every conv but the depthwise ones
+ * and short 1 x 1 ones, tc__dconv_takes):
+ * no im2col matrix is packed.  Each task takes one image's band of output
+ * rows (and one group, and a range of output-channel tiles): it copies the
+ * input rows the band reads into scratch, padded and split by stride
+ * phase in both directions ([channel][row phase][column phase][row][Wq]),
+ * so that output position q = r * Wq + ow of the band (Wq >= OW: a row's
+ * last Wq - OW positions are computed and dropped) reads, for every tap k,
+ * the float at koff[k] + q.  A tile of output channels x consecutive
+ * positions is then a GEMM microkernel whose B operand is read in place
+ * (tc__dconv_a_ / _b_ in gemm_isa.c), whole vectors, no padding tests;
+ * the weights are packed [channel tile][k][MR] once (freeze: kept by the
+ * launch) or per call.  The tile's rows go to the output (bias added) and
+ * the fused epilogue runs on them while they are in cache.  The implicit
+ * GEMM below remains for max-autotune's blockings, which may beat it. */
+#define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
+/* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
+ * max-autotune's blockings do), 2 through the direct kernel wherever it
+ * can run (0: conv.c's choice); and a count of direct convolutions run.
+ * A user build (no TCOMPILE_TESTING) has constants and the checks fold
+ * away. */
+#ifdef TCOMPILE_TESTING
+static int tc__conv_path = 0;
+static long tc__conv_direct_runs = 0;
+#define TC__CONV_DIRECT_RAN() (tc__conv_direct_runs++)
+#else
+#define tc__conv_path 0
+#define TC__CONV_DIRECT_RAN() ((void)0)
+#endif
+
+/* Whether the direct kernel takes a conv of geometry g (cg input channels
+ * per group): strides it can phase-split, and not a 1 x 1 stride-1
+ * unpadded conv over at most 64 channels, whose image already is the
+ * im2col matrix (the implicit GEMM reads it as B) and whose short K leaves
+ * the band copy and the output pass as a large share (one thread, batch
+ * 8, 56 x 56: 32 -> 64 channels 165 GFLOP/s GEMM against 142 direct,
+ * 64 -> 256 205 against 164; 128 channels even, 256 direct 4 % ahead).
+ * (7 x 7 images, where it computes 9 positions per row of 7, still run it:
+ * the implicit GEMM was 10 % faster there eagerly but, repacking its
+ * weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g, int64_t cg) {
+    int plain_1x1 = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    if (g->sh > TC__DCONV_PHASES || g->sw > TC__DCONV_PHASES || tc__conv_path == 1) return 0;
+    return tc__conv_path == 2 || !(plain_1x1 && cg <= 64);
+}
+
+typedef struct tc__dconv_job {
+    tc_ctx *ctx;
+    const float *x, *wpk, *bias;
+    float *y;
+    tc__geom g;
+    const tc__epilogue *epi;
+    tc__dconv_fn ukr;
+    tc__dconv_out_fn out;
+    int mr, nr;
+    int64_t groups, cg, og, cout, K, ncot;  /* ncot: channel tiles per group   */
+    int64_t brows, nbands, nchunks;         /* output rows per band; tile ranges */
+    int64_t nphh, nphw, Rq, Wq, plane;      /* the band: per input channel     */
+    int slot_h[TC__DCONV_PHASES], slot_w[TC__DCONV_PHASES]; /* phase's place, -1: not read */
+    int64_t kc;                             /* k per slice (weights in L1)     */
+    int64_t data, floats, ldg;              /* band floats; with slack; grid row */
+    const int64_t *koff;
+    int failed;
+} tc__dconv_job;
+
+/* Input channel plane xc's rows [ih0, ih0 + rb) into the band layout at dst. */
+TC__FN void tc__dconv_fill(const tc__dconv_job *j, const float *xc, int64_t ih0, int64_t rb, float *dst) {
+    const tc__geom *g = &j->g;
+    int64_t ph, q, pw;
+    for (ph = 0; ph < g->sh; ph++)
+        for (q = 0; q < j->Rq && j->slot_h[ph] >= 0; q++) {
+            int64_t bi = q * g->sh + ph, ih = ih0 + bi;
+            const float *xr = bi < rb && ih >= 0 && ih < g->H ? xc + ih * g->W : NULL;
+            for (pw = 0; pw < g->sw; pw++)
+                if (j->slot_w[pw] >= 0)
+                    tc__fill_phase(xr, dst + ((j->slot_h[ph] * j->nphw + j->slot_w[pw]) * j->Rq + q) * j->Wq, g->W,
+                                   g->pw, g->sw, pw, j->Wq, 0.0f);
+        }
+}
+
+TC__FN void tc__dconv_tasks(void *arg, int64_t tb, int64_t te) {
+    tc__dconv_job *j = (tc__dconv_job *)arg;
+    const tc__geom *g = &j->g;
+    const int64_t P = g->OH * g->OW;
+    float *buf = (float *)tc__scratch_get(j->ctx, sizeof(float) * (size_t)(j->floats + (int64_t)j->mr * j->ldg));
+    float *grid;
+    int64_t t, q;
+    if (!buf) {
+        tc__flag_raise(&j->failed);
+        return;
+    }
+    grid = buf + j->floats;
+    for (q = j->data; q < j->floats; q++) buf[q] = 0.0f; /* read by the last tiles' dropped positions */
+    for (t = tb; t < te; t++) {
+        int64_t ch = t % j->nchunks, band = t / j->nchunks % j->nbands, gi = t / (j->nchunks * j->nbands) % j->groups;
+        int64_t n = t / (j->nchunks * j->nbands * j->groups), r0 = band * j->brows;
+        int64_t nrows = g->OH - r0 < j->brows ? g->OH - r0 : j->brows;
+        int64_t ntiles = (nrows * j->Wq + j->nr - 1) / j->nr, ct, ci, k0;
+        int64_t ct0 = j->ncot * ch / j->nchunks, ct1 = j->ncot * (ch + 1) / j->nchunks;
+        if (nrows <= 0 || ct0 >= ct1) continue;
+        for (ci = 0; ci < j->cg; ci++)
+            tc__dconv_fill(j, j->x + ((n * g->C + gi * j->cg + ci) * g->H) * g->W, r0 * g->sh - g->ph,
+                           (nrows - 1) * g->sh + (g->kh - 1) * g->dh + 1, buf + ci * j->plane);
+        for (ct = ct0; ct < ct1; ct++) {
+            int64_t co0 = gi * j->og + ct * j->mr;
+            int mr = (int)(j->og - ct * j->mr < j->mr ? j->og - ct * j->mr : j->mr);
+            const float *wp = j->wpk + (gi * j->ncot + ct) * j->K * j->mr;
+            for (k0 = 0; k0 < j->K; k0 += j->kc) {
+                int64_t kc = j->K - k0 < j->kc ? j->K - k0 : j->kc;
+                for (q = 0; q < ntiles; q++)
+                    j->ukr(kc, wp + k0 * j->mr, buf + q * j->nr, j->koff + k0, grid + q * j->nr, j->ldg, mr, k0 > 0);
+            }
+            j->out(grid, j->ldg, j->Wq, mr, nrows, g->OW, j->y + ((n * j->cout + co0) * g->OH + r0) * g->OW, P,
+                   j->bias ? j->bias + co0 : NULL);
+            if (j->epi) j->epi->fn(j->epi->arg, n * j->cout + co0, mr, r0 * g->OW, nrows * g->OW, P);
+        }
+    }
+    tc__scratch_put(buf);
+}
+
+/* The weights [cout, cg, kh, kw] as tiles of mr output channels, each
+ * [K][mr] with zeros past a group's last channel. */
+TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K, int mr, int64_t ncot, float *dst) {
+    int64_t gi, ct, i, k;
+    for (gi = 0; gi < groups; gi++)
+        for (ct = 0; ct < ncot; ct++) {
+            /* k outer: mr read streams, one sequential write stream */
+            float *d = dst + (gi * ncot + ct) * K * mr;
+            const float *src = w + (gi * og + ct * mr) * K;
+            int64_t rows = og - ct * mr < mr ? og - ct * mr : mr;
+            for (k = 0; k < K; k++, d += mr) {
+                for (i = 0; i < rows; i++) d[i] = src[i * K + k];
+                for (; i < mr; i++) d[i] = 0.0f;
+            }
+        }
+}
+
+/* The tile whose padding wastes least (channels x positions of a band
+ * of j->brows rows), and the channel tiles per group and k per slice. */
+TC__FN void tc__dconv_tile(tc__dconv_job *j, const tc__gemm_impl *im) {
+    int64_t grid = j->brows * j->Wq, ca = (j->og + im->mra - 1) / im->mra * im->mra;
+    int64_t cb = (j->og + im->mrb - 1) / im->mrb * im->mrb;
+    double ea = (double)j->og / (double)ca * (double)grid / (double)((grid + im->nra - 1) / im->nra * im->nra);
+    double eb = (double)j->og / (double)cb * (double)grid / (double)((grid + im->nrb - 1) / im->nrb * im->nrb);
+    j->ukr = eb > ea ? im->dconv_b : im->dconv_a;
+    j->mr = eb > ea ? im->mrb : im->mra;
+    j->nr = eb > ea ? im->nrb : im->nra;
+    j->ncot = (j->og + j->mr - 1) / j->mr;
+    j->kc = 4096 / j->mr; /* 16 KiB of weights */
+}
+
+#define TC__DCONV_BAND_BYTES (384 << 10) /* an input band and its tile's rows stay in L2 */
+
+/* The direct convolution of x (geometry g) into y; the weights packed into
+ * pre when given (freeze), else per call.  -1 on OOM. */
+TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const float *x, const float *w, int w_stable,
+                         const float *bias, float *y) {
+    tc__dconv_job j;
+    tc__gemm gm;
+    tc__gemm_impl im;
+    tc__gemm_prepack *pre = w_stable ? c->prepack : NULL;
+    const tc__epilogue *epi = c->epi;
+    int64_t K, Wp, rowb, tasks, k;
+    int64_t *koff;
+    float *wpk = NULL;
+    int nth, rc = 0;
+    int64_t target;
+    memset(&j, 0, sizeof j);
+    memset(&gm, 0, sizeof gm);
+    gm.isa = (tc_isa)c->blk.isa;
+    im = tc__gemm_impl_for(c->ctx, &gm);
+    j.ctx = c->ctx;
+    j.x = x;
+    j.bias = bias;
+    j.y = y;
+    j.g = *g;
+    j.epi = epi;
+    j.groups = groups;
+    j.cg = g->C / groups;
+    j.cout = c->oshape[c->ondim - 3];
+    j.og = j.cout / groups;
+    j.K = K = j.cg * g->kh * g->kw;
+    TC__CONV_DIRECT_RAN();
+    if (g->N == 0 || j.cout == 0 || g->OH * g->OW == 0) return 0;
+    /* the band: rows of Wq floats per column phase, Rq rows per row phase */
+    Wp = (g->OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    j.Wq = (Wp + g->sw - 1) / g->sw;
+    /* the phases some tap reads (1 x 1 stride 2 reads one in four) */
+    for (k = 0; k < TC__DCONV_PHASES; k++) j.slot_h[k] = j.slot_w[k] = -1;
+    for (k = 0; k < g->kh; k++) j.slot_h[k * g->dh % g->sh] = 0;
+    for (k = 0; k < g->kw; k++) j.slot_w[k * g->dw % g->sw] = 0;
+    for (k = 0; k < g->sh; k++) j.slot_h[k] = j.slot_h[k] < 0 ? -1 : (int)j.nphh++;
+    for (k = 0; k < g->sw; k++) j.slot_w[k] = j.slot_w[k] < 0 ? -1 : (int)j.nphw++;
+    rowb = (int64_t)sizeof(float) * j.cg * j.nphh * j.nphw * j.Wq;
+    j.brows = TC__DCONV_BAND_BYTES / (rowb > 0 ? rowb : 1);
+    if (j.brows < 1) j.brows = 1;
+    if (j.brows > g->OH) j.brows = g->OH;
+    j.out = im.dconv_out;
+    nth = tc__parallel_parts(c->ctx, INT64_MAX, g->N * j.cout * g->OH * g->OW * K);
+    target = nth > 1 ? 2 * nth : 1;
+    j.nbands = (g->OH + j.brows - 1) / j.brows;
+    j.brows = (g->OH + j.nbands - 1) / j.nbands;
+    tc__dconv_tile(&j, &im);
+    /* enough tasks for the threads: ranges of channel tiles (refilling a
+     * band is cheap), then thinner bands (whose last tile pads more) */
+    tasks = g->N * groups * j.nbands;
+    if (tasks * j.ncot < target) {
+        while (j.brows > 1 && tasks * j.ncot < target) {
+            j.brows = (j.brows + 1) / 2;
+            tasks = g->N * groups * ((g->OH + j.brows - 1) / j.brows);
+        }
+        j.nbands = (g->OH + j.brows - 1) / j.brows;
+        j.brows = (g->OH + j.nbands - 1) / j.nbands;
+        tc__dconv_tile(&j, &im);
+        tasks = g->N * groups * j.nbands;
+    }
+    j.nchunks = tasks < target ? (target + tasks - 1) / tasks : 1;
+    if (j.nchunks > j.ncot) j.nchunks = j.ncot;
+    j.Rq = ((j.brows - 1) * g->sh + (g->kh - 1) * g->dh + 1 + g->sh - 1) / g->sh;
+    j.plane = j.nphh * j.nphw * j.Rq * j.Wq;
+    koff = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * (size_t)K);
+    if (!koff) return -1;
+    j.data = j.cg * j.plane;
+    j.floats = 0;
+    for (k = 0; k < K; k++) {
+        int64_t ci = k / (g->kh * g->kw), a = k / g->kw % g->kh, b = k % g->kw;
+        int64_t ra = a * g->dh, cb = b * g->dw;
+        koff[k] = ci * j.plane + ((j.slot_h[ra % g->sh] * j.nphw + j.slot_w[cb % g->sw]) * j.Rq + ra / g->sh) * j.Wq +
+                  cb / g->sw;
+        if (koff[k] > j.floats) j.floats = koff[k];
+    }
+    /* the last tile of the thickest band reads up to a tile past its grid */
+    j.floats += (j.brows * j.Wq + j.nr - 1) / j.nr * j.nr;
+    if (j.floats < j.data) j.floats = j.data;
+    j.floats = (j.floats + 15) / 16 * 16;
+    j.ldg = (j.brows * j.Wq + j.nr - 1) / j.nr * j.nr + 16; /* + 16: rows not 4 KiB apart */
+    j.koff = koff;
+    /* weights: the launch's packing when it is for these weights and tile */
+    {
+        size_t need = (size_t)(groups * j.ncot * K * j.mr);
+        if (pre && pre->valid && pre->src == w && pre->K == K && pre->N == j.cout && pre->nr == j.mr &&
+            pre->kc == (int)groups) {
+            wpk = pre->data;
+        } else if (pre) {
+            pre->valid = 0;
+            if (pre->floats < need) {
+                float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+                if (d) {
+                    pre->data = d;
+                    pre->floats = need;
+                }
+            }
+            if (pre->floats >= need) {
+                tc__dconv_pack(w, groups, j.og, K, j.mr, j.ncot, pre->data);
+                pre->src = w;
+                pre->K = K;
+                pre->N = j.cout;
+                pre->nr = j.mr;
+                pre->kc = (int)groups;
+                pre->valid = 1;
+                wpk = pre->data;
+            }
+        } else if ((wpk = (float *)tc__scratch_get(c->ctx, sizeof(float) * need)) != NULL) {
+            tc__dconv_pack(w, groups, j.og, K, j.mr, j.ncot, wpk);
+        }
+    }
+    if (!wpk) rc = -1;
+    else {
+        j.wpk = wpk;
+        tasks = g->N * groups * j.nbands * j.nchunks;
+        tc__parallel_for(c->ctx, tasks, g->N * j.cout * g->OH * g->OW * K, tc__dconv_tasks, &j);
+        rc = j.failed ? -1 : 0;
+    }
+    if (!pre || wpk != pre->data) tc__scratch_put(wpk);
+    tc__scratch_put(koff);
+    return rc;
+}
+
 #define TC__CONV_FOLD_P 1024 /* output positions below which a batch folds into one GEMM */
 
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
@@ -9063,6 +9903,8 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g, cg)) {
+        if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else {
@@ -9370,10 +10212,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9374, "tcompile.h", 9374)
+#line TC__LINE_AT(10216, "tcompile.h", 10216)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9377)
+#line TC__LINE_AT(1, "src/ops/shape.c", 10219)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9780,10 +10622,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9784, "tcompile.h", 9784)
+#line TC__LINE_AT(10626, "tcompile.h", 10626)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9787)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10629)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10580,10 +11422,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10584, "tcompile.h", 10584)
+#line TC__LINE_AT(11426, "tcompile.h", 11426)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10587)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11429)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11059,10 +11901,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11063, "tcompile.h", 11063)
+#line TC__LINE_AT(11905, "tcompile.h", 11905)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11066)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11908)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11990,10 +12832,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11994, "tcompile.h", 11994)
+#line TC__LINE_AT(12836, "tcompile.h", 12836)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11997)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12839)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12602,10 +13444,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12606, "tcompile.h", 12606)
+#line TC__LINE_AT(13448, "tcompile.h", 13448)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12609)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13451)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14332,10 +15174,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14336, "tcompile.h", 14336)
+#line TC__LINE_AT(15178, "tcompile.h", 15178)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14339)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 15181)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14438,7 +15280,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14442, "tcompile.h", 14442)
+#line TC__LINE_AT(15284, "tcompile.h", 15284)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14450,7 +15292,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14454)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15296)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14892,7 +15734,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14896, "tcompile.h", 14896)
+#line TC__LINE_AT(15738, "tcompile.h", 15738)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14909,7 +15751,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14913)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15755)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15351,7 +16193,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15355, "tcompile.h", 15355)
+#line TC__LINE_AT(16197, "tcompile.h", 16197)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15368,7 +16210,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15372)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16214)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15810,7 +16652,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15814, "tcompile.h", 15814)
+#line TC__LINE_AT(16656, "tcompile.h", 16656)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15827,7 +16669,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15831)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16673)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16269,7 +17111,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16273, "tcompile.h", 16273)
+#line TC__LINE_AT(17115, "tcompile.h", 17115)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16286,7 +17128,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16290)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17132)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17326,7 +18168,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17330, "tcompile.h", 17330)
+#line TC__LINE_AT(18172, "tcompile.h", 18172)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17343,7 +18185,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17347)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18189)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18383,7 +19225,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18387, "tcompile.h", 18387)
+#line TC__LINE_AT(19229, "tcompile.h", 19229)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18400,7 +19242,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18404)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19246)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19440,7 +20282,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19444, "tcompile.h", 19444)
+#line TC__LINE_AT(20286, "tcompile.h", 20286)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19457,7 +20299,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19461)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20303)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20497,7 +21339,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20501, "tcompile.h", 20501)
+#line TC__LINE_AT(21343, "tcompile.h", 21343)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20505,7 +21347,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 20509)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21351)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -21479,10 +22321,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(21483, "tcompile.h", 21483)
+#line TC__LINE_AT(22325, "tcompile.h", 22325)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 21486)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22328)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -21808,10 +22650,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(21812, "tcompile.h", 21812)
+#line TC__LINE_AT(22654, "tcompile.h", 22654)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 21815)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22657)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -22488,17 +23330,17 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
-/* Contractions whose weight freeze made constant: a matmul/linear whose
- * weight really is packed once (a GEMV-shaped one streams its weight
- * instead and never packs it), and a conv whose batch norm was folded into
- * its weight (the fold's data: a conv's weight is not packed ahead). */
+/* Contractions whose weight freeze made constant: a matmul/linear or conv
+ * whose weight really is packed once (a GEMV-shaped matmul streams its
+ * weight instead and never packs it; a depthwise conv reads it in place),
+ * and a conv whose batch norm was folded into its weight. */
 TC__FN int tc__program_frozen(const tc__program *p) {
     int k, n = 0;
     for (k = 0; k < p->nlaunch; k++) {
         const tc__launch *l = &p->launch[k];
         const tc__node *nd = &p->g->nodes[l->node];
         int w = nd->nin > 1 ? nd->in[1] : -1;
-        if (l->call.prepack) n += l->call.prepack->valid;
+        if (l->call.prepack && l->call.prepack->valid) n++;
         else if (l->kernel < 0 && !l->is_view && nd->kind == TC__NODE_OP && nd->op == TC__OP_CONV2D && w >= 0)
             n += p->g->nodes[w].kind == TC__NODE_OP && p->g->nodes[w].op == TC__OP_FROM_DATA;
     }
@@ -22506,7 +23348,8 @@ TC__FN int tc__program_frozen(const tc__program *p) {
 }
 
 /* freeze: parameters are constants, so a matmul/linear whose B is an f32
- * parameter packs it once (on its first run) and reuses the packing. */
+ * parameter, and a conv whose weight is one (or batch norm's fold), packs
+ * it once (on its first run) and reuses the packing. */
 TC__FN int tc__program_freeze(tc__program *p) {
     int k;
     for (k = 0; k < p->nlaunch; k++) {
@@ -22514,9 +23357,13 @@ TC__FN int tc__program_freeze(tc__program *p) {
         const tc__node *nd = &p->g->nodes[l->node];
         int b;
         if (l->kernel >= 0 || l->is_view || l->call.prepack) continue;
-        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR) continue;
+        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR && l->call.op != TC__OP_CONV2D) continue;
         b = nd->nin > 1 ? nd->in[1] : -1;
-        if (b < 0 || p->g->nodes[b].kind != TC__NODE_PARAM || p->hdr[b].dtype != TC_F32) continue;
+        /* a conv's weight may be batch norm's fold (passes.c), a constant too */
+        if (b < 0 || p->hdr[b].dtype != TC_F32 ||
+            !(p->g->nodes[b].kind == TC__NODE_PARAM ||
+              (l->call.op == TC__OP_CONV2D && p->g->nodes[b].kind == TC__NODE_OP && p->g->nodes[b].op == TC__OP_FROM_DATA)))
+            continue;
         l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
         if (!l->call.prepack) return -1;
         memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));
@@ -22651,10 +23498,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(22655, "tcompile.h", 22655)
+#line TC__LINE_AT(23502, "tcompile.h", 23502)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 22658)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23505)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -22716,10 +23563,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(22720, "tcompile.h", 22720)
+#line TC__LINE_AT(23567, "tcompile.h", 23567)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 22723)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23570)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -22748,7 +23595,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261208a"
+#define TC__TUNE_KERNELS "k20261208b"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -23167,10 +24014,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23171, "tcompile.h", 23171)
+#line TC__LINE_AT(24018, "tcompile.h", 24018)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23174)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 24021)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24028,10 +24875,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24032, "tcompile.h", 24032)
+#line TC__LINE_AT(24879, "tcompile.h", 24879)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24035)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24882)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -24906,10 +25753,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24910, "tcompile.h", 24910)
+#line TC__LINE_AT(25757, "tcompile.h", 25757)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24913)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25760)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25005,10 +25852,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25009, "tcompile.h", 25009)
+#line TC__LINE_AT(25856, "tcompile.h", 25856)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25012)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25859)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25213,10 +26060,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25217, "tcompile.h", 25217)
+#line TC__LINE_AT(26064, "tcompile.h", 26064)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25220)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 26067)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25909,10 +26756,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25913, "tcompile.h", 25913)
+#line TC__LINE_AT(26760, "tcompile.h", 26760)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25916)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26763)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26222,10 +27069,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26226, "tcompile.h", 26226)
+#line TC__LINE_AT(27073, "tcompile.h", 27073)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26229)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 27076)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26453,10 +27300,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26457, "tcompile.h", 26457)
+#line TC__LINE_AT(27304, "tcompile.h", 27304)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26460)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 27307)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26676,10 +27523,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26680, "tcompile.h", 26680)
+#line TC__LINE_AT(27527, "tcompile.h", 27527)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26683)
+#line TC__LINE_AT(1, "src/license.h", 27530)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26721,7 +27568,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26725, "tcompile.h", 26725)
+#line TC__LINE_AT(27572, "tcompile.h", 27572)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -143,6 +143,7 @@ TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc
 TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
 TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
 TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
+TC__FN struct tc__gemm_impl tc__gemm_impl_for(const tc_ctx *ctx, const struct tc__gemm *g);
 TC__FN void tc__pack_a(const struct tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap);
 TC__FN int tc__gemm_batched(tc_ctx *ctx, const struct tc__gemm *g, int64_t nbatch, const int64_t *aoff, const int64_t *boff, const int64_t *coff);
 

@@ -1,15 +1,20 @@
-/* Convolution as implicit GEMM (the B packer computes im2col slivers from
- * the image) against a double-precision reference on every ISA level this
- * machine runs: K deeper than one GEMM slice, more output positions than
- * one packed panel, every microkernel tail, stride / padding / dilation /
- * groups / depthwise / 1 x 1, batches folded into one GEMM's columns, bias;
- * the window kernels (depthwise conv, max and avg pooling) across vector
- * tails, strides (phase-split rows), dilation, ceil mode and NaN;
- * the compiler running pointwise ops after a conv as its epilogue (on the
- * depthwise path too), with batch norm's per-channel scale hoisted ahead of
- * the conv; and batch norm folded into the conv's weights under freeze
- * (not without it, not when the conv's result is read elsewhere). */
+/* Convolution, direct (the default: a padded, phase-split input band read
+ * in place by the microkernels) and as implicit GEMM (max-autotune's
+ * variant: the B packer computes im2col slivers from the image), both
+ * against a double-precision reference on every ISA level this machine
+ * runs: K deeper than one slice, more positions than one panel or band,
+ * every microkernel tail, stride / padding / dilation / groups /
+ * depthwise / 1 x 1, batches folded into one GEMM's columns, bias, and a
+ * check that the direct kernel is the one that ran; the window kernels
+ * (depthwise conv, max and avg pooling) across vector tails, strides
+ * (phase-split rows), dilation, ceil mode and NaN; the compiler running
+ * pointwise ops after a conv as its epilogue (on the depthwise path too),
+ * with batch norm's per-channel scale hoisted ahead of the conv; batch
+ * norm folded into the conv's weights under freeze (not without it, not
+ * when the conv's result is read elsewhere); and frozen packed weights
+ * repacked when the ISA level (and so the tile) changes. */
 #define TCOMPILE_IMPLEMENTATION
+#define TCOMPILE_TESTING /* the test switches (tc__conv_path, tc__conv_direct_runs) */
 #include "../tcompile.h"
 #include "tc_test.h"
 
@@ -63,6 +68,8 @@ static void check_conv(const conv_case *k, int strided) {
     tc_tensor *x, *w, *b, *y;
     float *xd, *wd, *bd = NULL, *yd;
     double err;
+    long runs;
+    int direct;
     tc_scope_begin(ctx);
     memset(&o, 0, sizeof o);
     memcpy(o.stride, k->s, sizeof o.stride);
@@ -79,13 +86,25 @@ static void check_conv(const conv_case *k, int strided) {
     }
     w = tc_rand_uniform(ctx, 4, sw, -1.0, 1.0, 32);
     b = k->bias ? tc_rand_uniform(ctx, 1, &sb, -1.0, 1.0, 33) : NULL;
+    runs = tc__conv_direct_runs;
     y = tc_conv2d(ctx, x, w, b, &o);
     TC_CHECKF(tc_status(y) == TC_OK, "conv2d: %s", tc_error(y));
+    /* forced onto the direct kernel, every conv runs it but the depthwise
+     * ones that take the window kernel (as conv.c chooses) and strides
+     * past 16; forced onto the implicit GEMM, none; left to conv.c, also
+     * not the 1 x 1 stride-1 unpadded ones over at most 64 channels */
+    direct = tc__conv_path != 1 && k->s[0] <= 16 && k->s[1] <= 16 &&
+             !(k->groups == k->C && (k->O / k->groups <= 4 || k->N * k->C >= 2 * (int64_t)tc_ctx_num_threads(ctx))) &&
+             (tc__conv_path == 2 || !(k->kh == 1 && k->kw == 1 && k->s[0] == 1 && k->s[1] == 1 && k->p[0] == 0 &&
+                                      k->p[1] == 0 && k->C / k->groups <= 64));
+    TC_CHECKF(tc__conv_direct_runs - runs == direct, "x[%lld,%lld,%lld,%lld] s %d,%d g %d: %ld direct runs (want %d)",
+              (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W, k->s[0], k->s[1], k->groups,
+              tc__conv_direct_runs - runs, direct);
     xd = dense(x), wd = dense(w), yd = dense(y);
     if (b) bd = dense(b);
     err = tc_status(y) == TC_OK ? conv_err(k, xd, wd, bd, yd, tc_dim(y, 2), tc_dim(y, 3)) : INFINITY;
-    TC_CHECKF(err <= 2e-6, "%s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
-              tc_isa_name(tc_ctx_isa(ctx)), (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
+    TC_CHECKF(err <= 2e-6, "%s %s x[%lld,%lld,%lld,%lld] w[%lld,%lld,%d,%d] s %d,%d p %d,%d d %d,%d g %d bias %d: error %.3g",
+              tc_isa_name(tc_ctx_isa(ctx)), tc__conv_path == 1 ? "gemm" : tc__conv_path == 2 ? "direct" : "auto", (long long)k->N, (long long)k->C, (long long)k->H, (long long)k->W,
               (long long)k->O, (long long)(k->C / k->groups), k->kh, k->kw, k->s[0], k->s[1], k->p[0], k->p[1], k->d[0],
               k->d[1], k->groups, k->bias, err);
     free(xd), free(wd), free(bd), free(yd);
@@ -110,14 +129,28 @@ TC_TEST(test_conv_every_level_and_shape) {
         {1, 4, 5, 40, 4, 1, 9, {1, 3}, {0, 4}, {1, 1}, 1, 0},     /* a wide row kernel, padding past the row */
         {1, 2, 3, 3, 6, 3, 3, {4, 4}, {5, 5}, {1, 1}, 1, 1},      /* padding wider than the image */
         {1, 1, 1, 1, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, 1},     /* K = 1, one position */
+        /* the direct kernel's own edges: */
+        {1, 64, 60, 62, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},  /* bands of rows, K = 576 in slices */
+        {1, 24, 5, 6, 100, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 0},   /* one band: split by channel tiles */
+        {3, 5, 17, 9, 36, 3, 3, {2, 1}, {0, 2}, {1, 1}, 1, 1},    /* row phases only, 36 = 3 tiles of 12 */
+        {1, 8, 19, 20, 16, 3, 3, {3, 3}, {1, 1}, {2, 2}, 1, 1},   /* stride 3, dilation 2: every phase read */
+        {2, 4, 40, 40, 8, 1, 1, {17, 17}, {0, 0}, {1, 1}, 1, 1},  /* strides past 16: the implicit GEMM */
+        {11, 6, 7, 7, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1},    /* 11 small images, 2 of 9 positions dropped */
+        {3, 4, 9, 8, 8, 3, 3, {1, 1}, {1, 1}, {2, 2}, 1, 0},      /* dilated and padded: 4 dropped per row */
+        {3, 4, 5, 6, 8, 1, 1, {1, 1}, {1, 1}, {1, 1}, 1, 1},      /* 1 x 1 padded: direct, not the GEMM */
     };
-    int isa;
+    int isa, path;
     size_t i;
-    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
-        tc_ctx_set_isa(ctx, (tc_isa)isa);
-        if ((int)tc_ctx_isa(ctx) != isa) continue;
-        for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
-    }
+    /* the direct kernel wherever it can run, the implicit GEMM
+     * (max-autotune's variant), then conv.c's choice */
+    for (path = 2; path >= 0; path--)
+        for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+            tc_ctx_set_isa(ctx, (tc_isa)isa);
+            if ((int)tc_ctx_isa(ctx) != isa) continue;
+            tc__conv_path = path;
+            for (i = 0; i < sizeof cases / sizeof cases[0]; i++) check_conv(&cases[i], (int)(i % 3 == 2));
+        }
+    tc__conv_path = 0;
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
 }
 
@@ -329,15 +362,16 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     n = compiled_launches(1, &err);
     TC_CHECKF(n == 1 && err < 1e-5, "bn(conv) + x, filled stats, frozen: %d launches (want 1), error %.3g", n, err);
     TC_CHECKF(g_frozen == 1, "filled stats, frozen: %d weights counted frozen", g_frozen);
-    /* the raw conv is an output too: no folding, both results right */
+    /* the raw conv is an output too: no folding, both results right (the
+     * conv's own weight is still packed once) */
     g_model = 3;
     n = compiled_launches(1, &err);
     TC_CHECKF(n >= 2 && err < 1e-5, "bn(conv) with conv an output: %d launches (want >= 2), error %.3g", n, err);
-    TC_CHECKF(g_frozen == 0, "bn(conv) with conv an output: %d weights counted frozen", g_frozen);
-    /* frozen, no norm to fold: a conv's weight is not packed ahead */
+    TC_CHECKF(g_frozen == 1, "bn(conv) with conv an output: %d weights counted frozen (want 1)", g_frozen);
+    /* frozen, no norm to fold: the direct conv packs its weight once */
     g_model = 0;
     n = compiled_launches(1, &err);
-    TC_CHECKF(g_frozen == 0 && err < 1e-5, "conv + bias, frozen: %d weights counted frozen", g_frozen);
+    TC_CHECKF(g_frozen == 1 && err < 1e-5, "conv + bias, frozen: %d weights counted frozen (want 1)", g_frozen);
     /* the fold adds nodes while it reads the conv's: across every graph size
      * where the node array grows (ASan in make test sees a stale read) */
     g_model = 1;
@@ -350,11 +384,58 @@ TC_TEST(test_conv_epilogues_and_bn_folding) {
     for (n = 0; n < 4; n++) tc_free(g_bn[n]);
 }
 
+/* freeze packs a conv's weights once for the tile of the level it first
+ * ran at: a later call at another level (tc_ctx_set_isa, max-autotune's
+ * variants) has another tile height and must repack, not reuse them */
+TC_TEST(test_conv_frozen_weights_across_levels) {
+    int64_t sx[4] = {2, 12, 20, 19}, sw[4] = {40, 12, 3, 3}, sb = 40;
+    tc_tensor *in[1], *eager[1], *got[1], *w, *b;
+    tc_compile_options o;
+    tc_conv2d_opts co;
+    tc_fn *f;
+    int isa, calls = 0, levels = 0;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        levels += (int)tc_ctx_isa(ctx) == isa;
+    }
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    if (levels < 2) {
+        TC_SKIP("this build runs %d ISA level: no other level to call the frozen conv at", levels);
+        return;
+    }
+    tc_scope_begin(ctx);
+    w = tc_rand_uniform(ctx, 4, sw, -0.3, 0.3, 71);
+    b = tc_rand_uniform(ctx, 1, &sb, -1.0, 1.0, 72);
+    in[0] = tc_rand_uniform(ctx, 4, sx, -1.0, 1.0, 73);
+    memset(&co, 0, sizeof co);
+    co.padding[0] = co.padding[1] = 1;
+    eager[0] = tc_conv2d(ctx, in[0], w, b, &co);
+    g_w = w, g_b = b, g_model = 0;
+    memset(&o, 0, sizeof o);
+    o.freeze = 1;
+    f = tc_compile(ctx, model, NULL, &o);
+    eager[0] = tc_add_scalar(ctx, tc_mul_scalar(ctx, tc_relu(ctx, eager[0]), 2.0), 1.0);
+    for (isa = TC_ISA_AVX512; isa >= TC_ISA_SCALAR; isa--) {
+        double err;
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        TC_CHECKF(tc_call(f, in, got) == TC_OK, "frozen conv at %s: %s", tc_isa_name((tc_isa)isa), tc_fn_error(f));
+        err = tct_maxrel(got[0], eager[0]);
+        TC_CHECKF(err < 1e-5, "frozen conv at %s after a call at another level: error %.3g", tc_isa_name((tc_isa)isa), err);
+        calls++;
+    }
+    TC_CHECKF(calls >= 2, "frozen conv: %d ISA levels ran (want 2 or more)", calls);
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+    tc_fn_free(f);
+    tc_scope_end(ctx);
+}
+
 int main(void) {
     ctx = tc_ctx_create(NULL);
     TC_RUN(test_conv_every_level_and_shape);
     TC_RUN(test_windows_every_level);
     TC_RUN(test_conv_epilogues_and_bn_folding);
+    TC_RUN(test_conv_frozen_weights_across_levels);
     tc_ctx_destroy(ctx);
     return TC_TEST_SUMMARY();
 }

@@ -674,17 +674,17 @@ TC__FN tc_result tc__launch_exec(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     return l->kernel >= 0 ? p->be->run_kernel(p, ctx, l) : p->be->run_op(p, ctx, l, out);
 }
 
-/* Contractions whose weight freeze made constant: a matmul/linear whose
- * weight really is packed once (a GEMV-shaped one streams its weight
- * instead and never packs it), and a conv whose batch norm was folded into
- * its weight (the fold's data: a conv's weight is not packed ahead). */
+/* Contractions whose weight freeze made constant: a matmul/linear or conv
+ * whose weight really is packed once (a GEMV-shaped matmul streams its
+ * weight instead and never packs it; a depthwise conv reads it in place),
+ * and a conv whose batch norm was folded into its weight. */
 TC__FN int tc__program_frozen(const tc__program *p) {
     int k, n = 0;
     for (k = 0; k < p->nlaunch; k++) {
         const tc__launch *l = &p->launch[k];
         const tc__node *nd = &p->g->nodes[l->node];
         int w = nd->nin > 1 ? nd->in[1] : -1;
-        if (l->call.prepack) n += l->call.prepack->valid;
+        if (l->call.prepack && l->call.prepack->valid) n++;
         else if (l->kernel < 0 && !l->is_view && nd->kind == TC__NODE_OP && nd->op == TC__OP_CONV2D && w >= 0)
             n += p->g->nodes[w].kind == TC__NODE_OP && p->g->nodes[w].op == TC__OP_FROM_DATA;
     }
@@ -692,7 +692,8 @@ TC__FN int tc__program_frozen(const tc__program *p) {
 }
 
 /* freeze: parameters are constants, so a matmul/linear whose B is an f32
- * parameter packs it once (on its first run) and reuses the packing. */
+ * parameter, and a conv whose weight is one (or batch norm's fold), packs
+ * it once (on its first run) and reuses the packing. */
 TC__FN int tc__program_freeze(tc__program *p) {
     int k;
     for (k = 0; k < p->nlaunch; k++) {
@@ -700,9 +701,13 @@ TC__FN int tc__program_freeze(tc__program *p) {
         const tc__node *nd = &p->g->nodes[l->node];
         int b;
         if (l->kernel >= 0 || l->is_view || l->call.prepack) continue;
-        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR) continue;
+        if (l->call.op != TC__OP_MATMUL && l->call.op != TC__OP_LINEAR && l->call.op != TC__OP_CONV2D) continue;
         b = nd->nin > 1 ? nd->in[1] : -1;
-        if (b < 0 || p->g->nodes[b].kind != TC__NODE_PARAM || p->hdr[b].dtype != TC_F32) continue;
+        /* a conv's weight may be batch norm's fold (passes.c), a constant too */
+        if (b < 0 || p->hdr[b].dtype != TC_F32 ||
+            !(p->g->nodes[b].kind == TC__NODE_PARAM ||
+              (l->call.op == TC__OP_CONV2D && p->g->nodes[b].kind == TC__NODE_OP && p->g->nodes[b].op == TC__OP_FROM_DATA)))
+            continue;
         l->call.prepack = (tc__gemm_prepack *)TC_MALLOC(sizeof(tc__gemm_prepack));
         if (!l->call.prepack) return -1;
         memset(l->call.prepack, 0, sizeof(tc__gemm_prepack));

@@ -196,36 +196,36 @@ typedef struct tc__win_job {
 /* The window row kernels may read a vector past a row's last output. */
 #define TC__WIN_SLACK 32
 
+/* Padded columns ph, ph + s, ph + 2s, ... of input row xr (W floats, pw
+ * columns of padding before it; NULL: a padding row) into d[0..Wq), pad
+ * where they fall outside the row. */
+TC__FN void tc__fill_phase(const float *xr, float *d, int64_t W, int64_t pw, int64_t s, int64_t ph, int64_t Wq,
+                           float pad) {
+    /* the t-th float is padded column c = ph + t * s, input column c - pw */
+    int64_t lo = pw > ph ? (pw - ph + s - 1) / s : 0, hi = (pw + W - ph + s - 1) / s, t;
+    if (!xr) lo = hi = 0;
+    if (hi > Wq) hi = Wq;
+    if (lo > hi) lo = hi;
+    for (t = 0; t < lo; t++) d[t] = pad;
+    if (s == 1) {
+        if (hi > lo) memcpy(d + lo, xr + (lo - pw), sizeof(float) * (size_t)(hi - lo));
+    } else {
+        for (t = lo; t < hi; t++) d[t] = xr[ph - pw + t * s];
+    }
+    for (t = hi; t < Wq; t++) d[t] = pad;
+}
+
 /* Input plane xp into buf: padded rows of nph phases of Wq floats (a
  * phase shorter than Wq is padded too, so every float is written). */
 TC__FN void tc__win_fill(const tc__win_job *j, const float *xp, float *buf) {
     const tc__geom *g = &j->g;
-    const int64_t s = g->sw, rowlen = j->nph * j->Wq;
+    const int64_t rowlen = j->nph * j->Wq;
     const float pad = j->kind == TC__WIN_MAX ? -INFINITY : 0.0f;
-    int64_t r, c, ph, t;
+    int64_t r, ph;
     for (r = 0; r < j->Hp; r++) {
         int64_t ih = r - g->ph;
-        float *d = buf + r * rowlen;
-        const float *xr = xp + (ih >= 0 && ih < g->H ? ih : 0) * g->W;
-        if (ih < 0 || ih >= g->H) {
-            for (c = 0; c < rowlen; c++) d[c] = pad;
-            continue;
-        }
-        for (ph = 0; ph < j->nph; ph++) {
-            /* phase ph's t-th float is padded column c = ph + t * s, input column c - pw */
-            float *dp = d + ph * j->Wq;
-            int64_t lo = g->pw > ph ? (g->pw - ph + s - 1) / s : 0, hi = (g->pw + g->W - ph + s - 1) / s;
-            if (hi > j->Wq) hi = j->Wq;
-            if (lo > hi) lo = hi;
-            for (t = 0; t < lo; t++) dp[t] = pad;
-            if (s == 1) {
-                if (hi > lo) memcpy(dp + lo, xr + (lo - g->pw), sizeof(float) * (size_t)(hi - lo));
-            } else {
-                const float *src = xr + ph - g->pw;
-                for (t = lo; t < hi; t++) dp[t] = src[t * s];
-            }
-            for (t = hi; t < j->Wq; t++) dp[t] = pad;
-        }
+        const float *xr = ih >= 0 && ih < g->H ? xp + ih * g->W : NULL;
+        for (ph = 0; ph < j->nph; ph++) tc__fill_phase(xr, buf + r * rowlen + ph * j->Wq, g->W, g->pw, g->sw, ph, j->Wq, pad);
     }
 }
 
@@ -313,6 +313,286 @@ TC__FN int tc__win_run(tc_ctx *ctx, int kind, const tc__geom *g, const float *x,
     return j.failed ? -1 : 0;
 }
 
+/* ---- direct convolution ------------------------------------------------------------ */
+
+/* Direct convolution (the default for every conv but the depthwise ones
+ * and short 1 x 1 ones, tc__dconv_takes):
+ * no im2col matrix is packed.  Each task takes one image's band of output
+ * rows (and one group, and a range of output-channel tiles): it copies the
+ * input rows the band reads into scratch, padded and split by stride
+ * phase in both directions ([channel][row phase][column phase][row][Wq]),
+ * so that output position q = r * Wq + ow of the band (Wq >= OW: a row's
+ * last Wq - OW positions are computed and dropped) reads, for every tap k,
+ * the float at koff[k] + q.  A tile of output channels x consecutive
+ * positions is then a GEMM microkernel whose B operand is read in place
+ * (tc__dconv_a_ / _b_ in gemm_isa.c), whole vectors, no padding tests;
+ * the weights are packed [channel tile][k][MR] once (freeze: kept by the
+ * launch) or per call.  The tile's rows go to the output (bias added) and
+ * the fused epilogue runs on them while they are in cache.  The implicit
+ * GEMM below remains for max-autotune's blockings, which may beat it. */
+#define TC__DCONV_PHASES 16 /* strides above it take the implicit GEMM */
+/* Tests: tc__conv_path 1 runs every conv through the implicit GEMM (as
+ * max-autotune's blockings do), 2 through the direct kernel wherever it
+ * can run (0: conv.c's choice); and a count of direct convolutions run.
+ * A user build (no TCOMPILE_TESTING) has constants and the checks fold
+ * away. */
+#ifdef TCOMPILE_TESTING
+static int tc__conv_path = 0;
+static long tc__conv_direct_runs = 0;
+#define TC__CONV_DIRECT_RAN() (tc__conv_direct_runs++)
+#else
+#define tc__conv_path 0
+#define TC__CONV_DIRECT_RAN() ((void)0)
+#endif
+
+/* Whether the direct kernel takes a conv of geometry g (cg input channels
+ * per group): strides it can phase-split, and not a 1 x 1 stride-1
+ * unpadded conv over at most 64 channels, whose image already is the
+ * im2col matrix (the implicit GEMM reads it as B) and whose short K leaves
+ * the band copy and the output pass as a large share (one thread, batch
+ * 8, 56 x 56: 32 -> 64 channels 165 GFLOP/s GEMM against 142 direct,
+ * 64 -> 256 205 against 164; 128 channels even, 256 direct 4 % ahead).
+ * (7 x 7 images, where it computes 9 positions per row of 7, still run it:
+ * the implicit GEMM was 10 % faster there eagerly but, repacking its
+ * weights per call, 15 % slower on resnet18 frozen.) */
+TC__FN int tc__dconv_takes(const tc__geom *g, int64_t cg) {
+    int plain_1x1 = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    if (g->sh > TC__DCONV_PHASES || g->sw > TC__DCONV_PHASES || tc__conv_path == 1) return 0;
+    return tc__conv_path == 2 || !(plain_1x1 && cg <= 64);
+}
+
+typedef struct tc__dconv_job {
+    tc_ctx *ctx;
+    const float *x, *wpk, *bias;
+    float *y;
+    tc__geom g;
+    const tc__epilogue *epi;
+    tc__dconv_fn ukr;
+    tc__dconv_out_fn out;
+    int mr, nr;
+    int64_t groups, cg, og, cout, K, ncot;  /* ncot: channel tiles per group   */
+    int64_t brows, nbands, nchunks;         /* output rows per band; tile ranges */
+    int64_t nphh, nphw, Rq, Wq, plane;      /* the band: per input channel     */
+    int slot_h[TC__DCONV_PHASES], slot_w[TC__DCONV_PHASES]; /* phase's place, -1: not read */
+    int64_t kc;                             /* k per slice (weights in L1)     */
+    int64_t data, floats, ldg;              /* band floats; with slack; grid row */
+    const int64_t *koff;
+    int failed;
+} tc__dconv_job;
+
+/* Input channel plane xc's rows [ih0, ih0 + rb) into the band layout at dst. */
+TC__FN void tc__dconv_fill(const tc__dconv_job *j, const float *xc, int64_t ih0, int64_t rb, float *dst) {
+    const tc__geom *g = &j->g;
+    int64_t ph, q, pw;
+    for (ph = 0; ph < g->sh; ph++)
+        for (q = 0; q < j->Rq && j->slot_h[ph] >= 0; q++) {
+            int64_t bi = q * g->sh + ph, ih = ih0 + bi;
+            const float *xr = bi < rb && ih >= 0 && ih < g->H ? xc + ih * g->W : NULL;
+            for (pw = 0; pw < g->sw; pw++)
+                if (j->slot_w[pw] >= 0)
+                    tc__fill_phase(xr, dst + ((j->slot_h[ph] * j->nphw + j->slot_w[pw]) * j->Rq + q) * j->Wq, g->W,
+                                   g->pw, g->sw, pw, j->Wq, 0.0f);
+        }
+}
+
+TC__FN void tc__dconv_tasks(void *arg, int64_t tb, int64_t te) {
+    tc__dconv_job *j = (tc__dconv_job *)arg;
+    const tc__geom *g = &j->g;
+    const int64_t P = g->OH * g->OW;
+    float *buf = (float *)tc__scratch_get(j->ctx, sizeof(float) * (size_t)(j->floats + (int64_t)j->mr * j->ldg));
+    float *grid;
+    int64_t t, q;
+    if (!buf) {
+        tc__flag_raise(&j->failed);
+        return;
+    }
+    grid = buf + j->floats;
+    for (q = j->data; q < j->floats; q++) buf[q] = 0.0f; /* read by the last tiles' dropped positions */
+    for (t = tb; t < te; t++) {
+        int64_t ch = t % j->nchunks, band = t / j->nchunks % j->nbands, gi = t / (j->nchunks * j->nbands) % j->groups;
+        int64_t n = t / (j->nchunks * j->nbands * j->groups), r0 = band * j->brows;
+        int64_t nrows = g->OH - r0 < j->brows ? g->OH - r0 : j->brows;
+        int64_t ntiles = (nrows * j->Wq + j->nr - 1) / j->nr, ct, ci, k0;
+        int64_t ct0 = j->ncot * ch / j->nchunks, ct1 = j->ncot * (ch + 1) / j->nchunks;
+        if (nrows <= 0 || ct0 >= ct1) continue;
+        for (ci = 0; ci < j->cg; ci++)
+            tc__dconv_fill(j, j->x + ((n * g->C + gi * j->cg + ci) * g->H) * g->W, r0 * g->sh - g->ph,
+                           (nrows - 1) * g->sh + (g->kh - 1) * g->dh + 1, buf + ci * j->plane);
+        for (ct = ct0; ct < ct1; ct++) {
+            int64_t co0 = gi * j->og + ct * j->mr;
+            int mr = (int)(j->og - ct * j->mr < j->mr ? j->og - ct * j->mr : j->mr);
+            const float *wp = j->wpk + (gi * j->ncot + ct) * j->K * j->mr;
+            for (k0 = 0; k0 < j->K; k0 += j->kc) {
+                int64_t kc = j->K - k0 < j->kc ? j->K - k0 : j->kc;
+                for (q = 0; q < ntiles; q++)
+                    j->ukr(kc, wp + k0 * j->mr, buf + q * j->nr, j->koff + k0, grid + q * j->nr, j->ldg, mr, k0 > 0);
+            }
+            j->out(grid, j->ldg, j->Wq, mr, nrows, g->OW, j->y + ((n * j->cout + co0) * g->OH + r0) * g->OW, P,
+                   j->bias ? j->bias + co0 : NULL);
+            if (j->epi) j->epi->fn(j->epi->arg, n * j->cout + co0, mr, r0 * g->OW, nrows * g->OW, P);
+        }
+    }
+    tc__scratch_put(buf);
+}
+
+/* The weights [cout, cg, kh, kw] as tiles of mr output channels, each
+ * [K][mr] with zeros past a group's last channel. */
+TC__FN void tc__dconv_pack(const float *w, int64_t groups, int64_t og, int64_t K, int mr, int64_t ncot, float *dst) {
+    int64_t gi, ct, i, k;
+    for (gi = 0; gi < groups; gi++)
+        for (ct = 0; ct < ncot; ct++) {
+            /* k outer: mr read streams, one sequential write stream */
+            float *d = dst + (gi * ncot + ct) * K * mr;
+            const float *src = w + (gi * og + ct * mr) * K;
+            int64_t rows = og - ct * mr < mr ? og - ct * mr : mr;
+            for (k = 0; k < K; k++, d += mr) {
+                for (i = 0; i < rows; i++) d[i] = src[i * K + k];
+                for (; i < mr; i++) d[i] = 0.0f;
+            }
+        }
+}
+
+/* The tile whose padding wastes least (channels x positions of a band
+ * of j->brows rows), and the channel tiles per group and k per slice. */
+TC__FN void tc__dconv_tile(tc__dconv_job *j, const tc__gemm_impl *im) {
+    int64_t grid = j->brows * j->Wq, ca = (j->og + im->mra - 1) / im->mra * im->mra;
+    int64_t cb = (j->og + im->mrb - 1) / im->mrb * im->mrb;
+    double ea = (double)j->og / (double)ca * (double)grid / (double)((grid + im->nra - 1) / im->nra * im->nra);
+    double eb = (double)j->og / (double)cb * (double)grid / (double)((grid + im->nrb - 1) / im->nrb * im->nrb);
+    j->ukr = eb > ea ? im->dconv_b : im->dconv_a;
+    j->mr = eb > ea ? im->mrb : im->mra;
+    j->nr = eb > ea ? im->nrb : im->nra;
+    j->ncot = (j->og + j->mr - 1) / j->mr;
+    j->kc = 4096 / j->mr; /* 16 KiB of weights */
+}
+
+#define TC__DCONV_BAND_BYTES (384 << 10) /* an input band and its tile's rows stay in L2 */
+
+/* The direct convolution of x (geometry g) into y; the weights packed into
+ * pre when given (freeze), else per call.  -1 on OOM. */
+TC__FN int tc__dconv_run(tc__call *c, const tc__geom *g, int64_t groups, const float *x, const float *w, int w_stable,
+                         const float *bias, float *y) {
+    tc__dconv_job j;
+    tc__gemm gm;
+    tc__gemm_impl im;
+    tc__gemm_prepack *pre = w_stable ? c->prepack : NULL;
+    const tc__epilogue *epi = c->epi;
+    int64_t K, Wp, rowb, tasks, k;
+    int64_t *koff;
+    float *wpk = NULL;
+    int nth, rc = 0;
+    int64_t target;
+    memset(&j, 0, sizeof j);
+    memset(&gm, 0, sizeof gm);
+    gm.isa = (tc_isa)c->blk.isa;
+    im = tc__gemm_impl_for(c->ctx, &gm);
+    j.ctx = c->ctx;
+    j.x = x;
+    j.bias = bias;
+    j.y = y;
+    j.g = *g;
+    j.epi = epi;
+    j.groups = groups;
+    j.cg = g->C / groups;
+    j.cout = c->oshape[c->ondim - 3];
+    j.og = j.cout / groups;
+    j.K = K = j.cg * g->kh * g->kw;
+    TC__CONV_DIRECT_RAN();
+    if (g->N == 0 || j.cout == 0 || g->OH * g->OW == 0) return 0;
+    /* the band: rows of Wq floats per column phase, Rq rows per row phase */
+    Wp = (g->OW - 1) * g->sw + (g->kw - 1) * g->dw + 1;
+    j.Wq = (Wp + g->sw - 1) / g->sw;
+    /* the phases some tap reads (1 x 1 stride 2 reads one in four) */
+    for (k = 0; k < TC__DCONV_PHASES; k++) j.slot_h[k] = j.slot_w[k] = -1;
+    for (k = 0; k < g->kh; k++) j.slot_h[k * g->dh % g->sh] = 0;
+    for (k = 0; k < g->kw; k++) j.slot_w[k * g->dw % g->sw] = 0;
+    for (k = 0; k < g->sh; k++) j.slot_h[k] = j.slot_h[k] < 0 ? -1 : (int)j.nphh++;
+    for (k = 0; k < g->sw; k++) j.slot_w[k] = j.slot_w[k] < 0 ? -1 : (int)j.nphw++;
+    rowb = (int64_t)sizeof(float) * j.cg * j.nphh * j.nphw * j.Wq;
+    j.brows = TC__DCONV_BAND_BYTES / (rowb > 0 ? rowb : 1);
+    if (j.brows < 1) j.brows = 1;
+    if (j.brows > g->OH) j.brows = g->OH;
+    j.out = im.dconv_out;
+    nth = tc__parallel_parts(c->ctx, INT64_MAX, g->N * j.cout * g->OH * g->OW * K);
+    target = nth > 1 ? 2 * nth : 1;
+    j.nbands = (g->OH + j.brows - 1) / j.brows;
+    j.brows = (g->OH + j.nbands - 1) / j.nbands;
+    tc__dconv_tile(&j, &im);
+    /* enough tasks for the threads: ranges of channel tiles (refilling a
+     * band is cheap), then thinner bands (whose last tile pads more) */
+    tasks = g->N * groups * j.nbands;
+    if (tasks * j.ncot < target) {
+        while (j.brows > 1 && tasks * j.ncot < target) {
+            j.brows = (j.brows + 1) / 2;
+            tasks = g->N * groups * ((g->OH + j.brows - 1) / j.brows);
+        }
+        j.nbands = (g->OH + j.brows - 1) / j.brows;
+        j.brows = (g->OH + j.nbands - 1) / j.nbands;
+        tc__dconv_tile(&j, &im);
+        tasks = g->N * groups * j.nbands;
+    }
+    j.nchunks = tasks < target ? (target + tasks - 1) / tasks : 1;
+    if (j.nchunks > j.ncot) j.nchunks = j.ncot;
+    j.Rq = ((j.brows - 1) * g->sh + (g->kh - 1) * g->dh + 1 + g->sh - 1) / g->sh;
+    j.plane = j.nphh * j.nphw * j.Rq * j.Wq;
+    koff = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * (size_t)K);
+    if (!koff) return -1;
+    j.data = j.cg * j.plane;
+    j.floats = 0;
+    for (k = 0; k < K; k++) {
+        int64_t ci = k / (g->kh * g->kw), a = k / g->kw % g->kh, b = k % g->kw;
+        int64_t ra = a * g->dh, cb = b * g->dw;
+        koff[k] = ci * j.plane + ((j.slot_h[ra % g->sh] * j.nphw + j.slot_w[cb % g->sw]) * j.Rq + ra / g->sh) * j.Wq +
+                  cb / g->sw;
+        if (koff[k] > j.floats) j.floats = koff[k];
+    }
+    /* the last tile of the thickest band reads up to a tile past its grid */
+    j.floats += (j.brows * j.Wq + j.nr - 1) / j.nr * j.nr;
+    if (j.floats < j.data) j.floats = j.data;
+    j.floats = (j.floats + 15) / 16 * 16;
+    j.ldg = (j.brows * j.Wq + j.nr - 1) / j.nr * j.nr + 16; /* + 16: rows not 4 KiB apart */
+    j.koff = koff;
+    /* weights: the launch's packing when it is for these weights and tile */
+    {
+        size_t need = (size_t)(groups * j.ncot * K * j.mr);
+        if (pre && pre->valid && pre->src == w && pre->K == K && pre->N == j.cout && pre->nr == j.mr &&
+            pre->kc == (int)groups) {
+            wpk = pre->data;
+        } else if (pre) {
+            pre->valid = 0;
+            if (pre->floats < need) {
+                float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+                if (d) {
+                    pre->data = d;
+                    pre->floats = need;
+                }
+            }
+            if (pre->floats >= need) {
+                tc__dconv_pack(w, groups, j.og, K, j.mr, j.ncot, pre->data);
+                pre->src = w;
+                pre->K = K;
+                pre->N = j.cout;
+                pre->nr = j.mr;
+                pre->kc = (int)groups;
+                pre->valid = 1;
+                wpk = pre->data;
+            }
+        } else if ((wpk = (float *)tc__scratch_get(c->ctx, sizeof(float) * need)) != NULL) {
+            tc__dconv_pack(w, groups, j.og, K, j.mr, j.ncot, wpk);
+        }
+    }
+    if (!wpk) rc = -1;
+    else {
+        j.wpk = wpk;
+        tasks = g->N * groups * j.nbands * j.nchunks;
+        tc__parallel_for(c->ctx, tasks, g->N * j.cout * g->OH * g->OW * K, tc__dconv_tasks, &j);
+        rc = j.failed ? -1 : 0;
+    }
+    if (!pre || wpk != pre->data) tc__scratch_put(wpk);
+    tc__scratch_put(koff);
+    return rc;
+}
+
 #define TC__CONV_FOLD_P 1024 /* output positions below which a batch folds into one GEMM */
 
 TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
@@ -336,6 +616,8 @@ TC__FN tc_result tc__run_conv2d(tc__call *c, tc_tensor *out) {
          * few planes and many outputs each, the GEMM splits better) */
         if (tc__win_run(c->ctx, TC__WIN_CONV, &g, xp, wp, bp, og, 0, c->epi, op))
             r = tc__msg(c, TC_ERR_OOM, "out of memory");
+    } else if (!c->blk.kc && !c->blk.mc_tiles && tc__dconv_takes(&g, cg)) {
+        if (tc__dconv_run(c, &g, groups, xp, wp, wo == NULL, bp, op)) r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else if (!(off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(g.N > 0 ? g.N : 1)))) {
         r = tc__msg(c, TC_ERR_OOM, "out of memory");
     } else {

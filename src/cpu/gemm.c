@@ -84,6 +84,10 @@ typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const fl
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
+typedef void (*tc__dconv_fn)(int64_t K, const float *wp, const float *x, const int64_t *koff, float *c, int64_t ldc,
+                             int mr, int acc);
+typedef void (*tc__dconv_out_fn)(const float *g, int64_t ldg, int64_t wq, int mr, int64_t nrows, int64_t ow, float *y,
+                                 int64_t ys, const float *bias);
 
 /* One ISA level's kernels and register tile. */
 typedef struct tc__gemm_impl {
@@ -94,6 +98,11 @@ typedef struct tc__gemm_impl {
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
+    /* direct convolution (conv.c): tile a of mra channels x nra positions,
+     * tile b of mrb x nrb (gemm_isa.c's tc__dconv_a_ / _b_) */
+    tc__dconv_fn dconv_a, dconv_b;
+    tc__dconv_out_fn dconv_out; /* a tile's rows to the output (conv.c) */
+    int mra, nra, mrb, nrb;
 } tc__gemm_impl;
 
 /* Plain C, for compilers without GNU C vectors (MSVC): a 4 x 16 tile in
@@ -168,6 +177,38 @@ TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w
     }
 }
 
+/* gemm_isa.c's tc__dconv_a_ in plain C: 4 channels x 16 positions (both tiles). */
+TC__FN void tc__dconv_base(int64_t K, const float *TC__RESTRICT wp, const float *TC__RESTRICT x, const int64_t *koff,
+                           float *c, int64_t ldc, int mr, int acc) {
+    float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
+    float *rows[TC__BASE_MR];
+    int64_t k;
+    int i, j;
+    for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
+    for (k = 0; k < K; k++) {
+        const float *b = x + koff[k], *a = wp + k * TC__BASE_MR;
+        for (j = 0; j < TC__BASE_NR; j++) {
+            c0[j] += a[0] * b[j];
+            c1[j] += a[1] * b[j];
+            c2[j] += a[2] * b[j];
+            c3[j] += a[3] * b[j];
+        }
+    }
+    rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
+    for (i = 0; i < mr; i++)
+        for (j = 0; j < TC__BASE_NR; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+}
+
+/* gemm_isa.c's tc__dconv_out_ in plain C. */
+TC__FN void tc__dconv_out_base(const float *g, int64_t ldg, int64_t wq, int mr, int64_t nrows, int64_t ow, float *y,
+                               int64_t ys, const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++)
+        for (r = 0; r < nrows; r++)
+            for (w = 0; w < ow; w++) y[i * ys + r * ow + w] = g[i * ldg + r * wq + w] + (bias ? bias[i] : 0.0f);
+}
+
 /* One row per level this build instantiates (TC__ISA_LEVELS), then plain C. */
 typedef struct tc__gemm_level {
     tc_isa isa;
@@ -177,13 +218,17 @@ typedef struct tc__gemm_level {
     tc__gemm_dot_fn dot;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;
+    void (*dshape)(int *mra, int *nra, int *mrb, int *nrb); /* NULL: plain C's */
+    tc__dconv_fn dconv_a, dconv_b;
+    tc__dconv_out_fn dconv_out;
 } tc__gemm_level;
 #define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
     {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__gwin_row_##sfx},
+     tc__gwin_row_##sfx, tc__dconv_shape_##sfx, tc__dconv_a_##sfx, tc__dconv_b_##sfx, tc__dconv_out_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__gwin_row_base}};
+                                        tc__gtile_fin_base, tc__gwin_row_base, NULL, tc__dconv_base, tc__dconv_base,
+                                        tc__dconv_out_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -200,6 +245,12 @@ TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     g.dot = l->dot;
     g.fin = l->fin;
     g.win = l->win;
+    g.mra = g.mrb = TC__BASE_MR;
+    g.nra = g.nrb = TC__BASE_NR;
+    if (l->dshape) l->dshape(&g.mra, &g.nra, &g.mrb, &g.nrb);
+    g.dconv_a = l->dconv_a;
+    g.dconv_b = l->dconv_b;
+    g.dconv_out = l->dconv_out;
     return g;
 }
 

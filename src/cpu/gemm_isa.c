@@ -321,11 +321,138 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
     }
 }
 
-/* The level's register tile, for gemm.c's table. */
+/* Direct convolution (conv.c's tc__dconv_*): one tile of MR output
+ * channels x NV vectors of output positions,
+ *   c[i * ldc + j] = sum_k wp[k * MR + i] * x[koff[k] + j],
+ * for i < mr (rows past mr are not stored), j < NV * W; added to what c
+ * holds when acc is set (the sum over k split in slices that stay in L1).  x is the input
+ * band conv.c has padded and split by stride phase, so that for every tap
+ * k (channel, kernel row, kernel column) consecutive output positions read
+ * consecutive floats at koff[k]: the im2col matrix is read in place, as
+ * whole vectors, never packed.  wp is the tile's weights, packed once
+ * (freeze) or per call, [k][MR] zero-padded.  Two shapes per level: the
+ * GEMM's (TC__GMR x 2 vectors) and one of fewer channels and more
+ * positions (TC__DMR8 x 3 vectors: 8 on AVX-512, so that 32 or 64 output
+ * channels fill every tile). */
+#if TC__ISA_W == 16
+#define TC__DMR8 8
+#else
+#define TC__DMR8 4
+#endif
+#define TC__DR_OUT2(i)                                                                     \
+    if (i < mr) {                                                                          \
+        float *r_ = c + (int64_t)i * ldc;                                                  \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW);                  \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b);                               \
+    }
+#define TC__DR_DECL3(i) TC__GV c##i##a = z, c##i##b = z, c##i##c = z;
+#define TC__DR_STEP3(i)                                 \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+        c##i##c = TC__GFMA(a_, b2, c##i##c);            \
+    }
+#define TC__DR_OUT3(i)                                                                                   \
+    if (i < mr) {                                                                                        \
+        float *r_ = c + (int64_t)i * ldc;                                                                \
+        if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
+        TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
+    }
+#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
+#define TC__GR_STEP(i)                                  \
+    {                                                   \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
+        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
+        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
+    }
+#if TC__GMR == 12
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#elif TC__GMR == 8
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#elif TC__GMR == 6
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#else
+#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
+#endif
+#if TC__DMR8 == 8
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#define TC__DR_ALL8(X) X(0) X(1) X(2) X(3)
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_a_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__GR_ALL(TC__GR_DECL)
+    for (k = 0; k < K; k++, wp += TC__GMR) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW);
+        TC__GR_ALL(TC__GR_STEP)
+    }
+    TC__GR_ALL(TC__DR_OUT2)
+}
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float *TC__RESTRICT wp,
+                                                           const float *TC__RESTRICT x, const int64_t *koff, float *c,
+                                                           int64_t ldc, int mr, int acc) {
+    TC__GV z = {0};
+    int64_t k;
+    TC__DR_ALL8(TC__DR_DECL3)
+    for (k = 0; k < K; k++, wp += TC__DMR8) {
+        const float *xk = x + koff[k];
+        TC__GV b0 = TC__GLD(xk), b1 = TC__GLD(xk + TC__GW), b2 = TC__GLD(xk + 2 * TC__GW);
+        TC__DR_ALL8(TC__DR_STEP3)
+    }
+    TC__DR_ALL8(TC__DR_OUT3)
+}
+#undef TC__GR_DECL
+#undef TC__GR_STEP
+#undef TC__GR_ALL
+#undef TC__DR_ALL8
+#undef TC__DR_OUT2
+#undef TC__DR_DECL3
+#undef TC__DR_STEP3
+#undef TC__DR_OUT3
+
+/* The direct conv's tile rows to the output: rows i < mr of the grid g
+ * (row i at g + i * ldg; output row r of it at r * wq, wq >= ow) into y
+ * (channel i at y + i * ys, row r at r * ow), plus bias[i].  A row's last
+ * vector overlaps the one before it rather than going scalar. */
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_out_)(const float *g, int64_t ldg, int64_t wq, int mr,
+                                                             int64_t nrows, int64_t ow, float *y, int64_t ys,
+                                                             const float *bias) {
+    int64_t r, w;
+    int i;
+    for (i = 0; i < mr; i++) {
+        float bs = bias ? bias[i] : 0.0f;
+        TC__GV b = TC__GFN(tc__gsplat_)(bs);
+        for (r = 0; r < nrows; r++) {
+            const float *s = g + i * ldg + r * wq;
+            float *d = y + i * ys + r * ow;
+            if (ow < TC__GW) {
+                for (w = 0; w < ow; w++) d[w] = s[w] + bs;
+                continue;
+            }
+            for (w = 0; w + TC__GW <= ow; w += TC__GW) TC__GST(d + w, TC__GLD(s + w) + b);
+            if (w < ow) TC__GST(d + ow - TC__GW, TC__GLD(s + ow - TC__GW) + b);
+        }
+    }
+}
+
+/* The level's register tile, for gemm.c's table; and the direct conv's
+ * two tiles (channels x positions). */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
     *mr = TC__GMR;
     *nr = TC__GNR;
 }
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra, int *mrb, int *nrb) {
+    *mra = TC__GMR;
+    *nra = 2 * TC__GW;
+    *mrb = TC__DMR8;
+    *nrb = 3 * TC__GW;
+}
+#undef TC__DMR8
 
 #undef TC__GV
 #undef TC__GVU
