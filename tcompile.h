@@ -6406,7 +6406,8 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
  * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
  * a column block of C kept in L1; the dot form (B's columns contiguous,
  * linear's weight [N, K]) runs four dot products at a time with the x
- * vector shared. */
+ * vector shared; a B packed once for it (freeze) is streamed by
+ * tc__gemv_, rows of A against blocks of 4 vectors of columns. */
 
 #define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
 #define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
@@ -6624,6 +6625,106 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 }
 #undef TC__GD_ROWS
 
+/* GEMV and small-M GEMM over a block of B packed for it (freeze,
+ * tc__gemv_pack in gemm.c): Bp is kc x (nv vectors), row k at bp + k * ldb,
+ * so one block is one contiguous stream.  Per k: nv vector loads of B, one
+ * broadcast of A per row, rows x nv FMAs into accumulators that stay in
+ * registers for the whole kc loop; no horizontal sums.  Rows run in groups
+ * of TC__GVR (4 where there are 32 vector registers), blocks of 4 vectors
+ * (the last block of a B may be narrower: one vector at a time).  Where a
+ * group has few accumulators (4 or fewer) a second set takes the odd k, so
+ * the FMA latency does not bound a single row's stream.
+ *   t[i * ldt + 0..nv W) = (acc ? t : 0) + sum_k a[i * lda + k * sa] * Bp[k] */
+#if TC__ISA_W == 16 || (TC__ISA_W == 4 && defined(__aarch64__))
+#define TC__GVR 4
+#else
+#define TC__GVR 2
+#endif
+#define TC__GVA(X, s) \
+    X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
+    X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
+#define TC__GVA_DECL(s, r, v) TC__GV s##r##v = z;
+#define TC__GVA_FMA(s, r, v) \
+    if (R > r && NV > v) s##r##v = TC__GFMA(x##r, b##v, s##r##v);
+#define TC__GVA_SUM(s, r, v) \
+    if (R > r && NV > v) c##r##v += d##r##v;
+#define TC__GVA_OUT(s, r, v)                                                 \
+    if (R > r && NV > v) {                                                   \
+        float *p_ = t + (int64_t)r * ldt + v * TC__GW;                       \
+        TC__GST(p_, acc ? TC__GLD(p_) + c##r##v : c##r##v);                 \
+    }
+/* the loads of row k of Bp, the broadcasts of A, the FMAs into set s */
+#define TC__GV_STEP(s, kk)                                                                                   \
+    {                                                                                                        \
+        const float *b_ = bp + (kk) * ldb;                                                                   \
+        TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
+               b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
+        TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
+               x2 = R > 2 ? TC__GFN(tc__gsplat_)(a2[(kk) * sa]) : z,                                         \
+               x3 = R > 3 ? TC__GFN(tc__gsplat_)(a3[(kk) * sa]) : z;                                         \
+        TC__GVA(TC__GVA_FMA, s)                                                                              \
+    }
+
+static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
+    const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc) {
+    TC__GV z = {0};
+    const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
+    int64_t k = 0;
+    TC__GVA(TC__GVA_DECL, c)
+    TC__GVA(TC__GVA_DECL, d)
+    if (R * NV <= 4) {
+        for (; k + 2 <= kc; k += 2) {
+            TC__GV_STEP(c, k)
+            TC__GV_STEP(d, k + 1)
+        }
+        TC__GVA(TC__GVA_SUM, c)
+    }
+    for (; k < kc; k++) TC__GV_STEP(c, k)
+    TC__GVA(TC__GVA_OUT, c)
+}
+#undef TC__GVA_DECL
+#undef TC__GVA_FMA
+#undef TC__GVA_SUM
+#undef TC__GVA_OUT
+#undef TC__GV_STEP
+#undef TC__GVA
+
+/* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
+#if TC__GVR == 4
+#define TC__GV_GROUP(NV, bb, tt)                                                   \
+    switch (r) {                                                                   \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    }
+#else
+#define TC__GV_GROUP(NV, bb, tt)                                                                  \
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                       const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
+                                                       int64_t ldt, int acc) {
+    int64_t i;
+    int v;
+    for (i = 0; i < m; i += TC__GVR) {
+        int r = m - i < TC__GVR ? (int)(m - i) : TC__GVR;
+        const float *ai = a + i * lda;
+        float *ti = t + i * ldt;
+        if (nv == 4) {
+            TC__GV_GROUP(4, bp, ti)
+        } else {
+            for (v = 0; v < nv; v++) {
+                TC__GV_GROUP(1, bp + v * TC__GW, ti + v * TC__GW)
+            }
+        }
+    }
+}
+#undef TC__GV_GROUP
+#undef TC__GVR
+
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
                                                              const float *bias) {
@@ -6729,7 +6830,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6733, "tcompile.h", 6733)
+#line TC__LINE_AT(6834, "tcompile.h", 6834)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6746,7 +6847,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6750)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6851)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6764,7 +6865,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
  * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
  * a column block of C kept in L1; the dot form (B's columns contiguous,
  * linear's weight [N, K]) runs four dot products at a time with the x
- * vector shared. */
+ * vector shared; a B packed once for it (freeze) is streamed by
+ * tc__gemv_, rows of A against blocks of 4 vectors of columns. */
 
 #define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
 #define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
@@ -6982,6 +7084,106 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 }
 #undef TC__GD_ROWS
 
+/* GEMV and small-M GEMM over a block of B packed for it (freeze,
+ * tc__gemv_pack in gemm.c): Bp is kc x (nv vectors), row k at bp + k * ldb,
+ * so one block is one contiguous stream.  Per k: nv vector loads of B, one
+ * broadcast of A per row, rows x nv FMAs into accumulators that stay in
+ * registers for the whole kc loop; no horizontal sums.  Rows run in groups
+ * of TC__GVR (4 where there are 32 vector registers), blocks of 4 vectors
+ * (the last block of a B may be narrower: one vector at a time).  Where a
+ * group has few accumulators (4 or fewer) a second set takes the odd k, so
+ * the FMA latency does not bound a single row's stream.
+ *   t[i * ldt + 0..nv W) = (acc ? t : 0) + sum_k a[i * lda + k * sa] * Bp[k] */
+#if TC__ISA_W == 16 || (TC__ISA_W == 4 && defined(__aarch64__))
+#define TC__GVR 4
+#else
+#define TC__GVR 2
+#endif
+#define TC__GVA(X, s) \
+    X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
+    X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
+#define TC__GVA_DECL(s, r, v) TC__GV s##r##v = z;
+#define TC__GVA_FMA(s, r, v) \
+    if (R > r && NV > v) s##r##v = TC__GFMA(x##r, b##v, s##r##v);
+#define TC__GVA_SUM(s, r, v) \
+    if (R > r && NV > v) c##r##v += d##r##v;
+#define TC__GVA_OUT(s, r, v)                                                 \
+    if (R > r && NV > v) {                                                   \
+        float *p_ = t + (int64_t)r * ldt + v * TC__GW;                       \
+        TC__GST(p_, acc ? TC__GLD(p_) + c##r##v : c##r##v);                 \
+    }
+/* the loads of row k of Bp, the broadcasts of A, the FMAs into set s */
+#define TC__GV_STEP(s, kk)                                                                                   \
+    {                                                                                                        \
+        const float *b_ = bp + (kk) * ldb;                                                                   \
+        TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
+               b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
+        TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
+               x2 = R > 2 ? TC__GFN(tc__gsplat_)(a2[(kk) * sa]) : z,                                         \
+               x3 = R > 3 ? TC__GFN(tc__gsplat_)(a3[(kk) * sa]) : z;                                         \
+        TC__GVA(TC__GVA_FMA, s)                                                                              \
+    }
+
+static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
+    const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc) {
+    TC__GV z = {0};
+    const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
+    int64_t k = 0;
+    TC__GVA(TC__GVA_DECL, c)
+    TC__GVA(TC__GVA_DECL, d)
+    if (R * NV <= 4) {
+        for (; k + 2 <= kc; k += 2) {
+            TC__GV_STEP(c, k)
+            TC__GV_STEP(d, k + 1)
+        }
+        TC__GVA(TC__GVA_SUM, c)
+    }
+    for (; k < kc; k++) TC__GV_STEP(c, k)
+    TC__GVA(TC__GVA_OUT, c)
+}
+#undef TC__GVA_DECL
+#undef TC__GVA_FMA
+#undef TC__GVA_SUM
+#undef TC__GVA_OUT
+#undef TC__GV_STEP
+#undef TC__GVA
+
+/* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
+#if TC__GVR == 4
+#define TC__GV_GROUP(NV, bb, tt)                                                   \
+    switch (r) {                                                                   \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    }
+#else
+#define TC__GV_GROUP(NV, bb, tt)                                                                  \
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                       const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
+                                                       int64_t ldt, int acc) {
+    int64_t i;
+    int v;
+    for (i = 0; i < m; i += TC__GVR) {
+        int r = m - i < TC__GVR ? (int)(m - i) : TC__GVR;
+        const float *ai = a + i * lda;
+        float *ti = t + i * ldt;
+        if (nv == 4) {
+            TC__GV_GROUP(4, bp, ti)
+        } else {
+            for (v = 0; v < nv; v++) {
+                TC__GV_GROUP(1, bp + v * TC__GW, ti + v * TC__GW)
+            }
+        }
+    }
+}
+#undef TC__GV_GROUP
+#undef TC__GVR
+
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
                                                              const float *bias) {
@@ -7087,7 +7289,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7091, "tcompile.h", 7091)
+#line TC__LINE_AT(7293, "tcompile.h", 7293)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7104,7 +7306,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7108)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7310)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7122,7 +7324,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
  * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
  * a column block of C kept in L1; the dot form (B's columns contiguous,
  * linear's weight [N, K]) runs four dot products at a time with the x
- * vector shared. */
+ * vector shared; a B packed once for it (freeze) is streamed by
+ * tc__gemv_, rows of A against blocks of 4 vectors of columns. */
 
 #define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
 #define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
@@ -7340,6 +7543,106 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 }
 #undef TC__GD_ROWS
 
+/* GEMV and small-M GEMM over a block of B packed for it (freeze,
+ * tc__gemv_pack in gemm.c): Bp is kc x (nv vectors), row k at bp + k * ldb,
+ * so one block is one contiguous stream.  Per k: nv vector loads of B, one
+ * broadcast of A per row, rows x nv FMAs into accumulators that stay in
+ * registers for the whole kc loop; no horizontal sums.  Rows run in groups
+ * of TC__GVR (4 where there are 32 vector registers), blocks of 4 vectors
+ * (the last block of a B may be narrower: one vector at a time).  Where a
+ * group has few accumulators (4 or fewer) a second set takes the odd k, so
+ * the FMA latency does not bound a single row's stream.
+ *   t[i * ldt + 0..nv W) = (acc ? t : 0) + sum_k a[i * lda + k * sa] * Bp[k] */
+#if TC__ISA_W == 16 || (TC__ISA_W == 4 && defined(__aarch64__))
+#define TC__GVR 4
+#else
+#define TC__GVR 2
+#endif
+#define TC__GVA(X, s) \
+    X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
+    X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
+#define TC__GVA_DECL(s, r, v) TC__GV s##r##v = z;
+#define TC__GVA_FMA(s, r, v) \
+    if (R > r && NV > v) s##r##v = TC__GFMA(x##r, b##v, s##r##v);
+#define TC__GVA_SUM(s, r, v) \
+    if (R > r && NV > v) c##r##v += d##r##v;
+#define TC__GVA_OUT(s, r, v)                                                 \
+    if (R > r && NV > v) {                                                   \
+        float *p_ = t + (int64_t)r * ldt + v * TC__GW;                       \
+        TC__GST(p_, acc ? TC__GLD(p_) + c##r##v : c##r##v);                 \
+    }
+/* the loads of row k of Bp, the broadcasts of A, the FMAs into set s */
+#define TC__GV_STEP(s, kk)                                                                                   \
+    {                                                                                                        \
+        const float *b_ = bp + (kk) * ldb;                                                                   \
+        TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
+               b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
+        TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
+               x2 = R > 2 ? TC__GFN(tc__gsplat_)(a2[(kk) * sa]) : z,                                         \
+               x3 = R > 3 ? TC__GFN(tc__gsplat_)(a3[(kk) * sa]) : z;                                         \
+        TC__GVA(TC__GVA_FMA, s)                                                                              \
+    }
+
+static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
+    const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc) {
+    TC__GV z = {0};
+    const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
+    int64_t k = 0;
+    TC__GVA(TC__GVA_DECL, c)
+    TC__GVA(TC__GVA_DECL, d)
+    if (R * NV <= 4) {
+        for (; k + 2 <= kc; k += 2) {
+            TC__GV_STEP(c, k)
+            TC__GV_STEP(d, k + 1)
+        }
+        TC__GVA(TC__GVA_SUM, c)
+    }
+    for (; k < kc; k++) TC__GV_STEP(c, k)
+    TC__GVA(TC__GVA_OUT, c)
+}
+#undef TC__GVA_DECL
+#undef TC__GVA_FMA
+#undef TC__GVA_SUM
+#undef TC__GVA_OUT
+#undef TC__GV_STEP
+#undef TC__GVA
+
+/* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
+#if TC__GVR == 4
+#define TC__GV_GROUP(NV, bb, tt)                                                   \
+    switch (r) {                                                                   \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    }
+#else
+#define TC__GV_GROUP(NV, bb, tt)                                                                  \
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                       const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
+                                                       int64_t ldt, int acc) {
+    int64_t i;
+    int v;
+    for (i = 0; i < m; i += TC__GVR) {
+        int r = m - i < TC__GVR ? (int)(m - i) : TC__GVR;
+        const float *ai = a + i * lda;
+        float *ti = t + i * ldt;
+        if (nv == 4) {
+            TC__GV_GROUP(4, bp, ti)
+        } else {
+            for (v = 0; v < nv; v++) {
+                TC__GV_GROUP(1, bp + v * TC__GW, ti + v * TC__GW)
+            }
+        }
+    }
+}
+#undef TC__GV_GROUP
+#undef TC__GVR
+
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
                                                              const float *bias) {
@@ -7445,7 +7748,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7449, "tcompile.h", 7449)
+#line TC__LINE_AT(7752, "tcompile.h", 7752)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7462,7 +7765,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7466)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7769)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7480,7 +7783,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
  * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
  * a column block of C kept in L1; the dot form (B's columns contiguous,
  * linear's weight [N, K]) runs four dot products at a time with the x
- * vector shared. */
+ * vector shared; a B packed once for it (freeze) is streamed by
+ * tc__gemv_, rows of A against blocks of 4 vectors of columns. */
 
 #define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
 #define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
@@ -7698,6 +8002,106 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 }
 #undef TC__GD_ROWS
 
+/* GEMV and small-M GEMM over a block of B packed for it (freeze,
+ * tc__gemv_pack in gemm.c): Bp is kc x (nv vectors), row k at bp + k * ldb,
+ * so one block is one contiguous stream.  Per k: nv vector loads of B, one
+ * broadcast of A per row, rows x nv FMAs into accumulators that stay in
+ * registers for the whole kc loop; no horizontal sums.  Rows run in groups
+ * of TC__GVR (4 where there are 32 vector registers), blocks of 4 vectors
+ * (the last block of a B may be narrower: one vector at a time).  Where a
+ * group has few accumulators (4 or fewer) a second set takes the odd k, so
+ * the FMA latency does not bound a single row's stream.
+ *   t[i * ldt + 0..nv W) = (acc ? t : 0) + sum_k a[i * lda + k * sa] * Bp[k] */
+#if TC__ISA_W == 16 || (TC__ISA_W == 4 && defined(__aarch64__))
+#define TC__GVR 4
+#else
+#define TC__GVR 2
+#endif
+#define TC__GVA(X, s) \
+    X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
+    X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
+#define TC__GVA_DECL(s, r, v) TC__GV s##r##v = z;
+#define TC__GVA_FMA(s, r, v) \
+    if (R > r && NV > v) s##r##v = TC__GFMA(x##r, b##v, s##r##v);
+#define TC__GVA_SUM(s, r, v) \
+    if (R > r && NV > v) c##r##v += d##r##v;
+#define TC__GVA_OUT(s, r, v)                                                 \
+    if (R > r && NV > v) {                                                   \
+        float *p_ = t + (int64_t)r * ldt + v * TC__GW;                       \
+        TC__GST(p_, acc ? TC__GLD(p_) + c##r##v : c##r##v);                 \
+    }
+/* the loads of row k of Bp, the broadcasts of A, the FMAs into set s */
+#define TC__GV_STEP(s, kk)                                                                                   \
+    {                                                                                                        \
+        const float *b_ = bp + (kk) * ldb;                                                                   \
+        TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
+               b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
+        TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
+               x2 = R > 2 ? TC__GFN(tc__gsplat_)(a2[(kk) * sa]) : z,                                         \
+               x3 = R > 3 ? TC__GFN(tc__gsplat_)(a3[(kk) * sa]) : z;                                         \
+        TC__GVA(TC__GVA_FMA, s)                                                                              \
+    }
+
+static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
+    const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc) {
+    TC__GV z = {0};
+    const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
+    int64_t k = 0;
+    TC__GVA(TC__GVA_DECL, c)
+    TC__GVA(TC__GVA_DECL, d)
+    if (R * NV <= 4) {
+        for (; k + 2 <= kc; k += 2) {
+            TC__GV_STEP(c, k)
+            TC__GV_STEP(d, k + 1)
+        }
+        TC__GVA(TC__GVA_SUM, c)
+    }
+    for (; k < kc; k++) TC__GV_STEP(c, k)
+    TC__GVA(TC__GVA_OUT, c)
+}
+#undef TC__GVA_DECL
+#undef TC__GVA_FMA
+#undef TC__GVA_SUM
+#undef TC__GVA_OUT
+#undef TC__GV_STEP
+#undef TC__GVA
+
+/* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
+#if TC__GVR == 4
+#define TC__GV_GROUP(NV, bb, tt)                                                   \
+    switch (r) {                                                                   \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    }
+#else
+#define TC__GV_GROUP(NV, bb, tt)                                                                  \
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                       const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
+                                                       int64_t ldt, int acc) {
+    int64_t i;
+    int v;
+    for (i = 0; i < m; i += TC__GVR) {
+        int r = m - i < TC__GVR ? (int)(m - i) : TC__GVR;
+        const float *ai = a + i * lda;
+        float *ti = t + i * ldt;
+        if (nv == 4) {
+            TC__GV_GROUP(4, bp, ti)
+        } else {
+            for (v = 0; v < nv; v++) {
+                TC__GV_GROUP(1, bp + v * TC__GW, ti + v * TC__GW)
+            }
+        }
+    }
+}
+#undef TC__GV_GROUP
+#undef TC__GVR
+
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,
                                                              const float *bias) {
@@ -7803,7 +8207,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7807, "tcompile.h", 7807)
+#line TC__LINE_AT(8211, "tcompile.h", 8211)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7811,7 +8215,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 7815)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8219)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -7861,6 +8265,8 @@ typedef struct tc__gemm_prepack {
     float *data;
     size_t floats;
     int kc, nr, ncmax;
+    int gemv;                /* 1: blocks for tc__gemv_ (kc, ncmax unused;
+                                nr: the block's floats per k) */
     const float *src;
     int64_t K, N, rsb, csb;
     int valid;
@@ -7895,6 +8301,8 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
                                  int64_t nk, float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
+typedef void (*tc__gemv_fn)(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb,
+                            int64_t kc, int nv, float *t, int64_t ldt, int acc);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
@@ -7906,6 +8314,7 @@ typedef struct tc__gemm_impl {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;         /* a B packed for it (freeze), vectors of nr / 2 */
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
@@ -7960,6 +8369,21 @@ TC__FN void tc__gemm_dot_base(const float *a, int64_t lda, int64_t m, const floa
         }
 }
 
+/* gemm_isa.c's tc__gemv_ in plain C, vectors of TC__BASE_NR / 2. */
+TC__FN void tc__gemv_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb, int64_t kc,
+                          int nv, float *t, int64_t ldt, int acc) {
+    int64_t i, k;
+    int j, n = nv * (TC__BASE_NR / 2);
+    for (i = 0; i < m; i++) {
+        float s[2 * TC__BASE_NR];
+        const float *ai = a + i * lda;
+        for (j = 0; j < n; j++) s[j] = acc ? t[i * ldt + j] : 0.0f;
+        for (k = 0; k < kc; k++)
+            for (j = 0; j < n; j++) s[j] += ai[k * sa] * bp[k * ldb + j];
+        for (j = 0; j < n; j++) t[i * ldt + j] = s[j];
+    }
+}
+
 TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
     int64_t i, j;
     for (i = 0; i < mr; i++)
@@ -7989,15 +8413,16 @@ typedef struct tc__gemm_level {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;
 } tc__gemm_level;
-#define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
-    {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__gwin_row_##sfx},
+#define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                    \
+    {level,          tc__gemm_shape_##sfx, tc__ukr_##sfx,       tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, \
+     tc__gemv_##sfx, tc__gtile_fin_##sfx,  tc__gwin_row_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__gwin_row_base}};
+                                        tc__gemv_base, tc__gtile_fin_base, tc__gwin_row_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -8012,6 +8437,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     g.ukr = l->ukr;
     g.axpy = l->axpy;
     g.dot = l->dot;
+    g.gemv = l->gemv;
     g.fin = l->fin;
     g.win = l->win;
     return g;
@@ -8285,6 +8711,99 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     return 0;
 }
 
+/* Few rows against a B packed once (freeze): B in blocks of nb = 4 vectors
+ * of columns, each block all of K deep in k order, so a thread's blocks
+ * are one contiguous stream, read once per call with no packing and no
+ * horizontal sums (tc__gemv_).  The last block is as wide as its columns
+ * rounded up to a vector.  Threads take contiguous runs of blocks, and only
+ * where the product pays for waking them (tc__gemv_parts). */
+#define TC__GEMV_M 16           /* rows up to which a frozen B is streamed so  */
+#define TC__GEMV_NB_MAX 64      /* the widest block (AVX-512's 4 vectors)      */
+#define TC__GEMV_L1_FLOATS 8192 /* a k chunk of a block that stays in L1 while
+                                   further groups of rows pass over it         */
+/* Multiply-adds plus weights (x8: a weight from L3 or memory costs several
+ * FMAs' time) below which the product stays on the calling thread: waking,
+ * then joining, another thread costs microseconds, and far more when a
+ * busy host has it descheduled, where the product takes about a microsecond
+ * a million multiply-adds. */
+#define TC__GEMV_PAR_MIN ((int64_t)1 << 21)
+
+/* Packs g's B for tc__gemv_ (once: later calls find it valid). */
+TC__FN int tc__gemv_pack(tc__gemm_prepack *pre, const tc__gemm *g, const tc__gemm_impl *im) {
+    int64_t nb = 2 * im->nr, w = im->nr / 2, j0;
+    size_t need = (size_t)g->K * (size_t)((g->N + nb - 1) / nb * nb);
+    if (pre->valid && pre->gemv && pre->nr == nb && pre->src == g->B && pre->K == g->K && pre->N == g->N &&
+        pre->rsb == g->rsb && pre->csb == g->csb)
+        return 0;
+    pre->valid = 0;
+    if (pre->floats < need) {
+        float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+        if (!d) return -1;
+        pre->data = d;
+        pre->floats = need;
+    }
+    for (j0 = 0; j0 < g->N; j0 += nb) {
+        int64_t wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w;
+        tc__pack_b(g, (int)ldb, 0, g->K, j0, wc, 0, wc, pre->data + j0 * g->K);
+    }
+    pre->gemv = 1;
+    pre->kc = 0;
+    pre->ncmax = 0;
+    pre->nr = (int)nb;
+    pre->src = g->B;
+    pre->K = g->K;
+    pre->N = g->N;
+    pre->rsb = g->rsb;
+    pre->csb = g->csb;
+    pre->valid = 1;
+    return 0;
+}
+
+typedef struct tc__gemv_job {
+    const tc__gemm *g;
+    tc__gemm_impl im;
+} tc__gemv_job;
+
+/* Blocks [b0, b1): each into a tile on the stack, then C (alpha, bias),
+ * then the epilogue once over the run's columns. */
+TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
+    const tc__gemv_job *j = (const tc__gemv_job *)arg;
+    const tc__gemm *g = j->g;
+    const int64_t nb = 2 * j->im.nr, w = j->im.nr / 2;
+    float t[TC__GEMV_M * TC__GEMV_NB_MAX];
+    int64_t b, i, je = b1 * nb < g->N ? b1 * nb : g->N;
+    for (b = b0; b < b1; b++) {
+        int64_t j0 = b * nb, wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w, pc;
+        const float *bp = g->pre->data + j0 * g->K;
+        /* one group of rows reads the block once: no chunks */
+        int64_t kcv = g->M <= 4 ? g->K : (TC__GEMV_L1_FLOATS / ldb > 0 ? TC__GEMV_L1_FLOATS / ldb : 1);
+        for (pc = 0; pc < g->K; pc += kcv) {
+            int64_t kc = g->K - pc < kcv ? g->K - pc : kcv;
+            j->im.gemv(g->A + pc * g->csa, g->rsa, g->csa, g->M, bp + pc * ldb, ldb, kc, (int)(ldb / w), t, nb, pc > 0);
+        }
+        for (i = 0; i < g->M; i++) memcpy(g->C + i * g->ldc + j0, t + i * nb, sizeof(float) * (size_t)wc);
+        if (g->alpha != 1.0f || g->bias) j->im.fin(g->C + j0, g->ldc, g->M, wc, g->alpha, g->bias ? g->bias + j0 : NULL);
+    }
+    if (je > b0 * nb) tc__gemm_epi(g, 0, g->M, b0 * nb, je - b0 * nb);
+}
+
+/* The threads a frozen GEMV of this shape runs on (1: the caller alone). */
+TC__FN int tc__gemv_parts(const tc_ctx *ctx, const tc__gemm *g, int64_t nblocks) {
+    if (g->K * g->N * (g->M + 8) < TC__GEMV_PAR_MIN) return 1;
+    return tc__parallel_parts(ctx, nblocks, INT64_MAX);
+}
+
+TC__FN int tc__gemv_run(tc_ctx *ctx, const tc__gemm *g, const tc__gemm_impl *im, int serial) {
+    tc__gemv_job j;
+    int64_t nb = 2 * im->nr, nblocks = (g->N + nb - 1) / nb;
+    if (tc__gemv_pack(g->pre, g, im)) return -1;
+    j.g = g;
+    j.im = *im;
+    if (serial || tc__gemv_parts(ctx, g, nblocks) <= 1) tc__gemv_blocks(&j, 0, nblocks);
+    else tc__parallel_for(ctx, nblocks, INT64_MAX, tc__gemv_blocks, &j);
+    return 0;
+}
+
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
@@ -8300,11 +8819,12 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
+    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX) return tc__gemv_run(ctx, g, &im, serial);
     if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
         return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     pre = g->packb ? NULL : g->pre;
-    if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
+    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
                  pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
         size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
@@ -8315,6 +8835,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             pre->data = d;
             pre->floats = need;
         }
+        pre->gemv = 0;
         pre->kc = (int)KC;
         pre->nr = im.nr;
         pre->ncmax = (int)ncmax;
@@ -8426,10 +8947,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8430, "tcompile.h", 8430)
+#line TC__LINE_AT(8951, "tcompile.h", 8951)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8433)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8954)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -8700,10 +9221,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(8704, "tcompile.h", 8704)
+#line TC__LINE_AT(9225, "tcompile.h", 9225)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 8707)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9228)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9349,10 +9870,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9353, "tcompile.h", 9353)
+#line TC__LINE_AT(9874, "tcompile.h", 9874)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9356)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9877)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -9759,10 +10280,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(9763, "tcompile.h", 9763)
+#line TC__LINE_AT(10284, "tcompile.h", 10284)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 9766)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10287)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -10559,10 +11080,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(10563, "tcompile.h", 10563)
+#line TC__LINE_AT(11084, "tcompile.h", 11084)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 10566)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11087)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11038,10 +11559,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11042, "tcompile.h", 11042)
+#line TC__LINE_AT(11563, "tcompile.h", 11563)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11045)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11566)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -11969,10 +12490,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(11973, "tcompile.h", 11973)
+#line TC__LINE_AT(12494, "tcompile.h", 12494)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 11976)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12497)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -12581,10 +13102,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(12585, "tcompile.h", 12585)
+#line TC__LINE_AT(13106, "tcompile.h", 13106)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 12588)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13109)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14311,10 +14832,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14315, "tcompile.h", 14315)
+#line TC__LINE_AT(14836, "tcompile.h", 14836)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14318)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14839)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14417,7 +14938,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14421, "tcompile.h", 14421)
+#line TC__LINE_AT(14942, "tcompile.h", 14942)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14429,7 +14950,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14433)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14954)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -14871,7 +15392,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(14875, "tcompile.h", 14875)
+#line TC__LINE_AT(15396, "tcompile.h", 15396)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -14888,7 +15409,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14892)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15413)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15330,7 +15851,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15334, "tcompile.h", 15334)
+#line TC__LINE_AT(15855, "tcompile.h", 15855)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15347,7 +15868,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15351)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15872)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15789,7 +16310,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15793, "tcompile.h", 15793)
+#line TC__LINE_AT(16314, "tcompile.h", 16314)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15806,7 +16327,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15810)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16331)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16248,7 +16769,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16252, "tcompile.h", 16252)
+#line TC__LINE_AT(16773, "tcompile.h", 16773)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16265,7 +16786,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16269)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16790)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17305,7 +17826,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17309, "tcompile.h", 17309)
+#line TC__LINE_AT(17830, "tcompile.h", 17830)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17322,7 +17843,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17326)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17847)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18362,7 +18883,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18366, "tcompile.h", 18366)
+#line TC__LINE_AT(18887, "tcompile.h", 18887)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18379,7 +18900,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18383)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18904)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19419,7 +19940,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19423, "tcompile.h", 19423)
+#line TC__LINE_AT(19944, "tcompile.h", 19944)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19436,7 +19957,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19440)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19961)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20476,7 +20997,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20480, "tcompile.h", 20480)
+#line TC__LINE_AT(21001, "tcompile.h", 21001)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20484,7 +21005,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 20488)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21009)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -21458,10 +21979,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(21462, "tcompile.h", 21462)
+#line TC__LINE_AT(21983, "tcompile.h", 21983)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 21465)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 21986)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -21787,10 +22308,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(21791, "tcompile.h", 21791)
+#line TC__LINE_AT(22312, "tcompile.h", 22312)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 21794)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22315)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -22630,10 +23151,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(22634, "tcompile.h", 22634)
+#line TC__LINE_AT(23155, "tcompile.h", 23155)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 22637)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23158)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -22695,10 +23216,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(22699, "tcompile.h", 22699)
+#line TC__LINE_AT(23220, "tcompile.h", 23220)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 22702)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23223)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -22727,7 +23248,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261207c"
+#define TC__TUNE_KERNELS "k20261208g"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second
@@ -23117,10 +23638,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23121, "tcompile.h", 23121)
+#line TC__LINE_AT(23642, "tcompile.h", 23642)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23124)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23645)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -23800,10 +24321,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(23804, "tcompile.h", 23804)
+#line TC__LINE_AT(24325, "tcompile.h", 24325)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 23807)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24328)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -24646,10 +25167,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24650, "tcompile.h", 24650)
+#line TC__LINE_AT(25171, "tcompile.h", 25171)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 24653)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25174)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -24745,10 +25266,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(24749, "tcompile.h", 24749)
+#line TC__LINE_AT(25270, "tcompile.h", 25270)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 24752)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25273)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -24951,10 +25472,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(24955, "tcompile.h", 24955)
+#line TC__LINE_AT(25476, "tcompile.h", 25476)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 24958)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25479)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -25647,10 +26168,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(25651, "tcompile.h", 25651)
+#line TC__LINE_AT(26172, "tcompile.h", 26172)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 25654)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26175)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -25960,10 +26481,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(25964, "tcompile.h", 25964)
+#line TC__LINE_AT(26485, "tcompile.h", 26485)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 25967)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26488)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26191,10 +26712,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26195, "tcompile.h", 26195)
+#line TC__LINE_AT(26716, "tcompile.h", 26716)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26198)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26719)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26412,10 +26933,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26416, "tcompile.h", 26416)
+#line TC__LINE_AT(26937, "tcompile.h", 26937)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26419)
+#line TC__LINE_AT(1, "src/license.h", 26940)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26457,7 +26978,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26461, "tcompile.h", 26461)
+#line TC__LINE_AT(26982, "tcompile.h", 26982)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

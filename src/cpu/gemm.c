@@ -47,6 +47,8 @@ typedef struct tc__gemm_prepack {
     float *data;
     size_t floats;
     int kc, nr, ncmax;
+    int gemv;                /* 1: blocks for tc__gemv_ (kc, ncmax unused;
+                                nr: the block's floats per k) */
     const float *src;
     int64_t K, N, rsb, csb;
     int valid;
@@ -81,6 +83,8 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
                                  int64_t nk, float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
+typedef void (*tc__gemv_fn)(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb,
+                            int64_t kc, int nv, float *t, int64_t ldt, int acc);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
@@ -92,6 +96,7 @@ typedef struct tc__gemm_impl {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;         /* a B packed for it (freeze), vectors of nr / 2 */
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
 } tc__gemm_impl;
@@ -146,6 +151,21 @@ TC__FN void tc__gemm_dot_base(const float *a, int64_t lda, int64_t m, const floa
         }
 }
 
+/* gemm_isa.c's tc__gemv_ in plain C, vectors of TC__BASE_NR / 2. */
+TC__FN void tc__gemv_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb, int64_t kc,
+                          int nv, float *t, int64_t ldt, int acc) {
+    int64_t i, k;
+    int j, n = nv * (TC__BASE_NR / 2);
+    for (i = 0; i < m; i++) {
+        float s[2 * TC__BASE_NR];
+        const float *ai = a + i * lda;
+        for (j = 0; j < n; j++) s[j] = acc ? t[i * ldt + j] : 0.0f;
+        for (k = 0; k < kc; k++)
+            for (j = 0; j < n; j++) s[j] += ai[k * sa] * bp[k * ldb + j];
+        for (j = 0; j < n; j++) t[i * ldt + j] = s[j];
+    }
+}
+
 TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
     int64_t i, j;
     for (i = 0; i < mr; i++)
@@ -175,15 +195,16 @@ typedef struct tc__gemm_level {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;
 } tc__gemm_level;
-#define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
-    {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__gwin_row_##sfx},
+#define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                    \
+    {level,          tc__gemm_shape_##sfx, tc__ukr_##sfx,       tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, \
+     tc__gemv_##sfx, tc__gtile_fin_##sfx,  tc__gwin_row_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__gwin_row_base}};
+                                        tc__gemv_base, tc__gtile_fin_base, tc__gwin_row_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -198,6 +219,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     g.ukr = l->ukr;
     g.axpy = l->axpy;
     g.dot = l->dot;
+    g.gemv = l->gemv;
     g.fin = l->fin;
     g.win = l->win;
     return g;
@@ -471,6 +493,99 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     return 0;
 }
 
+/* Few rows against a B packed once (freeze): B in blocks of nb = 4 vectors
+ * of columns, each block all of K deep in k order, so a thread's blocks
+ * are one contiguous stream, read once per call with no packing and no
+ * horizontal sums (tc__gemv_).  The last block is as wide as its columns
+ * rounded up to a vector.  Threads take contiguous runs of blocks, and only
+ * where the product pays for waking them (tc__gemv_parts). */
+#define TC__GEMV_M 16           /* rows up to which a frozen B is streamed so  */
+#define TC__GEMV_NB_MAX 64      /* the widest block (AVX-512's 4 vectors)      */
+#define TC__GEMV_L1_FLOATS 8192 /* a k chunk of a block that stays in L1 while
+                                   further groups of rows pass over it         */
+/* Multiply-adds plus weights (x8: a weight from L3 or memory costs several
+ * FMAs' time) below which the product stays on the calling thread: waking,
+ * then joining, another thread costs microseconds, and far more when a
+ * busy host has it descheduled, where the product takes about a microsecond
+ * a million multiply-adds. */
+#define TC__GEMV_PAR_MIN ((int64_t)1 << 21)
+
+/* Packs g's B for tc__gemv_ (once: later calls find it valid). */
+TC__FN int tc__gemv_pack(tc__gemm_prepack *pre, const tc__gemm *g, const tc__gemm_impl *im) {
+    int64_t nb = 2 * im->nr, w = im->nr / 2, j0;
+    size_t need = (size_t)g->K * (size_t)((g->N + nb - 1) / nb * nb);
+    if (pre->valid && pre->gemv && pre->nr == nb && pre->src == g->B && pre->K == g->K && pre->N == g->N &&
+        pre->rsb == g->rsb && pre->csb == g->csb)
+        return 0;
+    pre->valid = 0;
+    if (pre->floats < need) {
+        float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+        if (!d) return -1;
+        pre->data = d;
+        pre->floats = need;
+    }
+    for (j0 = 0; j0 < g->N; j0 += nb) {
+        int64_t wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w;
+        tc__pack_b(g, (int)ldb, 0, g->K, j0, wc, 0, wc, pre->data + j0 * g->K);
+    }
+    pre->gemv = 1;
+    pre->kc = 0;
+    pre->ncmax = 0;
+    pre->nr = (int)nb;
+    pre->src = g->B;
+    pre->K = g->K;
+    pre->N = g->N;
+    pre->rsb = g->rsb;
+    pre->csb = g->csb;
+    pre->valid = 1;
+    return 0;
+}
+
+typedef struct tc__gemv_job {
+    const tc__gemm *g;
+    tc__gemm_impl im;
+} tc__gemv_job;
+
+/* Blocks [b0, b1): each into a tile on the stack, then C (alpha, bias),
+ * then the epilogue once over the run's columns. */
+TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
+    const tc__gemv_job *j = (const tc__gemv_job *)arg;
+    const tc__gemm *g = j->g;
+    const int64_t nb = 2 * j->im.nr, w = j->im.nr / 2;
+    float t[TC__GEMV_M * TC__GEMV_NB_MAX];
+    int64_t b, i, je = b1 * nb < g->N ? b1 * nb : g->N;
+    for (b = b0; b < b1; b++) {
+        int64_t j0 = b * nb, wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w, pc;
+        const float *bp = g->pre->data + j0 * g->K;
+        /* one group of rows reads the block once: no chunks */
+        int64_t kcv = g->M <= 4 ? g->K : (TC__GEMV_L1_FLOATS / ldb > 0 ? TC__GEMV_L1_FLOATS / ldb : 1);
+        for (pc = 0; pc < g->K; pc += kcv) {
+            int64_t kc = g->K - pc < kcv ? g->K - pc : kcv;
+            j->im.gemv(g->A + pc * g->csa, g->rsa, g->csa, g->M, bp + pc * ldb, ldb, kc, (int)(ldb / w), t, nb, pc > 0);
+        }
+        for (i = 0; i < g->M; i++) memcpy(g->C + i * g->ldc + j0, t + i * nb, sizeof(float) * (size_t)wc);
+        if (g->alpha != 1.0f || g->bias) j->im.fin(g->C + j0, g->ldc, g->M, wc, g->alpha, g->bias ? g->bias + j0 : NULL);
+    }
+    if (je > b0 * nb) tc__gemm_epi(g, 0, g->M, b0 * nb, je - b0 * nb);
+}
+
+/* The threads a frozen GEMV of this shape runs on (1: the caller alone). */
+TC__FN int tc__gemv_parts(const tc_ctx *ctx, const tc__gemm *g, int64_t nblocks) {
+    if (g->K * g->N * (g->M + 8) < TC__GEMV_PAR_MIN) return 1;
+    return tc__parallel_parts(ctx, nblocks, INT64_MAX);
+}
+
+TC__FN int tc__gemv_run(tc_ctx *ctx, const tc__gemm *g, const tc__gemm_impl *im, int serial) {
+    tc__gemv_job j;
+    int64_t nb = 2 * im->nr, nblocks = (g->N + nb - 1) / nb;
+    if (tc__gemv_pack(g->pre, g, im)) return -1;
+    j.g = g;
+    j.im = *im;
+    if (serial || tc__gemv_parts(ctx, g, nblocks) <= 1) tc__gemv_blocks(&j, 0, nblocks);
+    else tc__parallel_for(ctx, nblocks, INT64_MAX, tc__gemv_blocks, &j);
+    return 0;
+}
+
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
@@ -486,11 +601,12 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
+    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX) return tc__gemv_run(ctx, g, &im, serial);
     if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
         return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     pre = g->packb ? NULL : g->pre;
-    if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
+    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
                  pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
         size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
@@ -501,6 +617,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             pre->data = d;
             pre->floats = need;
         }
+        pre->gemv = 0;
         pre->kc = (int)KC;
         pre->nr = im.nr;
         pre->ncmax = (int)ncmax;
