@@ -6640,6 +6640,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #else
 #define TC__GVR 2
 #endif
+/* Rows of the block fetched ahead (a line per 16 floats of the row): a
+ * weight that the calls between two of this one's evicted from L2 comes
+ * from L3, where the hardware stream alone left each block's run short of
+ * requests in flight. */
+#define TC__GV_AHEAD 16
 #define TC__GVA(X, s) \
     X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
     X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
@@ -6657,6 +6662,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #define TC__GV_STEP(s, kk)                                                                                   \
     {                                                                                                        \
         const float *b_ = bp + (kk) * ldb;                                                                   \
+        tc__prefetch(b_ + TC__GV_AHEAD * ldb);                                                               \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 16);                                    \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 32);                                    \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 48);                                    \
         TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
                b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
         TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
@@ -6689,6 +6698,7 @@ static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GF
 #undef TC__GVA_OUT
 #undef TC__GV_STEP
 #undef TC__GVA
+#undef TC__GV_AHEAD
 
 /* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
 #if TC__GVR == 4
@@ -6830,7 +6840,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6834, "tcompile.h", 6834)
+#line TC__LINE_AT(6844, "tcompile.h", 6844)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6847,7 +6857,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6851)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6861)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7099,6 +7109,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #else
 #define TC__GVR 2
 #endif
+/* Rows of the block fetched ahead (a line per 16 floats of the row): a
+ * weight that the calls between two of this one's evicted from L2 comes
+ * from L3, where the hardware stream alone left each block's run short of
+ * requests in flight. */
+#define TC__GV_AHEAD 16
 #define TC__GVA(X, s) \
     X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
     X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
@@ -7116,6 +7131,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #define TC__GV_STEP(s, kk)                                                                                   \
     {                                                                                                        \
         const float *b_ = bp + (kk) * ldb;                                                                   \
+        tc__prefetch(b_ + TC__GV_AHEAD * ldb);                                                               \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 16);                                    \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 32);                                    \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 48);                                    \
         TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
                b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
         TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
@@ -7148,6 +7167,7 @@ static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GF
 #undef TC__GVA_OUT
 #undef TC__GV_STEP
 #undef TC__GVA
+#undef TC__GV_AHEAD
 
 /* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
 #if TC__GVR == 4
@@ -7289,7 +7309,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7293, "tcompile.h", 7293)
+#line TC__LINE_AT(7313, "tcompile.h", 7313)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7306,7 +7326,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7310)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7330)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7558,6 +7578,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #else
 #define TC__GVR 2
 #endif
+/* Rows of the block fetched ahead (a line per 16 floats of the row): a
+ * weight that the calls between two of this one's evicted from L2 comes
+ * from L3, where the hardware stream alone left each block's run short of
+ * requests in flight. */
+#define TC__GV_AHEAD 16
 #define TC__GVA(X, s) \
     X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
     X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
@@ -7575,6 +7600,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #define TC__GV_STEP(s, kk)                                                                                   \
     {                                                                                                        \
         const float *b_ = bp + (kk) * ldb;                                                                   \
+        tc__prefetch(b_ + TC__GV_AHEAD * ldb);                                                               \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 16);                                    \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 32);                                    \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 48);                                    \
         TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
                b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
         TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
@@ -7607,6 +7636,7 @@ static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GF
 #undef TC__GVA_OUT
 #undef TC__GV_STEP
 #undef TC__GVA
+#undef TC__GV_AHEAD
 
 /* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
 #if TC__GVR == 4
@@ -7748,7 +7778,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7752, "tcompile.h", 7752)
+#line TC__LINE_AT(7782, "tcompile.h", 7782)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7765,7 +7795,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7769)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7799)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -8017,6 +8047,11 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #else
 #define TC__GVR 2
 #endif
+/* Rows of the block fetched ahead (a line per 16 floats of the row): a
+ * weight that the calls between two of this one's evicted from L2 comes
+ * from L3, where the hardware stream alone left each block's run short of
+ * requests in flight. */
+#define TC__GV_AHEAD 16
 #define TC__GVA(X, s) \
     X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
     X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
@@ -8034,6 +8069,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #define TC__GV_STEP(s, kk)                                                                                   \
     {                                                                                                        \
         const float *b_ = bp + (kk) * ldb;                                                                   \
+        tc__prefetch(b_ + TC__GV_AHEAD * ldb);                                                               \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 16);                                    \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 32);                                    \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 48);                                    \
         TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
                b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
         TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
@@ -8066,6 +8105,7 @@ static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GF
 #undef TC__GVA_OUT
 #undef TC__GV_STEP
 #undef TC__GVA
+#undef TC__GV_AHEAD
 
 /* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
 #if TC__GVR == 4
@@ -8207,7 +8247,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(8211, "tcompile.h", 8211)
+#line TC__LINE_AT(8251, "tcompile.h", 8251)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8215,7 +8255,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 8219)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8259)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8947,10 +8987,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8951, "tcompile.h", 8951)
+#line TC__LINE_AT(8991, "tcompile.h", 8991)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8954)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8994)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -9221,10 +9261,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9225, "tcompile.h", 9225)
+#line TC__LINE_AT(9265, "tcompile.h", 9265)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 9228)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9268)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9870,10 +9910,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9874, "tcompile.h", 9874)
+#line TC__LINE_AT(9914, "tcompile.h", 9914)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9877)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9917)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10280,10 +10320,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10284, "tcompile.h", 10284)
+#line TC__LINE_AT(10324, "tcompile.h", 10324)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10287)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10327)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11080,10 +11120,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11084, "tcompile.h", 11084)
+#line TC__LINE_AT(11124, "tcompile.h", 11124)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11087)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11127)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11559,10 +11599,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11563, "tcompile.h", 11563)
+#line TC__LINE_AT(11603, "tcompile.h", 11603)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11566)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11606)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12490,10 +12530,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12494, "tcompile.h", 12494)
+#line TC__LINE_AT(12534, "tcompile.h", 12534)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12497)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12537)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13102,10 +13142,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13106, "tcompile.h", 13106)
+#line TC__LINE_AT(13146, "tcompile.h", 13146)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13109)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13149)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14832,10 +14872,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14836, "tcompile.h", 14836)
+#line TC__LINE_AT(14876, "tcompile.h", 14876)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14839)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14879)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14938,7 +14978,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14942, "tcompile.h", 14942)
+#line TC__LINE_AT(14982, "tcompile.h", 14982)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14950,7 +14990,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14954)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14994)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15392,7 +15432,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15396, "tcompile.h", 15396)
+#line TC__LINE_AT(15436, "tcompile.h", 15436)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15409,7 +15449,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15413)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15453)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15851,7 +15891,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15855, "tcompile.h", 15855)
+#line TC__LINE_AT(15895, "tcompile.h", 15895)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15868,7 +15908,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15872)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15912)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16310,7 +16350,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16314, "tcompile.h", 16314)
+#line TC__LINE_AT(16354, "tcompile.h", 16354)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16327,7 +16367,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16331)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16371)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16769,7 +16809,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16773, "tcompile.h", 16773)
+#line TC__LINE_AT(16813, "tcompile.h", 16813)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16786,7 +16826,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16790)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16830)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17826,7 +17866,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17830, "tcompile.h", 17830)
+#line TC__LINE_AT(17870, "tcompile.h", 17870)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17843,7 +17883,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17847)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17887)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18883,7 +18923,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18887, "tcompile.h", 18887)
+#line TC__LINE_AT(18927, "tcompile.h", 18927)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18900,7 +18940,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18904)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18944)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19940,7 +19980,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19944, "tcompile.h", 19944)
+#line TC__LINE_AT(19984, "tcompile.h", 19984)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19957,7 +19997,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19961)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20001)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20997,7 +21037,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21001, "tcompile.h", 21001)
+#line TC__LINE_AT(21041, "tcompile.h", 21041)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21005,7 +21045,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21009)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21049)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -21979,10 +22019,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(21983, "tcompile.h", 21983)
+#line TC__LINE_AT(22023, "tcompile.h", 22023)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 21986)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22026)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22308,10 +22348,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22312, "tcompile.h", 22312)
+#line TC__LINE_AT(22352, "tcompile.h", 22352)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22315)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22355)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23151,10 +23191,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23155, "tcompile.h", 23155)
+#line TC__LINE_AT(23195, "tcompile.h", 23195)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23158)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23198)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23216,10 +23256,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23220, "tcompile.h", 23220)
+#line TC__LINE_AT(23260, "tcompile.h", 23260)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23223)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23263)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23638,10 +23678,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23642, "tcompile.h", 23642)
+#line TC__LINE_AT(23682, "tcompile.h", 23682)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23645)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23685)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24321,10 +24361,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24325, "tcompile.h", 24325)
+#line TC__LINE_AT(24365, "tcompile.h", 24365)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24328)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24368)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25167,10 +25207,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25171, "tcompile.h", 25171)
+#line TC__LINE_AT(25211, "tcompile.h", 25211)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25174)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25214)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25266,10 +25306,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25270, "tcompile.h", 25270)
+#line TC__LINE_AT(25310, "tcompile.h", 25310)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25273)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25313)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25472,10 +25512,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25476, "tcompile.h", 25476)
+#line TC__LINE_AT(25516, "tcompile.h", 25516)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25479)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25519)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26168,10 +26208,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26172, "tcompile.h", 26172)
+#line TC__LINE_AT(26212, "tcompile.h", 26212)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26175)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26215)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26481,10 +26521,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26485, "tcompile.h", 26485)
+#line TC__LINE_AT(26525, "tcompile.h", 26525)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26488)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26528)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26712,10 +26752,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26716, "tcompile.h", 26716)
+#line TC__LINE_AT(26756, "tcompile.h", 26756)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26719)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26759)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26933,10 +26973,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26937, "tcompile.h", 26937)
+#line TC__LINE_AT(26977, "tcompile.h", 26977)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26940)
+#line TC__LINE_AT(1, "src/license.h", 26980)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -26978,7 +27018,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(26982, "tcompile.h", 26982)
+#line TC__LINE_AT(27022, "tcompile.h", 27022)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
