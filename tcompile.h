@@ -4113,6 +4113,7 @@ TC__FN tc_result tc__shape_same(tc__call *c);
 /* ---- cpu/gemm.c */
 TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0, int64_t js1, float *bp);
 TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
+TC__FN int tc__gemm_small(const struct tc__gemm *g);
 TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
 TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
 TC__FN void tc__pack_a(const struct tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap);
@@ -4220,10 +4221,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4224, "tcompile.h", 4224)
+#line TC__LINE_AT(4225, "tcompile.h", 4225)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4227)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4228)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5074,10 +5075,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5078, "tcompile.h", 5078)
+#line TC__LINE_AT(5079, "tcompile.h", 5079)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5081)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5082)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5798,10 +5799,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5802, "tcompile.h", 5802)
+#line TC__LINE_AT(5803, "tcompile.h", 5803)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5805)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5806)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6376,7 +6377,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6380, "tcompile.h", 6380)
+#line TC__LINE_AT(6381, "tcompile.h", 6381)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6388,7 +6389,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6392)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6393)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6840,7 +6841,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6844, "tcompile.h", 6844)
+#line TC__LINE_AT(6845, "tcompile.h", 6845)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6857,7 +6858,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6861)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6862)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7309,7 +7310,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7313, "tcompile.h", 7313)
+#line TC__LINE_AT(7314, "tcompile.h", 7314)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7326,7 +7327,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7330)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7331)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7778,7 +7779,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7782, "tcompile.h", 7782)
+#line TC__LINE_AT(7783, "tcompile.h", 7783)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7795,7 +7796,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7799)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7800)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -8247,7 +8248,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(8251, "tcompile.h", 8251)
+#line TC__LINE_AT(8252, "tcompile.h", 8252)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8255,7 +8256,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 8259)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8260)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8296,6 +8297,15 @@ typedef struct tc__gemm {
     tc_isa isa;              /* the microkernels' level when below the
                                 context's (max-autotune's choice); 0: its */
 } tc__gemm;
+
+/* Multiply-adds plus 8 per element of B (reading a weight from L2 or L3
+ * costs several FMAs' time) below which a matmul or linear stays on the
+ * calling thread: waking, then joining, another thread costs microseconds
+ * (far more when a busy host has descheduled it), where such a product
+ * takes a few.  A shape's decision, the same at every call. */
+#define TC__GEMM_PAR_MIN ((int64_t)1 << 21)
+
+TC__FN int tc__gemm_small(const struct tc__gemm *g) { return (g->M + 8) * g->N * g->K < TC__GEMM_PAR_MIN; }
 
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
  * (for each NC panel, each KC slice): packing is paid once, not per call.
@@ -8761,12 +8771,6 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 #define TC__GEMV_NB_MAX 64      /* the widest block (AVX-512's 4 vectors)      */
 #define TC__GEMV_L1_FLOATS 8192 /* a k chunk of a block that stays in L1 while
                                    further groups of rows pass over it         */
-/* Multiply-adds plus weights (x8: a weight from L3 or memory costs several
- * FMAs' time) below which the product stays on the calling thread: waking,
- * then joining, another thread costs microseconds, and far more when a
- * busy host has it descheduled, where the product takes about a microsecond
- * a million multiply-adds. */
-#define TC__GEMV_PAR_MIN ((int64_t)1 << 21)
 
 /* Packs g's B for tc__gemv_ (once: later calls find it valid). */
 TC__FN int tc__gemv_pack(tc__gemm_prepack *pre, const tc__gemm *g, const tc__gemm_impl *im) {
@@ -8829,8 +8833,7 @@ TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
 
 /* The threads a frozen GEMV of this shape runs on (1: the caller alone). */
 TC__FN int tc__gemv_parts(const tc_ctx *ctx, const tc__gemm *g, int64_t nblocks) {
-    if (g->K * g->N * (g->M + 8) < TC__GEMV_PAR_MIN) return 1;
-    return tc__parallel_parts(ctx, nblocks, INT64_MAX);
+    return tc__gemm_small(g) ? 1 : tc__parallel_parts(ctx, nblocks, INT64_MAX);
 }
 
 TC__FN int tc__gemv_run(tc_ctx *ctx, const tc__gemm *g, const tc__gemm_impl *im, int serial) {
@@ -8987,10 +8990,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8991, "tcompile.h", 8991)
+#line TC__LINE_AT(8994, "tcompile.h", 8994)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8994)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 8997)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -9125,7 +9128,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     if (fold && and_ - 2 == nb) {
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         g.pre = c->prepack;
-        return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
+        return tc__gemm_run(c->ctx, &g, tc__gemm_small(&g)) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
     }
     off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");
@@ -9261,10 +9264,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9265, "tcompile.h", 9265)
+#line TC__LINE_AT(9268, "tcompile.h", 9268)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 9268)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9271)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9910,10 +9913,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9914, "tcompile.h", 9914)
+#line TC__LINE_AT(9917, "tcompile.h", 9917)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9917)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9920)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10320,10 +10323,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10324, "tcompile.h", 10324)
+#line TC__LINE_AT(10327, "tcompile.h", 10327)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10327)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10330)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11120,10 +11123,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11124, "tcompile.h", 11124)
+#line TC__LINE_AT(11127, "tcompile.h", 11127)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11127)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11130)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11599,10 +11602,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11603, "tcompile.h", 11603)
+#line TC__LINE_AT(11606, "tcompile.h", 11606)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11606)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11609)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12530,10 +12533,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12534, "tcompile.h", 12534)
+#line TC__LINE_AT(12537, "tcompile.h", 12537)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12537)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12540)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13142,10 +13145,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13146, "tcompile.h", 13146)
+#line TC__LINE_AT(13149, "tcompile.h", 13149)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13149)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13152)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14872,10 +14875,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14876, "tcompile.h", 14876)
+#line TC__LINE_AT(14879, "tcompile.h", 14879)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14879)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14882)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14978,7 +14981,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14982, "tcompile.h", 14982)
+#line TC__LINE_AT(14985, "tcompile.h", 14985)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14990,7 +14993,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14994)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14997)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15432,7 +15435,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15436, "tcompile.h", 15436)
+#line TC__LINE_AT(15439, "tcompile.h", 15439)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15449,7 +15452,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15453)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15456)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15891,7 +15894,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15895, "tcompile.h", 15895)
+#line TC__LINE_AT(15898, "tcompile.h", 15898)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15908,7 +15911,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15912)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15915)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16350,7 +16353,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16354, "tcompile.h", 16354)
+#line TC__LINE_AT(16357, "tcompile.h", 16357)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16367,7 +16370,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16371)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16374)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16809,7 +16812,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16813, "tcompile.h", 16813)
+#line TC__LINE_AT(16816, "tcompile.h", 16816)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16826,7 +16829,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16830)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16833)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17866,7 +17869,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17870, "tcompile.h", 17870)
+#line TC__LINE_AT(17873, "tcompile.h", 17873)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17883,7 +17886,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17887)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17890)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18923,7 +18926,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18927, "tcompile.h", 18927)
+#line TC__LINE_AT(18930, "tcompile.h", 18930)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18940,7 +18943,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18944)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18947)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19980,7 +19983,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19984, "tcompile.h", 19984)
+#line TC__LINE_AT(19987, "tcompile.h", 19987)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19997,7 +20000,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20001)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20004)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21037,7 +21040,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21041, "tcompile.h", 21041)
+#line TC__LINE_AT(21044, "tcompile.h", 21044)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21045,7 +21048,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21049)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21052)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22019,10 +22022,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22023, "tcompile.h", 22023)
+#line TC__LINE_AT(22026, "tcompile.h", 22026)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22026)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22029)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22348,10 +22351,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22352, "tcompile.h", 22352)
+#line TC__LINE_AT(22355, "tcompile.h", 22355)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22355)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22358)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23191,10 +23194,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23195, "tcompile.h", 23195)
+#line TC__LINE_AT(23198, "tcompile.h", 23198)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23198)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23201)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23256,10 +23259,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23260, "tcompile.h", 23260)
+#line TC__LINE_AT(23263, "tcompile.h", 23263)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23263)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23266)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23678,10 +23681,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23682, "tcompile.h", 23682)
+#line TC__LINE_AT(23685, "tcompile.h", 23685)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23685)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23688)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24361,10 +24364,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24365, "tcompile.h", 24365)
+#line TC__LINE_AT(24368, "tcompile.h", 24368)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24368)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24371)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25207,10 +25210,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25211, "tcompile.h", 25211)
+#line TC__LINE_AT(25214, "tcompile.h", 25214)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25214)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25217)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25306,10 +25309,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25310, "tcompile.h", 25310)
+#line TC__LINE_AT(25313, "tcompile.h", 25313)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25313)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25316)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25512,10 +25515,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25516, "tcompile.h", 25516)
+#line TC__LINE_AT(25519, "tcompile.h", 25519)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25519)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25522)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26208,10 +26211,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26212, "tcompile.h", 26212)
+#line TC__LINE_AT(26215, "tcompile.h", 26215)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26215)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26218)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26521,10 +26524,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26525, "tcompile.h", 26525)
+#line TC__LINE_AT(26528, "tcompile.h", 26528)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26528)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26531)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26752,10 +26755,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26756, "tcompile.h", 26756)
+#line TC__LINE_AT(26759, "tcompile.h", 26759)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26759)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26762)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26973,10 +26976,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26977, "tcompile.h", 26977)
+#line TC__LINE_AT(26980, "tcompile.h", 26980)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26980)
+#line TC__LINE_AT(1, "src/license.h", 26983)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27018,7 +27021,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27022, "tcompile.h", 27022)
+#line TC__LINE_AT(27025, "tcompile.h", 27025)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

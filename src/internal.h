@@ -141,6 +141,7 @@ TC__FN tc_result tc__shape_same(tc__call *c);
 /* ---- cpu/gemm.c */
 TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0, int64_t js1, float *bp);
 TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
+TC__FN int tc__gemm_small(const struct tc__gemm *g);
 TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
 TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
 TC__FN void tc__pack_a(const struct tc__gemm *g, int mr_, int64_t ic, int64_t mc, int64_t pc, int64_t kc, float *ap);

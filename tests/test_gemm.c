@@ -147,7 +147,7 @@ TC_TEST(test_gemv_packed_every_level_and_shape) {
             for (t = 0; t < 13 && ok; t++)
                 ok = check_gemm(m, ns[t], ks[(t + m) % 7], (int)(t + m) % 3, (int)(t / 3 + m) % 3, t % 2,
                                 t % 5 == 0 ? 0.5f : 1.0f, (int)(m % 4 == 3));
-        /* split across the threads (K N (M + 8) >= TC__GEMV_PAR_MIN), and not */
+        /* split across the threads ((M + 8) N K >= TC__GEMM_PAR_MIN), and not */
         ok = ok && check_gemm(1, 2000, 300, 0, 1, 1, 1.0f, 0) && check_gemm(16, 1000, 129, 1, 0, 1, 2.0f, 0);
         ok = ok && check_gemm(7, 777, 1100, 2, 1, 0, 1.0f, 0) && check_gemm(2, 50, 40, 0, 1, 1, 1.0f, 0);
     }
@@ -166,8 +166,10 @@ static uint64_t pool_jobs(void) {
 
 /* A frozen GEMV runs on the calling thread where waking another costs more
  * than the product takes (mlp_small's layers at batch 1 and 8: a few
- * microseconds), and splits where it is large (mlp_large's 16 MB layers). */
-TC_TEST(test_gemv_small_stays_on_caller) {
+ * microseconds), and splits where it is large (mlp_large's 16 MB layers);
+ * so do eager matmul and linear. */
+static tc_tensor *rand_t(int ndim, const int64_t *shape, uint64_t seed);
+TC_TEST(test_small_gemm_stays_on_caller) {
     static const int64_t shapes[][4] = {{1, 256, 256, 0}, {8, 256, 256, 0}, {8, 256, 64, 0}, {1, 4096, 1024, 1},
                                         {8, 1024, 4096, 1}};
     size_t s;
@@ -200,6 +202,28 @@ TC_TEST(test_gemv_small_stays_on_caller) {
         free(A);
         free(B);
         free(C);
+    }
+    /* eager linear and matmul (no packing) decide the same way */
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t sx[2], sw[2], sm[2];
+        tc_tensor *x, *w, *y;
+        uint64_t before;
+        int op;
+        sx[0] = shapes[s][0], sx[1] = shapes[s][2];
+        sw[0] = shapes[s][1], sw[1] = shapes[s][2];
+        sm[0] = shapes[s][2], sm[1] = shapes[s][1];
+        for (op = 0; op < 2; op++) {
+            tc_scope_begin(ctx);
+            x = rand_t(2, sx, 50);
+            w = rand_t(2, op ? sm : sw, 51);
+            before = pool_jobs();
+            y = op ? tc_matmul(ctx, x, w) : tc_linear(ctx, x, w, NULL);
+            TC_CHECK(tc_status(y) == TC_OK);
+            TC_CHECKF((pool_jobs() != before) == (shapes[s][3] != 0), "eager %s M=%lld N=%lld K=%lld: %s",
+                      op ? "matmul" : "linear", (long long)shapes[s][0], (long long)shapes[s][1],
+                      (long long)shapes[s][2], shapes[s][3] ? "ran on the caller alone" : "woke the thread pool");
+            tc_scope_end(ctx);
+        }
     }
 }
 
@@ -792,7 +816,7 @@ int main(void) {
     ctx = tc_ctx_create(&o);
     TC_RUN(test_gemm_every_level_and_shape);
     TC_RUN(test_gemv_packed_every_level_and_shape);
-    TC_RUN(test_gemv_small_stays_on_caller);
+    TC_RUN(test_small_gemm_stays_on_caller);
     TC_RUN(test_gemm_split_balances_threads);
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);

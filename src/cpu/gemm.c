@@ -39,6 +39,15 @@ typedef struct tc__gemm {
                                 context's (max-autotune's choice); 0: its */
 } tc__gemm;
 
+/* Multiply-adds plus 8 per element of B (reading a weight from L2 or L3
+ * costs several FMAs' time) below which a matmul or linear stays on the
+ * calling thread: waking, then joining, another thread costs microseconds
+ * (far more when a busy host has descheduled it), where such a product
+ * takes a few.  A shape's decision, the same at every call. */
+#define TC__GEMM_PAR_MIN ((int64_t)1 << 21)
+
+TC__FN int tc__gemm_small(const struct tc__gemm *g) { return (g->M + 8) * g->N * g->K < TC__GEMM_PAR_MIN; }
+
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
  * (for each NC panel, each KC slice): packing is paid once, not per call.
  * Repacked when the blocking or the ISA's NR changes (max-autotune tries
@@ -503,12 +512,6 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 #define TC__GEMV_NB_MAX 64      /* the widest block (AVX-512's 4 vectors)      */
 #define TC__GEMV_L1_FLOATS 8192 /* a k chunk of a block that stays in L1 while
                                    further groups of rows pass over it         */
-/* Multiply-adds plus weights (x8: a weight from L3 or memory costs several
- * FMAs' time) below which the product stays on the calling thread: waking,
- * then joining, another thread costs microseconds, and far more when a
- * busy host has it descheduled, where the product takes about a microsecond
- * a million multiply-adds. */
-#define TC__GEMV_PAR_MIN ((int64_t)1 << 21)
 
 /* Packs g's B for tc__gemv_ (once: later calls find it valid). */
 TC__FN int tc__gemv_pack(tc__gemm_prepack *pre, const tc__gemm *g, const tc__gemm_impl *im) {
@@ -571,8 +574,7 @@ TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
 
 /* The threads a frozen GEMV of this shape runs on (1: the caller alone). */
 TC__FN int tc__gemv_parts(const tc_ctx *ctx, const tc__gemm *g, int64_t nblocks) {
-    if (g->K * g->N * (g->M + 8) < TC__GEMV_PAR_MIN) return 1;
-    return tc__parallel_parts(ctx, nblocks, INT64_MAX);
+    return tc__gemm_small(g) ? 1 : tc__parallel_parts(ctx, nblocks, INT64_MAX);
 }
 
 TC__FN int tc__gemv_run(tc_ctx *ctx, const tc__gemm *g, const tc__gemm_impl *im, int serial) {
