@@ -249,11 +249,9 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #else
 #define TC__GVR 2
 #endif
-/* Rows of the block fetched ahead (a line per 16 floats of the row): a
- * weight that the calls between two of this one's evicted from L2 comes
- * from L3, where the hardware stream alone left each block's run short of
- * requests in flight. */
-#define TC__GV_AHEAD 16
+/* `ahead`: rows of the block fetched ahead, a line per 16 floats (gemm.c
+ * picks it): the hardware stream alone left each block's run short of
+ * requests in flight, from L3 and more so from memory. */
 #define TC__GVA(X, s) \
     X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
     X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
@@ -271,10 +269,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 #define TC__GV_STEP(s, kk)                                                                                   \
     {                                                                                                        \
         const float *b_ = bp + (kk) * ldb;                                                                   \
-        tc__prefetch(b_ + TC__GV_AHEAD * ldb);                                                               \
-        if (NV * TC__GW > 16) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 16);                                    \
-        if (NV * TC__GW > 32) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 32);                                    \
-        if (NV * TC__GW > 48) tc__prefetch(b_ + TC__GV_AHEAD * ldb + 48);                                    \
+        tc__prefetch(b_ + ahead * ldb);                                                                      \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + ahead * ldb + 16);                                           \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + ahead * ldb + 32);                                           \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + ahead * ldb + 48);                                           \
         TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
                b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
         TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
@@ -285,7 +283,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
 
 static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
     const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
-    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc) {
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc, int64_t ahead) {
     TC__GV z = {0};
     const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
     int64_t k = 0;
@@ -307,25 +305,24 @@ static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GF
 #undef TC__GVA_OUT
 #undef TC__GV_STEP
 #undef TC__GVA
-#undef TC__GV_AHEAD
 
 /* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
 #if TC__GVR == 4
 #define TC__GV_GROUP(NV, bb, tt)                                                   \
     switch (r) {                                                                   \
-    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
-    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
-    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
-    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc); break; \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
     }
 #else
 #define TC__GV_GROUP(NV, bb, tt)                                                                  \
-    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);            \
-    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc);
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead);
 #endif
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
                                                        const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
-                                                       int64_t ldt, int acc) {
+                                                       int64_t ldt, int acc, int64_t ahead) {
     int64_t i;
     int v;
     for (i = 0; i < m; i += TC__GVR) {
