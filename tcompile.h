@@ -21943,41 +21943,39 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
 
 /* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
  * holds ws_slots per-thread workspaces of ws_bytes each. */
-TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
-    tc__krun kr;
+TC__FN void tc__krun_prepare(tc__krun *kr, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     int a, d, any_nt = 0;
-    memset(&kr, 0, sizeof kr);
-    kr.k = k;
-    kr.isa = tc__isa_impl_of(ctx->isa);
-    kr.ndim = k->ndim;
-    kr.rows = k->nslot > 0 || k->nstage > 1;
-    kr.row0 = kr.rows ? k->row0 : k->ndim;
-    memcpy(kr.shape, k->shape, sizeof kr.shape);
+    memset(kr, 0, sizeof *kr); /* in place: the state is 4 KB */
+    kr->k = k;
+    kr->isa = tc__isa_impl_of(ctx->isa);
+    kr->ndim = k->ndim;
+    kr->rows = k->nslot > 0 || k->nstage > 1;
+    kr->row0 = kr->rows ? k->row0 : k->ndim;
+    memcpy(kr->shape, k->shape, sizeof kr->shape);
     for (a = 0; a < k->nacc; a++) {
         const tc__kaccess *ac = &k->acc[a];
         const tc_tensor *h = ref[ac->node];
         int64_t esz = (int64_t)tc__dtype_sizes[h->dtype], off = h->offset;
-        for (d = 0; d < TC_MAX_DIMS; d++) kr.st[a][d] = 0;
+        for (d = 0; d < TC_MAX_DIMS; d++) kr->st[a][d] = 0;
         for (d = 0; d < ac->ndim; d++) {
-            if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            if (ac->kdim[d] >= 0) kr->st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
             off += h->strides[d] * ac->off[d];
         }
-        kr.base[a] = (char *)h->storage->data + off * esz;
-        kr.dt[a] = (int)h->dtype;
+        kr->base[a] = (char *)h->storage->data + off * esz;
+        kr->dt[a] = (int)h->dtype;
         /* a result larger than the caches streams past them: no read for
          * ownership of lines about to be overwritten whole */
-        kr.nt[a] = ac->store && h->dtype == TC_F32 &&
-                   tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
+        kr->nt[a] = ac->store && h->dtype == TC_F32 &&
+                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
         /* and an input of that size is read from memory (tc__krun_arm_rows) */
-        kr.mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
-        kr.any_mem |= kr.mem[a];
-        any_nt |= kr.nt[a];
+        kr->mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
+        kr->any_mem |= kr->mem[a];
+        any_nt |= kr->nt[a];
     }
-    kr.pf_streams = any_nt && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
-    kr.rowlen = tc__kernel_rowlen(k);
-    kr.tile = tc__kernel_tile(k);
-    tc__krun_coalesce(&kr);
-    *kr_ = kr;
+    kr->pf_streams = any_nt && kr->any_mem && !kr->rows && (ctx->cpu_features & TC__CPU_NT_FILL);
+    kr->rowlen = tc__kernel_rowlen(k);
+    kr->tile = tc__kernel_tile(k);
+    tc__krun_coalesce(kr);
 }
 
 /* A fused pointwise kernel as a contraction's epilogue (arg: its prepared
@@ -22021,10 +22019,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22025, "tcompile.h", 22025)
+#line TC__LINE_AT(22023, "tcompile.h", 22023)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22028)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22026)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22350,10 +22348,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22354, "tcompile.h", 22354)
+#line TC__LINE_AT(22352, "tcompile.h", 22352)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22357)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22355)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23193,10 +23191,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23197, "tcompile.h", 23197)
+#line TC__LINE_AT(23195, "tcompile.h", 23195)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23200)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23198)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23258,10 +23256,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23262, "tcompile.h", 23262)
+#line TC__LINE_AT(23260, "tcompile.h", 23260)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23265)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23263)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23680,10 +23678,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23684, "tcompile.h", 23684)
+#line TC__LINE_AT(23682, "tcompile.h", 23682)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23687)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23685)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24363,10 +24361,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24367, "tcompile.h", 24367)
+#line TC__LINE_AT(24365, "tcompile.h", 24365)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24370)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24368)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25209,10 +25207,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25213, "tcompile.h", 25213)
+#line TC__LINE_AT(25211, "tcompile.h", 25211)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25216)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25214)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25308,10 +25306,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25312, "tcompile.h", 25312)
+#line TC__LINE_AT(25310, "tcompile.h", 25310)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25315)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25313)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25514,10 +25512,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25518, "tcompile.h", 25518)
+#line TC__LINE_AT(25516, "tcompile.h", 25516)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25521)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25519)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26210,10 +26208,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26214, "tcompile.h", 26214)
+#line TC__LINE_AT(26212, "tcompile.h", 26212)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26217)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26215)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26523,10 +26521,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26527, "tcompile.h", 26527)
+#line TC__LINE_AT(26525, "tcompile.h", 26525)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26530)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26528)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26754,10 +26752,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26758, "tcompile.h", 26758)
+#line TC__LINE_AT(26756, "tcompile.h", 26756)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26761)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26759)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26975,10 +26973,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26979, "tcompile.h", 26979)
+#line TC__LINE_AT(26977, "tcompile.h", 26977)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26982)
+#line TC__LINE_AT(1, "src/license.h", 26980)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27020,7 +27018,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27024, "tcompile.h", 27024)
+#line TC__LINE_AT(27022, "tcompile.h", 27022)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */
