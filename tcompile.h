@@ -8812,17 +8812,17 @@ TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
     const int64_t nb = 2 * j->im.nr, w = j->im.nr / 2;
     float t[TC__GEMV_M * TC__GEMV_NB_MAX];
     int64_t b, i, je = b1 * nb < g->N ? b1 * nb : g->N;
-    int far = g->K * g->N >= TC__GEMV_FAR_FLOATS;
+    int big = g->K * g->N >= TC__GEMV_FAR_FLOATS; /* not `far`: a macro in windows.h */
     for (b = b0; b < b1; b++) {
         int64_t j0 = b * nb, wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w, pc;
         const float *bp = g->pre->data + j0 * g->K;
         /* one group of rows reads the block once: no chunks */
-        int64_t kcv = g->M <= 4 ? g->K : (TC__GEMV_L1_FLOATS / (far ? 4 : 1)) / ldb;
+        int64_t kcv = g->M <= 4 ? g->K : (TC__GEMV_L1_FLOATS / (big ? 4 : 1)) / ldb;
         if (kcv < 1) kcv = 1;
         for (pc = 0; pc < g->K; pc += kcv) {
             int64_t kc = g->K - pc < kcv ? g->K - pc : kcv;
             j->im.gemv(g->A + pc * g->csa, g->rsa, g->csa, g->M, bp + pc * ldb, ldb, kc, (int)(ldb / w), t, nb, pc > 0,
-                       far ? 64 : 16);
+                       big ? 64 : 16);
         }
         for (i = 0; i < g->M; i++) memcpy(g->C + i * g->ldc + j0, t + i * nb, sizeof(float) * (size_t)wc);
         if (g->alpha != 1.0f || g->bias) j->im.fin(g->C + j0, g->ldc, g->M, wc, g->alpha, g->bias ? g->bias + j0 : NULL);
