@@ -1734,9 +1734,13 @@ TC__FN TC__UNUSED uint64_t tc__atomic_load_u64(const uint64_t *p) { return __ato
 TC__FN TC__UNUSED void tc__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 TC__FN TC__UNUSED int tc__atomic_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 TC__FN TC__UNUSED void tc__atomic_store_int(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-TC__FN TC__UNUSED int tc__atomic_dec_int(int *p) { return __atomic_sub_fetch(p, 1, __ATOMIC_ACQ_REL); }
 /* the value before adding v (claims, e.g. a workspace slot) */
 TC__FN TC__UNUSED int tc__atomic_fetch_add_int(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+TC__FN TC__UNUSED int tc__atomic_inc_int(int *p) { return __atomic_add_fetch(p, 1, __ATOMIC_ACQ_REL); }
+/* *p = v where *p was `was`: nonzero when it was */
+TC__FN TC__UNUSED int tc__atomic_cas_u64(uint64_t *p, uint64_t was, uint64_t v) {
+    return __atomic_compare_exchange_n(p, &was, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 TC__FN TC__UNUSED void tc__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("pause");
@@ -1849,10 +1853,10 @@ TC__FN void tc__cond_wait(tc__cond *c, tc__mutex *m) { pthread_cond_wait(c, m); 
 TC__FN void tc__cond_broadcast(tc__cond *c) { pthread_cond_broadcast(c); }
 #endif
 #endif
-#line TC__LINE_AT(1853, "tcompile.h", 1853)
+#line TC__LINE_AT(1857, "tcompile.h", 1857)
 
 /* ===== src/runtime/util.c ===== */
-#line TC__LINE_AT(1, "src/runtime/util.c", 1856)
+#line TC__LINE_AT(1, "src/runtime/util.c", 1860)
 /* Utilities: results, dtypes, aligned allocation, messages and logging,
  * half-precision conversion, overflow-checked size arithmetic. */
 
@@ -2196,17 +2200,22 @@ TC__FN void tc__store(void *base, tc_dtype dt, int64_t i, double v) {
     default: break;
     }
 }
-#line TC__LINE_AT(2200, "tcompile.h", 2200)
+#line TC__LINE_AT(2204, "tcompile.h", 2204)
 
 /* ===== src/runtime/threads.c ===== */
-#line TC__LINE_AT(1, "src/runtime/threads.c", 2203)
+#line TC__LINE_AT(1, "src/runtime/threads.c", 2207)
 /* Thread pool: persistent workers per context, one synchronisation per
  * parallel loop.  Between jobs a worker spins for a while before it sleeps
  * on the condition variable (and so does the caller waiting for the job to
  * finish): waking a sleeping thread costs tens of microseconds, more than a
- * small kernel takes, and back-to-back kernels are the common case.  Work [0, n) is split into equal contiguous ranges, one per
- * thread (the caller takes the first), so a kernel's memory access stays
- * sequential within each thread and results never depend on timing. */
+ * small kernel takes, and back-to-back kernels are the common case.  Work
+ * [0, n) is split into equal contiguous ranges, one per thread (the caller
+ * takes the first), so a kernel's memory access stays sequential within
+ * each thread.  A part is claimed by whoever gets to it first: the caller,
+ * done with its own, runs the parts no worker has started, so a worker the
+ * host has not scheduled (its core busy with other processes) delays the
+ * loop by nothing, where waiting for it cost up to a scheduler slice.  A
+ * part's range is fixed, so results never depend on timing. */
 
 typedef void (*tc__range_fn)(void *arg, int64_t begin, int64_t end);
 
@@ -2215,9 +2224,12 @@ struct tc__pool {
     int nworkers;
     tc__thread *threads;
     tc__mutex mu;
-    tc__cond wake, done;
+    tc__cond wake, done_cv;
     uint64_t generation;       /* bumped for each job                   */
-    int pending;               /* workers still running the job         */
+    uint64_t ticket;           /* generation << 40 | nparts << 20 | the next
+                                  part to claim (atomics; else `next`)   */
+    int next;
+    int done;                  /* parts finished                        */
     int quit;
     int busy;                  /* a job is running: nested loops go serial */
     tc__range_fn fn;
@@ -2238,6 +2250,57 @@ TC__FN void tc__run_part(tc__pool *p, int part) {
     if (b < e) p->fn(p->arg, b, e);
 }
 
+#if defined(TCOMPILE_TESTING) && defined(TC__HAVE_ATOMICS)
+/* Tests hold a worker back before it claims a part, as a host that has not
+ * scheduled it does; NULL: none. */
+static void (*tc__pool_worker_hook)(void) = NULL;
+#define TC__POOL_WORKER_HOOK()                                                         \
+    do {                                                                               \
+        void (*h_)(void) = __atomic_load_n(&tc__pool_worker_hook, __ATOMIC_ACQUIRE); \
+        if (h_) h_();                                                                  \
+    } while (0)
+#else
+#define TC__POOL_WORKER_HOOK() ((void)0)
+#endif
+
+/* The next part of job `gen` nobody has started, or -1 (the job is done
+ * or another has begun). */
+TC__FN int tc__pool_claim(tc__pool *p, uint64_t gen) {
+#ifdef TC__HAVE_ATOMICS
+    for (;;) {
+        uint64_t t = tc__atomic_load_u64(&p->ticket);
+        uint64_t part = t & 0xFFFFF, nparts = (t >> 20) & 0xFFFFF;
+        if (t >> 40 != (gen & 0xFFFFFF) || part >= nparts) return -1;
+        if (tc__atomic_cas_u64(&p->ticket, t, t + 1)) return (int)part;
+    }
+#else
+    int part = -1;
+    tc__mutex_lock(&p->mu);
+    if (p->generation == gen && p->next < p->nparts) part = p->next++;
+    tc__mutex_unlock(&p->mu);
+    return part;
+#endif
+}
+
+/* Runs claimed part `part`, then counts it; the last wakes the caller. */
+TC__FN void tc__pool_run_claimed(tc__pool *p, int part) {
+    int last, nparts = p->nparts; /* read while the job is still ours */
+    tc__run_part(p, part);
+#ifdef TC__HAVE_ATOMICS
+    last = tc__atomic_inc_int(&p->done) == nparts;
+    if (last) {
+        tc__mutex_lock(&p->mu);
+        tc__cond_broadcast(&p->done_cv);
+        tc__mutex_unlock(&p->mu);
+    }
+#else
+    tc__mutex_lock(&p->mu);
+    last = ++p->done == nparts;
+    if (last) tc__cond_broadcast(&p->done_cv);
+    tc__mutex_unlock(&p->mu);
+#endif
+}
+
 #ifdef TC__HAVE_ATOMICS
 #define TC__SPIN 20000
 #define TC__GEN_LOAD(p) tc__atomic_load_u64(&(p)->generation)
@@ -2252,8 +2315,9 @@ TC__FN void *tc__worker_main(void *varg) {
     tc__worker_arg *wa = (tc__worker_arg *)varg;
     tc__pool *p = wa->pool;
     uint64_t seen = 0;
+    (void)wa->index;
     for (;;) {
-        int spins = 0, last;
+        int spins = 0, part;
 #ifdef TC__HAVE_ATOMICS
         while (TC__GEN_LOAD(p) == seen && !TC__QUIT_LOAD(p) && spins < TC__SPIN) {
             tc__cpu_relax();
@@ -2268,19 +2332,8 @@ TC__FN void *tc__worker_main(void *varg) {
         }
         seen = p->generation;
         tc__mutex_unlock(&p->mu);
-        if (wa->index < p->nparts) tc__run_part(p, wa->index);
-#ifdef TC__HAVE_ATOMICS
-        last = tc__atomic_dec_int(&p->pending) == 0;
-#else
-        tc__mutex_lock(&p->mu);
-        last = --p->pending == 0;
-        tc__mutex_unlock(&p->mu);
-#endif
-        if (last) {
-            tc__mutex_lock(&p->mu);
-            tc__cond_broadcast(&p->done);
-            tc__mutex_unlock(&p->mu);
-        }
+        TC__POOL_WORKER_HOOK();
+        while ((part = tc__pool_claim(p, seen)) >= 0) tc__pool_run_claimed(p, part);
     }
 }
 
@@ -2297,7 +2350,7 @@ TC__FN void tc__pool_destroy(tc__pool *p) {
     tc__mutex_unlock(&p->mu);
     for (i = 0; i < p->nworkers; i++) tc__thread_join(&p->threads[i]);
     tc__cond_destroy(&p->wake);
-    tc__cond_destroy(&p->done);
+    tc__cond_destroy(&p->done_cv);
     tc__mutex_destroy(&p->mu);
     TC_FREE(p->threads);
     TC_FREE(p);
@@ -2319,7 +2372,7 @@ TC__FN tc__pool *tc__pool_create(int nthreads) {
     }
     tc__mutex_init(&p->mu);
     tc__cond_init(&p->wake);
-    tc__cond_init(&p->done);
+    tc__cond_init(&p->done_cv);
     for (i = 0; i < p->nworkers; i++) {
         tc__worker_arg *wa = tc__worker_args_of(p) + i;
         wa->pool = p;
@@ -2356,7 +2409,7 @@ TC__FN int tc__parallel_parts(const tc_ctx *ctx, int64_t n, int64_t work) {
         /* about two threshold-halves of work per part (any threshold >= 0) */
         int64_t half = TC_PARALLEL_MIN_WORK / 2 > 0 ? TC_PARALLEL_MIN_WORK / 2 : 1;
         int64_t by_work = work / half;
-        int nparts = p->nworkers + 1;
+        int nparts = p->nworkers + 1 < 0xFFFFF ? p->nworkers + 1 : 0xFFFFF; /* tc__pool's ticket */
         if (ctx->thread_cap > 0 && nparts > ctx->thread_cap) nparts = ctx->thread_cap;
         if ((int64_t)nparts > n) nparts = (int)n;
         if ((int64_t)nparts > by_work) nparts = (int)(by_work < 1 ? 1 : by_work);
@@ -2379,29 +2432,34 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
         tc__pool *p = ctx ? ctx->pool : NULL;
         int nparts = tc__parallel_parts(ctx, n, work);
         if (p && nparts > 1) {
+            uint64_t gen;
+            int part;
             tc__mutex_lock(&p->mu);
             p->fn = fn;
             p->arg = arg;
             p->n = n;
             p->nparts = nparts;
-#ifdef TC__HAVE_ATOMICS
-            tc__atomic_store_int(&p->pending, p->nworkers);
-#else
-            p->pending = p->nworkers;
-#endif
             p->busy = 1;
+            gen = p->generation + 1;
 #ifdef TC__HAVE_ATOMICS
-            tc__atomic_store_u64(&p->generation, p->generation + 1); /* publishes the job */
+            tc__atomic_store_int(&p->done, 0);
+            /* part 0 is the caller's */
+            tc__atomic_store_u64(&p->ticket, (gen & 0xFFFFFF) << 40 | (uint64_t)nparts << 20 | 1);
+            tc__atomic_store_u64(&p->generation, gen); /* publishes the job */
 #else
-            p->generation++;
+            p->done = 0;
+            p->next = 1;
+            p->generation = gen;
 #endif
             tc__cond_broadcast(&p->wake);
             tc__mutex_unlock(&p->mu);
-            tc__run_part(p, 0);
+            tc__pool_run_claimed(p, 0);
+            /* the parts no worker has started */
+            while ((part = tc__pool_claim(p, gen)) >= 0) tc__pool_run_claimed(p, part);
 #ifdef TC__HAVE_ATOMICS
             {
                 int spins = 0;
-                while (tc__atomic_load_int(&p->pending) > 0 && spins < TC__SPIN) {
+                while (tc__atomic_load_int(&p->done) < nparts && spins < TC__SPIN) {
                     tc__cpu_relax();
                     spins++;
                 }
@@ -2409,9 +2467,9 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
             tc__mutex_lock(&p->mu);
 #ifdef TC__HAVE_ATOMICS
-            while (tc__atomic_load_int(&p->pending) > 0) tc__cond_wait(&p->done, &p->mu);
+            while (tc__atomic_load_int(&p->done) < nparts) tc__cond_wait(&p->done_cv, &p->mu);
 #else
-            while (p->pending > 0) tc__cond_wait(&p->done, &p->mu);
+            while (p->done < nparts) tc__cond_wait(&p->done_cv, &p->mu);
 #endif
             p->busy = 0;
             tc__mutex_unlock(&p->mu);
@@ -2424,10 +2482,10 @@ TC__FN void tc__parallel_for(tc_ctx *ctx, int64_t n, int64_t work, tc__range_fn 
 #endif
     fn(arg, 0, n);
 }
-#line TC__LINE_AT(2428, "tcompile.h", 2428)
+#line TC__LINE_AT(2486, "tcompile.h", 2486)
 
 /* ===== src/cuda/driver.c ===== */
-#line TC__LINE_AT(1, "src/cuda/driver.c", 2431)
+#line TC__LINE_AT(1, "src/cuda/driver.c", 2489)
 /* The CUDA driver and NVRTC, found at run time.
  *
  * Nothing here needs the CUDA SDK to build: the driver's and NVRTC's ABI is
@@ -2773,10 +2831,10 @@ TCDEF tc_result tc_cuda_device_info(tc_cuda_info *info) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(2777, "tcompile.h", 2777)
+#line TC__LINE_AT(2835, "tcompile.h", 2835)
 
 /* ===== src/cuda/memory.c ===== */
-#line TC__LINE_AT(1, "src/cuda/memory.c", 2780)
+#line TC__LINE_AT(1, "src/cuda/memory.c", 2838)
 /* A context's CUDA state: its stream, its cache of device blocks, copies.
  *
  * Made when the context first touches the device (tc__cuda_ctx_get) and
@@ -3005,10 +3063,10 @@ TCDEF tc_result tc_cuda_synchronize(tc_ctx *ctx) { return ctx ? TC_OK : TC_ERR_N
 TCDEF int64_t tc_cuda_alloc_count(const tc_ctx *ctx) { return (void)ctx, 0; }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(3009, "tcompile.h", 3009)
+#line TC__LINE_AT(3067, "tcompile.h", 3067)
 
 /* ===== src/runtime/tensor.c ===== */
-#line TC__LINE_AT(1, "src/runtime/tensor.c", 3012)
+#line TC__LINE_AT(1, "src/runtime/tensor.c", 3070)
 /* Tensors: the context, scopes, tensor objects and storage, host access. */
 
 
@@ -3683,10 +3741,10 @@ TC__FN tc_tensor *tc__to_device(tc_ctx *ctx, const tc_tensor *x) {
     t->status = r;
     return t;
 }
-#line TC__LINE_AT(3687, "tcompile.h", 3687)
+#line TC__LINE_AT(3745, "tcompile.h", 3745)
 
 /* ===== src/ops/optable.h ===== */
-#line TC__LINE_AT(1, "src/ops/optable.h", 3690)
+#line TC__LINE_AT(1, "src/ops/optable.h", 3748)
 /* The op table: one row per op.  It drives validation and shape inference
  * (the shape rule), eager execution (the run function), printing (the name),
  * tracing and fusion (the class).
@@ -3968,10 +4026,10 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
 #undef TC__ROW_U_
 #undef TC__ROW_B_
 };
-#line TC__LINE_AT(3972, "tcompile.h", 3972)
+#line TC__LINE_AT(4030, "tcompile.h", 4030)
 
 /* ===== src/internal.h ===== */
-#line TC__LINE_AT(1, "src/internal.h", 3975)
+#line TC__LINE_AT(1, "src/internal.h", 4033)
 /* The stages' interfaces: every tc__ function one stage calls in another,
  * declared here, grouped by the file that defines it, in the amalgamation's
  * order (tools/amalgamate.sh).  Each file calls only what an earlier file
@@ -3989,9 +4047,9 @@ static const tc__opinfo tc__optable[TC__OP_COUNT] = {
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__isa_resolve, tc__isa_env_cap,
- * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
- * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
- * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
+ * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_load_u64,
+ * tc__atomic_store_u64, tc__atomic_cas_u64, tc__atomic_load_int, tc__atomic_store_int,
+ * tc__atomic_inc_int, tc__atomic_fetch_add_int, tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
  * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
  * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
  * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.
@@ -4223,10 +4281,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
 
 /* ---- compiler/compile.c */
 TC__FN tc_fn *tc__compile(tc_ctx *ctx, tc_model_fn fn, void *user, const tc_compile_options *opts, tc_mode default_mode, int default_fullgraph, int default_dynamic, const char *file, int line);
-#line TC__LINE_AT(4227, "tcompile.h", 4227)
+#line TC__LINE_AT(4285, "tcompile.h", 4285)
 
 /* ===== src/ops/dispatch.c ===== */
-#line TC__LINE_AT(1, "src/ops/dispatch.c", 4230)
+#line TC__LINE_AT(1, "src/ops/dispatch.c", 4288)
 /* Dispatch: every public op builds a tc__call and hands it to tc__run, which
  * validates inputs, propagates errors, applies the op's shape rule from the
  * table and runs its kernel.  While the context traces (compiled mode), the
@@ -5077,10 +5135,10 @@ TCDEF tc_tensor *tc_flatten_at(tc_ctx *ctx, tc_tensor *x, int start_dim, int end
     for (i = e + 1; i < nd; i++) shape[n++] = x->shape[i];
     return tc__reshape(ctx, x, n, shape, "flatten", file, line);
 }
-#line TC__LINE_AT(5081, "tcompile.h", 5081)
+#line TC__LINE_AT(5139, "tcompile.h", 5139)
 
 /* ===== src/ops/pointwise.c ===== */
-#line TC__LINE_AT(1, "src/ops/pointwise.c", 5084)
+#line TC__LINE_AT(1, "src/ops/pointwise.c", 5142)
 /* Pointwise ops: dtype promotion, the strided broadcasting iterator, and the
  * unary / binary / where / cast / copy kernels.  Inner loops are written per
  * stride pattern (contiguous, broadcast scalar, strided) so the compiler
@@ -5801,10 +5859,10 @@ TCDEF tc_tensor *tc_where_at(tc_ctx *ctx, tc_tensor *cond, tc_tensor *a, tc_tens
     c.in[2] = b;
     return tc__run(&c);
 }
-#line TC__LINE_AT(5805, "tcompile.h", 5805)
+#line TC__LINE_AT(5863, "tcompile.h", 5863)
 
 /* ===== src/ops/reduce.c ===== */
-#line TC__LINE_AT(1, "src/ops/reduce.c", 5808)
+#line TC__LINE_AT(1, "src/ops/reduce.c", 5866)
 /* Reductions (sum, mean, max, min, argmax, var over any axis set) and row
  * ops (softmax, log_softmax, layer_norm, rms_norm).  Both bring the reduced
  * axes innermost and contiguous (a copy only when the layout needs it) and
@@ -6379,7 +6437,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(6383, "tcompile.h", 6383)
+#line TC__LINE_AT(6441, "tcompile.h", 6441)
 
 /* ===== src/cpu/gemm_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -6391,7 +6449,7 @@ TCDEF tc_tensor *tc_rms_norm_at(tc_ctx *ctx, tc_tensor *x, int nnorm, tc_tensor 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6395)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6453)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -6840,7 +6898,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(6844, "tcompile.h", 6844)
+#line TC__LINE_AT(6902, "tcompile.h", 6902)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -6857,7 +6915,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6861)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 6919)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7306,7 +7364,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7310, "tcompile.h", 7310)
+#line TC__LINE_AT(7368, "tcompile.h", 7368)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7323,7 +7381,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7327)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7385)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7772,7 +7830,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7776, "tcompile.h", 7776)
+#line TC__LINE_AT(7834, "tcompile.h", 7834)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7789,7 +7847,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7793)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7851)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -8238,7 +8296,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(8242, "tcompile.h", 8242)
+#line TC__LINE_AT(8300, "tcompile.h", 8300)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8246,7 +8304,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 8250)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8308)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8991,10 +9049,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(8995, "tcompile.h", 8995)
+#line TC__LINE_AT(9053, "tcompile.h", 9053)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 8998)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 9056)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -9265,10 +9323,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9269, "tcompile.h", 9269)
+#line TC__LINE_AT(9327, "tcompile.h", 9327)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 9272)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9330)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9914,10 +9972,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9918, "tcompile.h", 9918)
+#line TC__LINE_AT(9976, "tcompile.h", 9976)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9921)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9979)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10324,10 +10382,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10328, "tcompile.h", 10328)
+#line TC__LINE_AT(10386, "tcompile.h", 10386)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10331)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10389)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11124,10 +11182,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11128, "tcompile.h", 11128)
+#line TC__LINE_AT(11186, "tcompile.h", 11186)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11131)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11189)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11603,10 +11661,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11607, "tcompile.h", 11607)
+#line TC__LINE_AT(11665, "tcompile.h", 11665)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11610)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11668)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12534,10 +12592,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12538, "tcompile.h", 12538)
+#line TC__LINE_AT(12596, "tcompile.h", 12596)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12541)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12599)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13146,10 +13204,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13150, "tcompile.h", 13150)
+#line TC__LINE_AT(13208, "tcompile.h", 13208)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13153)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13211)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14876,10 +14934,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14880, "tcompile.h", 14880)
+#line TC__LINE_AT(14938, "tcompile.h", 14938)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14883)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14941)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -14982,7 +15040,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(14986, "tcompile.h", 14986)
+#line TC__LINE_AT(15044, "tcompile.h", 15044)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -14994,7 +15052,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 14998)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15056)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15436,7 +15494,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15440, "tcompile.h", 15440)
+#line TC__LINE_AT(15498, "tcompile.h", 15498)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15453,7 +15511,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15457)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15515)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15895,7 +15953,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15899, "tcompile.h", 15899)
+#line TC__LINE_AT(15957, "tcompile.h", 15957)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15912,7 +15970,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15916)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15974)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16354,7 +16412,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16358, "tcompile.h", 16358)
+#line TC__LINE_AT(16416, "tcompile.h", 16416)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16371,7 +16429,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16375)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16433)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16813,7 +16871,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16817, "tcompile.h", 16817)
+#line TC__LINE_AT(16875, "tcompile.h", 16875)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16830,7 +16888,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16834)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16892)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17870,7 +17928,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17874, "tcompile.h", 17874)
+#line TC__LINE_AT(17932, "tcompile.h", 17932)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17887,7 +17945,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17891)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17949)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18927,7 +18985,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18931, "tcompile.h", 18931)
+#line TC__LINE_AT(18989, "tcompile.h", 18989)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18944,7 +19002,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18948)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19006)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19984,7 +20042,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19988, "tcompile.h", 19988)
+#line TC__LINE_AT(20046, "tcompile.h", 20046)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20001,7 +20059,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20005)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20063)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21041,7 +21099,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21045, "tcompile.h", 21045)
+#line TC__LINE_AT(21103, "tcompile.h", 21103)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21049,7 +21107,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21053)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21111)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22021,10 +22079,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22025, "tcompile.h", 22025)
+#line TC__LINE_AT(22083, "tcompile.h", 22083)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22028)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22086)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22350,10 +22408,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22354, "tcompile.h", 22354)
+#line TC__LINE_AT(22412, "tcompile.h", 22412)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22357)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22415)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23193,10 +23251,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23197, "tcompile.h", 23197)
+#line TC__LINE_AT(23255, "tcompile.h", 23255)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23200)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23258)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23258,10 +23316,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23262, "tcompile.h", 23262)
+#line TC__LINE_AT(23320, "tcompile.h", 23320)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23265)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23323)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23680,10 +23738,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23684, "tcompile.h", 23684)
+#line TC__LINE_AT(23742, "tcompile.h", 23742)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23687)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23745)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24363,10 +24421,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24367, "tcompile.h", 24367)
+#line TC__LINE_AT(24425, "tcompile.h", 24425)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24370)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24428)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25209,10 +25267,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25213, "tcompile.h", 25213)
+#line TC__LINE_AT(25271, "tcompile.h", 25271)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25216)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25274)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25308,10 +25366,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25312, "tcompile.h", 25312)
+#line TC__LINE_AT(25370, "tcompile.h", 25370)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25315)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25373)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25514,10 +25572,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25518, "tcompile.h", 25518)
+#line TC__LINE_AT(25576, "tcompile.h", 25576)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25521)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25579)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26210,10 +26268,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26214, "tcompile.h", 26214)
+#line TC__LINE_AT(26272, "tcompile.h", 26272)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26217)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26275)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26523,10 +26581,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26527, "tcompile.h", 26527)
+#line TC__LINE_AT(26585, "tcompile.h", 26585)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26530)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26588)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26754,10 +26812,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26758, "tcompile.h", 26758)
+#line TC__LINE_AT(26816, "tcompile.h", 26816)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26761)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26819)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -26975,10 +27033,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(26979, "tcompile.h", 26979)
+#line TC__LINE_AT(27037, "tcompile.h", 27037)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 26982)
+#line TC__LINE_AT(1, "src/license.h", 27040)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27020,7 +27078,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27024, "tcompile.h", 27024)
+#line TC__LINE_AT(27082, "tcompile.h", 27082)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

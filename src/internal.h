@@ -15,9 +15,9 @@
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__isa_resolve, tc__isa_env_cap,
- * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
- * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
- * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
+ * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_load_u64,
+ * tc__atomic_store_u64, tc__atomic_cas_u64, tc__atomic_load_int, tc__atomic_store_int,
+ * tc__atomic_inc_int, tc__atomic_fetch_add_int, tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
  * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
  * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
  * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.

@@ -227,6 +227,44 @@ TC_TEST(test_small_gemm_stays_on_caller) {
     }
 }
 
+/* A parallel loop whose worker has not started (held back by the test, as
+ * a host with its core busy holds it) is finished by the caller, which
+ * takes the parts nobody has begun: it waited for the worker before (up to
+ * a scheduler slice on a busy host). */
+#if !defined(_WIN32) && !defined(TC_NO_THREADS) && defined(TC__HAVE_ATOMICS)
+#include <pthread.h>
+static int held_release;
+static pthread_t part_thread[2];
+static void hold_worker(void) {
+    double t0 = tc__now_sec();
+    while (!__atomic_load_n(&held_release, __ATOMIC_ACQUIRE) && tc__now_sec() - t0 < 5.0) tc__cpu_relax();
+}
+static void record_part(void *arg, int64_t b, int64_t e) {
+    (void)arg;
+    for (; b < e; b++) part_thread[b] = pthread_self();
+}
+#endif
+TC_TEST(test_pool_caller_takes_parts_of_a_held_worker) {
+#if !defined(_WIN32) && !defined(TC_NO_THREADS) && defined(TC__HAVE_ATOMICS)
+    int round;
+    if (!ctx->pool || ctx->pool->nworkers != 1) {
+        TC_SKIP("needs a pool of one worker");
+        return;
+    }
+    for (round = 0; round < 3; round++) {
+        __atomic_store_n(&held_release, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&tc__pool_worker_hook, hold_worker, __ATOMIC_RELEASE);
+        tc__parallel_for(ctx, 2, INT64_MAX, record_part, NULL);
+        __atomic_store_n(&held_release, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&tc__pool_worker_hook, (void (*)(void))NULL, __ATOMIC_RELEASE);
+        TC_CHECKF(pthread_equal(part_thread[0], pthread_self()) && pthread_equal(part_thread[1], pthread_self()),
+                  "round %d: a part was left to the held worker", round);
+    }
+#else
+    TC_SKIP("no thread pool or no atomics in this build");
+#endif
+}
+
 /* How a panel's work is split among threads (tc__gemm_split_for): every
  * MR x NR tile in exactly one task, blocks of at most 5/4 of the asked
  * size, and the busiest thread within 25% of an equal share wherever the
@@ -817,6 +855,7 @@ int main(void) {
     TC_RUN(test_gemm_every_level_and_shape);
     TC_RUN(test_gemv_packed_every_level_and_shape);
     TC_RUN(test_small_gemm_stays_on_caller);
+    TC_RUN(test_pool_caller_takes_parts_of_a_held_worker);
     TC_RUN(test_gemm_split_balances_threads);
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);
