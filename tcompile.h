@@ -8313,9 +8313,10 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_shape_)(int *mr, int *nr) {
  * ISA's MR x NR register-tile microkernel (gemm_isa.c) over it; C is
  * updated in place, tile by tile.  Edge tiles come from zero-padded packs
  * and only their stores are partial.  Few rows (M <= 4: GEMV, decoding)
- * skip packing and stream B once.  The level follows the context's
- * executor ISA (tc_ctx_set_isa); without GNU C vectors a plain-C 4 x 16
- * kernel stands in. */
+ * skip packing and stream B once; against a constant B (freeze, M <= 16)
+ * B is packed once in the order the GEMV kernel streams it.  The level
+ * follows the context's executor ISA (tc_ctx_set_isa); without GNU C
+ * vectors a plain-C 4 x 16 kernel stands in. */
 
 #define TC__GEMM_KC 256  /* k per packed slice: a B sliver (KC x NR) stays in L1 */
 #define TC__GEMM_MC_TILES 16 /* MC = 16 MR: an A block stays in L2          */
@@ -8823,9 +8824,8 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 /* A B of this many floats (1 MB) or more streams from L3 or memory, not
  * L2: the kernel fetches 64 rows ahead rather than 16, and the chunks are a
  * quarter as deep, so that a second group of rows reads the lines the first
- * just brought in while the stream goes on.  mlp_large at batch 8, 1
- * thread: 1.10-1.17 -> 0.86 ms a call; mlp_small (336 KB) lost 5-7% to
- * either. */
+ * just brought in while the stream goes on (a B in L2 was slower with
+ * either). */
 #define TC__GEMV_FAR_FLOATS ((int64_t)1 << 18)
 
 /* Packs g's B for tc__gemv_ (once: later calls find it valid). */
@@ -8921,13 +8921,14 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX) return tc__gemv_run(ctx, g, &im, serial);
+    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX)
+        return tc__gemv_run(ctx, g, &im, serial);
     if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
         return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     pre = g->packb ? NULL : g->pre;
-    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
-                 pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
+    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax &&
+                 pre->src == g->B && pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
         size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
         pre->valid = 0;
@@ -9049,10 +9050,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(9053, "tcompile.h", 9053)
+#line TC__LINE_AT(9054, "tcompile.h", 9054)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 9056)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 9057)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -9323,10 +9324,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9327, "tcompile.h", 9327)
+#line TC__LINE_AT(9328, "tcompile.h", 9328)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 9330)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9331)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -9972,10 +9973,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9976, "tcompile.h", 9976)
+#line TC__LINE_AT(9977, "tcompile.h", 9977)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 9979)
+#line TC__LINE_AT(1, "src/ops/shape.c", 9980)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -10382,10 +10383,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(10386, "tcompile.h", 10386)
+#line TC__LINE_AT(10387, "tcompile.h", 10387)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 10389)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 10390)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -11182,10 +11183,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(11186, "tcompile.h", 11186)
+#line TC__LINE_AT(11187, "tcompile.h", 11187)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 11189)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11190)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -11661,10 +11662,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(11665, "tcompile.h", 11665)
+#line TC__LINE_AT(11666, "tcompile.h", 11666)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 11668)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 11669)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -12592,10 +12593,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(12596, "tcompile.h", 12596)
+#line TC__LINE_AT(12597, "tcompile.h", 12597)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 12599)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 12600)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -13204,10 +13205,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(13208, "tcompile.h", 13208)
+#line TC__LINE_AT(13209, "tcompile.h", 13209)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 13211)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 13212)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -14934,10 +14935,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(14938, "tcompile.h", 14938)
+#line TC__LINE_AT(14939, "tcompile.h", 14939)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 14941)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 14942)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -15040,7 +15041,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(15044, "tcompile.h", 15044)
+#line TC__LINE_AT(15045, "tcompile.h", 15045)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -15052,7 +15053,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15056)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15057)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15494,7 +15495,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15498, "tcompile.h", 15498)
+#line TC__LINE_AT(15499, "tcompile.h", 15499)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15511,7 +15512,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15515)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15516)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -15953,7 +15954,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(15957, "tcompile.h", 15957)
+#line TC__LINE_AT(15958, "tcompile.h", 15958)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -15970,7 +15971,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15974)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15975)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16412,7 +16413,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16416, "tcompile.h", 16416)
+#line TC__LINE_AT(16417, "tcompile.h", 16417)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16429,7 +16430,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16433)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16434)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16871,7 +16872,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16875, "tcompile.h", 16875)
+#line TC__LINE_AT(16876, "tcompile.h", 16876)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16888,7 +16889,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16892)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 16893)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -17928,7 +17929,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(17932, "tcompile.h", 17932)
+#line TC__LINE_AT(17933, "tcompile.h", 17933)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17945,7 +17946,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17949)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17950)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18985,7 +18986,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18989, "tcompile.h", 18989)
+#line TC__LINE_AT(18990, "tcompile.h", 18990)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19002,7 +19003,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19006)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19007)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20042,7 +20043,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20046, "tcompile.h", 20046)
+#line TC__LINE_AT(20047, "tcompile.h", 20047)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20059,7 +20060,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20063)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20064)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21099,7 +21100,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21103, "tcompile.h", 21103)
+#line TC__LINE_AT(21104, "tcompile.h", 21104)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21107,7 +21108,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21111)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21112)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22079,10 +22080,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22083, "tcompile.h", 22083)
+#line TC__LINE_AT(22084, "tcompile.h", 22084)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22086)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22087)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -22408,10 +22409,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(22412, "tcompile.h", 22412)
+#line TC__LINE_AT(22413, "tcompile.h", 22413)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 22415)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 22416)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -23251,10 +23252,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(23255, "tcompile.h", 23255)
+#line TC__LINE_AT(23256, "tcompile.h", 23256)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 23258)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 23259)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -23316,10 +23317,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(23320, "tcompile.h", 23320)
+#line TC__LINE_AT(23321, "tcompile.h", 23321)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 23323)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 23324)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -23738,10 +23739,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(23742, "tcompile.h", 23742)
+#line TC__LINE_AT(23743, "tcompile.h", 23743)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 23745)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 23746)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -24421,10 +24422,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(24425, "tcompile.h", 24425)
+#line TC__LINE_AT(24426, "tcompile.h", 24426)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 24428)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 24429)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -25267,10 +25268,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25271, "tcompile.h", 25271)
+#line TC__LINE_AT(25272, "tcompile.h", 25272)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 25274)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 25275)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -25366,10 +25367,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(25370, "tcompile.h", 25370)
+#line TC__LINE_AT(25371, "tcompile.h", 25371)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 25373)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 25374)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -25572,10 +25573,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(25576, "tcompile.h", 25576)
+#line TC__LINE_AT(25577, "tcompile.h", 25577)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 25579)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 25580)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -26268,10 +26269,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(26272, "tcompile.h", 26272)
+#line TC__LINE_AT(26273, "tcompile.h", 26273)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26275)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 26276)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -26581,10 +26582,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(26585, "tcompile.h", 26585)
+#line TC__LINE_AT(26586, "tcompile.h", 26586)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 26588)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 26589)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -26812,10 +26813,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(26816, "tcompile.h", 26816)
+#line TC__LINE_AT(26817, "tcompile.h", 26817)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 26819)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 26820)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -27033,10 +27034,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(27037, "tcompile.h", 27037)
+#line TC__LINE_AT(27038, "tcompile.h", 27038)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 27040)
+#line TC__LINE_AT(1, "src/license.h", 27041)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -27078,7 +27079,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(27082, "tcompile.h", 27082)
+#line TC__LINE_AT(27083, "tcompile.h", 27083)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

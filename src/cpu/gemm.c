@@ -6,9 +6,10 @@
  * ISA's MR x NR register-tile microkernel (gemm_isa.c) over it; C is
  * updated in place, tile by tile.  Edge tiles come from zero-padded packs
  * and only their stores are partial.  Few rows (M <= 4: GEMV, decoding)
- * skip packing and stream B once.  The level follows the context's
- * executor ISA (tc_ctx_set_isa); without GNU C vectors a plain-C 4 x 16
- * kernel stands in. */
+ * skip packing and stream B once; against a constant B (freeze, M <= 16)
+ * B is packed once in the order the GEMV kernel streams it.  The level
+ * follows the context's executor ISA (tc_ctx_set_isa); without GNU C
+ * vectors a plain-C 4 x 16 kernel stands in. */
 
 #define TC__GEMM_KC 256  /* k per packed slice: a B sliver (KC x NR) stays in L1 */
 #define TC__GEMM_MC_TILES 16 /* MC = 16 MR: an A block stays in L2          */
@@ -516,9 +517,8 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
 /* A B of this many floats (1 MB) or more streams from L3 or memory, not
  * L2: the kernel fetches 64 rows ahead rather than 16, and the chunks are a
  * quarter as deep, so that a second group of rows reads the lines the first
- * just brought in while the stream goes on.  mlp_large at batch 8, 1
- * thread: 1.10-1.17 -> 0.86 ms a call; mlp_small (336 KB) lost 5-7% to
- * either. */
+ * just brought in while the stream goes on (a B in L2 was slower with
+ * either). */
 #define TC__GEMV_FAR_FLOATS ((int64_t)1 << 18)
 
 /* Packs g's B for tc__gemv_ (once: later calls find it valid). */
@@ -614,13 +614,14 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
-    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX) return tc__gemv_run(ctx, g, &im, serial);
+    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX)
+        return tc__gemv_run(ctx, g, &im, serial);
     if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
         return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     pre = g->packb ? NULL : g->pre;
-    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
-                 pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
+    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax &&
+                 pre->src == g->B && pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
         size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
         pre->valid = 0;
