@@ -665,9 +665,9 @@ typedef struct tc_explain_info {
                                 again in turns on first use, and replaced
                                 by it (here and in the cache)               */
     int frozen_weights;      /* freeze: contractions whose weight is made
-                                constant: packed once for the GEMM (GEMV-
-                                shaped ones stream it instead), or a conv's
-                                with its batch norm folded in               */
+                                constant: packed once for the GEMM or, at
+                                16 rows or fewer, for the GEMV kernel; or a
+                                conv's with its batch norm folded in        */
     int traces;              /* times the function ran to be traced (the
                                 copies tc_mark_dynamic traces included)     */
     tc_device device;        /* where its programs run (its first call's

@@ -15,9 +15,9 @@
  * or atomics exist), so its definitions are its declarations:
  * tc__now_sec, tc__mkdirs, tc__file_replace, tc__read_small_file, tc__pid,
  * tc__cpu_count, tc__cpu_features, tc__isa_resolve, tc__isa_env_cap,
- * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_store_u64, tc__atomic_load_int,
- * tc__atomic_store_int, tc__atomic_dec_int, tc__atomic_fetch_add_int,
- * tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
+ * tc__dl_open, tc__dl_sym, tc__dl_close, tc__map_file, tc__unmap_file, tc__atomic_load_u64,
+ * tc__atomic_store_u64, tc__atomic_cas_u64, tc__atomic_load_int, tc__atomic_store_int,
+ * tc__atomic_inc_int, tc__atomic_fetch_add_int, tc__cpu_relax, tc__try_enter, tc__flag_raise, tc__next_ticket,
  * tc__leave, tc__thread_start, tc__thread_join, tc__mutex_init,
  * tc__mutex_destroy, tc__mutex_lock, tc__mutex_unlock, tc__cond_init,
  * tc__cond_destroy, tc__cond_wait, tc__cond_broadcast.
@@ -141,6 +141,7 @@ TC__FN tc_result tc__shape_same(tc__call *c);
 /* ---- cpu/gemm.c */
 TC__FN void tc__pack_b(const struct tc__gemm *g, int nr_, int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t js0, int64_t js1, float *bp);
 TC__FN int tc__gemm_run(tc_ctx *ctx, const struct tc__gemm *g, int serial);
+TC__FN int tc__gemm_small(const struct tc__gemm *g);
 TC__FN void tc__gemm_prepack_free(struct tc__gemm_prepack *pp);
 TC__FN struct tc__gemm_impl tc__gemm_impl_of(const tc_ctx *ctx);
 TC__FN struct tc__gemm_impl tc__gemm_impl_for(const tc_ctx *ctx, const struct tc__gemm *g);

@@ -226,7 +226,9 @@
  * executable memory at run time); tc_ctx_set_isa forces a lower level.
  * GEMM: per-ISA register-tile microkernels over packed operands (AVX-512
  * 12x32, AVX2 6x16, NEON 8x8, SSE2 4x8, scalar), GEMV paths that read B
- * once; convolution is direct (no im2col); attention one flash-style kernel.
+ * once (a frozen weight packed for them); small products stay on the
+ * calling thread; convolution is direct (no im2col); attention one
+ * flash-style kernel.
  *
  * Accuracy: the vector exp, log, tanh, sigmoid are within 2-3 ulp of libm,
  * erf within 3 ulp or 2e-7, sin/cos within 2e-7 absolute up to |x| = 8192

@@ -229,7 +229,7 @@ bench_guards() {
 # 2e. a user build carries no test switch: tcompile.h without
 #     TCOMPILE_TESTING (as tests/header_impl.c includes it) must define none
 #     of them.  Built at -O0 -g so that static variables stay in nm's list.
-TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook|sft_name_cmps|cu_plant_frag|cu_test_sm|conv_path|conv_direct_runs"
+TEST_SWITCHES="vplan_off|vpair_off|vpair_parts|tune_measure_hook|sft_name_cmps|cu_plant_frag|cu_test_sm|conv_path|conv_direct_runs|pool_worker_hook"
 no_test_switches() {
     if ! have nm; then skip "no test switch in a user build: nm not installed"; return; fi
     if ! $CC -std=c99 -O0 -g $WARN -c tests/header_impl.c -o "$W/user.o" 2> "$W/user.log"; then

@@ -12,6 +12,7 @@
 static tc_ctx *ctx;
 static uint64_t rng = 88172645463325252ull;
 static int blk_kc, blk_mc; /* the blocking check_gemm asks for (0: heuristic) */
+static int use_pre;        /* check_gemm: B packed once (freeze), run twice */
 
 static float frand(void) {
     rng ^= rng << 13;
@@ -55,7 +56,17 @@ static int check_gemm(int64_t M, int64_t N, int64_t K, int la, int lb, int bias,
     g.bias = bv;
     g.kc = blk_kc;
     g.mc_tiles = blk_mc;
+    if (use_pre) {
+        g.pre = (tc__gemm_prepack *)calloc(1, sizeof(tc__gemm_prepack));
+        TC_CHECK(g.pre && tc__gemm_run(ctx, &g, serial) == 0);
+        for (i = 0; i < M; i++) /* the second call reads the packing the first made */
+            for (j = 0; j < N; j++) C[i * ldc + j] = -1.0f;
+    }
     TC_CHECK(tc__gemm_run(ctx, &g, serial) == 0);
+    if (use_pre && M > 0 && M <= TC__GEMV_M && N > 0 && K > 0)
+        TC_CHECKF(g.pre->valid && g.pre->gemv, "M=%lld N=%lld K=%lld: B not packed for the GEMV kernel", (long long)M,
+                  (long long)N, (long long)K);
+    tc__gemm_prepack_free(g.pre);
     for (i = 0; i <= M && ok; i++)
         for (j = 0; j < ldc && ok; j++) {
             double ref = 0, mag = 0, got = C[i * ldc + j];
@@ -116,6 +127,142 @@ TC_TEST(test_gemm_every_level_and_shape) {
         blk_kc = blk_mc = 0;
     }
     tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* Few rows against a B packed once (freeze, tc__gemv_): every level, every
+ * row count up to TC__GEMV_M (row groups and their tails), columns that
+ * leave a block or a vector part-filled, K of 1 and odd, deep K in chunks
+ * (more than one row group), strided and transposed operands, alpha and
+ * bias, and products large enough to split across the threads. */
+TC_TEST(test_gemv_packed_every_level_and_shape) {
+    static const int64_t ns[] = {1, 3, 15, 16, 17, 31, 33, 63, 64, 65, 100, 129, 257};
+    static const int64_t ks[] = {1, 2, 3, 17, 255, 256, 600};
+    int isa, t, ok = 1;
+    int64_t m;
+    use_pre = 1;
+    for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512 && ok; isa++) {
+        tc_ctx_set_isa(ctx, (tc_isa)isa);
+        if ((int)tc_ctx_isa(ctx) != isa) continue;
+        for (m = 1; m <= TC__GEMV_M && ok; m++)
+            for (t = 0; t < 13 && ok; t++)
+                ok = check_gemm(m, ns[t], ks[(t + m) % 7], (int)(t + m) % 3, (int)(t / 3 + m) % 3, t % 2,
+                                t % 5 == 0 ? 0.5f : 1.0f, (int)(m % 4 == 3));
+        /* split across the threads ((M + 8) N K >= TC__GEMM_PAR_MIN), and not */
+        ok = ok && check_gemm(1, 2000, 300, 0, 1, 1, 1.0f, 0) && check_gemm(16, 1000, 129, 1, 0, 1, 2.0f, 0);
+        ok = ok && check_gemm(7, 777, 1100, 2, 1, 0, 1.0f, 0) && check_gemm(2, 50, 40, 0, 1, 1, 1.0f, 0);
+    }
+    use_pre = 0;
+    tc_ctx_set_isa(ctx, TC_ISA_AUTO);
+}
+
+/* Jobs the context's thread pool has been given so far. */
+static uint64_t pool_jobs(void) {
+#ifndef TC_NO_THREADS
+    return ctx->pool ? ctx->pool->generation : 0;
+#else
+    return 0;
+#endif
+}
+
+/* A frozen GEMV runs on the calling thread where waking another costs more
+ * than the product takes (mlp_small's layers at batch 1 and 8: a few
+ * microseconds), and splits where it is large (mlp_large's 16 MB layers);
+ * so do eager matmul and linear. */
+static tc_tensor *rand_t(int ndim, const int64_t *shape, uint64_t seed);
+TC_TEST(test_small_gemm_stays_on_caller) {
+    static const int64_t shapes[][4] = {{1, 256, 256, 0}, {8, 256, 256, 0}, {8, 256, 64, 0}, {1, 4096, 1024, 1},
+                                        {8, 1024, 4096, 1}};
+    size_t s;
+    if (!ctx->pool) {
+        TC_SKIP("the context has no thread pool (TC_NO_THREADS)");
+        return;
+    }
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], i;
+        float *A = (float *)calloc((size_t)(M * K), sizeof(float)), *B = (float *)calloc((size_t)(K * N), sizeof(float));
+        float *C = (float *)calloc((size_t)(M * N), sizeof(float));
+        uint64_t before;
+        tc__gemm g;
+        memset(&g, 0, sizeof g);
+        g.M = M, g.N = N, g.K = K;
+        g.A = A, g.rsa = K, g.csa = 1;
+        g.B = B, g.rsb = 1, g.csb = K; /* linear's weight [N, K] */
+        g.C = C, g.ldc = N;
+        g.alpha = 1.0f;
+        g.pre = (tc__gemm_prepack *)calloc(1, sizeof(tc__gemm_prepack));
+        for (i = 0; i < K * N; i++) B[i] = 1.0f;
+        for (i = 0; i < M * K; i++) A[i] = 1.0f;
+        TC_CHECK(g.pre && tc__gemm_run(ctx, &g, 0) == 0); /* packs */
+        before = pool_jobs();
+        TC_CHECK(tc__gemm_run(ctx, &g, 0) == 0);
+        TC_CHECKF((pool_jobs() != before) == (shapes[s][3] != 0), "M=%lld N=%lld K=%lld: %s", (long long)M,
+                  (long long)N, (long long)K, shapes[s][3] ? "ran on the caller alone" : "woke the thread pool");
+        TC_CHECK(C[M * N - 1] == (float)K);
+        tc__gemm_prepack_free(g.pre);
+        free(A);
+        free(B);
+        free(C);
+    }
+    /* eager linear and matmul (no packing) decide the same way */
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t sx[2], sw[2], sm[2];
+        tc_tensor *x, *w, *y;
+        uint64_t before;
+        int op;
+        sx[0] = shapes[s][0], sx[1] = shapes[s][2];
+        sw[0] = shapes[s][1], sw[1] = shapes[s][2];
+        sm[0] = shapes[s][2], sm[1] = shapes[s][1];
+        for (op = 0; op < 2; op++) {
+            tc_scope_begin(ctx);
+            x = rand_t(2, sx, 50);
+            w = rand_t(2, op ? sm : sw, 51);
+            before = pool_jobs();
+            y = op ? tc_matmul(ctx, x, w) : tc_linear(ctx, x, w, NULL);
+            TC_CHECK(tc_status(y) == TC_OK);
+            TC_CHECKF((pool_jobs() != before) == (shapes[s][3] != 0), "eager %s M=%lld N=%lld K=%lld: %s",
+                      op ? "matmul" : "linear", (long long)shapes[s][0], (long long)shapes[s][1],
+                      (long long)shapes[s][2], shapes[s][3] ? "ran on the caller alone" : "woke the thread pool");
+            tc_scope_end(ctx);
+        }
+    }
+}
+
+/* A parallel loop whose worker has not started (held back by the test, as
+ * a host with its core busy holds it) is finished by the caller, which
+ * takes the parts nobody has begun: it waited for the worker before (up to
+ * a scheduler slice on a busy host). */
+#if !defined(_WIN32) && !defined(TC_NO_THREADS) && defined(TC__HAVE_ATOMICS)
+#include <pthread.h>
+static int held_release;
+static pthread_t part_thread[2];
+static void hold_worker(void) {
+    double t0 = tc__now_sec();
+    while (!__atomic_load_n(&held_release, __ATOMIC_ACQUIRE) && tc__now_sec() - t0 < 5.0) tc__cpu_relax();
+}
+static void record_part(void *arg, int64_t b, int64_t e) {
+    (void)arg;
+    for (; b < e; b++) part_thread[b] = pthread_self();
+}
+#endif
+TC_TEST(test_pool_caller_takes_parts_of_a_held_worker) {
+#if !defined(_WIN32) && !defined(TC_NO_THREADS) && defined(TC__HAVE_ATOMICS)
+    int round;
+    if (!ctx->pool || ctx->pool->nworkers != 1) {
+        TC_SKIP("needs a pool of one worker");
+        return;
+    }
+    for (round = 0; round < 3; round++) {
+        __atomic_store_n(&held_release, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&tc__pool_worker_hook, hold_worker, __ATOMIC_RELEASE);
+        tc__parallel_for(ctx, 2, INT64_MAX, record_part, NULL);
+        __atomic_store_n(&held_release, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&tc__pool_worker_hook, (void (*)(void))NULL, __ATOMIC_RELEASE);
+        TC_CHECKF(pthread_equal(part_thread[0], pthread_self()) && pthread_equal(part_thread[1], pthread_self()),
+                  "round %d: a part was left to the held worker", round);
+    }
+#else
+    TC_SKIP("no thread pool or no atomics in this build");
+#endif
 }
 
 /* How a panel's work is split among threads (tc__gemm_split_for): every
@@ -790,18 +937,35 @@ TC_TEST(test_freeze_packs_weights_once) {
         TC_CHECKF(info.frozen_weights == 2, "%d weights frozen", info.frozen_weights);
         tc_fn_free(f);
     }
-    {   /* one row: both GEMMs stream their weight (GEMV), nothing is packed */
+    {   /* one row: both weights packed once for the GEMV kernel, per level */
         int64_t s1[2] = {1, 129};
         tc_compile_options o;
         tc_explain_info info;
-        tc_tensor *x = rand_t(2, s1, 45), *y;
+        tc_tensor *x = rand_t(2, s1, 45), *y, *ye;
         tc_fn *f;
         memset(&o, 0, sizeof o);
         o.freeze = 1;
+        o.mode = TC_MODE_REDUCE_OVERHEAD;
         f = tc_compile(ctx, frozen_fn, &p, &o);
-        TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+        for (isa = TC_ISA_SCALAR; isa <= TC_ISA_AVX512; isa++) {
+            double worst = 0;
+            int64_t i, n;
+            tc_ctx_set_isa(ctx, (tc_isa)isa); /* another level: another block width, packed again */
+            if ((int)tc_ctx_isa(ctx) != isa) continue;
+            tc_scope_begin(ctx);
+            frozen_fn(ctx, &p, &x, &ye);
+            TC_CHECK(tc_call(f, &x, &y) == TC_OK && tc_call(f, &x, &y) == TC_OK);
+            n = tc_numel(ye);
+            for (i = 0; i < n; i++) {
+                double d = fabs((double)((const float *)tc_data(y))[i] - ((const float *)tc_data(ye))[i]);
+                if (d > worst) worst = d;
+            }
+            TC_CHECKF(worst < 1e-4, "freeze, GEMV, %s: %g", tc_isa_name((tc_isa)isa), worst);
+            tc_scope_end(ctx);
+        }
+        tc_ctx_set_isa(ctx, TC_ISA_AUTO);
         TC_CHECK(tc_explain(f, &info, NULL, 0) == TC_OK);
-        TC_CHECKF(info.frozen_weights == 0, "GEMV: %d weights counted as packed", info.frozen_weights);
+        TC_CHECKF(info.frozen_weights == 2, "GEMV: %d weights packed (want both)", info.frozen_weights);
         tc_fn_free(f);
         tc_free(x);
     }
@@ -816,6 +980,9 @@ int main(void) {
     o.num_threads = 2;
     ctx = tc_ctx_create(&o);
     TC_RUN(test_gemm_every_level_and_shape);
+    TC_RUN(test_gemv_packed_every_level_and_shape);
+    TC_RUN(test_small_gemm_stays_on_caller);
+    TC_RUN(test_pool_caller_takes_parts_of_a_held_worker);
     TC_RUN(test_gemm_split_balances_threads);
     TC_RUN(test_matmul_linear_api);
     TC_RUN(test_epilogues_every_level);

@@ -26,7 +26,7 @@ typedef struct tc__tune_choice {
 /* The kernels' revision, in every key: a record measured against older
  * GEMM or executor code says little about the current one, so a change
  * that moves their speed bumps this and old records become misses. */
-#define TC__TUNE_KERNELS "k20261208b"
+#define TC__TUNE_KERNELS "k20261208c"
 
 /* The choices one compiled function has made, in memory: its first call
  * runs a throwaway program and later calls a cached one, and the second

@@ -6,9 +6,10 @@
  * ISA's MR x NR register-tile microkernel (gemm_isa.c) over it; C is
  * updated in place, tile by tile.  Edge tiles come from zero-padded packs
  * and only their stores are partial.  Few rows (M <= 4: GEMV, decoding)
- * skip packing and stream B once.  The level follows the context's
- * executor ISA (tc_ctx_set_isa); without GNU C vectors a plain-C 4 x 16
- * kernel stands in. */
+ * skip packing and stream B once; against a constant B (freeze, M <= 16)
+ * B is packed once in the order the GEMV kernel streams it.  The level
+ * follows the context's executor ISA (tc_ctx_set_isa); without GNU C
+ * vectors a plain-C 4 x 16 kernel stands in. */
 
 #define TC__GEMM_KC 256  /* k per packed slice: a B sliver (KC x NR) stays in L1 */
 #define TC__GEMM_MC_TILES 16 /* MC = 16 MR: an A block stays in L2          */
@@ -39,6 +40,15 @@ typedef struct tc__gemm {
                                 context's (max-autotune's choice); 0: its */
 } tc__gemm;
 
+/* Multiply-adds plus 8 per element of B (reading a weight from L2 or L3
+ * costs several FMAs' time) below which a matmul or linear stays on the
+ * calling thread: waking, then joining, another thread costs microseconds
+ * (far more when a busy host has descheduled it), where such a product
+ * takes a few.  A shape's decision, the same at every call. */
+#define TC__GEMM_PAR_MIN ((int64_t)1 << 21)
+
+TC__FN int tc__gemm_small(const struct tc__gemm *g) { return (g->M + 8) * g->N * g->K < TC__GEMM_PAR_MIN; }
+
 /* A constant B packed whole, in the order tc__gemm_run walks its panels
  * (for each NC panel, each KC slice): packing is paid once, not per call.
  * Repacked when the blocking or the ISA's NR changes (max-autotune tries
@@ -47,6 +57,8 @@ typedef struct tc__gemm_prepack {
     float *data;
     size_t floats;
     int kc, nr, ncmax;
+    int gemv;                /* 1: blocks for tc__gemv_ (kc, ncmax unused;
+                                nr: the block's floats per k) */
     const float *src;
     int64_t K, N, rsb, csb;
     int valid;
@@ -81,6 +93,8 @@ typedef void (*tc__gemm_axpy_fn)(const float *a, int64_t lda, int64_t sa, int64_
                                  int64_t nk, float *c, int64_t ldc, int64_t n);
 typedef void (*tc__gemm_dot_fn)(const float *a, int64_t lda, int64_t m, const float *b, int64_t ldb, int64_t k,
                                 float *c, int64_t ldc, int64_t n);
+typedef void (*tc__gemv_fn)(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb,
+                            int64_t kc, int nv, float *t, int64_t ldt, int acc, int64_t ahead);
 typedef void (*tc__gtile_fin_fn)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias);
 typedef void (*tc__gwin_row_fn)(int kind, const float *const *taps, const float *w, int ntaps, int64_t n, float *y,
                                float bias);
@@ -96,6 +110,7 @@ typedef struct tc__gemm_impl {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;         /* a B packed for it (freeze), vectors of nr / 2 */
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;      /* depthwise conv and pooling rows (conv.c) */
     /* direct convolution (conv.c): tile a of mra channels x nra positions,
@@ -153,6 +168,22 @@ TC__FN void tc__gemm_dot_base(const float *a, int64_t lda, int64_t m, const floa
             for (; q < k; q++) s += ai[q] * bj[q];
             c[i * ldc + j] = s;
         }
+}
+
+/* gemm_isa.c's tc__gemv_ in plain C, vectors of TC__BASE_NR / 2. */
+TC__FN void tc__gemv_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *bp, int64_t ldb, int64_t kc,
+                          int nv, float *t, int64_t ldt, int acc, int64_t ahead) {
+    int64_t i, k;
+    int j, n = nv * (TC__BASE_NR / 2);
+    (void)ahead;
+    for (i = 0; i < m; i++) {
+        float s[2 * TC__BASE_NR];
+        const float *ai = a + i * lda;
+        for (j = 0; j < n; j++) s[j] = acc ? t[i * ldt + j] : 0.0f;
+        for (k = 0; k < kc; k++)
+            for (j = 0; j < n; j++) s[j] += ai[k * sa] * bp[k * ldb + j];
+        for (j = 0; j < n; j++) t[i * ldt + j] = s[j];
+    }
 }
 
 TC__FN void tc__gtile_fin_base(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha, const float *bias) {
@@ -216,6 +247,7 @@ typedef struct tc__gemm_level {
     tc__ukr_fn ukr;
     tc__gemm_axpy_fn axpy;
     tc__gemm_dot_fn dot;
+    tc__gemv_fn gemv;
     tc__gtile_fin_fn fin;
     tc__gwin_row_fn win;
     void (*dshape)(int *mra, int *nra, int *mrb, int *nrb); /* NULL: plain C's */
@@ -223,12 +255,13 @@ typedef struct tc__gemm_level {
     tc__dconv_out_fn dconv_out;
 } tc__gemm_level;
 #define TC__GEMM_LEVEL_ROW_(level, sfx, lanes, needs)                                                          \
-    {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gtile_fin_##sfx, \
-     tc__gwin_row_##sfx, tc__dconv_shape_##sfx, tc__dconv_a_##sfx, tc__dconv_b_##sfx, tc__dconv_out_##sfx},
+    {level, tc__gemm_shape_##sfx, tc__ukr_##sfx, tc__gemm_axpy_##sfx, tc__gemm_dot_##sfx, tc__gemv_##sfx,      \
+     tc__gtile_fin_##sfx, tc__gwin_row_##sfx, tc__dconv_shape_##sfx, tc__dconv_a_##sfx, tc__dconv_b_##sfx,     \
+     tc__dconv_out_##sfx},
 static const tc__gemm_level tc__gemm_levels[] = {
     TC__ISA_LEVELS(TC__GEMM_LEVEL_ROW_){TC_ISA_NONE, NULL, tc__ukr_base, tc__gemm_axpy_base, tc__gemm_dot_base,
-                                        tc__gtile_fin_base, tc__gwin_row_base, NULL, tc__dconv_base, tc__dconv_base,
-                                        tc__dconv_out_base}};
+                                        tc__gemv_base, tc__gtile_fin_base, tc__gwin_row_base, NULL, tc__dconv_base,
+                                        tc__dconv_base, tc__dconv_out_base}};
 #undef TC__GEMM_LEVEL_ROW_
 
 /* The kernels of one level (plain C for TC_ISA_NONE or one not built). */
@@ -243,6 +276,7 @@ TC__FN tc__gemm_impl tc__gemm_impl_isa(tc_isa isa) {
     g.ukr = l->ukr;
     g.axpy = l->axpy;
     g.dot = l->dot;
+    g.gemv = l->gemv;
     g.fin = l->fin;
     g.win = l->win;
     g.mra = g.mrb = TC__BASE_MR;
@@ -522,6 +556,101 @@ TC__FN int tc__gemm_skinny(tc_ctx *ctx, const tc__gemm *g, int serial) {
     return 0;
 }
 
+/* Few rows against a B packed once (freeze): B in blocks of nb = 4 vectors
+ * of columns, each block all of K deep in k order, so a thread's blocks
+ * are one contiguous stream, read once per call with no packing and no
+ * horizontal sums (tc__gemv_).  The last block is as wide as its columns
+ * rounded up to a vector.  Threads take contiguous runs of blocks, and only
+ * where the product pays for waking them (tc__gemv_parts). */
+#define TC__GEMV_M 16           /* rows up to which a frozen B is streamed so  */
+#define TC__GEMV_NB_MAX 64      /* the widest block (AVX-512's 4 vectors)      */
+#define TC__GEMV_L1_FLOATS 8192 /* a k chunk of a block that stays in L1 while
+                                   further groups of rows pass over it         */
+/* A B of this many floats (1 MB) or more streams from L3 or memory, not
+ * L2: the kernel fetches 64 rows ahead rather than 16, and the chunks are a
+ * quarter as deep, so that a second group of rows reads the lines the first
+ * just brought in while the stream goes on (a B in L2 was slower with
+ * either). */
+#define TC__GEMV_FAR_FLOATS ((int64_t)1 << 18)
+
+/* Packs g's B for tc__gemv_ (once: later calls find it valid). */
+TC__FN int tc__gemv_pack(tc__gemm_prepack *pre, const tc__gemm *g, const tc__gemm_impl *im) {
+    int64_t nb = 2 * im->nr, w = im->nr / 2, j0;
+    size_t need = (size_t)g->K * (size_t)((g->N + nb - 1) / nb * nb);
+    if (pre->valid && pre->gemv && pre->nr == nb && pre->src == g->B && pre->K == g->K && pre->N == g->N &&
+        pre->rsb == g->rsb && pre->csb == g->csb)
+        return 0;
+    pre->valid = 0;
+    if (pre->floats < need) {
+        float *d = (float *)TC_REALLOC(pre->data, sizeof(float) * need);
+        if (!d) return -1;
+        pre->data = d;
+        pre->floats = need;
+    }
+    for (j0 = 0; j0 < g->N; j0 += nb) {
+        int64_t wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w;
+        tc__pack_b(g, (int)ldb, 0, g->K, j0, wc, 0, wc, pre->data + j0 * g->K);
+    }
+    pre->gemv = 1;
+    pre->kc = 0;
+    pre->ncmax = 0;
+    pre->nr = (int)nb;
+    pre->src = g->B;
+    pre->K = g->K;
+    pre->N = g->N;
+    pre->rsb = g->rsb;
+    pre->csb = g->csb;
+    pre->valid = 1;
+    return 0;
+}
+
+typedef struct tc__gemv_job {
+    const tc__gemm *g;
+    tc__gemm_impl im;
+} tc__gemv_job;
+
+/* Blocks [b0, b1): each into a tile on the stack, then C (alpha, bias),
+ * then the epilogue once over the run's columns. */
+TC__FN void tc__gemv_blocks(void *arg, int64_t b0, int64_t b1) {
+    const tc__gemv_job *j = (const tc__gemv_job *)arg;
+    const tc__gemm *g = j->g;
+    const int64_t nb = 2 * j->im.nr, w = j->im.nr / 2;
+    float t[TC__GEMV_M * TC__GEMV_NB_MAX];
+    int64_t b, i, je = b1 * nb < g->N ? b1 * nb : g->N;
+    int big = g->K * g->N >= TC__GEMV_FAR_FLOATS; /* not `far`: a macro in windows.h */
+    for (b = b0; b < b1; b++) {
+        int64_t j0 = b * nb, wc = g->N - j0 < nb ? g->N - j0 : nb, ldb = (wc + w - 1) / w * w, pc;
+        const float *bp = g->pre->data + j0 * g->K;
+        /* one group of rows reads the block once: no chunks */
+        int64_t kcv = g->M <= 4 ? g->K : (TC__GEMV_L1_FLOATS / (big ? 4 : 1)) / ldb;
+        if (kcv < 1) kcv = 1;
+        for (pc = 0; pc < g->K; pc += kcv) {
+            int64_t kc = g->K - pc < kcv ? g->K - pc : kcv;
+            j->im.gemv(g->A + pc * g->csa, g->rsa, g->csa, g->M, bp + pc * ldb, ldb, kc, (int)(ldb / w), t, nb, pc > 0,
+                       big ? 64 : 16);
+        }
+        for (i = 0; i < g->M; i++) memcpy(g->C + i * g->ldc + j0, t + i * nb, sizeof(float) * (size_t)wc);
+        if (g->alpha != 1.0f || g->bias) j->im.fin(g->C + j0, g->ldc, g->M, wc, g->alpha, g->bias ? g->bias + j0 : NULL);
+    }
+    if (je > b0 * nb) tc__gemm_epi(g, 0, g->M, b0 * nb, je - b0 * nb);
+}
+
+/* The threads a frozen GEMV of this shape runs on (1: the caller alone). */
+TC__FN int tc__gemv_parts(const tc_ctx *ctx, const tc__gemm *g, int64_t nblocks) {
+    return tc__gemm_small(g) ? 1 : tc__parallel_parts(ctx, nblocks, INT64_MAX);
+}
+
+TC__FN int tc__gemv_run(tc_ctx *ctx, const tc__gemm *g, const tc__gemm_impl *im, int serial) {
+    tc__gemv_job j;
+    int64_t nb = 2 * im->nr, nblocks = (g->N + nb - 1) / nb;
+    if (tc__gemv_pack(g->pre, g, im)) return -1;
+    j.g = g;
+    j.im = *im;
+    if (serial || tc__gemv_parts(ctx, g, nblocks) <= 1) tc__gemv_blocks(&j, 0, nblocks);
+    else tc__parallel_for(ctx, nblocks, INT64_MAX, tc__gemv_blocks, &j);
+    return 0;
+}
+
 /* Runs one GEMM; parallel over MC blocks x column chunks unless `serial`. */
 TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
     int64_t jc, pc, i, jj, ncmax;
@@ -537,12 +666,14 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
         tc__gemm_epi(g, 0, g->M, 0, g->N);
         return 0;
     }
+    if (g->pre && !g->packb && g->M <= TC__GEMV_M && 2 * im.nr <= TC__GEMV_NB_MAX)
+        return tc__gemv_run(ctx, g, &im, serial);
     if (!g->packb && (g->M <= TC__SKINNY_M || (g->M <= TC__SKINNY_DOT_M && tc__skinny_dot(g))))
         return tc__gemm_skinny(ctx, g, serial);
     ncmax = (TC__GEMM_NC + im.nr - 1) / im.nr * im.nr;
     pre = g->packb ? NULL : g->pre;
-    if (pre && !(pre->valid && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax && pre->src == g->B &&
-                 pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
+    if (pre && !(pre->valid && !pre->gemv && pre->kc == KC && pre->nr == im.nr && pre->ncmax == ncmax &&
+                 pre->src == g->B && pre->K == g->K && pre->N == g->N && pre->rsb == g->rsb && pre->csb == g->csb)) {
         /* (re)pack all of B: panels of kc x (nc rounded up to NR) */
         size_t need = (size_t)g->K * (size_t)((g->N + ncmax - 1) / ncmax * ncmax + im.nr);
         pre->valid = 0;
@@ -552,6 +683,7 @@ TC__FN int tc__gemm_run(tc_ctx *ctx, const tc__gemm *g, int serial) {
             pre->data = d;
             pre->floats = need;
         }
+        pre->gemv = 0;
         pre->kc = (int)KC;
         pre->nr = im.nr;
         pre->ncmax = (int)ncmax;

@@ -15,7 +15,8 @@
  * (B's rows contiguous, matmul's [K, N]) adds four rows of B at a time into
  * a column block of C kept in L1; the dot form (B's columns contiguous,
  * linear's weight [N, K]) runs four dot products at a time with the x
- * vector shared. */
+ * vector shared; a B packed once for it (freeze) is streamed by
+ * tc__gemv_, rows of A against blocks of 4 vectors of columns. */
 
 #define TC__GV TC__CAT(tc__gv_, TC__ISA_SFX)
 #define TC__GVU TC__CAT(tc__gvu_, TC__ISA_SFX)
@@ -232,6 +233,113 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemm_dot_)(const float *a, int64
     }
 }
 #undef TC__GD_ROWS
+
+/* GEMV and small-M GEMM over a block of B packed for it (freeze,
+ * tc__gemv_pack in gemm.c): Bp is kc x (nv vectors), row k at bp + k * ldb,
+ * so one block is one contiguous stream.  Per k: nv vector loads of B, one
+ * broadcast of A per row, rows x nv FMAs into accumulators that stay in
+ * registers for the whole kc loop; no horizontal sums.  Rows run in groups
+ * of TC__GVR (4 where there are 32 vector registers), blocks of 4 vectors
+ * (the last block of a B may be narrower: one vector at a time).  Where a
+ * group has few accumulators (4 or fewer) a second set takes the odd k, so
+ * the FMA latency does not bound a single row's stream.
+ *   t[i * ldt + 0..nv W) = (acc ? t : 0) + sum_k a[i * lda + k * sa] * Bp[k] */
+#if TC__ISA_W == 16 || (TC__ISA_W == 4 && defined(__aarch64__))
+#define TC__GVR 4
+#else
+#define TC__GVR 2
+#endif
+/* `ahead`: rows of the block fetched ahead, a line per 16 floats (gemm.c
+ * picks it): the hardware stream alone left each block's run short of
+ * requests in flight, from L3 and more so from memory. */
+#define TC__GVA(X, s) \
+    X(s, 0, 0) X(s, 0, 1) X(s, 0, 2) X(s, 0, 3) X(s, 1, 0) X(s, 1, 1) X(s, 1, 2) X(s, 1, 3) \
+    X(s, 2, 0) X(s, 2, 1) X(s, 2, 2) X(s, 2, 3) X(s, 3, 0) X(s, 3, 1) X(s, 3, 2) X(s, 3, 3)
+#define TC__GVA_DECL(s, r, v) TC__GV s##r##v = z;
+#define TC__GVA_FMA(s, r, v) \
+    if (R > r && NV > v) s##r##v = TC__GFMA(x##r, b##v, s##r##v);
+#define TC__GVA_SUM(s, r, v) \
+    if (R > r && NV > v) c##r##v += d##r##v;
+#define TC__GVA_OUT(s, r, v)                                                 \
+    if (R > r && NV > v) {                                                   \
+        float *p_ = t + (int64_t)r * ldt + v * TC__GW;                       \
+        TC__GST(p_, acc ? TC__GLD(p_) + c##r##v : c##r##v);                 \
+    }
+/* the loads of row k of Bp, the broadcasts of A, the FMAs into set s */
+#define TC__GV_STEP(s, kk)                                                                                   \
+    {                                                                                                        \
+        const float *b_ = bp + (kk) * ldb;                                                                   \
+        tc__prefetch(b_ + ahead * ldb);                                                                      \
+        if (NV * TC__GW > 16) tc__prefetch(b_ + ahead * ldb + 16);                                           \
+        if (NV * TC__GW > 32) tc__prefetch(b_ + ahead * ldb + 32);                                           \
+        if (NV * TC__GW > 48) tc__prefetch(b_ + ahead * ldb + 48);                                           \
+        TC__GV b0 = TC__GLD(b_), b1 = NV > 1 ? TC__GLD(b_ + TC__GW) : z, b2 = NV > 2 ? TC__GLD(b_ + 2 * TC__GW) : z, \
+               b3 = NV > 3 ? TC__GLD(b_ + 3 * TC__GW) : z;                                                   \
+        TC__GV x0 = TC__GFN(tc__gsplat_)(a0[(kk) * sa]), x1 = R > 1 ? TC__GFN(tc__gsplat_)(a1[(kk) * sa]) : z, \
+               x2 = R > 2 ? TC__GFN(tc__gsplat_)(a2[(kk) * sa]) : z,                                         \
+               x3 = R > 3 ? TC__GFN(tc__gsplat_)(a3[(kk) * sa]) : z;                                         \
+        TC__GVA(TC__GVA_FMA, s)                                                                              \
+    }
+
+static inline __attribute__((always_inline)) TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_rows_)(
+    const int R, const int NV, const float *a, int64_t lda, int64_t sa, const float *TC__RESTRICT bp, int64_t ldb,
+    int64_t kc, float *TC__RESTRICT t, int64_t ldt, int acc, int64_t ahead) {
+    TC__GV z = {0};
+    const float *a0 = a, *a1 = a + (R > 1 ? lda : 0), *a2 = a + (R > 2 ? 2 * lda : 0), *a3 = a + (R > 3 ? 3 * lda : 0);
+    int64_t k = 0;
+    TC__GVA(TC__GVA_DECL, c)
+    TC__GVA(TC__GVA_DECL, d)
+    if (R * NV <= 4) {
+        for (; k + 2 <= kc; k += 2) {
+            TC__GV_STEP(c, k)
+            TC__GV_STEP(d, k + 1)
+        }
+        TC__GVA(TC__GVA_SUM, c)
+    }
+    for (; k < kc; k++) TC__GV_STEP(c, k)
+    TC__GVA(TC__GVA_OUT, c)
+}
+#undef TC__GVA_DECL
+#undef TC__GVA_FMA
+#undef TC__GVA_SUM
+#undef TC__GVA_OUT
+#undef TC__GV_STEP
+#undef TC__GVA
+
+/* A rows group of r <= TC__GVR rows over nv vectors (NV: 4, or 1 at a time). */
+#if TC__GVR == 4
+#define TC__GV_GROUP(NV, bb, tt)                                                   \
+    switch (r) {                                                                   \
+    case 1: TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    case 2: TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    case 3: TC__GFN(tc__gemv_rows_)(3, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    default: TC__GFN(tc__gemv_rows_)(4, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead); break; \
+    }
+#else
+#define TC__GV_GROUP(NV, bb, tt)                                                                  \
+    if (r == 1) TC__GFN(tc__gemv_rows_)(1, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead);            \
+    else TC__GFN(tc__gemv_rows_)(2, NV, ai, lda, sa, bb, ldb, kc, tt, ldt, acc, ahead);
+#endif
+static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gemv_)(const float *a, int64_t lda, int64_t sa, int64_t m,
+                                                       const float *bp, int64_t ldb, int64_t kc, int nv, float *t,
+                                                       int64_t ldt, int acc, int64_t ahead) {
+    int64_t i;
+    int v;
+    for (i = 0; i < m; i += TC__GVR) {
+        int r = m - i < TC__GVR ? (int)(m - i) : TC__GVR;
+        const float *ai = a + i * lda;
+        float *ti = t + i * ldt;
+        if (nv == 4) {
+            TC__GV_GROUP(4, bp, ti)
+        } else {
+            for (v = 0; v < nv; v++) {
+                TC__GV_GROUP(1, bp + v * TC__GW, ti + v * TC__GW)
+            }
+        }
+    }
+}
+#undef TC__GV_GROUP
+#undef TC__GVR
 
 /* A finished tile: c = c * alpha + bias[col] over mr rows of nr columns. */
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gtile_fin_)(float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha,

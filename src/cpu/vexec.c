@@ -893,41 +893,39 @@ TC__FN void tc__krun_coalesce(tc__krun *kr) {
 
 /* Runs kernel k with its buffers' headers in ref[] (by graph node).  ws
  * holds ws_slots per-thread workspaces of ws_bytes each. */
-TC__FN void tc__krun_prepare(tc__krun *kr_, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
-    tc__krun kr;
+TC__FN void tc__krun_prepare(tc__krun *kr, tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *ref) {
     int a, d, any_nt = 0;
-    memset(&kr, 0, sizeof kr);
-    kr.k = k;
-    kr.isa = tc__isa_impl_of(ctx->isa);
-    kr.ndim = k->ndim;
-    kr.rows = k->nslot > 0 || k->nstage > 1;
-    kr.row0 = kr.rows ? k->row0 : k->ndim;
-    memcpy(kr.shape, k->shape, sizeof kr.shape);
+    memset(kr, 0, sizeof *kr); /* in place: the state is 4 KB */
+    kr->k = k;
+    kr->isa = tc__isa_impl_of(ctx->isa);
+    kr->ndim = k->ndim;
+    kr->rows = k->nslot > 0 || k->nstage > 1;
+    kr->row0 = kr->rows ? k->row0 : k->ndim;
+    memcpy(kr->shape, k->shape, sizeof kr->shape);
     for (a = 0; a < k->nacc; a++) {
         const tc__kaccess *ac = &k->acc[a];
         const tc_tensor *h = ref[ac->node];
         int64_t esz = (int64_t)tc__dtype_sizes[h->dtype], off = h->offset;
-        for (d = 0; d < TC_MAX_DIMS; d++) kr.st[a][d] = 0;
+        for (d = 0; d < TC_MAX_DIMS; d++) kr->st[a][d] = 0;
         for (d = 0; d < ac->ndim; d++) {
-            if (ac->kdim[d] >= 0) kr.st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
+            if (ac->kdim[d] >= 0) kr->st[a][ac->kdim[d]] += h->strides[d] * ac->coef[d];
             off += h->strides[d] * ac->off[d];
         }
-        kr.base[a] = (char *)h->storage->data + off * esz;
-        kr.dt[a] = (int)h->dtype;
+        kr->base[a] = (char *)h->storage->data + off * esz;
+        kr->dt[a] = (int)h->dtype;
         /* a result larger than the caches streams past them: no read for
          * ownership of lines about to be overwritten whole */
-        kr.nt[a] = ac->store && h->dtype == TC_F32 &&
-                   tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
+        kr->nt[a] = ac->store && h->dtype == TC_F32 &&
+                    tc__numel(h) * (int64_t)sizeof(float) >= TC__NT_STORE_BYTES;
         /* and an input of that size is read from memory (tc__krun_arm_rows) */
-        kr.mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
-        kr.any_mem |= kr.mem[a];
-        any_nt |= kr.nt[a];
+        kr->mem[a] = !ac->store && tc__numel(h) * esz >= TC__NT_STORE_BYTES;
+        kr->any_mem |= kr->mem[a];
+        any_nt |= kr->nt[a];
     }
-    kr.pf_streams = any_nt && kr.any_mem && !kr.rows && (ctx->cpu_features & TC__CPU_NT_FILL);
-    kr.rowlen = tc__kernel_rowlen(k);
-    kr.tile = tc__kernel_tile(k);
-    tc__krun_coalesce(&kr);
-    *kr_ = kr;
+    kr->pf_streams = any_nt && kr->any_mem && !kr->rows && (ctx->cpu_features & TC__CPU_NT_FILL);
+    kr->rowlen = tc__kernel_rowlen(k);
+    kr->tile = tc__kernel_tile(k);
+    tc__krun_coalesce(kr);
 }
 
 /* A fused pointwise kernel as a contraction's epilogue (arg: its prepared

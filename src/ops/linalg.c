@@ -132,7 +132,7 @@ TC__FN tc_result tc__matmul_f32(tc__call *c, const float *ap, const int64_t *ash
     if (fold && and_ - 2 == nb) {
         for (d = 0; d < and_ - 2; d++) g.M *= ash[d];
         g.pre = c->prepack;
-        return tc__gemm_run(c->ctx, &g, 0) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
+        return tc__gemm_run(c->ctx, &g, tc__gemm_small(&g)) ? tc__msg(c, TC_ERR_OOM, "out of memory") : TC_OK;
     }
     off = (int64_t *)tc__scratch_get(c->ctx, sizeof(int64_t) * 3 * (size_t)(nbatch > 0 ? nbatch : 1));
     if (!off) return tc__msg(c, TC_ERR_OOM, "out of memory");

@@ -327,9 +327,13 @@ TC__FN TC__UNUSED uint64_t tc__atomic_load_u64(const uint64_t *p) { return __ato
 TC__FN TC__UNUSED void tc__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 TC__FN TC__UNUSED int tc__atomic_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 TC__FN TC__UNUSED void tc__atomic_store_int(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-TC__FN TC__UNUSED int tc__atomic_dec_int(int *p) { return __atomic_sub_fetch(p, 1, __ATOMIC_ACQ_REL); }
 /* the value before adding v (claims, e.g. a workspace slot) */
 TC__FN TC__UNUSED int tc__atomic_fetch_add_int(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+TC__FN TC__UNUSED int tc__atomic_inc_int(int *p) { return __atomic_add_fetch(p, 1, __ATOMIC_ACQ_REL); }
+/* *p = v where *p was `was`: nonzero when it was */
+TC__FN TC__UNUSED int tc__atomic_cas_u64(uint64_t *p, uint64_t was, uint64_t v) {
+    return __atomic_compare_exchange_n(p, &was, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 TC__FN TC__UNUSED void tc__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("pause");
