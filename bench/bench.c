@@ -127,20 +127,26 @@ static double copy_bandwidth(int threads, size_t n) {
         a4 = FMA(a4, m, c), a5 = FMA(a5, m, c), a6 = FMA(a6, m, c), a7 = FMA(a7, m, c);                 \
         a8 = FMA(a8, m, c), a9 = FMA(a9, m, c), a10 = FMA(a10, m, c), a11 = FMA(a11, m, c);             \
     }
+/* distinct starting values: equal chains would be merged into one by the
+ * compiler (and the count of flops would be 12 times the work done) */
+#define FMA_INIT(T, SET1)                                                                                   \
+    T a0 = SET1(1.0f), a1 = SET1(1.001f), a2 = SET1(1.002f), a3 = SET1(1.003f), a4 = SET1(1.004f),          \
+      a5 = SET1(1.005f), a6 = SET1(1.006f), a7 = SET1(1.007f), a8 = SET1(1.008f), a9 = SET1(1.009f),         \
+      a10 = SET1(1.010f), a11 = SET1(1.011f);
 #define FMA_SUM(ADD) ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)))
 
 #if defined(TC__HAVE_VEXEC_X86)
 #include <immintrin.h>
 __attribute__((target("avx512f"))) static float fma_avx512(long iters) {
-    __m512 m = _mm512_set1_ps(0.99999f), c = _mm512_set1_ps(1e-6f), a0 = _mm512_set1_ps(1.0f), a1 = a0, a2 = a0,
-           a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    __m512 m = _mm512_set1_ps(0.99999f), c = _mm512_set1_ps(1e-6f);
+    FMA_INIT(__m512, _mm512_set1_ps)
     long i;
     FMA_BODY(_mm512_fmadd_ps)
     return _mm512_reduce_add_ps(FMA_SUM(_mm512_add_ps));
 }
 __attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
-    __m256 m = _mm256_set1_ps(0.99999f), c = _mm256_set1_ps(1e-6f), a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0,
-           a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0, t;
+    __m256 m = _mm256_set1_ps(0.99999f), c = _mm256_set1_ps(1e-6f), t;
+    FMA_INIT(__m256, _mm256_set1_ps)
     float f[8];
     long i;
     FMA_BODY(_mm256_fmadd_ps)
@@ -153,8 +159,8 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
 #include <arm_neon.h>
 #define NEON_FMA(a, b, c) vfmaq_f32(c, a, b)
 static float fma_v128(long iters) {
-    float32x4_t m = vdupq_n_f32(0.99999f), c = vdupq_n_f32(1e-6f), a0 = vdupq_n_f32(1.0f), a1 = a0, a2 = a0, a3 = a0,
-                a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    float32x4_t m = vdupq_n_f32(0.99999f), c = vdupq_n_f32(1e-6f);
+    FMA_INIT(float32x4_t, vdupq_n_f32)
     long i;
     FMA_BODY(NEON_FMA)
     return vaddvq_f32(FMA_SUM(vaddq_f32));
@@ -163,9 +169,13 @@ static float fma_v128(long iters) {
 typedef float v4f __attribute__((vector_size(16)));
 #define V4_FMA(a, b, c) ((a) * (b) + (c))
 #define V4_ADD(a, b) ((a) + (b))
+static v4f V4_SET1(float x) {
+    v4f v = {x, x, x, x};
+    return v;
+}
 static float fma_v128(long iters) {
-    v4f m = {0.99999f, 0.99999f, 0.99999f, 0.99999f}, c = {1e-6f, 1e-6f, 1e-6f, 1e-6f}, a0 = {1, 1, 1, 1}, a1 = a0,
-        a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0, t;
+    v4f m = {0.99999f, 0.99999f, 0.99999f, 0.99999f}, c = {1e-6f, 1e-6f, 1e-6f, 1e-6f}, t;
+    FMA_INIT(v4f, V4_SET1)
     long i;
     FMA_BODY(V4_FMA)
     t = FMA_SUM(V4_ADD);
@@ -857,6 +867,11 @@ typedef struct cand {
 
 static void *bench_user; /* the running workload's parameters */
 static int tune_under_load; /* --tune-under-load */
+/* --mode M: time that compiled mode alone beside the floor (checked
+ * against eager, which is not timed): with its weights the only ones in
+ * the caches, as in an application, where the interleaved candidates each
+ * evict the others' packed copies */
+static const char *only_mode;
 static double fma_flops;    /* the FMA peak of the threads in use */
 /* --device cuda: the workloads' inputs on the GPU, every mode's calls timed
  * to the end of their GPU work (tc_cuda_synchronize); rows named cuda:<mode> */
@@ -1054,12 +1069,13 @@ static void run_workload(tc_ctx *ctx, workload *w, int threads, double bw) {
         }
     }
     memset(c, 0, sizeof c);
-    c[nc++].mode = bench_dev == TC_CUDA ? cuda_modes[0] : "eager";
+    if (!only_mode) c[nc++].mode = bench_dev == TC_CUDA ? cuda_modes[0] : "eager";
     for (m = 0; m < (int)(sizeof modes / sizeof modes[0]); m++) {
         tc_compile_options o;
         double t0;
         tc_result r;
         tc_tensor *out[1] = {NULL};
+        if (only_mode && strcmp(only_mode, modes[m].name) != 0) continue;
         memset(&o, 0, sizeof o);
         o.mode = modes[m].mode;
         o.fusion = modes[m].fusion;
@@ -1407,6 +1423,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "bench: --plant takes fail or wrong\n");
                 return 2;
             }
+        } else if (strcmp(argv[i], "--mode") == 0 && i + 1 < argc) {
+            only_mode = argv[++i];
         } else if (strcmp(argv[i], "--tune-under-load") == 0) {
             tune_under_load = 1;
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {

@@ -96,12 +96,12 @@ def main():
                     ms.setdefault(key, {}).setdefault(side, []).append(float(row["ms"]))
     print("A = %s, B = %s; %d rounds alternated, %d threads; median of per-run medians (ms)" %
           (revs[0], revs[1] if len(revs) > 1 else "work tree", rounds, threads))
-    print("%-18s %5s %-16s %10s %10s %8s" % ("workload", "batch", "mode", "A ms", "B ms", "A/B"))
+    print("%-18s %5s %-16s %11s %11s %8s" % ("workload", "batch", "mode", "A ms", "B ms", "A/B"))
     for key in sorted(ms, key=lambda k: (k[0], k[1], k[2])):
         a, b = ms[key].get("A"), ms[key].get("B")
         ma = statistics.median(a) if a else float("nan")
         mb = statistics.median(b) if b else float("nan")
-        print("%-18s %5d %-16s %10.4f %10.4f %7.2fx" % (key[0], key[1], key[2], ma, mb, ma / mb if mb else 0))
+        print("%-18s %5d %-16s %11.5f %11.5f %7.2fx" % (key[0], key[1], key[2], ma, mb, ma / mb if mb else 0))
 
 
 if __name__ == "__main__":
