@@ -349,12 +349,10 @@ static long tc__conv_direct_runs = 0;
  * per group): strides it can phase-split, and not a 1 x 1 stride-1
  * unpadded conv over at most 64 channels, whose image already is the
  * im2col matrix (the implicit GEMM reads it as B) and whose short K leaves
- * the band copy and the output pass as a large share (one thread, batch
- * 8, 56 x 56: 32 -> 64 channels 165 GFLOP/s GEMM against 142 direct,
- * 64 -> 256 205 against 164; 128 channels even, 256 direct 4 % ahead).
- * (7 x 7 images, where it computes 9 positions per row of 7, still run it:
- * the implicit GEMM was 10 % faster there eagerly but, repacking its
- * weights per call, 15 % slower on resnet18 frozen.) */
+ * the band copy and the output pass as a large share (the GEMM is faster
+ * there up to 64 channels; docs/PERF.md).  7 x 7 images, where it computes
+ * 9 positions per row of 7, still run it: the implicit GEMM repacks its
+ * weights per call, which costs more on a frozen model. */
 TC__FN int tc__dconv_takes(const tc__geom *g, int64_t cg) {
     int plain_1x1 = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
     if (g->sh > TC__DCONV_PHASES || g->sw > TC__DCONV_PHASES || tc__conv_path == 1) return 0;
