@@ -6568,11 +6568,13 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #endif
 }
 
-/* The rows of the tile, by name, so that they stay in registers. */
+/* The rows of the tile, by name, so that they stay in registers; a step
+ * broadcasts row i's value from TC__GR_A (the GEMM's packed A, the direct
+ * convolution's packed weights). */
 #define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
 #define TC__GR_STEP(i)                                  \
     {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(TC__GR_A[i]);  \
         c##i##a = TC__GFMA(a_, b0, c##i##a);            \
         c##i##b = TC__GFMA(a_, b1, c##i##b);            \
     }
@@ -6588,6 +6590,7 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
 #endif
 
+#define TC__GR_A ap
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
                                                        const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
                                                        int nr, int acc) {
@@ -6600,10 +6603,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
     }
     TC__GR_ALL(TC__GR_OUT)
 }
-#undef TC__GR_DECL
-#undef TC__GR_STEP
+#undef TC__GR_A
 #undef TC__GR_OUT
-#undef TC__GR_ALL
 
 /* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
  * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
@@ -6941,22 +6942,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
         if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
         TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
     }
-#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
-#define TC__GR_STEP(i)                                  \
-    {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
-        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
-        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
-    }
-#if TC__GMR == 12
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif TC__GMR == 8
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#elif TC__GMR == 6
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#else
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
-#endif
+#define TC__GR_A wp
 #if TC__DMR8 == 8
 #define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -6988,6 +6974,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float
     }
     TC__DR_ALL8(TC__DR_OUT3)
 }
+#undef TC__GR_A
 #undef TC__GR_DECL
 #undef TC__GR_STEP
 #undef TC__GR_ALL
@@ -7047,7 +7034,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7051, "tcompile.h", 7051)
+#line TC__LINE_AT(7038, "tcompile.h", 7038)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7064,7 +7051,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7068)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7055)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7161,11 +7148,13 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #endif
 }
 
-/* The rows of the tile, by name, so that they stay in registers. */
+/* The rows of the tile, by name, so that they stay in registers; a step
+ * broadcasts row i's value from TC__GR_A (the GEMM's packed A, the direct
+ * convolution's packed weights). */
 #define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
 #define TC__GR_STEP(i)                                  \
     {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(TC__GR_A[i]);  \
         c##i##a = TC__GFMA(a_, b0, c##i##a);            \
         c##i##b = TC__GFMA(a_, b1, c##i##b);            \
     }
@@ -7181,6 +7170,7 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
 #endif
 
+#define TC__GR_A ap
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
                                                        const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
                                                        int nr, int acc) {
@@ -7193,10 +7183,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
     }
     TC__GR_ALL(TC__GR_OUT)
 }
-#undef TC__GR_DECL
-#undef TC__GR_STEP
+#undef TC__GR_A
 #undef TC__GR_OUT
-#undef TC__GR_ALL
 
 /* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
  * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
@@ -7534,22 +7522,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
         if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
         TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
     }
-#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
-#define TC__GR_STEP(i)                                  \
-    {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
-        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
-        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
-    }
-#if TC__GMR == 12
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif TC__GMR == 8
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#elif TC__GMR == 6
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#else
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
-#endif
+#define TC__GR_A wp
 #if TC__DMR8 == 8
 #define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -7581,6 +7554,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float
     }
     TC__DR_ALL8(TC__DR_OUT3)
 }
+#undef TC__GR_A
 #undef TC__GR_DECL
 #undef TC__GR_STEP
 #undef TC__GR_ALL
@@ -7640,7 +7614,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(7644, "tcompile.h", 7644)
+#line TC__LINE_AT(7618, "tcompile.h", 7618)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -7657,7 +7631,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7661)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 7635)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -7754,11 +7728,13 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #endif
 }
 
-/* The rows of the tile, by name, so that they stay in registers. */
+/* The rows of the tile, by name, so that they stay in registers; a step
+ * broadcasts row i's value from TC__GR_A (the GEMM's packed A, the direct
+ * convolution's packed weights). */
 #define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
 #define TC__GR_STEP(i)                                  \
     {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(TC__GR_A[i]);  \
         c##i##a = TC__GFMA(a_, b0, c##i##a);            \
         c##i##b = TC__GFMA(a_, b1, c##i##b);            \
     }
@@ -7774,6 +7750,7 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
 #endif
 
+#define TC__GR_A ap
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
                                                        const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
                                                        int nr, int acc) {
@@ -7786,10 +7763,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
     }
     TC__GR_ALL(TC__GR_OUT)
 }
-#undef TC__GR_DECL
-#undef TC__GR_STEP
+#undef TC__GR_A
 #undef TC__GR_OUT
-#undef TC__GR_ALL
 
 /* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
  * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
@@ -8127,22 +8102,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
         if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
         TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
     }
-#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
-#define TC__GR_STEP(i)                                  \
-    {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
-        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
-        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
-    }
-#if TC__GMR == 12
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif TC__GMR == 8
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#elif TC__GMR == 6
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#else
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
-#endif
+#define TC__GR_A wp
 #if TC__DMR8 == 8
 #define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -8174,6 +8134,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float
     }
     TC__DR_ALL8(TC__DR_OUT3)
 }
+#undef TC__GR_A
 #undef TC__GR_DECL
 #undef TC__GR_STEP
 #undef TC__GR_ALL
@@ -8233,7 +8194,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(8237, "tcompile.h", 8237)
+#line TC__LINE_AT(8198, "tcompile.h", 8198)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8250,7 +8211,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 8254)
+#line TC__LINE_AT(1, "src/cpu/gemm_isa.c", 8215)
 /* GEMM inner kernels, written once over GNU C vector types and emitted once
  * per ISA level by tools/amalgamate.sh, like vexec_isa.c (TC__ISA_SFX,
  * TC__ISA_W, TC__ISA_ATTR).  gemm.c picks the level's instance at run time.
@@ -8347,11 +8308,13 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #endif
 }
 
-/* The rows of the tile, by name, so that they stay in registers. */
+/* The rows of the tile, by name, so that they stay in registers; a step
+ * broadcasts row i's value from TC__GR_A (the GEMM's packed A, the direct
+ * convolution's packed weights). */
 #define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
 #define TC__GR_STEP(i)                                  \
     {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(TC__GR_A[i]);  \
         c##i##a = TC__GFMA(a_, b0, c##i##a);            \
         c##i##b = TC__GFMA(a_, b1, c##i##b);            \
     }
@@ -8367,6 +8330,7 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
 #endif
 
+#define TC__GR_A ap
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
                                                        const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
                                                        int nr, int acc) {
@@ -8379,10 +8343,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
     }
     TC__GR_ALL(TC__GR_OUT)
 }
-#undef TC__GR_DECL
-#undef TC__GR_STEP
+#undef TC__GR_A
 #undef TC__GR_OUT
-#undef TC__GR_ALL
 
 /* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
  * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
@@ -8720,22 +8682,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
         if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
         TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
     }
-#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
-#define TC__GR_STEP(i)                                  \
-    {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
-        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
-        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
-    }
-#if TC__GMR == 12
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif TC__GMR == 8
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#elif TC__GMR == 6
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#else
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
-#endif
+#define TC__GR_A wp
 #if TC__DMR8 == 8
 #define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -8767,6 +8714,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float
     }
     TC__DR_ALL8(TC__DR_OUT3)
 }
+#undef TC__GR_A
 #undef TC__GR_DECL
 #undef TC__GR_STEP
 #undef TC__GR_ALL
@@ -8826,7 +8774,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #undef TC__GST
 #undef TC__GFMA
 #undef TC__GVI
-#line TC__LINE_AT(8830, "tcompile.h", 8830)
+#line TC__LINE_AT(8778, "tcompile.h", 8778)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -8834,7 +8782,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_shape_)(int *mra, int *nra
 #endif
 
 /* ===== src/cpu/gemm.c ===== */
-#line TC__LINE_AT(1, "src/cpu/gemm.c", 8838)
+#line TC__LINE_AT(1, "src/cpu/gemm.c", 8786)
 /* Blocked GEMM for the eager kernels and compiled graphs:
  * C = alpha * A @ B (+ bias per column), any strides (transposed operands
  * are absorbed by packing).  BLIS structure: for each NC-wide column panel
@@ -8961,15 +8909,17 @@ typedef struct tc__gemm_impl {
  * named row arrays, which the compiler vectorises for the ISA it targets. */
 #define TC__BASE_MR 4
 #define TC__BASE_NR 16
-TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float *c, int64_t ldc,
-                         int mr, int nr, int acc) {
+/* B's row k: packed (koff NULL, rows of TC__BASE_NR) or at bp + koff[k]
+ * (the direct convolution's taps). */
+TC__FN void tc__tile_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, const int64_t *koff,
+                          float *c, int64_t ldc, int mr, int nr, int acc) {
     float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
     float *rows[TC__BASE_MR];
     int64_t k;
     int i, j;
     for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
     for (k = 0; k < kc; k++) {
-        const float *b = bp + k * TC__BASE_NR, *a = ap + k * TC__BASE_MR;
+        const float *b = koff ? bp + koff[k] : bp + k * TC__BASE_NR, *a = ap + k * TC__BASE_MR;
         for (j = 0; j < TC__BASE_NR; j++) {
             c0[j] += a[0] * b[j];
             c1[j] += a[1] * b[j];
@@ -8980,6 +8930,11 @@ TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *
     rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
     for (i = 0; i < mr; i++)
         for (j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+}
+
+TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float *c, int64_t ldc,
+                         int mr, int nr, int acc) {
+    tc__tile_base(kc, ap, bp, NULL, c, ldc, mr, nr, acc);
 }
 
 TC__FN void tc__gemm_axpy_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
@@ -9048,23 +9003,7 @@ TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w
 /* gemm_isa.c's tc__dconv_a_ in plain C: 4 channels x 16 positions (both tiles). */
 TC__FN void tc__dconv_base(int64_t K, const float *TC__RESTRICT wp, const float *TC__RESTRICT x, const int64_t *koff,
                            float *c, int64_t ldc, int mr, int acc) {
-    float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
-    float *rows[TC__BASE_MR];
-    int64_t k;
-    int i, j;
-    for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
-    for (k = 0; k < K; k++) {
-        const float *b = x + koff[k], *a = wp + k * TC__BASE_MR;
-        for (j = 0; j < TC__BASE_NR; j++) {
-            c0[j] += a[0] * b[j];
-            c1[j] += a[1] * b[j];
-            c2[j] += a[2] * b[j];
-            c3[j] += a[3] * b[j];
-        }
-    }
-    rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
-    for (i = 0; i < mr; i++)
-        for (j = 0; j < TC__BASE_NR; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+    tc__tile_base(K, wp, x, koff, c, ldc, mr, TC__BASE_NR, acc);
 }
 
 /* gemm_isa.c's tc__dconv_out_ in plain C. */
@@ -9632,10 +9571,10 @@ TC__FN int tc__gemm_batched(tc_ctx *ctx, const tc__gemm *g, int64_t nbatch, cons
     }
     return 0;
 }
-#line TC__LINE_AT(9636, "tcompile.h", 9636)
+#line TC__LINE_AT(9575, "tcompile.h", 9575)
 
 /* ===== src/ops/linalg.c ===== */
-#line TC__LINE_AT(1, "src/ops/linalg.c", 9639)
+#line TC__LINE_AT(1, "src/ops/linalg.c", 9578)
 /* Contractions on top of the blocked GEMM: matmul (torch.matmul rules) and
  * linear.  (Attention is in attention.c.) */
 
@@ -9906,10 +9845,10 @@ TCDEF tc_tensor *tc_linear_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *weight, tc_t
     c.optional = 4;
     return tc__run(&c);
 }
-#line TC__LINE_AT(9910, "tcompile.h", 9910)
+#line TC__LINE_AT(9849, "tcompile.h", 9849)
 
 /* ===== src/cpu/conv.c ===== */
-#line TC__LINE_AT(1, "src/cpu/conv.c", 9913)
+#line TC__LINE_AT(1, "src/cpu/conv.c", 9852)
 /* Convolution (implicit GEMM per image and group; window kernels for
  * depthwise), pooling, adaptive average pooling and inference batch norm.
  * All NCHW; a 3-D input is one image. */
@@ -10835,10 +10774,10 @@ TCDEF tc_tensor *tc_batch_norm_at(tc_ctx *ctx, tc_tensor *x, tc_tensor *mean, tc
     c.a.f[0] = eps;
     return tc__run(&c);
 }
-#line TC__LINE_AT(10839, "tcompile.h", 10839)
+#line TC__LINE_AT(10778, "tcompile.h", 10778)
 
 /* ===== src/ops/shape.c ===== */
-#line TC__LINE_AT(1, "src/ops/shape.c", 10842)
+#line TC__LINE_AT(1, "src/ops/shape.c", 10781)
 /* Data movement: concat, split/chunk (views), constant pad, and the
  * indexing ops (embedding, index_select, gather) with range-checked indices. */
 
@@ -11245,10 +11184,10 @@ TC__FN tc_result tc__run_gather(tc__call *c, tc_tensor *out) {
 TCDEF tc_tensor *tc_gather_at(tc_ctx *ctx, tc_tensor *x, int dim, tc_tensor *idx, const char *file, int line) {
     return tc__index_op(ctx, TC__OP_GATHER, x, dim, idx, file, line);
 }
-#line TC__LINE_AT(11249, "tcompile.h", 11249)
+#line TC__LINE_AT(11188, "tcompile.h", 11188)
 
 /* ===== src/io/safetensors.c ===== */
-#line TC__LINE_AT(1, "src/io/safetensors.c", 11252)
+#line TC__LINE_AT(1, "src/io/safetensors.c", 11191)
 /* safetensors files (Hugging Face's checkpoint format): an 8-byte
  * little-endian header length N, N bytes of JSON
  *   {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]},
@@ -12045,10 +11984,10 @@ TCDEF tc_result tc_safetensors_save(const char *path, int n, const char *const *
     }
     return TC_OK;
 }
-#line TC__LINE_AT(12049, "tcompile.h", 12049)
+#line TC__LINE_AT(11988, "tcompile.h", 11988)
 
 /* ===== src/compiler/graph.c ===== */
-#line TC__LINE_AT(1, "src/compiler/graph.c", 12052)
+#line TC__LINE_AT(1, "src/compiler/graph.c", 11991)
 /* Graph IR: the nodes a trace records.  A node is one op-table call (op,
  * attributes, input nodes) with its inferred dtype and shape, or a leaf: a
  * function input, a parameter read by identity, or a constant.  Nodes are
@@ -12524,10 +12463,10 @@ TC__FN tc__graph *tc__graph_instantiate(const tc__graph *tmpl, const tc__sym *sy
     /* the hash table keys are stale now; instances are never added to */
     return c;
 }
-#line TC__LINE_AT(12528, "tcompile.h", 12528)
+#line TC__LINE_AT(12467, "tcompile.h", 12467)
 
 /* ===== src/compiler/passes.c ===== */
-#line TC__LINE_AT(1, "src/compiler/passes.c", 12531)
+#line TC__LINE_AT(1, "src/compiler/passes.c", 12470)
 /* Graph passes, each a plain function from a graph to a graph: algebraic
  * simplification, constant folding, decomposition of composite ops into
  * primitives.  (CSE is hash-consing in tc__graph_add; DCE is in graph.c.)
@@ -13455,10 +13394,10 @@ TC__FN tc_result tc__passes_run(tc_ctx *ctx, int freeze, int decompose, tc__grap
     }
     return *g ? TC_OK : TC_ERR_OOM;
 }
-#line TC__LINE_AT(13459, "tcompile.h", 13459)
+#line TC__LINE_AT(13398, "tcompile.h", 13398)
 
 /* ===== src/compiler/kernel.c ===== */
-#line TC__LINE_AT(1, "src/compiler/kernel.c", 13462)
+#line TC__LINE_AT(1, "src/compiler/kernel.c", 13401)
 /* Kernel IR: what the fuser produces and every backend lowers from.
  *
  * A kernel iterates a domain of up to TC_MAX_DIMS dims.  Dims [0, row0) are
@@ -14067,10 +14006,10 @@ TC__FN int tc__kernel_simplify(tc__kernel *k, int begin, int *nvreg) {
     TC_FREE(p.v);
     return p.oom ? -1 : 0;
 }
-#line TC__LINE_AT(14071, "tcompile.h", 14071)
+#line TC__LINE_AT(14010, "tcompile.h", 14010)
 
 /* ===== src/compiler/fuse.c ===== */
-#line TC__LINE_AT(1, "src/compiler/fuse.c", 14074)
+#line TC__LINE_AT(1, "src/compiler/fuse.c", 14013)
 /* Fusion: the scheduler that groups a graph's nodes into kernels, and the
  * lowering of each group to kernel IR (kernel.c).
  *
@@ -15797,10 +15736,10 @@ TC__FN int tc__fuse_graph(tc_ctx *ctx, const tc__graph *g, const tc_tensor *hdr,
     tc__fuse_free(&f);
     return rc;
 }
-#line TC__LINE_AT(15801, "tcompile.h", 15801)
+#line TC__LINE_AT(15740, "tcompile.h", 15740)
 
 /* ===== src/cpu/vstate.h ===== */
-#line TC__LINE_AT(1, "src/cpu/vstate.h", 15804)
+#line TC__LINE_AT(1, "src/cpu/vstate.h", 15743)
 /* The CPU executor's run-time state, shared by the per-ISA files
  * (vmath_isa.c, vexec_isa.c) and the executor (vexec.c): one thread's state
  * inside a kernel (tc__vst) and the pre-decoded steps of a row (tc__vstep).
@@ -15903,7 +15842,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
     if (end > s->pf_next) s->pf_next = end;
 }
 #endif
-#line TC__LINE_AT(15907, "tcompile.h", 15907)
+#line TC__LINE_AT(15846, "tcompile.h", 15846)
 
 /* ===== src/cpu/vmath_isa.c for avx512 ===== */
 #if TC__ISA_ON_avx512
@@ -15915,7 +15854,7 @@ TC__FN void tc__vst_pf_upto(tc__vst *s, int end) {
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15919)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 15858)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16357,7 +16296,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16361, "tcompile.h", 16361)
+#line TC__LINE_AT(16300, "tcompile.h", 16300)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16374,7 +16313,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16378)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16317)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -16816,7 +16755,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(16820, "tcompile.h", 16820)
+#line TC__LINE_AT(16759, "tcompile.h", 16759)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -16833,7 +16772,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16837)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 16776)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -17275,7 +17214,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(17279, "tcompile.h", 17279)
+#line TC__LINE_AT(17218, "tcompile.h", 17218)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17292,7 +17231,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 17296)
+#line TC__LINE_AT(1, "src/cpu/vmath_isa.c", 17235)
 /* The executor's vector math, written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level, before the
  * executor (vexec_isa.c), which uses it:
@@ -17734,7 +17673,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
         for (k = 0; i + k < n; k++) y[i + k] = tmp[k];
     }
 }
-#line TC__LINE_AT(17738, "tcompile.h", 17738)
+#line TC__LINE_AT(17677, "tcompile.h", 17677)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -17751,7 +17690,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vmath_)(int op, const float *x, 
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17755)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 17694)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -18791,7 +18730,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(18795, "tcompile.h", 18795)
+#line TC__LINE_AT(18734, "tcompile.h", 18734)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -18808,7 +18747,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18812)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 18751)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -19848,7 +19787,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(19852, "tcompile.h", 19852)
+#line TC__LINE_AT(19791, "tcompile.h", 19791)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -19865,7 +19804,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19869)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 19808)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -20905,7 +20844,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(20909, "tcompile.h", 20909)
+#line TC__LINE_AT(20848, "tcompile.h", 20848)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -20922,7 +20861,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #else
 #define TC__ISA_COMPACT 0
 #endif
-#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20926)
+#line TC__LINE_AT(1, "src/cpu/vexec_isa.c", 20865)
 /* The executor's inner loop: the tile interpreter (tc__vm_tile_) and the
  * pre-decoded steps (tc__vsteps_), written once over GNU C vector types and
  * instantiated by tools/amalgamate.sh once per ISA level (TC__ISA_SFX,
@@ -21962,7 +21901,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #undef TC__VLIBM2
 #undef TC__EXP_NORMAL_MIN
 #endif
-#line TC__LINE_AT(21966, "tcompile.h", 21966)
+#line TC__LINE_AT(21905, "tcompile.h", 21905)
 #undef TC__ISA_SFX
 #undef TC__ISA_W
 #undef TC__ISA_ATTR
@@ -21970,7 +21909,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__VFN(tc__vflash_softmax_)(float *st, int6
 #endif
 
 /* ===== src/cpu/vexec.c ===== */
-#line TC__LINE_AT(1, "src/cpu/vexec.c", 21974)
+#line TC__LINE_AT(1, "src/cpu/vexec.c", 21913)
 /* The built-in executor: runs a fused kernel (kernel.c) over its domain.
  * A launch resolves each access against the live tensor headers (inputs
  * move between calls), merges dims that every access walks contiguously,
@@ -22942,10 +22881,10 @@ TC__FN void tc__kernel_run(tc_ctx *ctx, const tc__kernel *k, tc_tensor *const *r
     ctx->thread_cap = saved_cap;
 }
 #endif /* TC__HAVE_VEXEC */
-#line TC__LINE_AT(22946, "tcompile.h", 22946)
+#line TC__LINE_AT(22885, "tcompile.h", 22885)
 
 /* ===== src/cpu/attention.c ===== */
-#line TC__LINE_AT(1, "src/cpu/attention.c", 22949)
+#line TC__LINE_AT(1, "src/cpu/attention.c", 22888)
 /* Scaled-dot-product attention as one fused, flash-style kernel: for each
  * block of query rows, the scores against one block of keys at a time are
  * computed with the GEMM microkernel into a tile that stays in cache,
@@ -23271,10 +23210,10 @@ TCDEF tc_tensor *tc_scaled_dot_product_attention_at(tc_ctx *ctx, tc_tensor *q, t
     c.a.f[0] = scale;
     return tc__run(&c);
 }
-#line TC__LINE_AT(23275, "tcompile.h", 23275)
+#line TC__LINE_AT(23214, "tcompile.h", 23214)
 
 /* ===== src/compiler/plan.c ===== */
-#line TC__LINE_AT(1, "src/compiler/plan.c", 23278)
+#line TC__LINE_AT(1, "src/compiler/plan.c", 23217)
 /* Memory planning and the program: a graph becomes a flat launch list whose
  * calls are pre-bound (shape rules already applied, inputs pointing at
  * stable tensor headers) over one arena of intermediates laid out by
@@ -24119,10 +24058,10 @@ TC__FN tc_result tc__program_run(tc__program *p, tc_ctx *ctx, tc_tensor *const *
     }
     return r;
 }
-#line TC__LINE_AT(24123, "tcompile.h", 24123)
+#line TC__LINE_AT(24062, "tcompile.h", 24062)
 
 /* ===== src/cpu/backend.c ===== */
-#line TC__LINE_AT(1, "src/cpu/backend.c", 24126)
+#line TC__LINE_AT(1, "src/cpu/backend.c", 24065)
 /* The CPU backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the host.  Fused kernels run on the built-in executor (vexec.c) with
  * one workspace per thread; an op runs its op-table kernel, a contraction
@@ -24184,10 +24123,10 @@ TC__FN tc_result tc__cpu_run_op(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_t
 
 static const tc__backend tc__cpu_backend = {tc__cpu_kernel_ws_bytes, tc__cpu_run_kernel, tc__cpu_run_op,
                                             tc__block_get, tc__block_put, TC_CPU, NULL, NULL};
-#line TC__LINE_AT(24188, "tcompile.h", 24188)
+#line TC__LINE_AT(24127, "tcompile.h", 24127)
 
 /* ===== src/compiler/tune.c ===== */
-#line TC__LINE_AT(1, "src/compiler/tune.c", 24191)
+#line TC__LINE_AT(1, "src/compiler/tune.c", 24130)
 /* max-autotune: each launch of a program's first run is measured in its
  * variants and the fastest kept (tc__tune_launch, the program's tune hook,
  * set by a compiled function in that mode), and the choice is stored in an
@@ -24635,10 +24574,10 @@ TC__FN tc_result tc__tune_launch(tc__program *p, tc_ctx *ctx, tc__launch *l, tc_
     }
     return TC_OK;
 }
-#line TC__LINE_AT(24639, "tcompile.h", 24639)
+#line TC__LINE_AT(24578, "tcompile.h", 24578)
 
 /* ===== src/cuda/codegen.c ===== */
-#line TC__LINE_AT(1, "src/cuda/codegen.c", 24642)
+#line TC__LINE_AT(1, "src/cuda/codegen.c", 24581)
 /* CUDA C from the kernel IR: the fused kernels the CPU executor runs
  * (compiler/kernel.c), printed as CUDA C for NVRTC.
  *
@@ -25496,10 +25435,10 @@ TC__FN void tc__cuda_emit_prelude(tc__text *o) {
 }
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(25500, "tcompile.h", 25500)
+#line TC__LINE_AT(25439, "tcompile.h", 25439)
 
 /* ===== src/cuda/backend.c ===== */
-#line TC__LINE_AT(1, "src/cuda/backend.c", 25503)
+#line TC__LINE_AT(1, "src/cuda/backend.c", 25442)
 /* The CUDA backend: the plan's device table (compiler/plan.c's tc__backend)
  * for the GPU.  A program's fused kernels are printed as one CUDA C
  * program (cuda/codegen.c), compiled by NVRTC for the device's exact
@@ -26374,10 +26313,10 @@ TCDEF tc_result tc__test_nvrtc(const char *src, int arch, long *spill, char *err
 #endif
 
 #endif /* TC_NO_CUDA */
-#line TC__LINE_AT(26378, "tcompile.h", 26378)
+#line TC__LINE_AT(26317, "tcompile.h", 26317)
 
 /* ===== src/compiler/fn.h ===== */
-#line TC__LINE_AT(1, "src/compiler/fn.h", 26381)
+#line TC__LINE_AT(1, "src/compiler/fn.h", 26320)
 /* A compiled function's state, shared by the compiler's last stages
  * (explain.c, trace.c, dynamic.c, compile.c): the cache entries the traces
  * left, one per input signature (guards, graph, program, the template for
@@ -26473,10 +26412,10 @@ enum {
     TC__LOG_BREAKS = 1, TC__LOG_RECOMPILES = 2, TC__LOG_GUARDS = 4, TC__LOG_GRAPH = 8, TC__LOG_FUSION = 16,
     TC__LOG_CODE = 32
 };
-#line TC__LINE_AT(26477, "tcompile.h", 26477)
+#line TC__LINE_AT(26416, "tcompile.h", 26416)
 
 /* ===== src/compiler/explain.c ===== */
-#line TC__LINE_AT(1, "src/compiler/explain.c", 26480)
+#line TC__LINE_AT(1, "src/compiler/explain.c", 26419)
 /* Observability: TC_LOGS (like TORCH_LOGS), tc_explain's counts and text,
  * and the Graphviz DOT of a cached graph with its fusion groups. */
 
@@ -26681,10 +26620,10 @@ TCDEF tc_result tc_explain(const tc_fn *f, tc_explain_info *info, char *text, si
 #undef TC__W_
     return TC_OK;
 }
-#line TC__LINE_AT(26685, "tcompile.h", 26685)
+#line TC__LINE_AT(26624, "tcompile.h", 26624)
 
 /* ===== src/compiler/trace.c ===== */
-#line TC__LINE_AT(1, "src/compiler/trace.c", 26688)
+#line TC__LINE_AT(1, "src/compiler/trace.c", 26627)
 /* Tracing: a compiled call runs the user's function with ctx->trace set, so
  * every op goes through tc__run to the context's hook, tc__trace_op
  * (ctx->trace_hooks), which records a graph node instead of computing (the
@@ -27377,10 +27316,10 @@ TC__FN tc_result tc__trace_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **
     TC_FREE(tr.allin);
     return r;
 }
-#line TC__LINE_AT(27381, "tcompile.h", 27381)
+#line TC__LINE_AT(27320, "tcompile.h", 27320)
 
 /* ===== src/compiler/dynamic.c ===== */
-#line TC__LINE_AT(1, "src/compiler/dynamic.c", 27384)
+#line TC__LINE_AT(1, "src/compiler/dynamic.c", 27323)
 /* Guards and dynamic shapes: which cache entry a call's inputs match, and
  * automatic dynamic shapes.  When a recompile differs from an entry only in
  * one input dim's size, the two traces are fitted (tc__graph_fit: attributes
@@ -27690,10 +27629,10 @@ TC__FN tc_result tc__dynamic_miss(tc_fn *f, tc_tensor *const *inputs, tc_tensor 
     }
     return r;
 }
-#line TC__LINE_AT(27694, "tcompile.h", 27694)
+#line TC__LINE_AT(27633, "tcompile.h", 27633)
 
 /* ===== src/compiler/compile.c ===== */
-#line TC__LINE_AT(1, "src/compiler/compile.c", 27697)
+#line TC__LINE_AT(1, "src/compiler/compile.c", 27636)
 /* The compiler's entry points: tc_compile (options into a tc_fn) and
  * tc_call, a dispatcher over what a call's inputs find in the cache: a
  * cached graph to replay, a dynamic entry at a new size, a trace with
@@ -27921,10 +27860,10 @@ TCDEF tc_result tc_call(tc_fn *f, tc_tensor *const *inputs, tc_tensor **outputs)
     tc__leave(&f->busy);
     return r;
 }
-#line TC__LINE_AT(27925, "tcompile.h", 27925)
+#line TC__LINE_AT(27864, "tcompile.h", 27864)
 
 /* ===== src/cuda/eager.c ===== */
-#line TC__LINE_AT(1, "src/cuda/eager.c", 27928)
+#line TC__LINE_AT(1, "src/cuda/eager.c", 27867)
 /* Eager ops on CUDA tensors, and moving tensors between devices.
  *
  * An op whose inputs are on the GPU runs as a one-op compiled function on
@@ -28144,10 +28083,10 @@ TCDEF tc_tensor *tc_to_at(tc_ctx *ctx, tc_tensor *x, tc_device device, const cha
     }
     return t;
 }
-#line TC__LINE_AT(28148, "tcompile.h", 28148)
+#line TC__LINE_AT(28087, "tcompile.h", 28087)
 
 /* ===== src/license.h ===== */
-#line TC__LINE_AT(1, "src/license.h", 28151)
+#line TC__LINE_AT(1, "src/license.h", 28090)
 /*
 ------------------------------------------------------------------------------
 This software is available under 2 licenses -- choose whichever you prefer.
@@ -28189,7 +28128,7 @@ ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
 WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 ------------------------------------------------------------------------------
 */
-#line TC__LINE_AT(28193, "tcompile.h", 28193)
+#line TC__LINE_AT(28132, "tcompile.h", 28132)
 
 #endif /* TCOMPILE_IMPLEMENTATION_DONE_ */
 #endif /* TCOMPILE_IMPLEMENTATION */

@@ -124,15 +124,17 @@ typedef struct tc__gemm_impl {
  * named row arrays, which the compiler vectorises for the ISA it targets. */
 #define TC__BASE_MR 4
 #define TC__BASE_NR 16
-TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float *c, int64_t ldc,
-                         int mr, int nr, int acc) {
+/* B's row k: packed (koff NULL, rows of TC__BASE_NR) or at bp + koff[k]
+ * (the direct convolution's taps). */
+TC__FN void tc__tile_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, const int64_t *koff,
+                          float *c, int64_t ldc, int mr, int nr, int acc) {
     float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
     float *rows[TC__BASE_MR];
     int64_t k;
     int i, j;
     for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
     for (k = 0; k < kc; k++) {
-        const float *b = bp + k * TC__BASE_NR, *a = ap + k * TC__BASE_MR;
+        const float *b = koff ? bp + koff[k] : bp + k * TC__BASE_NR, *a = ap + k * TC__BASE_MR;
         for (j = 0; j < TC__BASE_NR; j++) {
             c0[j] += a[0] * b[j];
             c1[j] += a[1] * b[j];
@@ -143,6 +145,11 @@ TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *
     rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
     for (i = 0; i < mr; i++)
         for (j = 0; j < nr; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+}
+
+TC__FN void tc__ukr_base(int64_t kc, const float *TC__RESTRICT ap, const float *TC__RESTRICT bp, float *c, int64_t ldc,
+                         int mr, int nr, int acc) {
+    tc__tile_base(kc, ap, bp, NULL, c, ldc, mr, nr, acc);
 }
 
 TC__FN void tc__gemm_axpy_base(const float *a, int64_t lda, int64_t sa, int64_t m, const float *b, int64_t ldb,
@@ -211,23 +218,7 @@ TC__FN void tc__gwin_row_base(int kind, const float *const *taps, const float *w
 /* gemm_isa.c's tc__dconv_a_ in plain C: 4 channels x 16 positions (both tiles). */
 TC__FN void tc__dconv_base(int64_t K, const float *TC__RESTRICT wp, const float *TC__RESTRICT x, const int64_t *koff,
                            float *c, int64_t ldc, int mr, int acc) {
-    float c0[TC__BASE_NR], c1[TC__BASE_NR], c2[TC__BASE_NR], c3[TC__BASE_NR];
-    float *rows[TC__BASE_MR];
-    int64_t k;
-    int i, j;
-    for (j = 0; j < TC__BASE_NR; j++) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
-    for (k = 0; k < K; k++) {
-        const float *b = x + koff[k], *a = wp + k * TC__BASE_MR;
-        for (j = 0; j < TC__BASE_NR; j++) {
-            c0[j] += a[0] * b[j];
-            c1[j] += a[1] * b[j];
-            c2[j] += a[2] * b[j];
-            c3[j] += a[3] * b[j];
-        }
-    }
-    rows[0] = c0, rows[1] = c1, rows[2] = c2, rows[3] = c3;
-    for (i = 0; i < mr; i++)
-        for (j = 0; j < TC__BASE_NR; j++) c[i * ldc + j] = acc ? c[i * ldc + j] + rows[i][j] : rows[i][j];
+    tc__tile_base(K, wp, x, koff, c, ldc, mr, TC__BASE_NR, acc);
 }
 
 /* gemm_isa.c's tc__dconv_out_ in plain C. */

@@ -94,11 +94,13 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #endif
 }
 
-/* The rows of the tile, by name, so that they stay in registers. */
+/* The rows of the tile, by name, so that they stay in registers; a step
+ * broadcasts row i's value from TC__GR_A (the GEMM's packed A, the direct
+ * convolution's packed weights). */
 #define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
 #define TC__GR_STEP(i)                                  \
     {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(ap[i]);        \
+        TC__GV a_ = TC__GFN(tc__gsplat_)(TC__GR_A[i]);  \
         c##i##a = TC__GFMA(a_, b0, c##i##a);            \
         c##i##b = TC__GFMA(a_, b1, c##i##b);            \
     }
@@ -114,6 +116,7 @@ TC__GINL void TC__GFN(tc__grow_out_)(float *p, TC__GV x0, TC__GV x1, int nr, int
 #define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
 #endif
 
+#define TC__GR_A ap
 static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *TC__RESTRICT ap,
                                                        const float *TC__RESTRICT bp, float *c, int64_t ldc, int mr,
                                                        int nr, int acc) {
@@ -126,10 +129,8 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__ukr_)(int64_t kc, const float *T
     }
     TC__GR_ALL(TC__GR_OUT)
 }
-#undef TC__GR_DECL
-#undef TC__GR_STEP
+#undef TC__GR_A
 #undef TC__GR_OUT
-#undef TC__GR_ALL
 
 /* For rows i < m of A (row i at a + i * lda, its k-th value at a[k * sa]):
  * c_i[0..n) += sum over r < nk of a_i[r] * B[r * ldb + 0..n).  Four rows of
@@ -467,22 +468,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__gwin_row_)(int kind, const float
         if (acc) c##i##a += TC__GLD(r_), c##i##b += TC__GLD(r_ + TC__GW), c##i##c += TC__GLD(r_ + 2 * TC__GW); \
         TC__GST(r_, c##i##a), TC__GST(r_ + TC__GW, c##i##b), TC__GST(r_ + 2 * TC__GW, c##i##c);         \
     }
-#define TC__GR_DECL(i) TC__GV c##i##a = z, c##i##b = z;
-#define TC__GR_STEP(i)                                  \
-    {                                                   \
-        TC__GV a_ = TC__GFN(tc__gsplat_)(wp[i]);        \
-        c##i##a = TC__GFMA(a_, b0, c##i##a);            \
-        c##i##b = TC__GFMA(a_, b1, c##i##b);            \
-    }
-#if TC__GMR == 12
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#elif TC__GMR == 8
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#elif TC__GMR == 6
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#else
-#define TC__GR_ALL(X) X(0) X(1) X(2) X(3)
-#endif
+#define TC__GR_A wp
 #if TC__DMR8 == 8
 #define TC__DR_ALL8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #else
@@ -514,6 +500,7 @@ static TC__ISA_ATTR TC__UNUSED void TC__GFN(tc__dconv_b_)(int64_t K, const float
     }
     TC__DR_ALL8(TC__DR_OUT3)
 }
+#undef TC__GR_A
 #undef TC__GR_DECL
 #undef TC__GR_STEP
 #undef TC__GR_ALL
